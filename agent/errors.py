@@ -1,0 +1,77 @@
+"""The agent's one error tree.
+
+Library exceptions are translated at the boundary that calls the library and keep their cause
+(``raise ZoneApiError(...) from exc``). ``retryable`` tells the runner whether backing off and
+trying again can help.
+
+    AgentError
+     ├── ConfigError            bad flags, settings or endpoint files
+     ├── SourceError            the revision could not be fetched or read        (retryable)
+     ├── ValidationError        the revision is invalid; carries every Problem found
+     ├── UnsafePlanError        the safety gate refused the plan; names how to force it
+     └── ApplyError             a write to the outside world failed
+          ├── KubeError         Kubernetes API (forbidden, not found, conflict, invalid, server)
+          ├── ZoneApiError      the BIND9 sidecar's zone HTTP API
+          └── DnsUpdateError    an RFC 2136 DNS UPDATE (rcode, prerequisite, transport)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agent.problems import Problem
+
+
+class AgentError(Exception):
+    """Root of every error the agent raises on purpose."""
+
+    retryable: bool = False
+
+
+class ConfigError(AgentError):
+    """The agent was started or called with settings that cannot work."""
+
+
+class SourceError(AgentError):
+    """A revision could not be fetched or read from its source."""
+
+    retryable = True
+
+
+class ValidationError(AgentError):
+    """A revision failed validation; ``problems`` holds every error found, in file order."""
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.problems = list(problems)
+        noun = "problem" if len(self.problems) == 1 else "problems"
+        super().__init__(f"{len(self.problems)} validation {noun}")
+
+
+class UnsafePlanError(AgentError):
+    """The safety gate refused a plan; the message says why and how to force it."""
+
+
+class ApplyError(AgentError):
+    """Writing desired state to the outside world failed."""
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+class KubeError(ApplyError):
+    """A Kubernetes API call failed; ``reason`` is forbidden/not_found/conflict/invalid/server."""
+
+    def __init__(self, message: str, *, reason: str, retryable: bool = False) -> None:
+        super().__init__(message, retryable=retryable)
+        self.reason = reason
+
+
+class ZoneApiError(ApplyError):
+    """The zone HTTP API of a BIND9 instance refused or failed a request."""
+
+
+class DnsUpdateError(ApplyError):
+    """A DNS UPDATE was refused (rcode), failed its prerequisites, or could not be sent."""

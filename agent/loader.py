@@ -1,0 +1,315 @@
+"""Files -> validated models. Every problem is collected, each with file:line and field path.
+
+The libyaml C parser builds each document's node tree; we keep the root node (it carries line
+marks) and construct plain Python data from it, so locating an error costs nothing unless there
+is one. Unknown apiVersions are skipped with a warning (kustomization.yaml and friends live in
+the same repositories); everything else that is wrong is an error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import pathlib
+import re
+import types
+import typing
+from collections.abc import Iterator
+from typing import Any
+
+import pydantic
+import yaml
+
+from agent import shorthand
+from agent.model import kinds
+from agent.model.base import Resource
+from agent.problems import Origin, Problem, Severity
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+@dataclasses.dataclass(frozen=True)
+class ObjectKey:
+    kind: str
+    namespace: str | None
+    name: str
+
+    def __str__(self) -> str:
+        if self.namespace is None:
+            return f"{self.kind}/{self.name}"
+        return f"{self.kind}/{self.namespace}/{self.name}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Loaded:
+    key: ObjectKey
+    model: Resource
+    origin: Origin
+    node: Any = dataclasses.field(default=None, repr=False, compare=False)  # YAML node, for lines
+
+    def origin_at(self, path: str) -> Origin:
+        """file:line of a dotted field path such as "spec.ipv4Addresses[1]" in this document."""
+        if self.node is None or not path:
+            return self.origin
+        loc: list[Any] = []
+        for part in re.split(r"\.(?![^\[]*\])", path):
+            name, *indexes = re.split(r"\[(\d+)\]", part)
+            if name:
+                loc.append(name)
+            loc += [int(i) for i in indexes if i]
+        return Origin(self.origin.file, _line_of(self.node, tuple(loc)))
+
+
+@dataclasses.dataclass
+class Manifest:
+    """A parsed revision: its valid objects (file order) and every problem found."""
+
+    objects: list[Loaded]
+    problems: list[Problem]
+    files: int = 0
+    documents: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not any(p.severity is Severity.ERROR for p in self.problems)
+
+
+class _Loader(yaml.CSafeLoader):  # type: ignore[misc,name-defined]
+    """The C loader, plus a record of duplicate mapping keys (PyYAML silently keeps the last)."""
+
+    duplicates: list[tuple[int, str]]
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[str] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == _MERGE_TAG or not isinstance(key_node, yaml.ScalarNode):
+                continue
+            if key_node.value in seen:
+                self.duplicates.append((key_node.start_mark.line + 1, key_node.value))
+            seen.add(key_node.value)
+        return super().construct_mapping(node, deep)  # type: ignore[no-any-return]
+
+
+def iter_files(root: pathlib.Path) -> Iterator[pathlib.Path]:
+    """*.yaml / *.yml below root in a stable order, skipping hidden directories such as .git."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            if name.endswith((".yaml", ".yml")) and not name.startswith("."):
+                yield pathlib.Path(dirpath, name)
+
+
+def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int:
+    """The line of the deepest node along `loc` (a key's own line for the last mapping step)."""
+    assert node is not None
+    line = node.start_mark.line + 1
+    for step in loc:
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                if key_node.value == step:
+                    line = key_node.start_mark.line + 1
+                    node = value_node
+                    break
+            else:
+                return line
+        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and step < len(node.value):
+            node = node.value[step]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
+
+
+def _unwrap(annotation: Any) -> Any:
+    """Strip Optional/list/dict/Annotated wrappers down to a model class, if there is one."""
+    while True:
+        origin = typing.get_origin(annotation)
+        if origin is typing.Annotated:
+            annotation = typing.get_args(annotation)[0]
+        elif origin in (typing.Union, types.UnionType):
+            args = [a for a in typing.get_args(annotation) if a is not type(None)]
+            annotation = args[0] if len(args) == 1 else None
+        elif origin is list:
+            annotation = typing.get_args(annotation)[0]
+        elif origin is dict:
+            annotation = typing.get_args(annotation)[1]
+        else:
+            return annotation
+
+
+def _allowed_keys(model: type[pydantic.BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    current: Any = model
+    for step in loc:
+        if isinstance(step, int) or not (isinstance(current, type) and issubclass(current, pydantic.BaseModel)):
+            continue
+        field = next((f for n, f in current.model_fields.items() if (f.alias or n) == step), None)
+        if field is None:
+            return []
+        current = _unwrap(field.annotation)
+    if isinstance(current, type) and issubclass(current, pydantic.BaseModel):
+        return [f.alias or n for n, f in current.model_fields.items()]
+    return []
+
+
+def _dotted(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for step in loc:
+        out += f"[{step}]" if isinstance(step, int) else (f".{step}" if out else str(step))
+    return out
+
+
+def _message(err: Any, model: type[pydantic.BaseModel]) -> tuple[tuple[Any, ...], str]:
+    loc, kind, value = tuple(err["loc"]), err["type"], err.get("input")
+    if kind == "extra_forbidden":
+        allowed = _allowed_keys(model, loc[:-1])
+        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.6)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        return loc, f"unknown field{hint}"
+    if kind == "missing":
+        return loc, "required field is missing"
+    msg = err["msg"]
+    msg = msg[0].lower() + msg[1:]
+    if kind == "string_pattern_mismatch" and isinstance(value, str):
+        pattern = err.get("ctx", {}).get("pattern", "")
+        if pattern.endswith(r"\.$") and not value.endswith("."):
+            return loc, f"must be a fully qualified name ending with '.' (write '{value}.')"
+        return loc, f"{value!r} does not match the required pattern {pattern}"
+    if not isinstance(value, (dict, list)):
+        msg += f" (got {value!r})"
+    return loc, msg
+
+
+class _Document:
+    """One YAML document being checked; collects its problems."""
+
+    def __init__(self, file: str, node: yaml.Node, data: Any, problems: list[Problem]) -> None:
+        self.node, self.data, self.problems = node, data, problems
+        self.origin = Origin(file, node.start_mark.line + 1)
+        self.file = file
+        self.obj = ""
+        self.failed = False
+
+    def report(self, loc: tuple[Any, ...], message: str, severity: Severity = Severity.ERROR) -> None:
+        line = _line_of(self.node, loc)
+        self.failed |= severity is Severity.ERROR
+        self.problems.append(Problem(Origin(self.file, line), self.obj, _dotted(loc), message, severity))
+
+
+def _check_document(doc: _Document, default_namespace: str) -> Loaded | None:
+    data = doc.data
+    if not isinstance(data, dict):
+        doc.report((), f"expected a mapping (a Kubernetes object), got {type(data).__name__}")
+        return None
+    api_version, kind_name = data.get("apiVersion"), data.get("kind")
+    group = api_version.split("/")[0] if isinstance(api_version, str) else None
+    if group != kinds.GROUP:
+        if kind_name in kinds.KINDS:
+            doc.report(("apiVersion",), f"{kind_name} needs apiVersion: {kinds.API_VERSION}")
+        elif api_version is None and kind_name is None:
+            doc.report((), "skipped: not a Kubernetes object (no apiVersion/kind)", Severity.WARNING)
+        else:
+            doc.report((), f"skipped: not a Bindy object ({api_version} {kind_name})", Severity.WARNING)
+        return None
+    if api_version != kinds.API_VERSION:
+        doc.report(("apiVersion",), f"unsupported version {api_version!r}; use {kinds.API_VERSION}")
+        return None
+    kind = kinds.KINDS.get(kind_name) if isinstance(kind_name, str) else None
+    if kind is None:
+        close = difflib.get_close_matches(str(kind_name), list(kinds.KINDS), n=1, cutoff=0.6)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        doc.report(("kind",), f"unknown kind {kind_name!r} in {kinds.API_VERSION}{hint}")
+        return None
+
+    meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    name, namespace = meta.get("name"), meta.get("namespace")
+    if kind.namespaced and namespace is None and isinstance(name, str):
+        meta["namespace"] = namespace = default_namespace
+    key = ObjectKey(kind.name, namespace if kind.namespaced else None, str(name))
+    doc.obj = str(key) if isinstance(name, str) else kind.name
+    if not kind.namespaced and namespace is not None:
+        doc.report(("metadata", "namespace"), f"{kind.name} is cluster-scoped; remove metadata.namespace")
+    for field, value, label in (("name", name, "name"), ("namespace", namespace, "namespace")):
+        if isinstance(value, str) and value and not (_DNS1123 if field == "name" else _DNS1123_LABEL).match(value):
+            doc.report(("metadata", field), f"invalid {label} {value!r}: use lowercase letters, digits, "
+                       "'-' (and '.' in names), starting and ending with a letter or digit")
+
+    if "status" in data:
+        del data["status"]
+        doc.report(("status",), "ignored: status is written by the agent, not read from Git",
+                   Severity.WARNING)
+    for path, message, is_error in shorthand.normalise(kind.name, data):
+        loc = tuple(path.split("."))
+        doc.report(loc, message, Severity.ERROR if is_error else Severity.WARNING)
+
+    try:
+        model = kind.model.model_validate(data)
+    except pydantic.ValidationError as exc:
+        for err in exc.errors():
+            loc, message = _message(err, kind.model)
+            doc.report(loc, message)
+        return None
+    return None if doc.failed else Loaded(key, model, doc.origin, doc.node)
+
+
+def load_text(text: str, file: str, *, default_namespace: str = "default") -> Manifest:
+    """Loads one file's text (multi-document)."""
+    manifest = Manifest(objects=[], problems=[], files=1)
+    loader = _Loader(text)
+    loader.duplicates = []
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            start = len(loader.duplicates)
+            data = loader.construct_document(node)
+            manifest.documents += 1
+            doc = _Document(file, node, data, manifest.problems)
+            for line, key in loader.duplicates[start:]:
+                manifest.problems.append(
+                    Problem(Origin(file, line), "", "", f"duplicate key {key!r} in a mapping"))
+            if data is None:
+                continue
+            loaded = _check_document(doc, default_namespace)
+            if loaded is not None and len(loader.duplicates) == start:
+                manifest.objects.append(loaded)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 1
+        what = ": ".join(str(x) for x in (exc.context, exc.problem) if x)
+        manifest.problems.append(Problem(Origin(file, line), "", "", f"YAML syntax error: {what}"))
+    except yaml.YAMLError as exc:
+        manifest.problems.append(Problem(Origin(file, 1), "", "", f"YAML error: {exc}"))
+    finally:
+        loader.dispose()
+    return manifest
+
+
+def load_dir(root: pathlib.Path, *, default_namespace: str = "default") -> Manifest:
+    """Loads every YAML file below `root`; paths in problems are relative to `root`."""
+    total = Manifest(objects=[], problems=[])
+    seen: dict[ObjectKey, Origin] = {}
+    for path in iter_files(root):
+        rel = path.relative_to(root).as_posix()
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError) as exc:
+            total.problems.append(Problem(Origin(rel, 1), "", "", f"cannot read file: {exc}"))
+            total.files += 1
+            continue
+        part = load_text(text, rel, default_namespace=default_namespace)
+        total.files += 1
+        total.documents += part.documents
+        total.problems += part.problems
+        for obj in part.objects:
+            first = seen.get(obj.key)
+            if first is not None:
+                total.problems.append(Problem(obj.origin, str(obj.key), "",
+                                              f"duplicate object: already defined at {first}"))
+                continue
+            seen[obj.key] = obj.origin
+            total.objects.append(obj)
+    return total

@@ -1,0 +1,132 @@
+"""Shared building blocks of the CR models: the strict base class, metadata, selectors, conditions.
+
+Every model forbids unknown fields and uses Bindy's exact camelCase names (Python attributes are
+snake_case). Large embedded Kubernetes types (volumes, resources, service specs) are typed loosely
+as `K8sObject`: any mapping is accepted and the generated CRD marks them
+`x-kubernetes-preserve-unknown-fields`, like Bindy's own embedded types are accepted by the server.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+PRESERVE = {"x-kubernetes-preserve-unknown-fields": True}
+
+K8sObject = Annotated[dict[str, Any], Field(json_schema_extra=PRESERVE)]
+"""A loosely typed embedded Kubernetes object (ServiceSpec, ResourceRequirements, Volume ...)."""
+
+Int32 = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]
+Ttl = Annotated[int, Field(ge=0, le=2**31 - 1)]
+Port = Annotated[int, Field(ge=0, le=65535)]
+RFC3339 = str
+
+HmacAlgorithm = Literal["hmac-sha1", "hmac-sha224", "hmac-sha256", "hmac-sha384", "hmac-sha512"]
+
+
+class Model(BaseModel):
+    """Strict base: camelCase aliases, unknown fields rejected, attribute names accepted too."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=False,
+        ser_json_timedelta="iso8601",
+    )
+
+    def dump(self) -> dict[str, Any]:
+        """The object as Kubernetes would store it: camelCase, no unset/None fields."""
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+class OwnerReference(Model):
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
+
+
+class ObjectMeta(Model):
+    """Kubernetes ObjectMeta. Server-populated fields are accepted (an exported object loads)."""
+
+    name: str = Field(min_length=1, max_length=253)
+    namespace: str | None = Field(None, min_length=1, max_length=63)
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    generate_name: str | None = None
+    uid: str | None = None
+    resource_version: str | None = None
+    generation: int | None = None
+    creation_timestamp: RFC3339 | None = None
+    deletion_timestamp: RFC3339 | None = None
+    deletion_grace_period_seconds: int | None = None
+    finalizers: list[str] | None = None
+    owner_references: list[OwnerReference] | None = None
+    managed_fields: list[K8sObject] | None = None
+    self_link: str | None = None
+
+
+class LabelSelectorRequirement(Model):
+    key: str = Field(description="The label key that the selector applies to.")
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"] = Field(
+        description="Operator represents a key's relationship to a set of values."
+    )
+    values: list[str] | None = Field(
+        None, description="For In and NotIn: must be non-empty. For Exists and DoesNotExist: empty."
+    )
+
+
+class LabelSelector(Model):
+    """Kubernetes label selector: matchLabels AND every matchExpressions requirement."""
+
+    match_labels: dict[str, str] | None = None
+    match_expressions: list[LabelSelectorRequirement] | None = None
+
+    def matches(self, labels: dict[str, str] | None) -> bool:
+        labels = labels or {}
+        for key, value in (self.match_labels or {}).items():
+            if labels.get(key) != value:
+                return False
+        for req in self.match_expressions or []:
+            present = req.key in labels
+            values = req.values or []
+            if req.operator == "In" and not (present and labels[req.key] in values):
+                return False
+            if req.operator == "NotIn" and present and labels[req.key] in values:
+                return False
+            if req.operator == "Exists" and not present:
+                return False
+            if req.operator == "DoesNotExist" and present:
+                return False
+        return True
+
+
+class Condition(Model):
+    type: str = Field(description="Ready, Progressing or Degraded.")
+    status: Literal["True", "False", "Unknown"]
+    reason: str | None = None
+    message: str | None = None
+    last_transition_time: RFC3339 | None = None
+
+
+class Status(Model):
+    """Fields every status has. `lastAppliedRevision` is the agent's: the Git commit applied."""
+
+    conditions: list[Condition] = Field(default_factory=list)
+    observed_generation: int | None = None
+    last_applied_revision: str | None = Field(
+        None, description="Git revision last applied by bindy-agent (agent extension)."
+    )
+
+
+class Resource(Model):
+    """Common envelope of every Bindy kind."""
+
+    api_version: Literal["bindy.firestoned.io/v1beta1"]
+    kind: str
+    metadata: ObjectMeta

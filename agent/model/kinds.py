@@ -1,0 +1,92 @@
+"""The registry of Bindy kinds: model class, CRD names, scope and printer columns (like Bindy's)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from agent.model import infra, records, zone
+from agent.model.base import Resource
+
+GROUP = "bindy.firestoned.io"
+VERSION = "v1beta1"
+API_VERSION = f"{GROUP}/{VERSION}"
+READY_COLUMN = ("Ready", "string", ".status.conditions[?(@.type=='Ready')].status")
+
+
+@dataclasses.dataclass(frozen=True)
+class Kind:
+    name: str
+    model: type[Resource]
+    plural: str
+    short_names: tuple[str, ...]
+    namespaced: bool
+    columns: tuple[tuple[str, str, str], ...]
+    record_type: str | None = None  # DNS type for record kinds
+
+    @property
+    def singular(self) -> str:
+        return self.name.lower()
+
+    @property
+    def crd_name(self) -> str:
+        return f"{self.plural}.{GROUP}"
+
+
+_CLUSTER_COLUMNS = (
+    ("Version", "string", ".spec.version"),
+    ("Primary", "integer", ".spec.primary.replicas"),
+    ("Secondary", "integer", ".spec.secondary.replicas"),
+    READY_COLUMN,
+)
+
+
+def _record(name: str, model: type[Resource], short: str, rtype: str, *extra: tuple[str, str, str]) -> Kind:
+    columns = (
+        ("Name", "string", ".spec.name"),
+        ("Zone", "string", ".status.zoneRef.zoneName"),
+        *extra,
+        ("TTL", "integer", ".spec.ttl"),
+        READY_COLUMN,
+    )
+    return Kind(name, model, name.lower() + "s", (short,), True, columns, rtype)
+
+
+KINDS: dict[str, Kind] = {
+    k.name: k
+    for k in (
+        Kind("ClusterBind9Provider", infra.ClusterBind9Provider, "clusterbind9providers",
+             ("cb9p", "cb9ps"), False, _CLUSTER_COLUMNS),
+        Kind("Bind9Cluster", infra.Bind9Cluster, "bind9clusters", ("b9c", "b9cs"), True,
+             _CLUSTER_COLUMNS),
+        Kind("Bind9Instance", infra.Bind9Instance, "bind9instances", ("b9", "b9s"), True, (
+            ("Cluster", "string", ".spec.clusterRef"),
+            ("Role", "string", ".spec.role"),
+            ("Replicas", "integer", ".spec.replicas"),
+            ("Zones", "integer", ".status.zonesCount"),
+            READY_COLUMN,
+        )),
+        Kind("DNSZone", zone.DNSZone, "dnszones", ("zone", "zones", "dz", "dzs"), True, (
+            ("Zone", "string", ".spec.zoneName"),
+            ("Provider", "string", ".spec.clusterProviderRef"),
+            ("Records", "integer", ".status.recordsCount"),
+            ("Instances", "integer", ".status.bind9InstancesCount"),
+            ("TTL", "integer", ".spec.ttl"),
+            READY_COLUMN,
+        )),
+        _record("ARecord", records.ARecord, "a", "A", ("Addresses", "string", ".status.addresses")),
+        _record("AAAARecord", records.AAAARecord, "aaaa", "AAAA",
+                ("Addresses", "string", ".status.addresses")),
+        _record("CNAMERecord", records.CNAMERecord, "cname", "CNAME",
+                ("Target", "string", ".spec.target")),
+        _record("MXRecord", records.MXRecord, "mx", "MX", ("Priority", "integer", ".spec.priority"),
+                ("Mail Server", "string", ".spec.mailServer")),
+        _record("TXTRecord", records.TXTRecord, "txt", "TXT"),
+        _record("NSRecord", records.NSRecord, "ns", "NS", ("Nameserver", "string", ".spec.nameserver")),
+        _record("SRVRecord", records.SRVRecord, "srv", "SRV", ("Target", "string", ".spec.target"),
+                ("Port", "integer", ".spec.port")),
+        _record("CAARecord", records.CAARecord, "caa", "CAA", ("Tag", "string", ".spec.tag"),
+                ("Value", "string", ".spec.value")),
+    )
+}
+
+RECORD_KINDS = tuple(k for k in KINDS.values() if k.record_type)

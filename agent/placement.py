@@ -1,0 +1,297 @@
+"""Where things go (pure): each DNSZone onto Bind9Instances, each record into one DNSZone.
+
+Zone -> instances, per the seeds:
+  * explicit: `clusterRef` (a Bind9Cluster in the zone's namespace, else a ClusterBind9Provider),
+    `clusterProviderRef`, and `bind9InstancesFrom` label selectors - the union, deduplicated;
+  * otherwise `zonesFrom` selectors on instances (own, or propagated from their cluster/provider):
+    the zone goes to every instance of the selecting cluster; two clusters selecting the same zone
+    is a conflict. An explicit reference always wins over zonesFrom.
+Record -> zone: DNSZone `recordsFrom` selectors, the seeds' `spec.zone`, and for a fully qualified
+`name`, adoption by the zone with the longest matching suffix. Two zones is an error, none a warning.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+from collections import defaultdict
+from collections.abc import Iterable
+
+from agent import rrsets
+from agent.loader import Loaded, Manifest, ObjectKey
+from agent.model import kinds
+from agent.model.base import LabelSelector
+from agent.model.infra import ZoneSource
+from agent.model.zone import DNSZone, DNSZoneSpec
+from agent.problems import Origin, Problem, Severity
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterView:
+    key: ObjectKey
+    provider: str | None
+
+
+@dataclasses.dataclass
+class InstanceView:
+    key: ObjectKey
+    cluster: str
+    role: str
+    labels: dict[str, str]
+    zones_from: list[ZoneSource]
+
+
+@dataclasses.dataclass
+class Zone:
+    key: ObjectKey
+    name: str  # absolute, lowercase: "example.com."
+    origin: Origin
+    spec: DNSZoneSpec
+    labels: dict[str, str]
+    primaries: list[ObjectKey] = dataclasses.field(default_factory=list)
+    secondaries: list[ObjectKey] = dataclasses.field(default_factory=list)
+    selection_method: str | None = None
+    selected_by_instance: str | None = None
+    rrsets: dict[tuple[str, str], rrsets.RRset] = dataclasses.field(default_factory=dict)
+    records: dict[ObjectKey, tuple[str, str]] = dataclasses.field(default_factory=dict)
+
+    @property
+    def instances(self) -> list[ObjectKey]:
+        return self.primaries + self.secondaries
+
+    @property
+    def default_ttl(self) -> int:
+        return self.spec.ttl if self.spec.ttl is not None else rrsets.DEFAULT_TTL
+
+
+class _Out:
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+
+    def add(self, where: Loaded, path: str, message: str, severity: Severity = Severity.ERROR) -> None:
+        self.problems.append(Problem(where.origin_at(path), str(where.key), path, message, severity))
+
+    def failed(self, key: ObjectKey) -> bool:
+        return any(p.obj == str(key) and p.severity is Severity.ERROR for p in self.problems)
+
+
+def _cluster_instances(instances: list[InstanceView]) -> dict[tuple[str | None, str], list[InstanceView]]:
+    by: dict[tuple[str | None, str], list[InstanceView]] = defaultdict(list)
+    for inst in instances:
+        by[(inst.key.namespace, inst.cluster)].append(inst)
+    return by
+
+
+def _select_instances(zone: Zone, obj: Loaded, clusters: dict[ObjectKey, ClusterView],
+                      instances: list[InstanceView], out: _Out) -> None:
+    spec, ns = zone.spec, zone.key.namespace
+    by_cluster = _cluster_instances(instances)
+    providers = defaultdict(list)
+    for c in clusters.values():
+        if c.provider:
+            providers[c.provider].append(c.key)
+    chosen: dict[ObjectKey, InstanceView] = {}
+
+    def from_provider(name: str) -> None:
+        for ckey in providers[name]:
+            chosen.update((i.key, i) for i in by_cluster[(ckey.namespace, ckey.name)])
+
+    explicit = bool(spec.cluster_ref or spec.cluster_provider_ref or spec.bind9_instances_from)
+    if spec.cluster_ref:
+        if ObjectKey("Bind9Cluster", ns, spec.cluster_ref) in clusters:
+            chosen.update((i.key, i) for i in by_cluster[(ns, spec.cluster_ref)])
+        elif spec.cluster_ref in providers:
+            from_provider(spec.cluster_ref)
+        else:
+            out.add(obj, "spec.clusterRef", f"no Bind9Cluster {spec.cluster_ref!r} in "
+                    f"namespace {ns} and no ClusterBind9Provider {spec.cluster_ref!r}")
+    if spec.cluster_provider_ref:
+        if spec.cluster_provider_ref in providers:
+            from_provider(spec.cluster_provider_ref)
+        else:
+            out.add(obj, "spec.clusterProviderRef",
+                    f"no ClusterBind9Provider {spec.cluster_provider_ref!r}")
+    for i, source in enumerate(spec.bind9_instances_from or []):
+        matched = [x for x in instances if x.key.namespace == ns and source.selector.matches(x.labels)]
+        if not matched:
+            out.add(obj, f"spec.bind9InstancesFrom[{i}]",
+                    "selects no Bind9Instance in this namespace", Severity.WARNING)
+        chosen.update((x.key, x) for x in matched)
+
+    by_zones_from = [x for x in instances if x.key.namespace == ns
+                     and any(s.selector.matches(zone.labels) for s in x.zones_from)]
+    selecting = sorted({x.cluster for x in by_zones_from})
+    if explicit:
+        zone.selection_method = "explicit"
+        others = [c for c in selecting if c != spec.cluster_ref]
+        if others:
+            out.add(obj, "metadata.labels", f"also matched by zonesFrom of "
+                    f"{', '.join(others)}; the explicit reference wins", Severity.WARNING)
+    elif len(selecting) > 1:
+        out.add(obj, "metadata.labels", "conflict: selected by the zonesFrom of "
+                f"several clusters ({', '.join(selecting)}); add spec.clusterRef or change the labels")
+    elif selecting:
+        zone.selection_method = "labelSelector"
+        zone.selected_by_instance = min(str(x.key.name) for x in by_zones_from)
+        chosen.update((i.key, i) for i in by_cluster[(ns, selecting[0])])
+    ordered = sorted(chosen.values(), key=lambda x: (x.key.namespace or "", x.key.name))
+    zone.primaries = [x.key for x in ordered if x.role == "primary"]
+    zone.secondaries = [x.key for x in ordered if x.role == "secondary"]
+    if not ordered and not out.failed(zone.key):
+        out.add(obj, "spec", "selects no Bind9Instance; the zone will not be served",
+                Severity.WARNING)
+    elif ordered and not zone.primaries:
+        out.add(obj, "spec", "selects only secondary instances; a zone needs a primary")
+
+
+def _check_zone(zone: Zone, obj: Loaded, out: _Out) -> None:
+    for host, ip in (zone.spec.name_server_ips or {}).items():
+        try:
+            ipaddress.ip_address(ip)
+        except ValueError:
+            out.add(obj, f"spec.nameServerIps.{host}", f"{ip!r} is not an IP address")
+        try:
+            rrsets.check_hostname(host, f"spec.nameServerIps.{host}", require_fqdn=True)
+        except rrsets.RecordError as exc:
+            out.add(obj, exc.path, str(exc))
+    for i, ns_ in enumerate(zone.spec.name_servers or []):
+        for field, value, cls in (("ipv4Address", ns_.ipv4_address, ipaddress.IPv4Address),
+                                  ("ipv6Address", ns_.ipv6_address, ipaddress.IPv6Address)):
+            if value is not None:
+                try:
+                    cls(value)
+                except ValueError:
+                    out.add(obj, f"spec.nameServers[{i}].{field}",
+                            f"{value!r} is not a valid address")
+
+
+class _LabelIndex:
+    """Records by namespace and label, so matchLabels selectors need not scan every record."""
+
+    def __init__(self, records: Iterable[Loaded]) -> None:
+        self.by_ns: dict[str | None, list[Loaded]] = defaultdict(list)
+        self.by_label: dict[tuple[str | None, str, str], list[Loaded]] = defaultdict(list)
+        for r in records:
+            self.by_ns[r.key.namespace].append(r)
+            for k, v in (r.model.metadata.labels or {}).items():
+                self.by_label[(r.key.namespace, k, v)].append(r)
+
+    def select(self, namespace: str | None, selector: LabelSelector) -> list[Loaded]:
+        if selector.match_labels:
+            k, v = next(iter(selector.match_labels.items()))
+            candidates = self.by_label.get((namespace, k, v), [])
+        else:
+            candidates = self.by_ns.get(namespace, [])
+        return [r for r in candidates if selector.matches(r.model.metadata.labels)]
+
+
+def _assign_records(zones: list[Zone], records: list[Loaded], origins: dict[ObjectKey, Origin],
+                    out: _Out) -> dict[ObjectKey, list[Zone]]:
+    assigned: dict[ObjectKey, list[Zone]] = defaultdict(list)
+    index = _LabelIndex(records)
+    for zone in zones:
+        for source in zone.spec.records_from or []:
+            for r in index.select(zone.key.namespace, source.selector):
+                assigned[r.key].append(zone)
+    by_name: dict[str, list[Zone]] = defaultdict(list)
+    for zone in zones:
+        by_name[zone.name].append(zone)
+    for r in records:
+        spec = r.model.spec  # type: ignore[attr-defined]
+        if spec.zone:
+            matches = by_name.get(rrsets.absolute(spec.zone), [])
+            same_ns = [z for z in matches if z.key.namespace == r.key.namespace] or matches
+            if not same_ns:
+                out.add(r, "spec.zone", f"no DNSZone with zoneName {spec.zone!r}")
+            assigned[r.key] += [z for z in same_ns[:1] if z not in assigned[r.key]]
+        elif spec.name.endswith(".") and not assigned.get(r.key):
+            labels = spec.name.lower().rstrip(".").split(".")
+            for i in range(len(labels)):
+                candidates = by_name.get(".".join(labels[i:]) + ".")
+                if candidates:
+                    assigned[r.key].append(candidates[0])
+                    break
+    for r in records:
+        zs = assigned.get(r.key, [])
+        if len(zs) > 1:
+            names = ", ".join(f"{z.key} ({origins[z.key]})" for z in zs)
+            out.add(r, "metadata.labels", f"selected by more than one zone: {names}")
+        elif not zs and not out.failed(r.key):
+            out.add(r, "", "belongs to no DNSZone (no recordsFrom selector matches, "
+                    "no spec.zone, name not fully qualified); it will not be published", Severity.WARNING)
+    return assigned
+
+
+def _add_rrsets(zone: Zone, members: list[Loaded], out: _Out) -> None:
+    sources: dict[tuple[str, str], list[Loaded]] = defaultdict(list)
+    values: dict[tuple[str, str], set[str]] = defaultdict(set)
+    ttls: dict[tuple[str, str], set[int]] = defaultdict(set)
+    for r in members:
+        spec = r.model.spec  # type: ignore[attr-defined]
+        try:
+            owner = rrsets.owner_name(spec.name, zone.name)
+            data = rrsets.rdatas(r.model)  # type: ignore[arg-type]
+        except rrsets.RecordError as exc:
+            out.add(r, exc.path, str(exc))
+            continue
+        rtype = rrsets.rtype_of(r.key.kind)
+        key = (owner, rtype)
+        sources[key].append(r)
+        values[key].update(d.to_text() for d in data)
+        ttls[key].add(spec.ttl if spec.ttl is not None else zone.default_ttl)
+        zone.records[r.key] = key
+    types_at: dict[str, set[str]] = defaultdict(set)
+    for owner, rtype in values:
+        types_at[owner].add(rtype)
+    for key, vals in sorted(values.items()):
+        owner, rtype = key
+        if rtype == "CNAME":
+            others = sorted(types_at[owner] - {"CNAME"})
+            problem = None
+            if owner == zone.name:
+                problem = "a CNAME cannot be at the zone apex (it would hide the SOA and NS)"
+            elif others:
+                problem = f"a CNAME cannot share its name with other records ({', '.join(others)})"
+            elif len(vals) > 1:
+                problem = f"a name can have only one CNAME target, got {len(vals)}: {', '.join(sorted(vals))}"
+            if problem:
+                for r in sources[key]:
+                    out.add(r, "spec.name", problem)
+                continue
+        if len(ttls[key]) > 1:
+            first = sources[key][0]
+            out.add(first, "spec.ttl", f"records of {owner} {rtype} disagree on TTL "
+                    f"({sorted(ttls[key])}); using the lowest", Severity.WARNING)
+        zone.rrsets[key] = rrsets.build(zone.name, owner, rtype, min(ttls[key]), vals)
+
+
+def place(manifest: Manifest, clusters: dict[ObjectKey, ClusterView],
+          instances: list[InstanceView]) -> tuple[list[Zone], list[Problem]]:
+    out = _Out()
+    zones: list[Zone] = []
+    first_seen: dict[str, Zone] = {}
+    record_kinds = {k.name for k in kinds.RECORD_KINDS}
+    for obj in manifest.objects:
+        if obj.key.kind != "DNSZone":
+            continue
+        assert isinstance(obj.model, DNSZone)
+        zone = Zone(obj.key, rrsets.absolute(obj.model.spec.zone_name), obj.origin, obj.model.spec,
+                    dict(obj.model.metadata.labels or {}))
+        if zone.name in first_seen:
+            out.add(obj, "spec.zoneName", f"zone {obj.model.spec.zone_name} is already "
+                    f"declared by {first_seen[zone.name].key} at {first_seen[zone.name].origin}")
+            continue
+        first_seen[zone.name] = zone
+        _check_zone(zone, obj, out)
+        _select_instances(zone, obj, clusters, instances, out)
+        zones.append(zone)
+    records = [o for o in manifest.objects if o.key.kind in record_kinds]
+    assigned = _assign_records(zones, records, {z.key: z.origin for z in zones}, out)
+    members: dict[ObjectKey, list[Loaded]] = defaultdict(list)
+    for r in records:
+        zs = assigned.get(r.key, [])
+        if len(zs) == 1:
+            members[zs[0].key].append(r)
+    for zone in zones:
+        _add_rrsets(zone, members.get(zone.key, []), out)
+    return zones, out.problems

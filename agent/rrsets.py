@@ -1,0 +1,179 @@
+"""Record CRs -> normalised RRsets (pure). Values are rendered by dnspython's rdata classes, so
+Git and an AXFR of the live zone compare equal when they mean the same thing (case, trailing
+dots, TXT quoting and 255-byte splitting, IPv6 forms)."""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import re
+from collections.abc import Iterable
+
+import dns.exception
+import dns.name
+import dns.rdata
+import dns.rdataclass
+import dns.rdatatype
+import dns.rdtypes.ANY.CAA
+import dns.rdtypes.ANY.CNAME
+import dns.rdtypes.ANY.MX
+import dns.rdtypes.ANY.NS
+import dns.rdtypes.ANY.TXT
+import dns.rdtypes.IN.A
+import dns.rdtypes.IN.AAAA
+import dns.rdtypes.IN.SRV
+
+from agent.model import records
+
+IN = dns.rdataclass.IN
+DEFAULT_TTL = 3600
+_LABEL = re.compile(r"^(\*|[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)$")
+CONFIG_UNSAFE = re.compile(r'["{};]')
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+class RecordError(ValueError):
+    """A record value that cannot be published; `path` is the spec field at fault."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+@dataclasses.dataclass(frozen=True)
+class RRset:
+    zone: str  # "example.com." (lowercase, absolute)
+    name: str  # owner, absolute and lowercase: "www.example.com."
+    rtype: str
+    ttl: int
+    rdatas: tuple[str, ...]  # sorted presentation forms
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.name, self.rtype)
+
+    def relative_name(self) -> str:
+        if self.name == self.zone:
+            return "@"
+        return self.name[: -len(self.zone) - 1]
+
+
+def absolute(name: str) -> str:
+    """Lowercase absolute form of a domain name, with the trailing dot."""
+    name = name.lower()
+    return name if name.endswith(".") else name + "."
+
+
+def check_hostname(value: str, path: str, *, require_fqdn: bool) -> dns.name.Name:
+    """A host name target (CNAME, MX, NS, SRV): valid labels, and absolute when Bindy needs it."""
+    if CONTROL.search(value) or CONFIG_UNSAFE.search(value) or " " in value:
+        raise RecordError(path, f"{value!r} contains a character not allowed in a host name")
+    if value == ".":
+        return dns.name.root
+    if require_fqdn and not value.endswith("."):
+        raise RecordError(path, f"{value!r} must be fully qualified with a trailing dot "
+                          f"(write '{value}.'); without it a DNS server appends the zone name")
+    labels = value.rstrip(".").split(".")
+    for label in labels:
+        if not _LABEL.match(label) or label == "*":
+            raise RecordError(path, f"{value!r} is not a valid host name (label {label!r})")
+    try:
+        return dns.name.from_text(absolute(value))
+    except dns.exception.DNSException as exc:
+        raise RecordError(path, f"{value!r} is not a valid host name: {exc}") from exc
+
+
+def owner_name(name: str, zone: str) -> str:
+    """`name` ("www", "@", "_sip._tcp" or a FQDN) as an absolute owner inside `zone`."""
+    if CONTROL.search(name) or CONFIG_UNSAFE.search(name) or " " in name:
+        raise RecordError("spec.name", f"{name!r} contains a character not allowed in a DNS name")
+    if name == "@":
+        return zone
+    fqdn = absolute(name) if name.endswith(".") else absolute(f"{name}.{zone}")
+    labels = fqdn[:-1].split(".")
+    for i, label in enumerate(labels):
+        if not _LABEL.match(label) or (label == "*" and i != 0):
+            raise RecordError("spec.name", f"{name!r} is not a valid DNS name (label {label!r}: "
+                              "1-63 letters, digits, '-' or '_'; '*' only as the first label)")
+    if len(fqdn) > 254:
+        raise RecordError("spec.name", f"{name!r} is longer than 253 characters")
+    if fqdn != zone and not fqdn.endswith("." + zone):
+        raise RecordError("spec.name", f"{name!r} is outside its zone {zone}")
+    return fqdn
+
+
+def _txt_chunks(text: str) -> list[bytes]:
+    data = text.encode()
+    return [data[i:i + 255] for i in range(0, len(data), 255)] or [b""]
+
+
+def rdatas(record: records.AnyRecord) -> list[dns.rdata.Rdata]:
+    """The rdata values of a record CR (raises RecordError on a bad value)."""
+    spec = record.spec
+    kind = record.kind
+    try:
+        if kind == "ARecord":
+            out: list[dns.rdata.Rdata] = []
+            for i, addr in enumerate(spec.ipv4_addresses):  # type: ignore[union-attr]
+                try:
+                    ipaddress.IPv4Address(addr)
+                except ValueError:
+                    raise RecordError(f"spec.ipv4Addresses[{i}]", f"{addr!r} is not an IPv4 address") from None
+                out.append(dns.rdtypes.IN.A.A(IN, dns.rdatatype.A, addr))
+            return out
+        if kind == "AAAARecord":
+            out = []
+            for i, addr in enumerate(spec.ipv6_addresses):  # type: ignore[union-attr]
+                try:
+                    ipaddress.IPv6Address(addr)
+                except ValueError:
+                    raise RecordError(f"spec.ipv6Addresses[{i}]", f"{addr!r} is not an IPv6 address") from None
+                out.append(dns.rdtypes.IN.AAAA.AAAA(IN, dns.rdatatype.AAAA, addr))
+            return out
+        if kind == "CNAMERecord":
+            target = check_hostname(spec.target, "spec.target", require_fqdn=True)  # type: ignore[union-attr]
+            return [dns.rdtypes.ANY.CNAME.CNAME(IN, dns.rdatatype.CNAME, target)]
+        if kind == "MXRecord":
+            exchange = check_hostname(spec.mail_server, "spec.mailServer", require_fqdn=True)  # type: ignore[union-attr]
+            return [dns.rdtypes.ANY.MX.MX(IN, dns.rdatatype.MX, spec.priority, exchange)]  # type: ignore[union-attr]
+        if kind == "NSRecord":
+            ns = check_hostname(spec.nameserver, "spec.nameserver", require_fqdn=True)  # type: ignore[union-attr]
+            return [dns.rdtypes.ANY.NS.NS(IN, dns.rdatatype.NS, ns)]
+        if kind == "SRVRecord":
+            target = check_hostname(spec.target, "spec.target", require_fqdn=True)  # type: ignore[union-attr]
+            return [dns.rdtypes.IN.SRV.SRV(IN, dns.rdatatype.SRV, spec.priority, spec.weight,  # type: ignore[union-attr]
+                                           spec.port, target)]  # type: ignore[union-attr]
+        if kind == "TXTRecord":
+            chunks: list[bytes] = []
+            for i, text in enumerate(spec.text):  # type: ignore[union-attr]
+                if CONTROL.search(text):
+                    raise RecordError(f"spec.text[{i}]", "contains a control character")
+                chunks += _txt_chunks(text)
+            if not chunks:
+                raise RecordError("spec.text", "needs at least one string")
+            return [dns.rdtypes.ANY.TXT.TXT(IN, dns.rdatatype.TXT, chunks)]
+        if kind == "CAARecord":
+            tag, value = spec.tag, spec.value  # type: ignore[union-attr]
+            if not re.match(r"^[A-Za-z0-9]{1,15}$", tag):
+                raise RecordError("spec.tag", f"{tag!r} is not a CAA tag (1-15 letters or digits, "
+                                  "such as issue, issuewild, iodef)")
+            if CONTROL.search(value):
+                raise RecordError("spec.value", "contains a control character")
+            return [dns.rdtypes.ANY.CAA.CAA(IN, dns.rdatatype.CAA, spec.flags, tag.encode(),  # type: ignore[union-attr]
+                                            value.encode())]
+    except dns.exception.DNSException as exc:
+        raise RecordError("spec", f"invalid record data: {exc}") from exc
+    raise RecordError("kind", f"not a record kind: {kind}")
+
+
+def rtype_of(kind: str) -> str:
+    return kind[: -len("Record")]
+
+
+def build(zone: str, name: str, rtype: str, ttl: int, values: Iterable[str]) -> RRset:
+    return RRset(zone, name, rtype, ttl, tuple(sorted(set(values))))
+
+
+def addresses(rrset: RRset) -> str:
+    """The printer-column summary of a record's values, like Bindy's `status.addresses`."""
+    return ",".join(rrset.rdatas)
