@@ -48,11 +48,15 @@ class Loaded:
     key: ObjectKey
     model: Resource
     origin: Origin
-    node: Any = dataclasses.field(default=None, repr=False, compare=False)  # YAML node, for lines
+    source: str = dataclasses.field(default="", repr=False, compare=False)  # the document's text
 
     def origin_at(self, path: str) -> Origin:
-        """file:line of a dotted field path such as "spec.ipv4Addresses[1]" in this document."""
-        if self.node is None or not path:
+        """file:line of a dotted field path such as "spec.ipv4Addresses[1]" in this document.
+
+        The document's text is composed again only here, when a problem needs a line: keeping
+        every node tree alive instead would cost far more (memory, and garbage-collector scans).
+        """
+        if not self.source or not path:
             return self.origin
         loc: list[Any] = []
         for part in re.split(r"\.(?![^\[]*\])", path):
@@ -60,7 +64,8 @@ class Loaded:
             if name:
                 loc.append(name)
             loc += [int(i) for i in indexes if i]
-        return Origin(self.origin.file, _line_of(self.node, tuple(loc)))
+        node = yaml.compose(self.source, Loader=yaml.CSafeLoader)
+        return Origin(self.origin.file, self.origin.line - 1 + _line_of(node, tuple(loc)))
 
 
 @dataclasses.dataclass
@@ -185,12 +190,17 @@ def _message(err: Any, model: type[pydantic.BaseModel]) -> tuple[tuple[Any, ...]
 class _Document:
     """One YAML document being checked; collects its problems."""
 
-    def __init__(self, file: str, node: yaml.Node, data: Any, problems: list[Problem]) -> None:
-        self.node, self.data, self.problems = node, data, problems
+    def __init__(self, file: str, node: yaml.Node, data: Any, problems: list[Problem], text: str) -> None:
+        self.node, self.data, self.problems, self.text = node, data, problems, text
         self.origin = Origin(file, node.start_mark.line + 1)
         self.file = file
         self.obj = ""
         self.failed = False
+
+    def source(self) -> str:
+        """The document's own text, starting at the line of its first node."""
+        start = self.node.start_mark.index - self.node.start_mark.column
+        return self.text[start:self.node.end_mark.index]
 
     def report(self, loc: tuple[Any, ...], message: str, severity: Severity = Severity.ERROR) -> None:
         line = _line_of(self.node, loc)
@@ -251,7 +261,7 @@ def _check_document(doc: _Document, default_namespace: str) -> Loaded | None:
             loc, message = _message(err, kind.model)
             doc.report(loc, message)
         return None
-    return None if doc.failed else Loaded(key, model, doc.origin, doc.node)
+    return None if doc.failed else Loaded(key, model, doc.origin, doc.source())
 
 
 def load_text(text: str, file: str, *, default_namespace: str = "default") -> Manifest:
@@ -267,7 +277,7 @@ def load_text(text: str, file: str, *, default_namespace: str = "default") -> Ma
             start = len(loader.duplicates)
             data = loader.construct_document(node)
             manifest.documents += 1
-            doc = _Document(file, node, data, manifest.problems)
+            doc = _Document(file, node, data, manifest.problems, text)
             for line, key in loader.duplicates[start:]:
                 manifest.problems.append(
                     Problem(Origin(file, line), "", "", f"duplicate key {key!r} in a mapping"))
@@ -279,7 +289,10 @@ def load_text(text: str, file: str, *, default_namespace: str = "default") -> Ma
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
-        what = ": ".join(str(x) for x in (exc.context, exc.problem) if x)
+        context = exc.context
+        if context and exc.context_mark and exc.context_mark.line + 1 != line:
+            context += f" (opened at line {exc.context_mark.line + 1})"
+        what = ": ".join(str(x) for x in (context, exc.problem) if x)
         manifest.problems.append(Problem(Origin(file, line), "", "", f"YAML syntax error: {what}"))
     except yaml.YAMLError as exc:
         manifest.problems.append(Problem(Origin(file, 1), "", "", f"YAML error: {exc}"))

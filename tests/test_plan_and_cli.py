@@ -1,0 +1,129 @@
+"""The offline plan of sample-repo, its three renderings, and the CLI's exit codes and streams."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from agent import cli, desired, loader, plan
+from tests.conftest import ROOT, SAMPLE, Repo
+
+
+def _sample_plan() -> plan.Plan:
+    return plan.offline(desired.build(loader.load_dir(SAMPLE)))
+
+
+def test_offline_plan_lists_every_object_zone_placement_and_rrset() -> None:
+    result = _sample_plan()
+    layers = [c.target.layer for c in result.changes]
+    # 2 instances x 5 children (SA shared -> 9) + cluster + 2 instances + 3 zones + 23 record CRs
+    assert layers.count("kubernetes") == 37
+    assert layers.count("zones") == 6  # 3 zones x (1 primary + 1 secondary)
+    assert layers.count("records") == 20
+    assert result.summary == {"create": 63, "update": 0, "delete": 0}
+    secondary = next(c for c in result.changes if isinstance(c.target, plan.ZoneTarget)
+                     and c.target.role == "secondary")
+    assert secondary.after == {"zoneType": "secondary", "primaries": ["dns-system/dns-primary-0"]}
+
+
+def test_text_plan_groups_by_layer_and_ends_with_a_summary() -> None:
+    text = plan.render_text(_sample_plan())
+    assert text.index("Kubernetes objects (37):") < text.index("Zones (6):") < text.index("Records (20):")
+    assert "  + Deployment dns-system/dns-primary-0\n" in text
+    assert "  + example.com. on dns-system/dns-secondary-0 (secondary)  primaries: dns-system/dns-primary-0" in text
+    assert "    + www.example.com. 300 A 192.0.2.10, 192.0.2.11, 192.0.2.12\n" in text
+    assert text.endswith("Plan: 63 to create, 0 to update, 0 to delete.\n")
+
+
+def test_json_plan_has_the_documented_stable_shape_and_no_secret() -> None:
+    doc = json.loads(plan.render_json(_sample_plan()))
+    assert list(doc) == ["formatVersion", "revision", "summary", "changes", "problems"]
+    assert doc["formatVersion"] == 1
+    first = doc["changes"][0]
+    assert list(first) == ["action", "layer", "target", "before", "after", "fields"]
+    rrset = next(c for c in doc["changes"] if c["layer"] == "records")
+    assert list(rrset["target"]) == ["zone", "name", "type"]
+    secrets = [c["after"] for c in doc["changes"] if c["target"].get("kind") == "Secret"]
+    assert secrets and all(set(s["stringData"].values()) <= {"<secret>", "hmac-sha256"} or
+                           s["stringData"]["secret"] == "<secret>" for s in secrets)
+
+
+def test_secret_values_are_masked_even_when_present() -> None:
+    body = {"kind": "Secret", "data": {"secret": "c2VjcmV0"}, "stringData": {"k": "v"}}
+    assert plan.mask_secrets(body) == {"kind": "Secret", "data": {"secret": "<secret>"},
+                                       "stringData": {"k": "<secret>"}}
+
+
+def test_markdown_plan_has_tables_per_layer() -> None:
+    md = plan.render_markdown(_sample_plan())
+    assert md.startswith("## bindy-agent plan\n")
+    assert "**Plan: 63 to create, 0 to update, 0 to delete.**" in md
+    assert "### Records (20)" in md and "| + | `example.com. www.example.com. A` |" in md
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "agent", *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_cli_plan_exit_codes_and_streams(repo: Repo) -> None:
+    changes = _run("plan", "sample-repo")
+    assert changes.returncode == 1
+    assert changes.stdout.endswith("Plan: 63 to create, 0 to update, 0 to delete.\n")
+    assert changes.stderr == ""
+    repo.add("empty.yaml", "# nothing yet\n")
+    nothing = _run("plan", str(repo.root))
+    assert (nothing.returncode, nothing.stdout) == (0, "No changes: the world matches the revision.\n")
+    repo.add("bad.yaml", "apiVersion: bindy.firestoned.io/v1beta1\nkind: ARecord\nmetadata: {name: a}\nspec: {}\n")
+    bad = _run("plan", str(repo.root))
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert f"{repo.root}/bad.yaml:4: ARecord/default/a: spec.name: required field is missing" in bad.stderr
+
+
+def test_cli_validate_exit_codes(repo: Repo) -> None:
+    ok = _run("validate", "sample-repo")
+    assert (ok.returncode, ok.stdout) == (0, "")
+    assert ok.stderr == "sample-repo: 26 objects in 9 files: valid (0 warnings)\n"
+    repo.add("bad.yaml", "apiVersion: bindy.firestoned.io/v1beta1\nkind: Nope\nmetadata: {name: a}\n")
+    assert _run("validate", str(repo.root)).returncode == 1
+    usage = _run("validate", "/does/not/exist")
+    assert usage.returncode == 2 and "is not a directory" in usage.stderr
+
+
+@pytest.mark.parametrize("verb", ["validate", "plan", "schemas"])
+def test_every_verb_has_help(verb: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([verb, "--help"])
+    assert exit_.value.code == 0
+    assert f"usage: bindy-agent {verb}" in capsys.readouterr().out
+
+
+def test_console_script_and_module_agree() -> None:
+    script = pathlib.Path(sys.executable).parent / "bindy-agent"
+    a = subprocess.run([str(script), "--version"], capture_output=True, text=True)
+    b = _run("--version")
+    assert a.stdout == b.stdout == "bindy-agent 0.1.0\n"
+
+
+def test_pure_layers_import_no_io_library() -> None:
+    lint = pathlib.Path(sys.executable).parent / "lint-imports"
+    result = subprocess.run([str(lint)], capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_pure_layers_send_no_dns_messages() -> None:
+    """import-linter cannot forbid submodules of external packages, so check dns.query here."""
+    import ast
+
+    pure = ["loader", "desired", "placement", "rrsets", "workloads", "plan", "shorthand"]
+    files = [ROOT / "agent" / f"{m}.py" for m in pure] + list((ROOT / "agent" / "model").glob("*.py"))
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            for name in names:
+                assert not name.startswith(("dns.query", "dns.resolver", "dns.asyncquery", "socket")), (
+                    f"{path.name} imports {name}")
