@@ -1,0 +1,64 @@
+"""Fixtures for the real components. Each starts on free loopback ports, is torn down after, and
+puts its component's log into the report of a failing test. A component that cannot start fails
+the test with a message naming it and the command that fixes it - never a silent skip."""
+
+from __future__ import annotations
+
+import pathlib
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.support import kube as kube_support
+
+_LOG_SOURCES: list[Any] = []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        for source in _LOG_SOURCES:
+            for name, text in source.logs().items():
+                report.sections.append((f"log of {name}", text))
+
+
+@pytest.fixture(scope="session")
+def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kube_support.KubeCluster]:
+    cluster = kube_support.KubeCluster(tmp_path_factory.mktemp("kube"))
+    _LOG_SOURCES.append(cluster)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+        _LOG_SOURCES.remove(cluster)
+
+
+@pytest.fixture
+def kube_client(kube: kube_support.KubeCluster) -> Iterator[Any]:
+    client = kube.api_client()
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def namespace(kube_client: Any) -> Iterator[str]:
+    """A fresh namespace per test keeps tests independent."""
+    from kubernetes import client
+
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    core = client.CoreV1Api(kube_client)
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    yield name
+    core.delete_namespace(name)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = pathlib.Path(__file__).parent
+    for item in items:
+        if here in pathlib.Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.integration)

@@ -1,0 +1,83 @@
+"""Starting, waiting for and stopping the real components, with their logs kept for failures."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pathlib
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+
+CACHE = pathlib.Path(os.environ.get("BINDY_AGENT_CACHE", pathlib.Path.home() / ".cache" / "bindy-agent"))
+FIX = "run scripts/install-test-deps (as root) to install or build it"
+
+
+class ComponentError(RuntimeError):
+    """A real component could not start; the message names it and how to fix it."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def require(binary: str, *, component: str) -> str:
+    found = shutil.which(binary) or (str(CACHE / "kube" / "bin" / binary)
+                                     if (CACHE / "kube" / "bin" / binary).exists() else None)
+    if not found:
+        raise ComponentError(f"{component}: `{binary}` not found; {FIX}")
+    return found
+
+
+class Process:
+    """One child process whose stdout+stderr go to a log file."""
+
+    def __init__(self, name: str, argv: Sequence[str], log: pathlib.Path, **kwargs: object) -> None:
+        self.name, self.argv, self.log = name, list(argv), log
+        self._fh = open(log, "wb")
+        self.proc = subprocess.Popen(self.argv, stdout=self._fh, stderr=subprocess.STDOUT,
+                                     start_new_session=True, **kwargs)  # type: ignore[call-overload]
+
+    def tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def wait_until(self, check: Callable[[], bool], *, timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise ComponentError(f"{self.name} exited with {self.proc.returncode} before {what}:\n"
+                                     f"$ {' '.join(self.argv)}\n{self.tail()}")
+            try:
+                if check():
+                    return
+            except Exception:  # noqa: BLE001 - any failure means "not ready yet"
+                pass
+            time.sleep(0.1)
+        raise ComponentError(f"{self.name} not {what} after {timeout:.0f}s:\n$ {' '.join(self.argv)}\n{self.tail()}")
+
+    def stop(self, timeout: float = 10) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout)
+        self._fh.close()
+
+
+def run(argv: Sequence[str], **kwargs: object) -> str:
+    result = subprocess.run(list(argv), capture_output=True, text=True, **kwargs)  # type: ignore[call-overload]
+    if result.returncode != 0:
+        raise ComponentError(f"$ {' '.join(argv)} failed ({result.returncode}):\n{result.stdout}{result.stderr}")
+    return str(result.stdout)
