@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from tests.support import bind as bind_support
+from tests.support import gitremote
 from tests.support import kube as kube_support
 
 _LOG_SOURCES: list[Any] = []
@@ -55,6 +57,23 @@ def namespace(kube_client: Any) -> Iterator[str]:
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
     yield name
     core.delete_namespace(name)
+
+
+@pytest.fixture(scope="session")
+def bind(tmp_path_factory: pytest.TempPathFactory) -> Iterator[bind_support.BindPair]:
+    """A primary (127.0.0.10) and a secondary (127.0.0.11) named, sharing a TSIG key."""
+    pair = bind_support.start_pair(tmp_path_factory.mktemp("bind"))
+    _LOG_SOURCES.append(pair)
+    try:
+        yield pair
+    finally:
+        pair.stop()
+        _LOG_SOURCES.remove(pair)
+
+
+@pytest.fixture
+def git_remote(tmp_path: pathlib.Path) -> gitremote.GitRemote:
+    return gitremote.GitRemote(tmp_path)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
