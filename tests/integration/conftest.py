@@ -14,6 +14,7 @@ import pytest
 from tests.support import bind as bind_support
 from tests.support import gitremote
 from tests.support import kube as kube_support
+from tests.support import zone_api as zone_api_support
 
 _LOG_SOURCES: list[Any] = []
 
@@ -69,6 +70,21 @@ def bind(tmp_path_factory: pytest.TempPathFactory) -> Iterator[bind_support.Bind
     finally:
         pair.stop()
         _LOG_SOURCES.remove(pair)
+
+
+@pytest.fixture(scope="session")
+def zone_api(bind: bind_support.BindPair) -> Iterator[dict[str, zone_api_support.ZoneApi]]:
+    """The sidecar's zone HTTP API for each named: {"primary": ..., "secondary": ...}."""
+    token = uuid.uuid4().hex
+    apis = {"primary": zone_api_support.ZoneApi(bind.primary, token).start(),
+            "secondary": zone_api_support.ZoneApi(bind.secondary, token).start()}
+    _LOG_SOURCES.extend(apis.values())
+    try:
+        yield apis
+    finally:
+        for api in apis.values():
+            api.stop()
+            _LOG_SOURCES.remove(api)
 
 
 @pytest.fixture
