@@ -173,20 +173,19 @@ def _instances(manifest: Manifest, clusters: dict[ObjectKey, Cluster], out: list
     for key, obj in explicit.items():
         assert isinstance(obj.model, Bind9Instance)
         spec = obj.model.spec
-        ckey = ObjectKey("Bind9Cluster", key.namespace, spec.cluster_ref)
-        cluster = clusters.get(ckey)
-        if cluster is None:
+        parent = clusters.get(ObjectKey("Bind9Cluster", key.namespace, spec.cluster_ref))
+        if parent is None:
             problems.add(obj.origin_at("spec.clusterRef"), key, "spec.clusterRef",
                          f"no Bind9Cluster {spec.cluster_ref!r} in namespace {key.namespace}")
         out.append(KubeObject(key, _cr_body(obj), TIER_INSTANCE, origin=obj.origin))
-        zones_from = list(spec.zones_from or (cluster.spec.zones_from if cluster else None) or [])
+        zones_from = list(spec.zones_from or (parent.spec.zones_from if parent else None) or [])
         instances[key] = Instance(key, spec.cluster_ref, spec.role, dict(obj.model.metadata.labels or {}),
-                                  spec, zones_from, cluster.provider if cluster else None, obj.origin, key)
+                                  spec, zones_from, parent.provider if parent else None, obj.origin, key)
     return instances
 
 
 def _settings(inst: Instance, cluster: Cluster | None) -> workloads.Settings:
-    cspec = cluster.spec if cluster else ClusterCommonSpec(version=None)
+    cspec = cluster.spec if cluster else ClusterCommonSpec.model_validate({"version": None})
     spec = inst.spec
     merged = (cspec.global_ or Bind9Config()).model_dump(exclude_none=True)
     merged.update(spec.config.model_dump(exclude_none=True) if spec.config else {})

@@ -82,7 +82,7 @@ class Manifest:
         return not any(p.severity is Severity.ERROR for p in self.problems)
 
 
-class _Loader(yaml.CSafeLoader):  # type: ignore[misc,name-defined]
+class _Loader(yaml.CSafeLoader):
     """The C loader, plus a record of duplicate mapping keys (PyYAML silently keeps the last)."""
 
     duplicates: list[tuple[int, str]]
@@ -95,7 +95,7 @@ class _Loader(yaml.CSafeLoader):  # type: ignore[misc,name-defined]
             if key_node.value in seen:
                 self.duplicates.append((key_node.start_mark.line + 1, key_node.value))
             seen.add(key_node.value)
-        return super().construct_mapping(node, deep)  # type: ignore[no-any-return]
+        return super().construct_mapping(node, deep)
 
 
 def iter_files(root: pathlib.Path) -> Iterator[pathlib.Path]:
@@ -233,7 +233,7 @@ def _check_document(doc: _Document, default_namespace: str) -> Loaded | None:
         doc.report(("kind",), f"unknown kind {kind_name!r} in {kinds.API_VERSION}{hint}")
         return None
 
-    meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    meta: dict[str, Any] = data["metadata"] if isinstance(data.get("metadata"), dict) else {}
     name, namespace = meta.get("name"), meta.get("namespace")
     if kind.namespaced and namespace is None and isinstance(name, str):
         meta["namespace"] = namespace = default_namespace

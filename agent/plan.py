@@ -33,7 +33,7 @@ from agent.problems import Problem
 FORMAT_VERSION = 1
 
 
-class Action(str, enum.Enum):
+class Action(enum.StrEnum):
     CREATE = "create"
     UPDATE = "update"
     DELETE = "delete"

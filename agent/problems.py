@@ -11,7 +11,7 @@ import enum
 from collections.abc import Iterable
 
 
-class Severity(str, enum.Enum):
+class Severity(enum.StrEnum):
     ERROR = "error"
     WARNING = "warning"
 

@@ -107,63 +107,61 @@ def _txt_chunks(text: str) -> list[bytes]:
     return [data[i:i + 255] for i in range(0, len(data), 255)] or [b""]
 
 
+def _addresses(values: list[str], field: str, family: type[ipaddress.IPv4Address | ipaddress.IPv6Address]) -> list[str]:
+    for i, addr in enumerate(values):
+        try:
+            family(addr)
+        except ValueError:
+            version = "IPv4" if family is ipaddress.IPv4Address else "IPv6"
+            raise RecordError(f"spec.{field}[{i}]", f"{addr!r} is not an {version} address") from None
+    return values
+
+
+def _rdatas(spec: records.RecordSpec) -> list[dns.rdata.Rdata]:
+    if isinstance(spec, records.ARecordSpec):
+        return [dns.rdtypes.IN.A.A(IN, dns.rdatatype.A, a)
+                for a in _addresses(spec.ipv4_addresses, "ipv4Addresses", ipaddress.IPv4Address)]
+    if isinstance(spec, records.AAAARecordSpec):
+        return [dns.rdtypes.IN.AAAA.AAAA(IN, dns.rdatatype.AAAA, a)
+                for a in _addresses(spec.ipv6_addresses, "ipv6Addresses", ipaddress.IPv6Address)]
+    if isinstance(spec, records.CNAMERecordSpec):
+        target = check_hostname(spec.target, "spec.target", require_fqdn=True)
+        return [dns.rdtypes.ANY.CNAME.CNAME(IN, dns.rdatatype.CNAME, target)]
+    if isinstance(spec, records.MXRecordSpec):
+        exchange = check_hostname(spec.mail_server, "spec.mailServer", require_fqdn=True)
+        return [dns.rdtypes.ANY.MX.MX(IN, dns.rdatatype.MX, spec.priority, exchange)]
+    if isinstance(spec, records.NSRecordSpec):
+        ns = check_hostname(spec.nameserver, "spec.nameserver", require_fqdn=True)
+        return [dns.rdtypes.ANY.NS.NS(IN, dns.rdatatype.NS, ns)]
+    if isinstance(spec, records.SRVRecordSpec):
+        target = check_hostname(spec.target, "spec.target", require_fqdn=True)
+        return [dns.rdtypes.IN.SRV.SRV(IN, dns.rdatatype.SRV, spec.priority, spec.weight, spec.port, target)]
+    if isinstance(spec, records.TXTRecordSpec):
+        chunks: list[bytes] = []
+        for i, text in enumerate(spec.text):
+            if CONTROL.search(text):
+                raise RecordError(f"spec.text[{i}]", "contains a control character")
+            chunks += _txt_chunks(text)
+        if not chunks:
+            raise RecordError("spec.text", "needs at least one string")
+        return [dns.rdtypes.ANY.TXT.TXT(IN, dns.rdatatype.TXT, chunks)]
+    if isinstance(spec, records.CAARecordSpec):
+        if not re.match(r"^[A-Za-z0-9]{1,15}$", spec.tag):
+            raise RecordError("spec.tag", f"{spec.tag!r} is not a CAA tag (1-15 letters or digits, "
+                              "such as issue, issuewild, iodef)")
+        if CONTROL.search(spec.value):
+            raise RecordError("spec.value", "contains a control character")
+        return [dns.rdtypes.ANY.CAA.CAA(IN, dns.rdatatype.CAA, spec.flags, spec.tag.encode(),
+                                        spec.value.encode())]
+    raise RecordError("spec", f"not a record spec: {type(spec).__name__}")
+
+
 def rdatas(record: records.AnyRecord) -> list[dns.rdata.Rdata]:
     """The rdata values of a record CR (raises RecordError on a bad value)."""
-    spec = record.spec
-    kind = record.kind
     try:
-        if kind == "ARecord":
-            out: list[dns.rdata.Rdata] = []
-            for i, addr in enumerate(spec.ipv4_addresses):  # type: ignore[union-attr]
-                try:
-                    ipaddress.IPv4Address(addr)
-                except ValueError:
-                    raise RecordError(f"spec.ipv4Addresses[{i}]", f"{addr!r} is not an IPv4 address") from None
-                out.append(dns.rdtypes.IN.A.A(IN, dns.rdatatype.A, addr))
-            return out
-        if kind == "AAAARecord":
-            out = []
-            for i, addr in enumerate(spec.ipv6_addresses):  # type: ignore[union-attr]
-                try:
-                    ipaddress.IPv6Address(addr)
-                except ValueError:
-                    raise RecordError(f"spec.ipv6Addresses[{i}]", f"{addr!r} is not an IPv6 address") from None
-                out.append(dns.rdtypes.IN.AAAA.AAAA(IN, dns.rdatatype.AAAA, addr))
-            return out
-        if kind == "CNAMERecord":
-            target = check_hostname(spec.target, "spec.target", require_fqdn=True)  # type: ignore[union-attr]
-            return [dns.rdtypes.ANY.CNAME.CNAME(IN, dns.rdatatype.CNAME, target)]
-        if kind == "MXRecord":
-            exchange = check_hostname(spec.mail_server, "spec.mailServer", require_fqdn=True)  # type: ignore[union-attr]
-            return [dns.rdtypes.ANY.MX.MX(IN, dns.rdatatype.MX, spec.priority, exchange)]  # type: ignore[union-attr]
-        if kind == "NSRecord":
-            ns = check_hostname(spec.nameserver, "spec.nameserver", require_fqdn=True)  # type: ignore[union-attr]
-            return [dns.rdtypes.ANY.NS.NS(IN, dns.rdatatype.NS, ns)]
-        if kind == "SRVRecord":
-            target = check_hostname(spec.target, "spec.target", require_fqdn=True)  # type: ignore[union-attr]
-            return [dns.rdtypes.IN.SRV.SRV(IN, dns.rdatatype.SRV, spec.priority, spec.weight,  # type: ignore[union-attr]
-                                           spec.port, target)]  # type: ignore[union-attr]
-        if kind == "TXTRecord":
-            chunks: list[bytes] = []
-            for i, text in enumerate(spec.text):  # type: ignore[union-attr]
-                if CONTROL.search(text):
-                    raise RecordError(f"spec.text[{i}]", "contains a control character")
-                chunks += _txt_chunks(text)
-            if not chunks:
-                raise RecordError("spec.text", "needs at least one string")
-            return [dns.rdtypes.ANY.TXT.TXT(IN, dns.rdatatype.TXT, chunks)]
-        if kind == "CAARecord":
-            tag, value = spec.tag, spec.value  # type: ignore[union-attr]
-            if not re.match(r"^[A-Za-z0-9]{1,15}$", tag):
-                raise RecordError("spec.tag", f"{tag!r} is not a CAA tag (1-15 letters or digits, "
-                                  "such as issue, issuewild, iodef)")
-            if CONTROL.search(value):
-                raise RecordError("spec.value", "contains a control character")
-            return [dns.rdtypes.ANY.CAA.CAA(IN, dns.rdatatype.CAA, spec.flags, tag.encode(),  # type: ignore[union-attr]
-                                            value.encode())]
+        return _rdatas(record.spec)
     except dns.exception.DNSException as exc:
         raise RecordError("spec", f"invalid record data: {exc}") from exc
-    raise RecordError("kind", f"not a record kind: {kind}")
 
 
 def rtype_of(kind: str) -> str:

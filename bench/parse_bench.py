@@ -19,7 +19,7 @@ import yaml
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-from agent import desired, loader, plan  # noqa: E402
+from agent import desired, loader, plan
 
 HEAD = "apiVersion: bindy.firestoned.io/v1beta1\n"
 

@@ -7,13 +7,13 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from agent.model.base import (
+    RFC3339,
     HmacAlgorithm,
     Int32,
     K8sObject,
     LabelSelector,
     Model,
     Resource,
-    RFC3339,
     Status,
 )
 

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from agent.model.base import Int32, Model, Port, Resource, RFC3339, Status, Ttl
+from agent.model.base import RFC3339, Int32, Model, Port, Resource, Status, Ttl
 
 
 class RecordSpec(Model):

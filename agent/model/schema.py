@@ -41,10 +41,10 @@ def _structural(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
         if len(options) != 1:
             raise ValueError(f"cannot make a structural schema of anyOf {node['anyOf']!r}")
         rest = {k: v for k, v in node.items() if k != "anyOf"}
-        out = _structural({**options[0], **rest}, defs)
+        merged = _structural({**options[0], **rest}, defs)
         if nullable:
-            out["nullable"] = True
-        return out
+            merged["nullable"] = True
+        return merged
     out: dict[str, Any] = {k: node[k] for k in _KEEP if k in node}
     if "const" in node:
         out["enum"] = [node["const"]]

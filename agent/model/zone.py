@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from agent.model.base import Int32, LabelSelector, Model, Resource, RFC3339, Status, Ttl
+from agent.model.base import RFC3339, Int32, LabelSelector, Model, Resource, Status, Ttl
 
 FQDN_PATTERN = (
     r"^[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?"

@@ -86,7 +86,7 @@ class KubeCluster:
         }))
 
     def api_client(self):  # type: ignore[no-untyped-def]
-        from kubernetes import client, config
+        from kubernetes import config
 
         return config.new_client_from_config(str(self.kubeconfig))
 

@@ -39,7 +39,7 @@ class Process:
 
     def __init__(self, name: str, argv: Sequence[str], log: pathlib.Path, **kwargs: object) -> None:
         self.name, self.argv, self.log = name, list(argv), log
-        self._fh = open(log, "wb")
+        self._fh = open(log, "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(self.argv, stdout=self._fh, stderr=subprocess.STDOUT,
                                      start_new_session=True, **kwargs)  # type: ignore[call-overload]
 
@@ -58,7 +58,7 @@ class Process:
             try:
                 if check():
                     return
-            except Exception:  # noqa: BLE001 - any failure means "not ready yet"
+            except Exception:
                 pass
             time.sleep(0.1)
         raise ComponentError(f"{self.name} not {what} after {timeout:.0f}s:\n$ {' '.join(self.argv)}\n{self.tail()}")

@@ -61,16 +61,16 @@ class ZoneApi:
                 except ValueError as exc:
                     raise _Error(400, f"invalid JSON: {exc}") from exc
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 self._dispatch("GET")
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 self._dispatch("POST")
 
-            def do_DELETE(self) -> None:  # noqa: N802
+            def do_DELETE(self) -> None:
                 self._dispatch("DELETE")
 
-            def do_PATCH(self) -> None:  # noqa: N802
+            def do_PATCH(self) -> None:
                 self._dispatch("PATCH")
 
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
