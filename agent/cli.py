@@ -3,6 +3,10 @@
     bindy-agent validate DIR               exit 0 valid, 1 invalid, 2 usage error
     bindy-agent plan DIR [--output FMT]    exit 0 no changes, 1 changes, 2 error (like `flux diff`)
     bindy-agent schemas [--check]          write (or check) schemas/ from the models
+    bindy-agent install-crds --kubeconfig F      apply the CRDs, wait until Established
+    bindy-agent sync DIR --kubeconfig F [--dry-run]
+                                           exit 0 applied/nothing to do, 1 partial,
+                                           2 rejected (invalid), 3 could not run
 
 Problems go to stderr as `file:line: Kind/ns/name: field.path: message`; the plan goes to stdout.
 """
@@ -16,11 +20,13 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from agent import __version__, desired, loader, plan, problems
+from agent import __version__, desired, kubediff, loader, plan, problems
+from agent.errors import KubeError
 from agent.model import schema
 
 EXIT_OK, EXIT_CHANGES, EXIT_ERROR = 0, 1, 2
 EXIT_INVALID = 1
+EXIT_PARTIAL, EXIT_REJECTED, EXIT_UNREACHABLE = 1, 2, 3
 DEFAULT_SCHEMAS = pathlib.Path("schemas")
 
 
@@ -58,13 +64,41 @@ def _parser() -> argparse.ArgumentParser:
     v.set_defaults(func=_validate)
     v.add_argument("-q", "--quiet", action="store_true", help="do not print warnings")
 
+    kube = _Parser(add_help=False)
+    kube.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig to use (default: in-cluster)")
+    kube.add_argument("--context", help="kubeconfig context (default: the current one)")
+    kube.add_argument("--agent-namespace", default="bindy-agent", metavar="NS",
+                      help="namespace of the agent's inventory (default: %(default)s)")
+
     p = verbs.add_parser("plan", parents=[common], help="show what a sync would change (dry run)",
                          description="Compute the plan for DIR. Offline (no --kubeconfig), the world "
                          "is empty, so the plan lists every Kubernetes object, every zone on every "
-                         "instance and every RRset. Exit 0 no changes, 1 changes, 2 error.")
+                         "instance and every RRset. With --kubeconfig, the Kubernetes layer is diffed "
+                         "against the live cluster (creates, field-level updates, drift, deletes, "
+                         "conflicts). Exit 0 no changes, 1 changes, 2 error.")
+    p.add_argument("--kubeconfig", metavar="FILE", help="plan against this cluster instead of offline")
+    p.add_argument("--context", help="kubeconfig context")
+    p.add_argument("--agent-namespace", default="bindy-agent", metavar="NS", help=argparse.SUPPRESS)
     p.set_defaults(func=_plan)
     p.add_argument("-o", "--output", choices=sorted(plan.RENDERERS), default="text",
                    help="plan format (default: %(default)s)")
+
+    sy = verbs.add_parser("sync", parents=[common, kube], help="apply DIR to a cluster",
+                          description="Validate DIR as a whole, then apply it to the cluster: CRDs "
+                          "(unless --no-install-crds), the hierarchy of objects with server-side apply, "
+                          "prune of what the agent created and Git no longer has, and CR status. Exit 0 "
+                          "applied or nothing to do, 1 partial, 2 rejected (invalid), 3 could not run.")
+    sy.set_defaults(func=_sync)
+    sy.add_argument("--dry-run", action="store_true", help="plan against the cluster; write nothing")
+    sy.add_argument("--no-install-crds", dest="install_crds", action="store_false",
+                    help="do not apply the CRDs first")
+    sy.add_argument("--rotate-rndc-keys", action="store_true",
+                    help="generate new RNDC keys for every generated key Secret")
+
+    ic = verbs.add_parser("install-crds", parents=[kube], help="apply the CRDs and wait until Established",
+                          description="Apply the 12 CRDs generated from the models (schemas/crds) and wait "
+                          "until the API server serves them. Exit 0 done, 3 could not run.")
+    ic.set_defaults(func=_install_crds)
 
     s = verbs.add_parser("schemas", help="write the JSON Schemas and CRDs generated from the models",
                          description="Write schemas/json/<Kind>.json and schemas/crds/<crd>.yaml from "
@@ -108,17 +142,82 @@ def _validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _plan(args: argparse.Namespace) -> int:
+def _valid_state(args: argparse.Namespace, verb: str) -> desired.Desired | None:
     manifest, state = _load(args)
     found = manifest.problems + (state.problems if state else [])
     _print_problems(found, args.directory, sys.stderr)
     if state is None or problems.errors(found):
-        print(f"{args.directory}: invalid: nothing planned ({len(problems.errors(found))} errors)",
-              file=sys.stderr)
+        print(f"{args.directory}: invalid: nothing {verb} ({len(problems.errors(found))} errors)", file=sys.stderr)
+        return None
+    return state
+
+
+def _kube_api(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from agent.reconcile import kubeapi
+
+    return kubeapi.KubeApi.from_kubeconfig(args.kubeconfig, context=args.context)
+
+
+def _plan(args: argparse.Namespace) -> int:
+    state = _valid_state(args, "planned")
+    if state is None:
         return EXIT_ERROR
-    result = plan.offline(state)
+    if not args.kubeconfig:
+        result = plan.offline(state)
+    else:
+        from agent.reconcile import kube
+        from agent.sources import localdir
+
+        try:
+            api = _kube_api(args)
+            observed = kube.observe(api, state, agent_namespace=args.agent_namespace)
+        except KubeError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+        changes = kubediff.diff(state.objects, observed.live, observed.inventory, agent=args.agent_namespace)
+        result = plan.online_kube(state, changes, revision=localdir.revision(args.directory))
     sys.stdout.write(plan.RENDERERS[args.output](result))
     return EXIT_OK if result.empty else EXIT_CHANGES
+
+
+def _install_crds(args: argparse.Namespace) -> int:
+    from agent.reconcile import kube
+
+    try:
+        api = _kube_api(args)
+        changed = kube.install_crds(api)
+    except KubeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    print(f"CRDs: {len(changed)} applied, all {12} Established", file=sys.stderr)
+    return EXIT_OK
+
+
+def _sync(args: argparse.Namespace) -> int:
+    from agent.reconcile import kube
+    from agent.sources import localdir
+
+    state = _valid_state(args, "applied")
+    if state is None:
+        return EXIT_REJECTED
+    revision = localdir.revision(args.directory)
+    try:
+        api = _kube_api(args)
+        outcome = kube.sync(api, state, revision=revision, dry_run=args.dry_run, install=args.install_crds,
+                            agent_namespace=args.agent_namespace, rotate_rndc_keys=args.rotate_rndc_keys)
+    except KubeError as exc:
+        print(f"error: could not run: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    sys.stdout.write(plan.render_text(plan.online_kube(state, outcome.plan_changes, revision=revision)))
+    result = outcome.result
+    if result is None:
+        return EXIT_OK
+    for key, message in sorted(result.failed.items(), key=lambda kv: str(kv[0])):
+        print(f"failed: {key}: {message}", file=sys.stderr)
+    print(f"Applied {len(result.applied)}, deleted {len(result.deleted)}, statuses written "
+          f"{len(result.statuses_written)}, failed {len(result.failed)}; {api.write_count} API writes "
+          f"(revision {revision})", file=sys.stderr)
+    return EXIT_OK if result.ok else EXIT_PARTIAL
 
 
 def _schemas(args: argparse.Namespace) -> int:

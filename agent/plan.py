@@ -14,7 +14,9 @@ JSON output (`--output json`), format version 1:
                                      # zones: zone, instance, role
                                      # records: zone, name, type
                   "before": {...}|null, "after": {...}|null,
-                  "fields": [str]}],  # for updates: the changed field paths
+                  "fields": [str],    # for updates: the changed field paths
+                  "reason": str|null}],  # e.g. "drift: edited by hand"
+     "conflicts": [str],  # objects with a desired name that the agent does not own
      "problems": [{"file", "line", "object", "path", "message", "severity"}]}
 """
 
@@ -26,7 +28,7 @@ import json
 from collections import Counter
 from typing import Any
 
-from agent import workloads
+from agent import kubediff, workloads
 from agent.desired import Desired
 from agent.problems import Problem
 
@@ -86,13 +88,15 @@ class Change:
     before: dict[str, Any] | None = None
     after: dict[str, Any] | None = None
     fields: tuple[str, ...] = ()
+    reason: str = ""  # e.g. "drift: edited by hand"
 
     def as_dict(self) -> dict[str, Any]:
-        target = {k: v for k, v in dataclasses.asdict(self.target).items()}
+        target = dict(dataclasses.asdict(self.target).items())
         if isinstance(self.target, RRsetTarget):
             target["type"] = target.pop("rtype")
         return {"action": self.action.value, "layer": self.target.layer, "target": target,
-                "before": self.before, "after": self.after, "fields": list(self.fields)}
+                "before": self.before, "after": self.after, "fields": list(self.fields),
+                "reason": self.reason or None}
 
 
 @dataclasses.dataclass
@@ -100,6 +104,8 @@ class Plan:
     changes: list[Change]
     problems: list[Problem] = dataclasses.field(default_factory=list)
     revision: str | None = None
+    conflicts: list[str] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def summary(self) -> dict[str, int]:
@@ -144,6 +150,22 @@ def offline(desired: Desired, *, revision: str | None = None) -> Plan:
     return Plan(changes, list(desired.problems), revision)
 
 
+def online_kube(desired: Desired, changes: list[kubediff.KubeChange], *, revision: str | None = None) -> Plan:
+    """The Kubernetes layer of a plan against a live cluster (creates, updates, drift, deletes)."""
+    out: list[Change] = []
+    conflicts: list[str] = []
+    for c in changes:
+        target = KubeTarget(c.key.kind, c.key.namespace, c.key.name)
+        if c.action == "conflict":
+            conflicts.append(f"{target}: {c.reason}")
+            continue
+        reason = f"drift: {c.reason}" if c.drift else c.reason
+        after = mask_secrets(c.desired.body) if c.desired is not None else None
+        out.append(Change(Action(c.action), target, after=after, fields=c.fields, reason=reason))
+    notes = ["DNS (zones and records) is not observed without zone endpoints; only the Kubernetes layer is planned."]
+    return Plan(out, list(desired.problems), revision, conflicts, notes)
+
+
 def _summary_line(plan: Plan) -> str:
     s = plan.summary
     return f"Plan: {s['create']} to create, {s['update']} to update, {s['delete']} to delete."
@@ -156,9 +178,12 @@ def _detail(change: Change) -> str:
         return f"{data.get('ttl', '')} {change.target.rtype} {shown}"
     if isinstance(change.target, ZoneTarget) and change.after and change.after.get("primaries"):
         return "primaries: " + ", ".join(change.after["primaries"])
+    parts = []
+    if change.reason:
+        parts.append(f"({change.reason})")
     if change.fields:
-        return "changed: " + ", ".join(change.fields)
-    return ""
+        parts.append("changed: " + ", ".join(change.fields))
+    return " ".join(parts)
 
 
 def render_text(plan: Plan) -> str:
@@ -184,6 +209,10 @@ def render_text(plan: Plan) -> str:
             else:
                 lines.append(f"{indent}{SYMBOL[c.action]} {c.target}" + (f"  {detail}" if detail else ""))
         lines.append("")
+    if plan.conflicts:
+        lines.append(f"Conflicts ({len(plan.conflicts)}), left untouched:")
+        lines += [f"  ! {c}" for c in plan.conflicts] + [""]
+    lines += [f"Note: {n}" for n in plan.notes]
     lines.append(_summary_line(plan) if plan.changes else "No changes: the world matches the revision.")
     return "\n".join(lines) + "\n"
 
@@ -194,6 +223,7 @@ def render_json(plan: Plan) -> str:
         "revision": plan.revision,
         "summary": plan.summary,
         "changes": [c.as_dict() for c in plan.changes],
+        "conflicts": plan.conflicts,
         "problems": [p.as_dict() for p in plan.problems],
     }
     return json.dumps(doc, indent=2, sort_keys=False) + "\n"
@@ -217,7 +247,9 @@ def render_markdown(plan: Plan) -> str:
             target = f"{c.target.zone} {c.target}" if isinstance(c.target, RRsetTarget) else str(c.target)
             lines.append(f"| {SYMBOL[c.action]} | `{_md(target)}` | {_md(_detail(c))} |")
         lines.append("")
-    warnings = [p for p in plan.problems]
+    if plan.conflicts:
+        lines += ["### Conflicts (left untouched)", ""] + [f"- `{_md(c)}`" for c in plan.conflicts] + [""]
+    warnings = list(plan.problems)
     if warnings:
         lines += ["### Warnings", ""] + [f"- `{_md(str(p))}`" for p in warnings] + [""]
     return "\n".join(lines)

@@ -41,10 +41,10 @@ def test_text_plan_groups_by_layer_and_ends_with_a_summary() -> None:
 
 def test_json_plan_has_the_documented_stable_shape_and_no_secret() -> None:
     doc = json.loads(plan.render_json(_sample_plan()))
-    assert list(doc) == ["formatVersion", "revision", "summary", "changes", "problems"]
+    assert list(doc) == ["formatVersion", "revision", "summary", "changes", "conflicts", "problems"]
     assert doc["formatVersion"] == 1
     first = doc["changes"][0]
-    assert list(first) == ["action", "layer", "target", "before", "after", "fields"]
+    assert list(first) == ["action", "layer", "target", "before", "after", "fields", "reason"]
     rrset = next(c for c in doc["changes"] if c["layer"] == "records")
     assert list(rrset["target"]) == ["zone", "name", "type"]
     secrets = [c["after"] for c in doc["changes"] if c["target"].get("kind") == "Secret"]

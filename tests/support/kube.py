@@ -71,11 +71,15 @@ class KubeCluster:
         return self
 
     def _ready(self) -> bool:
+        """/readyz answers, and the bootstrap `default` namespace exists."""
         if not self.ca.exists():
             return False
         ctx = ssl.create_default_context(cafile=str(self.ca))
-        req = urllib.request.Request(f"{self.url}/readyz", headers={"Authorization": f"Bearer {self.token}"})
-        return bool(urllib.request.urlopen(req, timeout=2, context=ctx).status == 200)
+        for path in ("/readyz", "/api/v1/namespaces/default"):
+            req = urllib.request.Request(f"{self.url}{path}", headers={"Authorization": f"Bearer {self.token}"})
+            if urllib.request.urlopen(req, timeout=2, context=ctx).status != 200:
+                return False
+        return True
 
     def _write_kubeconfig(self) -> None:
         self.kubeconfig.write_text(yaml.safe_dump({

@@ -1,0 +1,157 @@
+"""The pure diff between desired Kubernetes objects and the live ones (no I/O).
+
+Only meaningful fields are compared: the ones the agent sets. Whatever the server fills in
+(status, managedFields, resourceVersion, defaults such as a container's terminationMessagePath)
+is ignored, because the live object is only compared where the desired one has a value. Every
+applied object carries the hash of what was applied; a live object whose hash matches the
+desired one but whose fields differ was edited by hand, which the plan calls drift.
+
+    desired, live           -> change
+    present, absent         -> create   (drift if the inventory says the agent created it)
+    present, ours, differs  -> update   (drift when the hash matches, i.e. edited by hand)
+    present, not ours       -> conflict (never touched)
+    absent,  ours           -> delete   (children before parents)
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from agent import workloads
+from agent.desired import TIER_CHILD, TIER_CLUSTER, TIER_INSTANCE, TIER_PROVIDER, TIER_RECORD, TIER_ZONE, KubeObject
+from agent.loader import ObjectKey
+from agent.model import kinds
+
+MANAGED_BY = ("app.kubernetes.io/managed-by", "bindy-agent")
+AGENT_LABEL = "bindy.firestoned.io/agent"  # which agent instance (its namespace) owns the object
+HASH_ANNOTATION = "bindy.firestoned.io/applied-hash"
+TIERS = {"ClusterBind9Provider": TIER_PROVIDER, "Bind9Cluster": TIER_CLUSTER, "Bind9Instance": TIER_INSTANCE,
+         "DNSZone": TIER_ZONE, **{k.name: TIER_RECORD for k in kinds.RECORD_KINDS}}
+
+
+def tier_of(kind: str) -> int:
+    return TIERS.get(kind, TIER_CHILD)
+
+
+def key_of(body: dict[str, Any]) -> ObjectKey:
+    meta = body["metadata"]
+    namespace = meta.get("namespace")
+    if body["kind"] in kinds.KINDS and not kinds.KINDS[body["kind"]].namespaced:
+        namespace = None
+    return ObjectKey(body["kind"], namespace, meta["name"])
+
+
+def selector(agent: str) -> str:
+    return f"{MANAGED_BY[0]}={MANAGED_BY[1]},{AGENT_LABEL}={agent}"
+
+
+def is_managed(live: dict[str, Any], agent: str) -> bool:
+    """Created by this agent: both labels present. Anything else is never changed or pruned."""
+    labels = live.get("metadata", {}).get("labels") or {}
+    return bool(labels.get(MANAGED_BY[0]) == MANAGED_BY[1] and labels.get(AGENT_LABEL) == agent)
+
+
+def content_hash(body: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
+
+
+def manifest(obj: KubeObject, agent: str, owner_uid: str | None = None) -> dict[str, Any]:
+    """The body to apply: the desired object plus the agent's labels, hash and owner reference."""
+    body: dict[str, Any] = json.loads(json.dumps(obj.body))
+    meta = body.setdefault("metadata", {})
+    meta["labels"] = {**(meta.get("labels") or {}), MANAGED_BY[0]: MANAGED_BY[1], AGENT_LABEL: agent}
+    if obj.owner is not None:
+        owner_api = kinds.API_VERSION if obj.owner.kind in kinds.KINDS else "v1"
+        meta["ownerReferences"] = [{"apiVersion": owner_api, "kind": obj.owner.kind, "name": obj.owner.name,
+                                    "uid": owner_uid or "", "controller": True, "blockOwnerDeletion": True}]
+    meta["annotations"] = {**(meta.get("annotations") or {}), HASH_ANNOTATION: content_hash(obj.body)}
+    return body
+
+
+def _decode(value: str) -> str:
+    try:
+        return base64.b64decode(value).decode()
+    except (ValueError, UnicodeDecodeError):
+        return value
+
+
+def differences(want: Any, live: Any, path: str = "") -> list[str]:
+    """Field paths where `live` does not have what `want` asks for (extra live fields are fine)."""
+    if isinstance(want, dict):
+        if not isinstance(live, dict):
+            return [path or "."]
+        out: list[str] = []
+        for key, value in want.items():
+            sub = f"{path}.{key}" if path else key
+            if key == "ownerReferences" and isinstance(value, list):
+                names = [(r["kind"], r["name"]) for r in value]
+                if names != [(r.get("kind"), r.get("name")) for r in live.get(key) or []]:
+                    out.append(sub)
+            elif key not in live:
+                if value not in ({}, [], None):
+                    out.append(sub)
+            else:
+                out += differences(value, live[key], sub)
+        return out
+    if isinstance(want, list):
+        if not isinstance(live, list) or len(want) != len(live):
+            return [path]
+        out = []
+        for i, (w, v) in enumerate(zip(want, live, strict=True)):
+            out += differences(w, v, f"{path}[{i}]")
+        return out
+    return [] if want == live else [path]
+
+
+def secret_differences(want: dict[str, Any], live: dict[str, Any]) -> list[str]:
+    """A Secret's stringData against its live data; generated values only need to exist."""
+    out = differences({k: v for k, v in want.items() if k not in ("stringData", "data")}, live)
+    data = live.get("data") or {}
+    for key, value in (want.get("stringData") or {}).items():
+        if key not in data or (value != workloads.SECRET_PLACEHOLDER and _decode(data[key]) != value):
+            out.append(f"data.{key}")
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class KubeChange:
+    action: str  # "create" | "update" | "delete" | "conflict"
+    key: ObjectKey
+    desired: KubeObject | None
+    fields: tuple[str, ...] = ()
+    drift: bool = False
+    reason: str = ""
+
+
+def diff(desired: Iterable[KubeObject], live: dict[ObjectKey, dict[str, Any]],
+         inventory: set[ObjectKey], *, agent: str) -> list[KubeChange]:
+    """Changes in apply order: creates/updates parents first, then deletes children first."""
+    changes: list[KubeChange] = []
+    wanted: set[ObjectKey] = set()
+    for obj in desired:
+        wanted.add(obj.key)
+        current = live.get(obj.key)
+        if current is None:
+            changes.append(KubeChange("create", obj.key, obj, drift=obj.key in inventory,
+                                      reason="deleted by hand" if obj.key in inventory else ""))
+            continue
+        if not is_managed(current, agent):
+            changes.append(KubeChange("conflict", obj.key, obj, reason="exists but was not created by this "
+                                      f"agent (no labels {selector(agent)}); not touched"))
+            continue
+        body = manifest(obj, agent)
+        fields = secret_differences(body, current) if obj.key.kind == "Secret" else differences(body, current)
+        if fields:
+            applied = (current.get("metadata", {}).get("annotations") or {}).get(HASH_ANNOTATION)
+            drift = applied == content_hash(obj.body)
+            changes.append(KubeChange("update", obj.key, obj, tuple(fields), drift=drift,
+                                      reason="edited by hand" if drift else ""))
+    prune = [k for k, body in live.items() if k not in wanted and is_managed(body, agent)]
+    prune.sort(key=lambda k: (-tier_of(k.kind), k.kind, k.namespace or "", k.name))
+    changes += [KubeChange("delete", k, None) for k in prune]
+    return changes

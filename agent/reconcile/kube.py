@@ -1,0 +1,261 @@
+"""Observe -> diff -> apply for the Kubernetes side of a revision, then CR status.
+
+    install_crds(api)                 CRDs generated from the models, waited on until Established
+    observe(api, desired)             live objects carrying the agent's label (+ same-named ones)
+    kubediff.diff(...)                pure: create / update / delete / conflict
+    apply(api, desired, observed)     parents first (owner UIDs known), prune children first,
+                                      inventory, then statuses written only when they changed
+
+A failing object marks the CR it came from Degraded and does not stop unrelated objects.
+RNDC key values are generated here, once per Secret, and never logged.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import datetime
+import json
+import logging
+import secrets
+import time
+from typing import Any
+
+from agent import kubediff, status, workloads
+from agent.desired import Desired, KubeObject
+from agent.errors import KubeError
+from agent.loader import ObjectKey
+from agent.model import kinds, schema
+from agent.reconcile.kubeapi import RESOURCES, KubeApi
+
+log = logging.getLogger(__name__)
+INVENTORY = "bindy-agent-inventory"
+DEFAULT_AGENT_NAMESPACE = "bindy-agent"
+MANAGED_KINDS = [k for k in RESOURCES if k not in ("Namespace", "CustomResourceDefinition")]
+
+
+def install_crds(api: KubeApi, *, timeout: float = 60) -> list[str]:
+    """Applies every CRD that differs from the models' and waits until all are Established."""
+    changed = []
+    for kind in kinds.KINDS.values():
+        body = schema.crd(kind)
+        live = api.get("CustomResourceDefinition", None, kind.crd_name)
+        if live is None or kubediff.differences(body, live):
+            api.apply(body)
+            changed.append(kind.crd_name)
+    deadline = time.monotonic() + timeout
+    pending = [k.crd_name for k in kinds.KINDS.values()]
+    while pending:
+        live = api.get("CustomResourceDefinition", None, pending[0])
+        conds = (live or {}).get("status", {}).get("conditions") or []
+        if any(c.get("type") == "Established" and c.get("status") == "True" for c in conds):
+            pending.pop(0)
+            continue
+        if time.monotonic() > deadline:
+            raise KubeError(f"CRD {pending[0]} not Established after {timeout:.0f}s", reason="timeout",
+                            retryable=True)
+        time.sleep(0.2)
+    if changed:  # discovery of new resources takes a moment after Established
+        _wait_served(api, deadline)
+    return changed
+
+
+def _wait_served(api: KubeApi, deadline: float) -> None:
+    for kind in kinds.KINDS.values():
+        while True:
+            try:
+                api.list(kind.name)
+                break
+            except KubeError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+
+@dataclasses.dataclass
+class Observed:
+    live: dict[ObjectKey, dict[str, Any]]
+    inventory: set[ObjectKey]
+    inventory_body: dict[str, Any] | None
+    namespaces: set[str]
+
+
+def _inventory_keys(body: dict[str, Any] | None) -> set[ObjectKey]:
+    if not body:
+        return set()
+    raw = json.loads((body.get("data") or {}).get("objects", "[]"))
+    return {ObjectKey(k, n, name) for k, n, name in raw}
+
+
+def observe(api: KubeApi, desired: Desired, *, agent_namespace: str = DEFAULT_AGENT_NAMESPACE) -> Observed:
+    live: dict[ObjectKey, dict[str, Any]] = {}
+    for kind in MANAGED_KINDS:
+        for item in api.list(kind, label_selector=kubediff.selector(agent_namespace)):
+            if item["metadata"]["name"] == INVENTORY and kind == "ConfigMap":
+                continue
+            live[kubediff.key_of(item)] = item
+    for obj in desired.objects:  # same-named objects the agent does not manage are conflicts
+        if obj.key not in live:
+            found = api.get(obj.key.kind, obj.key.namespace, obj.key.name)
+            if found is not None:
+                live[obj.key] = found
+    namespaces = {o.key.namespace for o in desired.objects if o.key.namespace} | {agent_namespace}
+    existing = {ns for ns in namespaces if api.get("Namespace", None, ns) is not None}
+    inventory_body = api.get("ConfigMap", agent_namespace, INVENTORY) if agent_namespace in existing else None
+    return Observed(live, _inventory_keys(inventory_body), inventory_body, existing)
+
+
+@dataclasses.dataclass
+class KubeResult:
+    changes: list[kubediff.KubeChange]
+    failed: dict[ObjectKey, str] = dataclasses.field(default_factory=dict)
+    applied: list[ObjectKey] = dataclasses.field(default_factory=list)
+    deleted: list[ObjectKey] = dataclasses.field(default_factory=list)
+    statuses_written: list[ObjectKey] = dataclasses.field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+def _rndc_value(obj: KubeObject, live: dict[str, Any] | None, rotate: bool) -> dict[str, Any]:
+    """Fills a generated Secret's placeholders: kept from the live Secret unless rotating."""
+    body = obj.body
+    data = (live or {}).get("data") or {}
+    filled = dict(body.get("stringData") or {})
+    for k, v in filled.items():
+        if v != workloads.SECRET_PLACEHOLDER:
+            continue
+        if k in data and not rotate:
+            filled[k] = base64.b64decode(data[k]).decode()
+        else:
+            filled[k] = base64.b64encode(secrets.token_bytes(32)).decode()
+    return filled
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def apply(api: KubeApi, desired: Desired, observed: Observed, changes: list[kubediff.KubeChange], *,
+          revision: str | None, agent_namespace: str = DEFAULT_AGENT_NAMESPACE,
+          rotate_rndc_keys: bool = False, dns_pending: bool = True) -> KubeResult:
+    result = KubeResult(changes)
+    live = dict(observed.live)
+    uids = {k: v["metadata"].get("uid", "") for k, v in live.items()}
+    conflicts = {c.key for c in changes if c.action == "conflict"}
+
+    for ns in sorted({o.key.namespace for o in desired.objects if o.key.namespace} | {agent_namespace}):
+        if ns not in observed.namespaces:
+            api.apply({"apiVersion": "v1", "kind": "Namespace",
+                       "metadata": {"name": ns, "labels": {kubediff.MANAGED_BY[0]: kubediff.MANAGED_BY[1]}}})
+
+    if rotate_rndc_keys:
+        rotate = [kubediff.KubeChange("update", o.key, o, ("data.secret",)) for o in desired.objects
+                  if o.key.kind == "Secret" and o.key in live and o.key not in conflicts
+                  and not any(c.key == o.key for c in changes)]
+        changes = changes + rotate
+    for change in changes:
+        if change.action not in ("create", "update") or change.desired is None:
+            continue
+        obj = change.desired
+        if obj.owner is not None and not uids.get(obj.owner):
+            result.failed[obj.key] = f"not applied: its owner {obj.owner} could not be applied"
+            continue
+        body = kubediff.manifest(obj, agent_namespace, uids.get(obj.owner) if obj.owner else None)
+        if obj.key.kind == "Secret":
+            body["stringData"] = _rndc_value(obj, live.get(obj.key), rotate_rndc_keys)
+        try:
+            stored = api.apply(body)
+        except KubeError as exc:
+            log.warning("apply %s failed: %s", obj.key, exc)
+            result.failed[obj.key] = str(exc)
+            continue
+        live[obj.key] = stored
+        uids[obj.key] = stored["metadata"]["uid"]
+        result.applied.append(obj.key)
+
+    for change in changes:
+        if change.action != "delete":
+            continue
+        try:
+            if api.delete(change.key.kind, change.key.namespace, change.key.name):
+                result.deleted.append(change.key)
+            live.pop(change.key, None)
+        except KubeError as exc:
+            result.failed[change.key] = str(exc)
+
+    _write_inventory(api, desired, observed, agent_namespace, result)
+    _write_statuses(api, desired, live, conflicts, result, revision=revision, dns_pending=dns_pending)
+    return result
+
+
+def _write_inventory(api: KubeApi, desired: Desired, observed: Observed, namespace: str,
+                     result: KubeResult) -> None:
+    keys = sorted([o.key.kind, o.key.namespace, o.key.name] for o in desired.objects
+                  if o.key not in result.failed or o.key in observed.live)
+    text = json.dumps(keys, separators=(",", ":"))
+    if observed.inventory_body and (observed.inventory_body.get("data") or {}).get("objects") == text:
+        return
+    api.apply({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": INVENTORY, "namespace": namespace,
+                            "labels": {"app.kubernetes.io/name": "bindy-agent", kubediff.AGENT_LABEL: namespace}},
+               "data": {"objects": text}})
+
+
+def _outcomes(desired: Desired, result: KubeResult) -> dict[ObjectKey, status.Outcome]:
+    """Each Git CR fails when it, or anything generated from it, failed."""
+    outcomes: dict[ObjectKey, status.Outcome] = {}
+    for obj in desired.objects:
+        if obj.key in result.failed:
+            for cr in {obj.key, obj.source} - {None}:
+                assert cr is not None
+                outcomes[cr] = status.Outcome(False, f"{obj.key}: {result.failed[obj.key]}", "ApplyFailed")
+                if obj.owner is not None:
+                    outcomes[obj.owner] = outcomes[cr]
+    return outcomes
+
+
+def _write_statuses(api: KubeApi, desired: Desired, live: dict[ObjectKey, dict[str, Any]],
+                    conflicts: set[ObjectKey], result: KubeResult, *, revision: str | None,
+                    dns_pending: bool) -> None:
+    generations = {k: v["metadata"].get("generation", 0) for k, v in live.items() if k.kind in kinds.KINDS}
+    service_ips = {ObjectKey("Bind9Instance", k.namespace, k.name): v.get("spec", {}).get("clusterIP", "")
+                   for k, v in live.items() if k.kind == "Service" and v.get("spec", {}).get("clusterIP")}
+    wanted = status.statuses(desired, _outcomes(desired, result), revision=revision, generations=generations,
+                             service_ips=service_ips, dns_pending=dns_pending)
+    now = _now()
+    for key, new in wanted.items():
+        current = live.get(key)
+        if current is None or key in conflicts:
+            continue
+        old = current.get("status")
+        if not status.changed(new, old):
+            continue
+        try:
+            api.apply_status(key.kind, key.namespace, key.name, status.merge_times(new, old, now))
+            result.statuses_written.append(key)
+        except KubeError as exc:
+            log.warning("status of %s not written: %s", key, exc)
+            result.failed.setdefault(key, f"status not written: {exc}")
+
+
+@dataclasses.dataclass
+class SyncOutcome:
+    plan_changes: list[kubediff.KubeChange]
+    result: KubeResult | None  # None for a dry run
+
+
+def sync(api: KubeApi, desired: Desired, *, revision: str | None, dry_run: bool = False,
+         install: bool = True, agent_namespace: str = DEFAULT_AGENT_NAMESPACE,
+         rotate_rndc_keys: bool = False) -> SyncOutcome:
+    """One Kubernetes sync of a validated revision: CRDs, observe, diff, apply, status."""
+    if install and not dry_run:
+        install_crds(api)
+    observed = observe(api, desired, agent_namespace=agent_namespace)
+    changes = kubediff.diff(desired.objects, observed.live, observed.inventory, agent=agent_namespace)
+    if dry_run:
+        return SyncOutcome(changes, None)
+    result = apply(api, desired, observed, changes, revision=revision, agent_namespace=agent_namespace,
+                   rotate_rndc_keys=rotate_rndc_keys)
+    return SyncOutcome(changes, result)

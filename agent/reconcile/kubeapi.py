@@ -1,0 +1,188 @@
+"""A thin Kubernetes REST layer: resource paths, get/list/apply/delete/status, error translation.
+
+Server-side apply (`application/apply-patch+yaml`, field manager `bindy-agent`, force) is the only
+way objects are written. Every write is counted in `writes`, so tests and metrics can prove that
+a second sync of the same revision writes nothing. Library exceptions stop here and become the
+project's `KubeError` (forbidden / not_found / conflict / invalid / server), keeping their cause.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+import logging
+import urllib.parse
+from typing import Any
+
+import kubernetes.client
+import kubernetes.config
+import urllib3.exceptions
+
+from agent.errors import KubeError
+from agent.model import kinds
+
+log = logging.getLogger(__name__)
+FIELD_MANAGER = "bindy-agent"
+
+
+@dataclasses.dataclass(frozen=True)
+class Resource:
+    api_version: str
+    kind: str
+    plural: str
+    namespaced: bool
+
+    def path(self, namespace: str | None = None, name: str | None = None, sub: str | None = None) -> str:
+        group = "/api" if "/" not in self.api_version else "/apis"
+        out = f"{group}/{self.api_version}"
+        if self.namespaced and namespace:
+            out += f"/namespaces/{namespace}"
+        out += f"/{self.plural}"
+        if name:
+            out += f"/{name}"
+        if sub:
+            out += f"/{sub}"
+        return out
+
+
+RESOURCES: dict[str, Resource] = {
+    "Namespace": Resource("v1", "Namespace", "namespaces", False),
+    "ServiceAccount": Resource("v1", "ServiceAccount", "serviceaccounts", True),
+    "Secret": Resource("v1", "Secret", "secrets", True),
+    "ConfigMap": Resource("v1", "ConfigMap", "configmaps", True),
+    "Service": Resource("v1", "Service", "services", True),
+    "Deployment": Resource("apps/v1", "Deployment", "deployments", True),
+    "CustomResourceDefinition": Resource("apiextensions.k8s.io/v1", "CustomResourceDefinition",
+                                         "customresourcedefinitions", False),
+    **{k.name: Resource(kinds.API_VERSION, k.name, k.plural, k.namespaced) for k in kinds.KINDS.values()},
+}
+
+_VERBS = {"GET": "get", "PATCH": "patch", "DELETE": "delete", "POST": "create", "PUT": "update"}
+
+
+class KubeApi:
+    """One connection to an API server. `reads` and `writes` count calls by verb."""
+
+    def __init__(self, api_client: kubernetes.client.ApiClient, *, timeout: float = 30) -> None:
+        self.client = api_client
+        self.timeout = timeout
+        self.reads: collections.Counter[str] = collections.Counter()
+        self.writes: collections.Counter[str] = collections.Counter()
+
+    @classmethod
+    def from_kubeconfig(cls, path: str | None, *, context: str | None = None) -> KubeApi:
+        try:
+            if path:
+                client = kubernetes.config.new_client_from_config(config_file=path, context=context)
+            else:
+                configuration = kubernetes.client.Configuration()
+                kubernetes.config.load_incluster_config(client_configuration=configuration)
+                client = kubernetes.client.ApiClient(configuration)
+        except (kubernetes.config.ConfigException, OSError) as exc:
+            raise KubeError(f"cannot load Kubernetes credentials from {path or 'the pod'}: {exc}",
+                            reason="config") from exc
+        return cls(client)
+
+    def close(self) -> None:
+        self.client.close()
+
+    @property
+    def write_count(self) -> int:
+        return sum(self.writes.values())
+
+    def _call(self, method: str, path: str, *, query: list[tuple[str, str]] | None = None,
+              body: Any = None, content_type: str = "application/json") -> Any:
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        (self.writes if method in ("PATCH", "DELETE", "POST", "PUT") else self.reads)[method] += 1
+        params = self.client.param_serialize(method, path, query_params=query or [], header_params=headers,
+                                             body=body, auth_settings=["BearerToken"])
+        try:
+            response = self.client.call_api(*params, _request_timeout=self.timeout)
+            response.read()
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise KubeError(f"{method} {path}: cannot reach the API server: {exc}", reason="unreachable",
+                            retryable=True) from exc
+        if response.status >= 400:
+            raise _translate(method, path, response.status, response.data)
+        return json.loads(response.data) if response.data else None
+
+    def get(self, kind: str, namespace: str | None, name: str) -> dict[str, Any] | None:
+        try:
+            result: dict[str, Any] = self._call("GET", RESOURCES[kind].path(namespace, name))
+            return result
+        except KubeError as exc:
+            if exc.reason == "not_found":
+                return None
+            raise
+
+    def list(self, kind: str, *, label_selector: str | None = None) -> list[dict[str, Any]]:
+        """All objects of a kind in every namespace (the list's items carry apiVersion/kind)."""
+        res = RESOURCES[kind]
+        query = [("labelSelector", label_selector)] if label_selector else []
+        try:
+            result = self._call("GET", res.path(), query=query)
+        except KubeError as exc:
+            if exc.reason == "not_found":  # the CRD is not installed yet
+                return []
+            raise
+        items: list[dict[str, Any]] = result.get("items", [])
+        for item in items:
+            item.setdefault("apiVersion", res.api_version)
+            item.setdefault("kind", kind)
+        return items
+
+    def apply(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Server-side apply of a whole object; returns the object as stored."""
+        res = RESOURCES[body["kind"]]
+        meta = body["metadata"]
+        query = [("fieldManager", FIELD_MANAGER), ("force", "true")]
+        result: dict[str, Any] = self._call("PATCH", res.path(meta.get("namespace"), meta["name"]), query=query,
+                                            body=json.dumps(body), content_type="application/apply-patch+yaml")
+        return result
+
+    def apply_status(self, kind: str, namespace: str | None, name: str, status: dict[str, Any]) -> dict[str, Any]:
+        res = RESOURCES[kind]
+        body = {"apiVersion": res.api_version, "kind": kind,
+                "metadata": {"name": name, **({"namespace": namespace} if namespace else {})}, "status": status}
+        query = [("fieldManager", FIELD_MANAGER), ("force", "true")]
+        result: dict[str, Any] = self._call("PATCH", res.path(namespace, name, "status"), query=query,
+                                            body=json.dumps(body), content_type="application/apply-patch+yaml")
+        return result
+
+    def delete(self, kind: str, namespace: str | None, name: str, *, propagation: str = "Background") -> bool:
+        """Deletes an object; False if it was already gone."""
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation}
+        try:
+            self._call("DELETE", RESOURCES[kind].path(namespace, name), body=body)
+            return True
+        except KubeError as exc:
+            if exc.reason == "not_found":
+                return False
+            raise
+
+
+def _translate(method: str, path: str, status: int, data: bytes | None) -> KubeError:
+    try:
+        detail = json.loads(data or b"{}")
+    except ValueError:
+        detail = {}
+    message = detail.get("message") or (data or b"").decode(errors="replace")[:300]
+    where = f"{method} {urllib.parse.unquote(path)}"
+    if status == 403:
+        d = detail.get("details") or {}
+        verb, resource = _VERBS.get(method, method.lower()), d.get("kind") or path.rsplit("/", 2)[-2]
+        return KubeError(f"{where}: forbidden: the agent's account may not {verb} {resource} "
+                         f"(missing RBAC rule: verbs [{verb}] on resource {resource}): {message}",
+                         reason="forbidden")
+    if status == 401:
+        return KubeError(f"{where}: unauthorized: the credentials were rejected", reason="unauthorized")
+    if status == 404:
+        return KubeError(f"{where}: not found", reason="not_found")
+    if status == 409:
+        return KubeError(f"{where}: conflict: {message}", reason="conflict", retryable=True)
+    if status in (400, 422):
+        return KubeError(f"{where}: invalid: {message}", reason="invalid")
+    if status == 429 or status >= 500:
+        return KubeError(f"{where}: server error {status}: {message}", reason="server", retryable=True)
+    return KubeError(f"{where}: HTTP {status}: {message}", reason="http")
