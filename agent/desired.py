@@ -36,6 +36,8 @@ MANAGED_BY_LABEL = "bindy.firestoned.io/managed-by"
 
 # Apply order (parents before children); prune runs it backwards.
 TIER_PROVIDER, TIER_CLUSTER, TIER_INSTANCE, TIER_CHILD, TIER_ZONE, TIER_RECORD = range(6)
+# Within an instance's children, what a Deployment uses comes before it.
+CHILD_ORDER = {"ServiceAccount": 0, "Secret": 1, "ConfigMap": 2, "Service": 3, "Deployment": 4}
 
 
 @dataclasses.dataclass
@@ -290,5 +292,5 @@ def build(manifest: Manifest) -> Desired:
         tier = TIER_ZONE if obj.key.kind == "DNSZone" else TIER_RECORD
         if tier == TIER_ZONE or obj.key.kind in {k.name for k in kinds.RECORD_KINDS}:
             objects.append(KubeObject(obj.key, _cr_body(obj), tier, origin=obj.origin))
-    objects.sort(key=lambda o: (o.tier, o.key.kind, o.key.namespace or "", o.key.name))
+    objects.sort(key=lambda o: (o.tier, CHILD_ORDER.get(o.key.kind, 0), o.key.kind, o.key.namespace or "", o.key.name))
     return desired

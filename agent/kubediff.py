@@ -23,7 +23,16 @@ from collections.abc import Iterable
 from typing import Any
 
 from agent import workloads
-from agent.desired import TIER_CHILD, TIER_CLUSTER, TIER_INSTANCE, TIER_PROVIDER, TIER_RECORD, TIER_ZONE, KubeObject
+from agent.desired import (
+    CHILD_ORDER,
+    TIER_CHILD,
+    TIER_CLUSTER,
+    TIER_INSTANCE,
+    TIER_PROVIDER,
+    TIER_RECORD,
+    TIER_ZONE,
+    KubeObject,
+)
 from agent.loader import ObjectKey
 from agent.model import kinds
 
@@ -152,6 +161,6 @@ def diff(desired: Iterable[KubeObject], live: dict[ObjectKey, dict[str, Any]],
             changes.append(KubeChange("update", obj.key, obj, tuple(fields), drift=drift,
                                       reason="edited by hand" if drift else ""))
     prune = [k for k, body in live.items() if k not in wanted and is_managed(body, agent)]
-    prune.sort(key=lambda k: (-tier_of(k.kind), k.kind, k.namespace or "", k.name))
+    prune.sort(key=lambda k: (-tier_of(k.kind), -CHILD_ORDER.get(k.kind, 0), k.kind, k.namespace or "", k.name))
     changes += [KubeChange("delete", k, None) for k in prune]
     return changes

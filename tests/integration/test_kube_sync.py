@@ -1,0 +1,264 @@
+"""Syncing revisions into a real kube-apiserver (+ kube-controller-manager for GC).
+
+Each test syncs a copy of sample-repo moved into its own namespace, with that namespace as the
+agent's identity, so tests sharing the cluster never prune each other's objects.
+"""
+
+from __future__ import annotations
+
+import base64
+import pathlib
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from agent import desired, loader, plan
+from agent.errors import KubeError
+from agent.reconcile import kube as reconcile
+from agent.reconcile.kubeapi import KubeApi
+from tests.conftest import ROOT, SAMPLE
+from tests.support.kube import KubeCluster
+
+GROUP, VERSION = "bindy.firestoned.io", "v1beta1"
+
+
+def _repo(tmp_path: pathlib.Path, namespace: str) -> pathlib.Path:
+    root = tmp_path / "repo"
+    shutil.copytree(SAMPLE, root)
+    for path in root.rglob("*.yaml"):
+        path.write_text(path.read_text().replace("dns-system", namespace))
+    return root
+
+
+def _sync(kube: KubeCluster, root: pathlib.Path, namespace: str, revision: str = "rev-1",
+          **kwargs: Any) -> tuple[KubeApi, reconcile.SyncOutcome]:
+    manifest = loader.load_dir(root)
+    assert manifest.ok, [str(p) for p in manifest.problems]
+    state = desired.build(manifest)
+    api = KubeApi.from_kubeconfig(str(kube.kubeconfig))
+    return api, reconcile.sync(api, state, revision=revision, agent_namespace=namespace, **kwargs)
+
+
+def _cr(api_client: Any, plural: str, namespace: str, name: str) -> dict[str, Any]:
+    return client.CustomObjectsApi(api_client).get_namespaced_custom_object(GROUP, VERSION, namespace, plural, name)
+
+
+def _ready(obj: dict[str, Any]) -> str:
+    return next(c["status"] for c in obj["status"]["conditions"] if c["type"] == "Ready")
+
+
+def _gone(fn: Any, *args: Any) -> bool:
+    try:
+        fn(*args)
+        return False
+    except client.ApiException as exc:
+        return exc.status == 404
+
+
+def _wait(check: Any, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.25)
+
+
+def test_sync_creates_the_hierarchy_and_a_second_sync_writes_nothing(
+        kube: KubeCluster, kube_client: Any, namespace: str, tmp_path: pathlib.Path) -> None:
+    root = _repo(tmp_path, namespace)
+    api, first = _sync(kube, root, namespace)
+    assert first.result is not None and first.result.ok, first.result.failed if first.result else None
+    assert len(first.result.applied) == 37
+
+    cluster = _cr(kube_client, "bind9clusters", namespace, "dns")
+    assert (_ready(cluster), cluster["status"]["lastAppliedRevision"]) == ("True", "rev-1")
+    assert cluster["status"]["instances"] == ["dns-primary-0", "dns-secondary-0"]
+    instance = _cr(kube_client, "bind9instances", namespace, "dns-primary-0")
+    assert _ready(instance) == "True" and instance["status"]["zonesCount"] == 3
+    assert instance["status"]["serviceAddress"].startswith("10.96.0.")
+    assert instance["metadata"]["ownerReferences"][0]["kind"] == "Bind9Cluster"
+    zone = _cr(kube_client, "dnszones", namespace, "internal")
+    assert (zone["status"]["selectionMethod"], zone["status"]["selectedByInstance"]) == ("labelSelector", "dns-primary-0")
+
+    shown = subprocess.run(["kubectl", "--kubeconfig", str(kube.kubeconfig), "get", "bind9instances", "-n", namespace,
+                            "-o", "custom-columns=NAME:.metadata.name,READY:.status.conditions[?(@.type=='Ready')].status,"
+                            "REV:.status.lastAppliedRevision", "--no-headers"], capture_output=True, text=True, check=True)
+    assert shown.stdout.split() == ["dns-primary-0", "True", "rev-1", "dns-secondary-0", "True", "rev-1"]
+
+    apps, core = client.AppsV1Api(kube_client), client.CoreV1Api(kube_client)
+    deploy = apps.read_namespaced_deployment("dns-primary-0", namespace)
+    assert [(r.kind, r.name) for r in deploy.metadata.owner_references] == [("Bind9Instance", "dns-primary-0")]
+    assert core.read_namespaced_service_account("bind9", namespace).metadata.owner_references is None
+    key_before = core.read_namespaced_secret("dns-primary-0-rndc-key", namespace).data["secret"]
+    assert len(base64.b64decode(base64.b64decode(key_before))) == 32  # a 256-bit HMAC key
+
+    api2, second = _sync(kube, root, namespace)
+    assert second.plan_changes == [] and api2.write_count == 0
+    assert core.read_namespaced_secret("dns-primary-0-rndc-key", namespace).data["secret"] == key_before
+    text = plan.render_text(plan.online_kube(desired.build(loader.load_dir(root)), first.plan_changes))
+    assert base64.b64decode(key_before).decode() not in text and "<secret>" not in text.split("Secret")[0]
+
+    api3, rotated = _sync(kube, root, namespace, rotate_rndc_keys=True)
+    assert rotated.result is not None and rotated.result.ok
+    assert core.read_namespaced_secret("dns-primary-0-rndc-key", namespace).data["secret"] != key_before
+
+
+def test_hand_deleted_and_hand_edited_objects_are_restored_as_drift(
+        kube: KubeCluster, kube_client: Any, namespace: str, tmp_path: pathlib.Path) -> None:
+    root = _repo(tmp_path, namespace)
+    _sync(kube, root, namespace)
+    apps, core = client.AppsV1Api(kube_client), client.CoreV1Api(kube_client)
+    apps.delete_namespaced_deployment("dns-secondary-0", namespace)
+    core.patch_namespaced_config_map("dns-primary-0-config", namespace, {"data": {"named.conf": "# hacked\n"}})
+
+    _, dry = _sync(kube, root, namespace, dry_run=True)
+    rendered = plan.render_text(plan.online_kube(desired.build(loader.load_dir(root)), dry.plan_changes))
+    assert f"+ Deployment {namespace}/dns-secondary-0  (drift: deleted by hand)" in rendered
+    assert f"~ ConfigMap {namespace}/dns-primary-0-config  (drift: edited by hand) changed: data.named.conf" in rendered
+
+    _, fixed = _sync(kube, root, namespace)
+    assert fixed.result is not None and sorted(map(str, fixed.result.applied)) == [
+        f"ConfigMap/{namespace}/dns-primary-0-config", f"Deployment/{namespace}/dns-secondary-0"]
+    assert "allow-new-zones yes;" in core.read_namespaced_config_map("dns-primary-0-config", namespace).data["named.conf"]
+    api, again = _sync(kube, root, namespace)
+    assert api.write_count == 0
+
+
+def test_prune_removes_exactly_what_git_dropped_and_spares_unmanaged_objects(
+        kube: KubeCluster, kube_client: Any, namespace: str, tmp_path: pathlib.Path) -> None:
+    core = client.CoreV1Api(kube_client)
+    core.create_namespaced_config_map(namespace, client.V1ConfigMap(
+        metadata=client.V1ObjectMeta(name="dns-secondary-0-config"), data={"named.conf": "# someone else's\n"}))
+    root = _repo(tmp_path, namespace)
+    _, first = _sync(kube, root, namespace)
+    rendered = plan.render_text(plan.online_kube(desired.build(loader.load_dir(root)), first.plan_changes))
+    assert f"! ConfigMap {namespace}/dns-secondary-0-config: exists but was not created by this agent" in rendered
+
+    (root / "zones" / "internal.yaml").unlink()
+    cluster = root / "infrastructure" / "cluster.yaml"
+    cluster.write_text(cluster.read_text().replace("  secondary:\n    replicas: 1", "  secondary:\n    replicas: 0"))
+    _, second = _sync(kube, root, namespace, revision="rev-2")
+    assert second.result is not None
+    # Zones first (independent of the servers), then each instance's children before the instance;
+    # the Deployment goes before what it uses.
+    assert [str(k) for k in second.result.deleted] == [
+        f"DNSZone/{namespace}/internal", f"Deployment/{namespace}/dns-secondary-0",
+        f"Service/{namespace}/dns-secondary-0", f"Secret/{namespace}/dns-secondary-0-rndc-key",
+        f"Bind9Instance/{namespace}/dns-secondary-0"]
+    assert core.read_namespaced_config_map("dns-secondary-0-config", namespace).data == {"named.conf": "# someone else's\n"}
+    assert _gone(_cr, kube_client, "dnszones", namespace, "internal")
+    assert not _gone(_cr, kube_client, "dnszones", namespace, "example-com")
+    assert _cr(kube_client, "bind9clusters", namespace, "dns")["status"]["instances"] == ["dns-primary-0"]
+
+
+def test_deleting_a_provider_from_git_removes_its_whole_tree(
+        kube: KubeCluster, kube_client: Any, namespace: str, tmp_path: pathlib.Path) -> None:
+    name = f"p-{uuid.uuid4().hex[:6]}"
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "provider.yaml").write_text(f"""apiVersion: {GROUP}/{VERSION}
+kind: ClusterBind9Provider
+metadata: {{name: {name}}}
+spec: {{namespace: {namespace}, primary: {{replicas: 1}}, secondary: {{replicas: 1}}}}
+""")
+    _, first = _sync(kube, root, namespace)
+    assert first.result is not None and first.result.ok
+    assert _cr(kube_client, "bind9clusters", namespace, name)["metadata"]["ownerReferences"][0]["kind"] == \
+        "ClusterBind9Provider"
+    (root / "provider.yaml").unlink()
+    _, second = _sync(kube, root, namespace, revision="rev-2")
+    assert second.result is not None
+    order = [k.kind for k in second.result.deleted]
+    assert order.index("Deployment") < order.index("Bind9Instance") < order.index("Bind9Cluster") \
+        < order.index("ClusterBind9Provider")
+    apps, core = client.AppsV1Api(kube_client), client.CoreV1Api(kube_client)
+    selector = f"bindy.firestoned.io/agent={namespace}"
+    _wait(lambda: not apps.list_namespaced_deployment(namespace, label_selector=selector).items
+          and not apps.list_namespaced_replica_set(namespace).items
+          and not core.list_namespaced_secret(namespace, label_selector=selector).items
+          and not core.list_namespaced_service(namespace, label_selector=selector).items)
+    crs = client.CustomObjectsApi(kube_client)
+    for plural in ("bind9clusters", "bind9instances"):
+        assert crs.list_namespaced_custom_object(GROUP, VERSION, namespace, plural)["items"] == []
+
+
+def test_a_failing_object_degrades_its_cr_and_spares_the_rest(
+        kube: KubeCluster, kube_client: Any, namespace: str, tmp_path: pathlib.Path) -> None:
+    root = _repo(tmp_path, namespace)
+    (root / "infrastructure" / "extra.yaml").write_text(f"""apiVersion: {GROUP}/{VERSION}
+kind: Bind9Instance
+metadata: {{name: broken, namespace: {namespace}}}
+spec:
+  clusterRef: dns
+  role: secondary
+  bindcarConfig:
+    envVars: [{{name: "not a valid name", value: "x"}}]
+""")
+    _, outcome = _sync(kube, root, namespace)
+    result = outcome.result
+    assert result is not None and not result.ok
+    assert list(map(str, result.failed)) == [f"Deployment/{namespace}/broken"]
+    assert "invalid" in result.failed[next(iter(result.failed))]
+    broken = _cr(kube_client, "bind9instances", namespace, "broken")
+    degraded = next(c for c in broken["status"]["conditions"] if c["type"] == "Degraded")
+    assert (degraded["status"], degraded["reason"]) == ("True", "ApplyFailed")
+    assert f"Deployment/{namespace}/broken" in degraded["message"]
+    assert _ready(_cr(kube_client, "bind9instances", namespace, "dns-primary-0")) == "True"
+    client.AppsV1Api(kube_client).read_namespaced_deployment("dns-primary-0", namespace)
+
+
+def test_forbidden_names_the_missing_verb_and_resource(kube: KubeCluster, kube_client: Any, namespace: str) -> None:
+    core, rbac = client.CoreV1Api(kube_client), client.RbacAuthorizationV1Api(kube_client)
+    core.create_namespaced_service_account(namespace, client.V1ServiceAccount(metadata=client.V1ObjectMeta(name="ro")))
+    rbac.create_namespaced_role(namespace, client.V1Role(metadata=client.V1ObjectMeta(name="ro"), rules=[
+        client.V1PolicyRule(api_groups=[""], resources=["configmaps"], verbs=["get", "list"])]))
+    rbac.create_namespaced_role_binding(namespace, client.V1RoleBinding(
+        metadata=client.V1ObjectMeta(name="ro"), role_ref=client.V1RoleRef(api_group="rbac.authorization.k8s.io",
+                                                                           kind="Role", name="ro"),
+        subjects=[client.RbacV1Subject(kind="ServiceAccount", name="ro", namespace=namespace)]))
+    token = ""
+
+    def has_token() -> bool:
+        nonlocal token
+        for secret in core.list_namespaced_secret(namespace).items:
+            if secret.type == "kubernetes.io/service-account-token" and secret.metadata.annotations.get(
+                    "kubernetes.io/service-account.name") == "ro":
+                token = base64.b64decode(secret.data["token"]).decode()
+                return True
+        return False
+
+    _wait(has_token)
+    config = client.Configuration()
+    config.host, config.ssl_ca_cert = kube.url, str(kube.ca)
+    config.api_key = {"authorization": f"Bearer {token}"}
+    api = KubeApi(client.ApiClient(config))
+    assert api.get("ConfigMap", namespace, "nope") is None
+    with pytest.raises(KubeError) as err:
+        api.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": namespace}})
+    assert err.value.reason == "forbidden"
+    assert "may not patch configmaps (missing RBAC rule: verbs [patch] on resource configmaps)" in str(err.value)
+
+
+def test_cli_exit_codes(kube: KubeCluster, namespace: str, tmp_path: pathlib.Path) -> None:
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "agent", *args], capture_output=True, text=True, cwd=ROOT)
+
+    assert cli("install-crds", "--kubeconfig", str(kube.kubeconfig)).returncode == 0
+    root = _repo(tmp_path, namespace)
+    ok = cli("sync", str(root), "--kubeconfig", str(kube.kubeconfig), "--agent-namespace", namespace)
+    assert ok.returncode == 0, ok.stderr
+    assert "Applied 37, deleted 0" in ok.stderr
+    planned = cli("plan", str(root), "--kubeconfig", str(kube.kubeconfig), "--agent-namespace", namespace)
+    assert (planned.returncode, planned.stdout.splitlines()[-1]) == (0, "No changes: the world matches the revision.")
+    (root / "bad.yaml").write_text("apiVersion: bindy.firestoned.io/v1beta1\nkind: Nope\nmetadata: {name: x}\n")
+    assert cli("sync", str(root), "--kubeconfig", str(kube.kubeconfig)).returncode == 2
+    (root / "bad.yaml").unlink()
+    broken = tmp_path / "unreachable.kubeconfig"
+    broken.write_text(kube.kubeconfig.read_text().replace(kube.url, "https://127.0.0.1:1"))
+    down = cli("sync", str(root), "--kubeconfig", str(broken))
+    assert down.returncode == 3 and "cannot reach the API server" in down.stderr
