@@ -13,22 +13,27 @@ RNDC key values are generated here, once per Secret, and never logged.
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import dataclasses
 import datetime
+import itertools
 import json
 import logging
 import secrets
 import time
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from agent import kubediff, status, workloads
-from agent.desired import Desired, KubeObject
+from agent.desired import CHILD_ORDER, Desired, KubeObject
 from agent.errors import KubeError
 from agent.loader import ObjectKey
 from agent.model import kinds, schema
 from agent.reconcile.kubeapi import RESOURCES, KubeApi
 
 log = logging.getLogger(__name__)
+WORKERS = 8  # concurrent API calls for independent objects (same tier)
+T = TypeVar("T")
 INVENTORY = "bindy-agent-inventory"
 DEFAULT_AGENT_NAMESPACE = "bindy-agent"
 MANAGED_KINDS = [k for k in RESOURCES if k not in ("Namespace", "CustomResourceDefinition")]
@@ -94,13 +99,21 @@ def observe(api: KubeApi, desired: Desired, *, agent_namespace: str = DEFAULT_AG
             if item["metadata"]["name"] == INVENTORY and kind == "ConfigMap":
                 continue
             live[kubediff.key_of(item)] = item
-    for obj in desired.objects:  # same-named objects the agent does not manage are conflicts
-        if obj.key not in live:
-            found = api.get(obj.key.kind, obj.key.namespace, obj.key.name)
-            if found is not None:
-                live[obj.key] = found
     namespaces = {o.key.namespace for o in desired.objects if o.key.namespace} | {agent_namespace}
     existing = {ns for ns in namespaces if api.get("Namespace", None, ns) is not None}
+    # Same-named objects the agent does not manage are conflicts: one list per kind and namespace.
+    unseen = {o.key for o in desired.objects if o.key not in live}
+    for kind, ns in sorted({(k.kind, k.namespace) for k in unseen}, key=str):
+        if ns is None:
+            for key in [k for k in unseen if k.kind == kind]:
+                found = api.get(kind, None, key.name)
+                if found is not None:
+                    live[key] = found
+        elif ns in existing:
+            for item in api.list(kind, namespace=ns):
+                key = kubediff.key_of(item)
+                if key in unseen:
+                    live[key] = item
     inventory_body = api.get("ConfigMap", agent_namespace, INVENTORY) if agent_namespace in existing else None
     return Observed(live, _inventory_keys(inventory_body), inventory_body, existing)
 
@@ -133,6 +146,24 @@ def _rndc_value(obj: KubeObject, live: dict[str, Any] | None, rotate: bool) -> d
     return filled
 
 
+def _groups(changes: Iterable[kubediff.KubeChange]) -> list[list[kubediff.KubeChange]]:
+    """Consecutive changes of the same apply group (tier, child order) can run concurrently."""
+    def group(c: kubediff.KubeChange) -> tuple[int, int]:
+        return (kubediff.tier_of(c.key.kind), CHILD_ORDER.get(c.key.kind, 0))
+
+    return [list(g) for _, g in itertools.groupby(changes, key=group)]
+
+
+def _parallel(fn: Callable[[T], None], items: list[T]) -> None:
+    if len(items) <= 1:
+        for item in items:
+            fn(item)
+        return
+    with concurrent.futures.ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        for future in [pool.submit(fn, item) for item in items]:
+            future.result()
+
+
 def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -155,13 +186,12 @@ def apply(api: KubeApi, desired: Desired, observed: Observed, changes: list[kube
                   if o.key.kind == "Secret" and o.key in live and o.key not in conflicts
                   and not any(c.key == o.key for c in changes)]
         changes = changes + rotate
-    for change in changes:
-        if change.action not in ("create", "update") or change.desired is None:
-            continue
+    def put(change: kubediff.KubeChange) -> None:
         obj = change.desired
+        assert obj is not None
         if obj.owner is not None and not uids.get(obj.owner):
             result.failed[obj.key] = f"not applied: its owner {obj.owner} could not be applied"
-            continue
+            return
         body = kubediff.manifest(obj, agent_namespace, uids.get(obj.owner) if obj.owner else None)
         if obj.key.kind == "Secret":
             body["stringData"] = _rndc_value(obj, live.get(obj.key), rotate_rndc_keys)
@@ -170,20 +200,26 @@ def apply(api: KubeApi, desired: Desired, observed: Observed, changes: list[kube
         except KubeError as exc:
             log.warning("apply %s failed: %s", obj.key, exc)
             result.failed[obj.key] = str(exc)
-            continue
+            return
         live[obj.key] = stored
         uids[obj.key] = stored["metadata"]["uid"]
         result.applied.append(obj.key)
 
-    for change in changes:
-        if change.action != "delete":
-            continue
+    def remove(change: kubediff.KubeChange) -> None:
         try:
             if api.delete(change.key.kind, change.key.namespace, change.key.name):
                 result.deleted.append(change.key)
             live.pop(change.key, None)
         except KubeError as exc:
             result.failed[change.key] = str(exc)
+
+    for group in _groups(c for c in changes if c.action in ("create", "update") and c.desired is not None):
+        _parallel(put, group)
+    for group in _groups(c for c in changes if c.action == "delete"):
+        _parallel(remove, group)
+    order = {c.key: i for i, c in enumerate(changes)}
+    result.applied.sort(key=order.__getitem__)
+    result.deleted.sort(key=order.__getitem__)
 
     _write_inventory(api, desired, observed, agent_namespace, result)
     _write_statuses(api, desired, live, conflicts, result, revision=revision, dns_pending=dns_pending)
@@ -225,19 +261,26 @@ def _write_statuses(api: KubeApi, desired: Desired, live: dict[ObjectKey, dict[s
     wanted = status.statuses(desired, _outcomes(desired, result), revision=revision, generations=generations,
                              service_ips=service_ips, dns_pending=dns_pending)
     now = _now()
+    todo = []
     for key, new in wanted.items():
         current = live.get(key)
         if current is None or key in conflicts:
             continue
         old = current.get("status")
-        if not status.changed(new, old):
-            continue
+        if status.changed(new, old):
+            todo.append((key, status.merge_times(new, old, now)))
+
+    def write(item: tuple[ObjectKey, dict[str, Any]]) -> None:
+        key, new = item
         try:
-            api.apply_status(key.kind, key.namespace, key.name, status.merge_times(new, old, now))
+            api.apply_status(key.kind, key.namespace, key.name, new)
             result.statuses_written.append(key)
         except KubeError as exc:
             log.warning("status of %s not written: %s", key, exc)
             result.failed.setdefault(key, f"status not written: {exc}")
+
+    _parallel(write, todo)
+    result.statuses_written.sort(key=str)
 
 
 @dataclasses.dataclass

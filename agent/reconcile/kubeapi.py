@@ -12,6 +12,7 @@ import collections
 import dataclasses
 import json
 import logging
+import threading
 import urllib.parse
 from typing import Any
 
@@ -69,6 +70,7 @@ class KubeApi:
         self.timeout = timeout
         self.reads: collections.Counter[str] = collections.Counter()
         self.writes: collections.Counter[str] = collections.Counter()
+        self._lock = threading.Lock()  # calls may come from several threads
 
     @classmethod
     def from_kubeconfig(cls, path: str | None, *, context: str | None = None) -> KubeApi:
@@ -94,7 +96,8 @@ class KubeApi:
     def _call(self, method: str, path: str, *, query: list[tuple[str, str]] | None = None,
               body: Any = None, content_type: str = "application/json") -> Any:
         headers = {"Accept": "application/json", "Content-Type": content_type}
-        (self.writes if method in ("PATCH", "DELETE", "POST", "PUT") else self.reads)[method] += 1
+        with self._lock:
+            (self.writes if method in ("PATCH", "DELETE", "POST", "PUT") else self.reads)[method] += 1
         params = self.client.param_serialize(method, path, query_params=query or [], header_params=headers,
                                              body=body, auth_settings=["BearerToken"])
         try:
@@ -116,12 +119,13 @@ class KubeApi:
                 return None
             raise
 
-    def list(self, kind: str, *, label_selector: str | None = None) -> list[dict[str, Any]]:
-        """All objects of a kind in every namespace (the list's items carry apiVersion/kind)."""
+    def list(self, kind: str, *, label_selector: str | None = None,
+             namespace: str | None = None) -> list[dict[str, Any]]:
+        """Objects of a kind, in one namespace or all (the items carry apiVersion/kind)."""
         res = RESOURCES[kind]
         query = [("labelSelector", label_selector)] if label_selector else []
         try:
-            result = self._call("GET", res.path(), query=query)
+            result = self._call("GET", res.path(namespace), query=query)
         except KubeError as exc:
             if exc.reason == "not_found":  # the CRD is not installed yet
                 return []
