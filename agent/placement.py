@@ -225,6 +225,7 @@ def _assign_records(zones: list[Zone], records: list[Loaded], origins: dict[Obje
 def _add_rrsets(zone: Zone, members: list[Loaded], out: _Out) -> None:
     sources: dict[tuple[str, str], list[Loaded]] = defaultdict(list)
     values: dict[tuple[str, str], set[str]] = defaultdict(set)
+    own_values: dict[ObjectKey, set[str]] = {}
     ttls: dict[tuple[str, str], set[int]] = defaultdict(set)
     for r in members:
         spec = r.model.spec  # type: ignore[attr-defined]
@@ -237,12 +238,14 @@ def _add_rrsets(zone: Zone, members: list[Loaded], out: _Out) -> None:
         rtype = rrsets.rtype_of(r.key.kind)
         key = (owner, rtype)
         sources[key].append(r)
-        values[key].update(d.to_text() for d in data)
+        own_values[r.key] = {d.to_text() for d in data}
+        values[key].update(own_values[r.key])
         ttls[key].add(spec.ttl if spec.ttl is not None else zone.default_ttl)
         zone.records[r.key] = key
     types_at: dict[str, set[str]] = defaultdict(set)
     for owner, rtype in values:
         types_at[owner].add(rtype)
+    _check_targets(zone, sources, own_values, types_at, out)
     for key, vals in sorted(values.items()):
         owner, rtype = key
         if rtype == "CNAME":
@@ -263,6 +266,25 @@ def _add_rrsets(zone: Zone, members: list[Loaded], out: _Out) -> None:
             out.add(first, "spec.ttl", f"records of {owner} {rtype} disagree on TTL "
                     f"({sorted(ttls[key])}); using the lowest", Severity.WARNING)
         zone.rrsets[key] = rrsets.build(zone.name, owner, rtype, min(ttls[key]), vals)
+
+
+_TARGET_FIELD = {"MX": "spec.mailServer", "SRV": "spec.target", "NS": "spec.nameserver"}
+
+
+def _check_targets(zone: Zone, sources: dict[tuple[str, str], list[Loaded]], own_values: dict[ObjectKey, set[str]],
+                   types_at: dict[str, set[str]], out: _Out) -> None:
+    """BIND's check-integrity refuses a whole UPDATE whose MX, SRV or NS record points at a name
+    inside the zone that has no A/AAAA record; catch it here, where the file and line are known."""
+    for (_, rtype), records in sources.items():
+        if rtype not in _TARGET_FIELD:
+            continue
+        for r in records:
+            for value in sorted(own_values[r.key]):
+                target = value.split()[-1]
+                inside = target == zone.name or target.endswith("." + zone.name)
+                if inside and target != "." and not types_at.get(target, set()) & {"A", "AAAA"}:
+                    out.add(r, _TARGET_FIELD[rtype], f"{target} is inside zone {zone.name} but has no A or AAAA "
+                            "record; BIND refuses such an update (check-integrity). Add an ARecord for it")
 
 
 def place(manifest: Manifest, clusters: dict[ObjectKey, ClusterView],

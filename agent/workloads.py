@@ -75,7 +75,8 @@ def named_conf(instance: str, settings: Settings, key_name: str) -> str:
         f"    listen-on port {DNS_PORT} {{ {_acl(cfg.listen_on, 'any')} }};",
         f"    listen-on-v6 port {DNS_PORT} {{ {_acl(cfg.listen_on_v6, 'any')} }};",
         f"    allow-query {{ {_acl(cfg.allow_query, 'any')} }};",
-        f"    allow-transfer {{ {_acl(cfg.allow_transfer, 'none')} }};",
+        # the agent reads zones with AXFR signed by this key; secondaries per the cluster's ACL
+        f"    allow-transfer {{ key \"{key_name}\"; {_acl(cfg.allow_transfer, 'none')} }};",
         f"    recursion {'yes' if cfg.recursion else 'no'};",
         "    allow-new-zones yes;",
     ]

@@ -39,10 +39,10 @@ def _record(i: int, zone: int) -> str:
         0: ("ARecord", f"  ipv4Addresses: [192.0.{i % 250}.{i % 200 + 1}, 198.51.100.{i % 250}]\n"),
         1: ("AAAARecord", f"  ipv6Addresses: ['2001:db8::{i:x}']\n"),
         2: ("CNAMERecord", f"  target: www.{zname}.\n"),
-        3: ("MXRecord", f"  priority: {i % 50}\n  mailServer: mx.{zname}.\n"),
+        3: ("MXRecord", f"  priority: {i % 50}\n  mailServer: mx.provider.test.\n"),
         4: ("TXTRecord", f"  text: ['v=spf1 ip4:192.0.2.{i % 250} -all']\n"),
-        5: ("NSRecord", f"  nameserver: ns{i % 3}.{zname}.\n"),
-        6: ("SRVRecord", f"  priority: 10\n  weight: 5\n  port: {1000 + i % 5000}\n  target: srv.{zname}.\n"),
+        5: ("NSRecord", f"  nameserver: ns{i % 3}.provider.test.\n"),
+        6: ("SRVRecord", f"  priority: 10\n  weight: 5\n  port: {1000 + i % 5000}\n  target: srv.provider.test.\n"),
         7: ("CAARecord", "  flags: 0\n  tag: issue\n  value: letsencrypt.org\n"),
     }[kind]
     return f"{HEAD}kind: {body[0]}\n{meta}spec:\n  name: {name}\n  ttl: 300\n{zone_line}{body[1]}"

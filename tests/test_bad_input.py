@@ -154,6 +154,22 @@ spec: {zone: example.biz, name: x, ipv4Addresses: [192.0.2.1]}
     ])
 
 
+def test_in_zone_targets_without_address_records_are_refused_before_bind_does(repo: Repo) -> None:
+    repo.add("cluster.yaml", CLUSTER)
+    repo.add("zone.yaml", ZONE % {"name": "z", "zone": "example.com", "cluster": "dns"})
+    repo.add("mx.yaml", HEAD + """kind: MXRecord
+metadata: {name: mx, namespace: dns}
+spec: {zone: example.com, name: "@", priority: 10, mailServer: mx9.example.com.}
+---
+""" + HEAD + """kind: MXRecord
+metadata: {name: mx-outside, namespace: dns}
+spec: {zone: example.com, name: "@", priority: 20, mailServer: mx.example.net.}
+""")
+    assert _problems(repo.root) == [
+        "mx.yaml:4: MXRecord/dns/mx: spec.mailServer: mx9.example.com. is inside zone example.com. but has no "
+        "A or AAAA record; BIND refuses such an update (check-integrity). Add an ARecord for it"]
+
+
 def test_unsafe_named_conf_values_are_refused(repo: Repo) -> None:
     repo.add("cluster.yaml", HEAD + """kind: Bind9Cluster
 metadata: {name: dns, namespace: dns}

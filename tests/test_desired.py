@@ -73,7 +73,7 @@ def test_instance_children_carry_owner_references_except_the_shared_service_acco
         (53, "UDP"), (53, "TCP"), (8080, "TCP")]
     conf = state.object("ConfigMap", "dns-system", "dns-primary-0-config")
     assert conf is not None and "allow-new-zones yes;" in conf.body["data"]["named.conf"]
-    assert "allow-transfer { 10.0.0.0/8; };" in conf.body["data"]["named.conf"]
+    assert 'allow-transfer { key "dns-primary-0-rndc-key"; 10.0.0.0/8; };' in conf.body["data"]["named.conf"]
 
 
 def test_explicit_objects_win_over_generated_ones(repo: Repo) -> None:

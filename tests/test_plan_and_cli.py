@@ -20,11 +20,11 @@ def _sample_plan() -> plan.Plan:
 def test_offline_plan_lists_every_object_zone_placement_and_rrset() -> None:
     result = _sample_plan()
     layers = [c.target.layer for c in result.changes]
-    # 2 instances x 5 children (SA shared -> 9) + cluster + 2 instances + 3 zones + 23 record CRs
-    assert layers.count("kubernetes") == 37
+    # 2 instances x 4 children + shared SA + cluster + 2 instances + 3 zones + 24 record CRs
+    assert layers.count("kubernetes") == 38
     assert layers.count("zones") == 6  # 3 zones x (1 primary + 1 secondary)
-    assert layers.count("records") == 20
-    assert result.summary == {"create": 63, "update": 0, "delete": 0}
+    assert layers.count("records") == 21
+    assert result.summary == {"create": 65, "update": 0, "delete": 0}
     secondary = next(c for c in result.changes if isinstance(c.target, plan.ZoneTarget)
                      and c.target.role == "secondary")
     assert secondary.after == {"zoneType": "secondary", "primaries": ["dns-system/dns-primary-0"]}
@@ -32,11 +32,11 @@ def test_offline_plan_lists_every_object_zone_placement_and_rrset() -> None:
 
 def test_text_plan_groups_by_layer_and_ends_with_a_summary() -> None:
     text = plan.render_text(_sample_plan())
-    assert text.index("Kubernetes objects (37):") < text.index("Zones (6):") < text.index("Records (20):")
+    assert text.index("Kubernetes objects (38):") < text.index("Zones (6):") < text.index("Records (21):")
     assert "  + Deployment dns-system/dns-primary-0\n" in text
     assert "  + example.com. on dns-system/dns-secondary-0 (secondary)  primaries: dns-system/dns-primary-0" in text
     assert "    + www.example.com. 300 A 192.0.2.10, 192.0.2.11, 192.0.2.12\n" in text
-    assert text.endswith("Plan: 63 to create, 0 to update, 0 to delete.\n")
+    assert text.endswith("Plan: 65 to create, 0 to update, 0 to delete.\n")
 
 
 def test_json_plan_has_the_documented_stable_shape_and_no_secret() -> None:
@@ -61,8 +61,8 @@ def test_secret_values_are_masked_even_when_present() -> None:
 def test_markdown_plan_has_tables_per_layer() -> None:
     md = plan.render_markdown(_sample_plan())
     assert md.startswith("## bindy-agent plan\n")
-    assert "**Plan: 63 to create, 0 to update, 0 to delete.**" in md
-    assert "### Records (20)" in md and "| + | `example.com. www.example.com. A` |" in md
+    assert "**Plan: 65 to create, 0 to update, 0 to delete.**" in md
+    assert "### Records (21)" in md and "| + | `example.com. www.example.com. A` |" in md
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -72,7 +72,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 def test_cli_plan_exit_codes_and_streams(repo: Repo) -> None:
     changes = _run("plan", "sample-repo")
     assert changes.returncode == 1
-    assert changes.stdout.endswith("Plan: 63 to create, 0 to update, 0 to delete.\n")
+    assert changes.stdout.endswith("Plan: 65 to create, 0 to update, 0 to delete.\n")
     assert changes.stderr == ""
     repo.add("empty.yaml", "# nothing yet\n")
     nothing = _run("plan", str(repo.root))
@@ -86,7 +86,7 @@ def test_cli_plan_exit_codes_and_streams(repo: Repo) -> None:
 def test_cli_validate_exit_codes(repo: Repo) -> None:
     ok = _run("validate", "sample-repo")
     assert (ok.returncode, ok.stdout) == (0, "")
-    assert ok.stderr == "sample-repo: 26 objects in 9 files: valid (0 warnings)\n"
+    assert ok.stderr == "sample-repo: 27 objects in 9 files: valid (0 warnings)\n"
     repo.add("bad.yaml", "apiVersion: bindy.firestoned.io/v1beta1\nkind: Nope\nmetadata: {name: a}\n")
     assert _run("validate", str(repo.root)).returncode == 1
     usage = _run("validate", "/does/not/exist")

@@ -73,7 +73,7 @@ def test_sync_creates_the_hierarchy_and_a_second_sync_writes_nothing(
     root = _repo(tmp_path, namespace)
     api, first = _sync(kube, root, namespace)
     assert first.result is not None and first.result.ok, first.result.failed if first.result else None
-    assert len(first.result.applied) == 37
+    assert len(first.result.applied) == 38
 
     cluster = _cr(kube_client, "bind9clusters", namespace, "dns")
     assert (_ready(cluster), cluster["status"]["lastAppliedRevision"]) == ("True", "rev-1")
@@ -252,7 +252,7 @@ def test_cli_exit_codes(kube: KubeCluster, namespace: str, tmp_path: pathlib.Pat
     root = _repo(tmp_path, namespace)
     ok = cli("sync", str(root), "--kubeconfig", str(kube.kubeconfig), "--agent-namespace", namespace)
     assert ok.returncode == 0, ok.stderr
-    assert "Applied 37, deleted 0" in ok.stderr
+    assert "Applied 38, deleted 0" in ok.stderr
     planned = cli("plan", str(root), "--kubeconfig", str(kube.kubeconfig), "--agent-namespace", namespace)
     assert (planned.returncode, planned.stdout.splitlines()[-1]) == (0, "No changes: the world matches the revision.")
     (root / "bad.yaml").write_text("apiVersion: bindy.firestoned.io/v1beta1\nkind: Nope\nmetadata: {name: x}\n")

@@ -1,0 +1,223 @@
+"""The DNS side of a revision: zones on every selected instance, then records, NOTIFY, verify.
+
+Per the seeds: primaries first (a primary failure is fatal for that zone: PrimaryFailed), then
+secondaries (a failure there is not: SecondaryFailed while primaries keep serving), then NOTIFY.
+Zones the agent placed that Git no longer selects are deleted from exactly those instances.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Mapping
+
+from agent import recordplan, rrsets
+from agent.config import Endpoint
+from agent.desired import Desired
+from agent.errors import AgentError, ZoneApiError
+from agent.loader import ObjectKey
+from agent.placement import Zone
+from agent.reconcile import records
+from agent.reconcile.dnsstate import DnsState
+from agent.reconcile.zoneapi import ZoneApi
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class ZoneResult:
+    key: ObjectKey
+    name: str
+    instances: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)  # id -> (state, message)
+    primary_error: str = ""
+    secondary_error: str = ""
+    refused: str = ""
+    conflicts: list[str] = dataclasses.field(default_factory=list)
+    changes: list[recordplan.RRChange] = dataclasses.field(default_factory=list)
+    applied_on: list[str] = dataclasses.field(default_factory=list)  # primaries that took the changes
+    checks: list[records.Check] = dataclasses.field(default_factory=list)
+    created_on: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not (self.primary_error or self.secondary_error or self.refused)
+
+
+@dataclasses.dataclass
+class DnsResult:
+    zones: list[ZoneResult]
+    deleted: list[tuple[str, str]]  # (zone, instance)
+    updates_sent: int = 0
+    errors: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(z.ok for z in self.zones) and not self.errors
+
+
+def instance_id(key: ObjectKey) -> str:
+    return f"{key.namespace}/{key.name}"
+
+
+class DnsSync:
+    def __init__(self, endpoints: Mapping[str, Endpoint], *, force: bool = False, dry_run: bool = False,
+                 batch: int = records.DEFAULT_BATCH, verify_wait: float = 10) -> None:
+        self.endpoints, self.force, self.dry_run = endpoints, force, dry_run
+        self.batch, self.verify_wait = batch, verify_wait
+        self.apis: dict[str, ZoneApi] = {}
+        self.updates_sent = 0
+
+    def api(self, endpoint: Endpoint) -> ZoneApi:
+        if endpoint.instance not in self.apis:
+            self.apis[endpoint.instance] = ZoneApi(endpoint.api_url, token=endpoint.token, instance=endpoint.instance)
+        return self.apis[endpoint.instance]
+
+    def close(self) -> None:
+        for api in self.apis.values():
+            api.close()
+
+    def _zone_body(self, zone: Zone, role: str, primaries: list[Endpoint], secondaries: list[Endpoint],
+                   endpoint: Endpoint) -> dict[str, object]:
+        name = zone.name.rstrip(".")
+        if role == "secondary":
+            return {"zoneName": name, "zoneType": "secondary",
+                    "zoneConfig": {"primaries": [p.dns for p in primaries]}}
+        soa = zone.spec.soa_record
+        servers = [ns.hostname for ns in zone.spec.name_servers or []] or [soa.primary_ns]
+        glue = {ns.hostname: ns.ipv4_address for ns in zone.spec.name_servers or [] if ns.ipv4_address}
+        glue.update({rrsets.absolute(h): ip for h, ip in (zone.spec.name_server_ips or {}).items()})
+        config: dict[str, object] = {
+            "ttl": zone.default_ttl,
+            "soa": {"primaryNs": soa.primary_ns, "adminEmail": soa.admin_email, "serial": soa.serial,
+                    "refresh": soa.refresh, "retry": soa.retry, "expire": soa.expire,
+                    "negativeTtl": soa.negative_ttl},
+            "nameServers": servers,
+            # glue only for name servers inside the zone
+            "nameServerIps": {h: ip for h, ip in glue.items() if h == zone.name or h.endswith("." + zone.name)},
+        }
+        if secondaries:  # transfers are allowed by the server's own allow-transfer (TSIG key + ACL)
+            config["alsoNotify"] = [s.dns for s in secondaries]
+        body: dict[str, object] = {"zoneName": name, "zoneType": "primary", "zoneConfig": config}
+        if endpoint.tsig:
+            body["updateKeyName"] = endpoint.tsig.name
+        return body
+
+    def _ensure(self, zone: Zone, result: ZoneResult, endpoint: Endpoint, role: str,
+                primaries: list[Endpoint], secondaries: list[Endpoint]) -> bool:
+        api = self.api(endpoint)
+        try:
+            if api.get(zone.name.rstrip(".")) is None:
+                if not self.dry_run:
+                    api.create(self._zone_body(zone, role, primaries, secondaries, endpoint))
+                result.created_on.append(endpoint.instance)
+            result.instances[endpoint.instance] = ("Configured", f"{role} zone configured")
+            return True
+        except ZoneApiError as exc:
+            result.instances[endpoint.instance] = ("Failed", str(exc))
+            return False
+
+    def _records(self, zone: Zone, result: ZoneResult, primary: Endpoint, managed: set[recordplan.Key],
+                 annotations: dict[str, str]) -> set[recordplan.Key]:
+        for attempt in (1, 2):
+            observed = records.observe(primary, zone.name)
+            plan = recordplan.plan_zone(zone.name, zone.rrsets, observed, managed)
+            result.conflicts = plan.conflicts
+            refusal = recordplan.gate(plan, managed, force=self.force, annotations=annotations)
+            if refusal:
+                result.refused = refusal
+                return managed
+            if self.dry_run or not plan.changes:
+                result.changes = plan.changes
+                return plan.managed_after if not self.dry_run else managed
+            try:
+                for update in records.build_updates(zone.name, plan.changes, primary.tsig, batch=self.batch):
+                    self.updates_sent += 1
+                    records.send(primary, update)
+            except records.PrerequisiteFailed:
+                if attempt == 2:
+                    raise
+                log.warning("%s on %s changed while planning; observing again", zone.name, primary.instance)
+                continue
+            result.changes = plan.changes
+            result.applied_on.append(primary.instance)
+            return plan.managed_after
+        raise AssertionError("unreachable")
+
+    def zone(self, zone: Zone, state: DnsState, annotations: dict[str, str]) -> ZoneResult:
+        result = ZoneResult(zone.key, zone.name)
+        missing = [instance_id(k) for k in zone.instances if instance_id(k) not in self.endpoints]
+        for inst in missing:
+            result.instances[inst] = ("Failed", f"no endpoint for instance {inst} in the endpoint map")
+        primaries = [self.endpoints[instance_id(k)] for k in zone.primaries if instance_id(k) in self.endpoints]
+        secondaries = [self.endpoints[instance_id(k)] for k in zone.secondaries if instance_id(k) in self.endpoints]
+        ok_primaries = [p for p in primaries if self._ensure(zone, result, p, "primary", primaries, secondaries)]
+        failed = [i for i, (s, _) in result.instances.items() if s == "Failed"
+                  and any(instance_id(k) == i for k in zone.primaries)]
+        if failed or not ok_primaries:
+            result.primary_error = "; ".join(result.instances[i][1] for i in failed) or "no reachable primary"
+            return result
+        managed = set(state.records.get(zone.name, set()))
+        try:
+            for primary in ok_primaries:
+                managed = self._records(zone, result, primary, managed, annotations)
+                if result.refused:
+                    return result
+        except AgentError as exc:
+            result.primary_error = f"records not applied: {exc}"
+            return result
+        if not self.dry_run:
+            state.records[zone.name] = managed
+        for secondary in secondaries:
+            self._ensure(zone, result, secondary, "secondary", primaries, secondaries)
+        sec_failed = [i for i, (s, _) in result.instances.items() if s == "Failed"
+                      and any(instance_id(k) == i for k in zone.secondaries)]
+        if sec_failed:
+            result.secondary_error = "; ".join(result.instances[i][1] for i in sec_failed)
+        if self.dry_run:
+            return result
+        if result.changes or result.created_on:
+            for primary in ok_primaries:
+                try:
+                    self.api(primary).notify(zone.name.rstrip("."))
+                except ZoneApiError as exc:
+                    log.warning("NOTIFY of %s via %s failed: %s", zone.name, primary.instance, exc)
+        if result.changes:
+            serving = ok_primaries + [s for s in secondaries if result.instances[s.instance][0] == "Configured"]
+            result.checks = records.verify(serving, result.changes, wait=self.verify_wait)
+        state.zones[zone.name] = {instance_id(k): ("primary" if k in zone.primaries else "secondary")
+                                  for k in zone.instances}
+        return result
+
+    def prune(self, desired: Desired, state: DnsState) -> list[tuple[str, str]]:
+        """Deletes zones the agent placed that are no longer wanted on that instance."""
+        wanted = {(z.name, instance_id(k)) for z in desired.zones for k in z.instances}
+        deleted = []
+        for zone_name, placed in sorted(state.zones.items()):
+            for inst in sorted(placed):
+                if (zone_name, inst) in wanted or inst not in self.endpoints:
+                    continue
+                if not self.dry_run:
+                    self.api(self.endpoints[inst]).delete(zone_name.rstrip("."))
+                    del placed[inst]
+                deleted.append((zone_name, inst))
+            if not placed and not self.dry_run:
+                del state.zones[zone_name]
+                state.records.pop(zone_name, None)
+        return deleted
+
+
+def sync(desired: Desired, endpoints: Mapping[str, Endpoint], state: DnsState, *,
+         annotations: Mapping[ObjectKey, dict[str, str]] | None = None, force: bool = False,
+         dry_run: bool = False, batch: int = records.DEFAULT_BATCH, verify_wait: float = 10) -> DnsResult:
+    runner = DnsSync(endpoints, force=force, dry_run=dry_run, batch=batch, verify_wait=verify_wait)
+    try:
+        results = [runner.zone(z, state, dict((annotations or {}).get(z.key, {}))) for z in desired.zones
+                   if z.instances]
+        errors: list[str] = []
+        try:
+            deleted = runner.prune(desired, state)
+        except AgentError as exc:
+            deleted, errors = [], [f"zone deletion failed: {exc}"]
+        return DnsResult(results, deleted, runner.updates_sent, errors)
+    finally:
+        runner.close()

@@ -1,0 +1,58 @@
+"""What the agent owns in DNS: which zones it placed on which instance, and which RRsets it wrote.
+
+Only what is listed here is ever deleted. Kept in a local JSON file for runs without a cluster,
+or in a ConfigMap in the agent's namespace (written only when it changed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pathlib
+from typing import Any, Protocol
+
+from agent.errors import ConfigError
+from agent.recordplan import Key
+
+
+@dataclasses.dataclass
+class DnsState:
+    zones: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)  # zone -> {instance: role}
+    records: dict[str, set[Key]] = dataclasses.field(default_factory=dict)  # zone -> managed RRsets
+
+    def to_json(self) -> str:
+        return json.dumps({"zones": self.zones,
+                           "records": {z: sorted(list(k) for k in keys) for z, keys in sorted(self.records.items())}},
+                          sort_keys=True, indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> DnsState:
+        doc: dict[str, Any] = json.loads(text) if text.strip() else {}
+        return cls({z: dict(v) for z, v in doc.get("zones", {}).items()},
+                   {z: {(n, t) for n, t in v} for z, v in doc.get("records", {}).items()})
+
+
+class Store(Protocol):
+    def load(self) -> DnsState: ...
+    def save(self, state: DnsState) -> None: ...
+
+
+class FileStore:
+    def __init__(self, path: pathlib.Path) -> None:
+        self.path = path
+
+    def load(self) -> DnsState:
+        try:
+            return DnsState.from_json(self.path.read_text()) if self.path.exists() else DnsState()
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"{self.path}: unreadable DNS state file ({exc}); move it away to start over (the "
+                              "agent then manages only what Git says and deletes nothing it did not write)") from exc
+
+    def save(self, state: DnsState) -> None:
+        text = state.to_json()
+        if self.path.exists() and self.path.read_text() == text:
+            return
+        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
+        tmp.write_text(text)
+        os.replace(tmp, self.path)  # atomic: an interrupted run never leaves half a file
