@@ -94,6 +94,15 @@ def _parser() -> argparse.ArgumentParser:
                     help="do not apply the CRDs first")
     sy.add_argument("--rotate-rndc-keys", action="store_true",
                     help="generate new RNDC keys for every generated key Secret")
+    sy.add_argument("--endpoints", type=pathlib.Path, metavar="FILE",
+                    help="instance -> DNS/zone API/key map (see agent/config.py); enables the DNS steps")
+    sy.add_argument("--state", type=pathlib.Path, metavar="FILE",
+                    help="DNS ownership state file for runs without --kubeconfig "
+                    "(default: ~/.cache/bindy-agent/state/<directory digest>.json)")
+    sy.add_argument("--force", action="store_true",
+                    help="apply plans the safety gate refuses (mass deletes, apex NS changes)")
+    sy.add_argument("--batch", type=int, default=1000, metavar="N",
+                    help="changes per DNS UPDATE message (default: %(default)s)")
 
     ic = verbs.add_parser("install-crds", parents=[kube], help="apply the CRDs and wait until Established",
                           description="Apply the 12 CRDs generated from the models (schemas/crds) and wait "
@@ -193,31 +202,69 @@ def _install_crds(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _sync(args: argparse.Namespace) -> int:
-    from agent.reconcile import kube
+def _state_store(args: argparse.Namespace, api: object | None):  # type: ignore[no-untyped-def]
+    from agent.reconcile import dnsstate
     from agent.sources import localdir
 
+    if args.state:
+        return dnsstate.FileStore(args.state)
+    if api is not None:
+        return dnsstate.ConfigMapStore(api, args.agent_namespace)  # type: ignore[arg-type]
+    digest = localdir.path_digest(args.directory)
+    path = pathlib.Path.home() / ".cache" / "bindy-agent" / "state" / f"{digest}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return dnsstate.FileStore(path)
+
+
+def _sync(args: argparse.Namespace) -> int:
+    from agent import config, runner
+    from agent.errors import AgentError
+    from agent.sources import localdir
+
+    if not args.kubeconfig and not args.endpoints:
+        print("bindy-agent sync: error: nothing to sync to: give --kubeconfig (Kubernetes) and/or "
+              "--endpoints (DNS)", file=sys.stderr)
+        return EXIT_ERROR
     state = _valid_state(args, "applied")
     if state is None:
         return EXIT_REJECTED
     revision = localdir.revision(args.directory)
     try:
-        api = _kube_api(args)
-        outcome = kube.sync(api, state, revision=revision, dry_run=args.dry_run, install=args.install_crds,
-                            agent_namespace=args.agent_namespace, rotate_rndc_keys=args.rotate_rndc_keys)
-    except KubeError as exc:
+        endpoints = config.load_endpoints(args.endpoints) if args.endpoints else None
+        api = _kube_api(args) if args.kubeconfig else None
+        store = _state_store(args, api) if endpoints is not None else None
+        run = runner.apply_revision(state, revision=revision, kube_api=api, endpoints=endpoints, store=store,
+                                    dry_run=args.dry_run, force=args.force, install_crds=args.install_crds,
+                                    agent_namespace=args.agent_namespace, rotate_rndc_keys=args.rotate_rndc_keys,
+                                    batch=args.batch)
+    except AgentError as exc:
         print(f"error: could not run: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
-    sys.stdout.write(plan.render_text(plan.online_kube(state, outcome.plan_changes, revision=revision)))
-    result = outcome.result
-    if result is None:
-        return EXIT_OK
-    for key, message in sorted(result.failed.items(), key=lambda kv: str(kv[0])):
-        print(f"failed: {key}: {message}", file=sys.stderr)
-    print(f"Applied {len(result.applied)}, deleted {len(result.deleted)}, statuses written "
-          f"{len(result.statuses_written)}, failed {len(result.failed)}; {api.write_count} API writes "
-          f"(revision {revision})", file=sys.stderr)
-    return EXIT_OK if result.ok else EXIT_PARTIAL
+    kube_changes = run.kube.plan_changes if run.kube else None
+    sys.stdout.write(plan.render_text(plan.online(state, kube_changes, run.dns, revision=revision)))
+    if not args.kubeconfig:
+        print("notice: no --kubeconfig: Kubernetes steps skipped (zones and records only)", file=sys.stderr)
+    for line in run.failures:
+        print(f"failed: {line}", file=sys.stderr)
+    for line in run.refused:
+        print(f"refused: {line}", file=sys.stderr)
+    parts = []
+    if run.kube and run.kube.result:
+        r = run.kube.result
+        parts.append(f"Kubernetes: applied {len(r.applied)}, deleted {len(r.deleted)}, statuses written "
+                     f"{len(r.statuses_written)}")
+    if run.dns:
+        changed = sum(len(z.changes) for z in run.dns.zones)
+        verified = sum(1 for z in run.dns.zones for c in z.checks if c.ok)
+        checks = sum(len(z.checks) for z in run.dns.zones)
+        parts.append(f"DNS: {changed} RRset changes in {run.dns.updates_sent} UPDATE messages, "
+                     f"{len(run.dns.deleted)} zone deletions, verified {verified}/{checks}")
+    if api is not None:
+        parts.append(f"{api.write_count} API writes")
+    print(f"{'Dry run' if args.dry_run else 'Sync'} of revision {revision}: " + "; ".join(parts), file=sys.stderr)
+    if run.refused:
+        return EXIT_REJECTED
+    return EXIT_PARTIAL if run.failures else EXIT_OK
 
 
 def _schemas(args: argparse.Namespace) -> int:

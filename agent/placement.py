@@ -48,6 +48,7 @@ class Zone:
     origin: Origin
     spec: DNSZoneSpec
     labels: dict[str, str]
+    annotations: dict[str, str] = dataclasses.field(default_factory=dict)
     primaries: list[ObjectKey] = dataclasses.field(default_factory=list)
     secondaries: list[ObjectKey] = dataclasses.field(default_factory=list)
     selection_method: str | None = None
@@ -298,7 +299,7 @@ def place(manifest: Manifest, clusters: dict[ObjectKey, ClusterView],
             continue
         assert isinstance(obj.model, DNSZone)
         zone = Zone(obj.key, rrsets.absolute(obj.model.spec.zone_name), obj.origin, obj.model.spec,
-                    dict(obj.model.metadata.labels or {}))
+                    dict(obj.model.metadata.labels or {}), dict(obj.model.metadata.annotations or {}))
         if zone.name in first_seen:
             out.add(obj, "spec.zoneName", f"zone {obj.model.spec.zone_name} is already "
                     f"declared by {first_seen[zone.name].key} at {first_seen[zone.name].origin}")

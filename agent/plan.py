@@ -26,11 +26,14 @@ import dataclasses
 import enum
 import json
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent import kubediff, workloads
 from agent.desired import Desired
 from agent.problems import Problem
+
+if TYPE_CHECKING:  # pragma: no cover - types only
+    from agent.reconcile.dns import DnsResult
 
 FORMAT_VERSION = 1
 
@@ -166,6 +169,35 @@ def online_kube(desired: Desired, changes: list[kubediff.KubeChange], *, revisio
     return Plan(out, list(desired.problems), revision, conflicts, notes)
 
 
+def _rrset_dict(rr: Any) -> dict[str, Any] | None:
+    return None if rr is None else {"ttl": rr.ttl, "values": list(rr.rdatas)}
+
+
+def online(desired: Desired, kube_changes: list[kubediff.KubeChange] | None, dns: DnsResult | None, *,
+           revision: str | None = None) -> Plan:
+    """A plan against the live world: the Kubernetes layer (if a cluster was given) and the DNS
+    layer (if zone endpoints were given), as observed in this run."""
+    result = online_kube(desired, kube_changes or [], revision=revision)
+    if kube_changes is None:
+        result.notes = ["Kubernetes is not observed without --kubeconfig; only DNS is planned."]
+    if dns is None:
+        return result
+    result.notes = [n for n in result.notes if not n.startswith("DNS")]
+    for zr in dns.zones:
+        for inst in zr.created_on:
+            role = "primary" if inst in zr.primaries else "secondary"
+            result.changes.append(Change(Action.CREATE, ZoneTarget(zr.name, inst, role), after={"zoneType": role}))
+        for c in zr.changes:
+            name, rtype = c.key
+            result.changes.append(Change(Action(c.action), RRsetTarget(zr.name, name, rtype),
+                                         before=_rrset_dict(c.before), after=_rrset_dict(c.after)))
+        result.conflicts += [f"{zr.name}: {c}" for c in zr.conflicts]
+        result.notes += [f"refused: {zr.refused}"] if zr.refused else []
+    for zone, inst in dns.deleted:
+        result.changes.append(Change(Action.DELETE, ZoneTarget(zone, inst, "no longer selected")))
+    return result
+
+
 def _summary_line(plan: Plan) -> str:
     s = plan.summary
     return f"Plan: {s['create']} to create, {s['update']} to update, {s['delete']} to delete."
@@ -175,7 +207,11 @@ def _detail(change: Change) -> str:
     if isinstance(change.target, RRsetTarget):
         data = change.after or change.before or {}
         shown = ", ".join(v if len(v) <= 60 else v[:57] + "..." for v in data.get("values", []))
-        return f"{data.get('ttl', '')} {change.target.rtype} {shown}"
+        line = f"{data.get('ttl', '')} {change.target.rtype} {shown}"
+        if change.action is Action.UPDATE and change.before:
+            was = ", ".join(v if len(v) <= 40 else v[:37] + "..." for v in change.before.get("values", []))
+            line += f"  (was {change.before.get('ttl')} {was})"
+        return line
     if isinstance(change.target, ZoneTarget) and change.after and change.after.get("primaries"):
         return "primaries: " + ", ".join(change.after["primaries"])
     parts = []

@@ -8,12 +8,15 @@ condition keeps its `lastTransitionTime` unless its status flipped.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent import rrsets
 from agent.desired import Desired
 from agent.loader import ObjectKey
 from agent.model import kinds
+
+if TYPE_CHECKING:  # pragma: no cover - types only; this module stays free of I/O
+    from agent.reconcile.dns import DnsResult, ZoneResult
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,9 +49,47 @@ def _ref(key: ObjectKey, **extra: Any) -> dict[str, Any]:
             "namespace": key.namespace, **extra}
 
 
+def _zone_conditions(zr: ZoneResult | None) -> list[dict[str, str]]:
+    if zr is None:
+        return conditions(Outcome(False, "the zone selects no Bind9Instance, so it is not served", "NoInstances"))
+    if zr.primary_error:
+        return conditions(Outcome(False, f"Failed to configure zone on primaries: {zr.primary_error}", "PrimaryFailed"))
+    if zr.refused:
+        return conditions(Outcome(False, zr.refused, "PlanRefused"))
+    configured = [i for i, (s, _) in zr.instances.items() if s == "Configured"]
+    secondaries = len(configured) - len({c for c in configured if c in zr.primaries})
+    primaries = len(configured) - secondaries
+    message = f"Configured on {primaries} primary server(s) and {secondaries} secondary server(s)"
+    bad = sorted({f"{c.server} ({c.name} {c.rtype})" for c in zr.checks if not c.ok})
+    if zr.secondary_error:
+        degraded = _condition("Degraded", "True", "SecondaryFailed",
+                              f"{message}, but secondary configuration failed: {zr.secondary_error}")
+    elif bad:
+        degraded = _condition("Degraded", "True", "NotServed", "not answering the new data: " + ", ".join(bad[:10]))
+    else:
+        degraded = _condition("Degraded", "False", "ReconcileSucceeded", "")
+    return [_condition("Ready", "True", "ReconcileSucceeded", message), degraded]
+
+
+def _record_conditions(zr: ZoneResult | None, owner: str, rtype: str) -> list[dict[str, str]]:
+    if zr is None or zr.primary_error or zr.refused:
+        why = "its zone selects no instance" if zr is None else (zr.primary_error or zr.refused)
+        return conditions(Outcome(False, f"Failed to configure record: {why}", "RecordFailed"))
+    conflict = next((c for c in zr.conflicts if c.startswith(f"{owner} {rtype}:")), None)
+    if conflict:
+        return conditions(Outcome(False, f"Failed to configure record: conflict: {conflict}", "RecordFailed"))
+    checks = [c for c in zr.checks if (c.name, c.rtype) == (owner, rtype)]
+    configured = sum(1 for s, _ in zr.instances.values() if s == "Configured")
+    served = sum(1 for c in checks if c.ok) if checks else configured
+    if checks and served < len(checks):
+        missing = ", ".join(c.server for c in checks if not c.ok)
+        return conditions(Outcome(False, f"Record configured, but not served yet by: {missing}", "RecordFailed"))
+    return conditions(Outcome(True, f"Record configured on {served} endpoint(s)"))
+
+
 def statuses(desired: Desired, outcomes: dict[ObjectKey, Outcome], *, revision: str | None,
              generations: dict[ObjectKey, int], service_ips: dict[ObjectKey, str],
-             dns_pending: bool = True) -> dict[ObjectKey, dict[str, Any]]:
+             dns: DnsResult | None = None) -> dict[ObjectKey, dict[str, Any]]:
     """The status of every CR in `desired`, keyed by the CR."""
     out: dict[ObjectKey, dict[str, Any]] = {}
     zones_by_instance: dict[ObjectKey, list[Any]] = {}
@@ -58,13 +99,21 @@ def statuses(desired: Desired, outcomes: dict[ObjectKey, Outcome], *, revision: 
     record_zone = {rk: z for z in desired.zones for rk in z.records}
     zones_by_key = {z.key: z for z in desired.zones}
 
+    zone_results = {z.key: z for z in dns.zones} if dns else {}
+    record_kinds = {k.name for k in kinds.RECORD_KINDS}
     for obj in desired.objects:
         key = obj.key
         if key.kind not in kinds.KINDS:
             continue
         outcome = outcomes.get(key, Outcome(True))
-        pending = dns_pending and (key.kind == "DNSZone" or key.kind in {k.name for k in kinds.RECORD_KINDS})
-        status: dict[str, Any] = {"conditions": conditions(outcome, dns_pending=pending and outcome.ok)}
+        in_dns = key.kind == "DNSZone" or key.kind in record_kinds
+        status: dict[str, Any] = {"conditions": conditions(outcome, dns_pending=in_dns and dns is None and outcome.ok)}
+        if in_dns and dns is not None and outcome.ok:
+            if key.kind == "DNSZone":
+                status["conditions"] = _zone_conditions(zone_results.get(key))
+            elif key in record_zone:
+                owner, rtype = record_zone[key].records[key]
+                status["conditions"] = _record_conditions(zone_results.get(record_zone[key].key), owner, rtype)
         if key in generations:
             status["observedGeneration"] = generations[key]
         if revision:
@@ -95,7 +144,12 @@ def statuses(desired: Desired, outcomes: dict[ObjectKey, Outcome], *, revision: 
         elif key.kind == "DNSZone":
             placed = zones_by_key.get(key)
             if placed is not None:
-                status["bind9Instances"] = [_ref(i, status="Claimed") for i in placed.instances]
+                zr = zone_results.get(key)
+                states = zr.instances if zr else {}
+                status["bind9Instances"] = [
+                    _ref(i, status=states.get(f"{i.namespace}/{i.name}", ("Claimed", ""))[0],
+                         message=states.get(f"{i.namespace}/{i.name}", ("Claimed", ""))[1] or None)
+                    for i in placed.instances]
                 status["bind9InstancesCount"] = len(placed.instances)
                 status["records"] = [_ref(rk, recordName=owner) for rk, (owner, _) in sorted(
                     placed.records.items(), key=lambda kv: str(kv[0]))]
@@ -122,18 +176,32 @@ def _strip_times(status: dict[str, Any]) -> dict[str, Any]:
     copy = dict(status)
     copy["conditions"] = [{k: v for k, v in c.items() if k != "lastTransitionTime"}
                           for c in status.get("conditions") or []]
+    if "bind9Instances" in status:
+        copy["bind9Instances"] = [{k: v for k, v in i.items() if k != "lastReconciledAt" and v is not None}
+                                  for i in status.get("bind9Instances") or []]
     return copy
 
 
 def merge_times(new: dict[str, Any], live: dict[str, Any] | None, now: str) -> dict[str, Any]:
-    """Gives each new condition its old transition time when its status did not change."""
+    """Gives each new condition its old transition time when its status did not change, and each
+    zone instance its old lastReconciledAt when its state did not change."""
     old = {c.get("type"): c for c in (live or {}).get("conditions") or []}
     conds = []
     for c in new.get("conditions", []):
         prev = old.get(c["type"])
         kept = prev.get("lastTransitionTime") if prev and prev.get("status") == c["status"] else None
         conds.append({**c, "lastTransitionTime": kept or now})
-    return {**new, "conditions": conds}
+    merged = {**new, "conditions": conds}
+    if "bind9Instances" in new:
+        before = {(i.get("namespace"), i.get("name")): i for i in (live or {}).get("bind9Instances") or []}
+        items = []
+        for item in new["bind9Instances"]:
+            item = {k: v for k, v in item.items() if v is not None}
+            prev = before.get((item["namespace"], item["name"]))
+            same = prev and prev.get("status") == item["status"] and prev.get("message") == item.get("message")
+            items.append({**item, "lastReconciledAt": prev.get("lastReconciledAt") if same and prev else now})
+        merged["bind9Instances"] = items
+    return merged
 
 
 def changed(new: dict[str, Any], live: dict[str, Any] | None) -> bool:

@@ -79,6 +79,7 @@ def named_conf(instance: str, settings: Settings, key_name: str) -> str:
         f"    allow-transfer {{ key \"{key_name}\"; {_acl(cfg.allow_transfer, 'none')} }};",
         f"    recursion {'yes' if cfg.recursion else 'no'};",
         "    allow-new-zones yes;",
+        "    notify-delay 0;  // tell secondaries at once: Git pushes should be served within seconds",
     ]
     if cfg.forwarders:
         lines.append(f"    forwarders {{ {_acl(cfg.forwarders, 'none')} }};")

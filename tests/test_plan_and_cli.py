@@ -20,7 +20,7 @@ def _sample_plan() -> plan.Plan:
 def test_offline_plan_lists_every_object_zone_placement_and_rrset() -> None:
     result = _sample_plan()
     layers = [c.target.layer for c in result.changes]
-    # 2 instances x 4 children + shared SA + cluster + 2 instances + 3 zones + 24 record CRs
+    # 2 instances x 4 children + shared SA + cluster + 2 instances + 3 zones + 23 record CRs
     assert layers.count("kubernetes") == 38
     assert layers.count("zones") == 6  # 3 zones x (1 primary + 1 secondary)
     assert layers.count("records") == 21

@@ -29,6 +29,7 @@ class ZoneResult:
     key: ObjectKey
     name: str
     instances: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)  # id -> (state, message)
+    primaries: set[str] = dataclasses.field(default_factory=set)  # instance ids in the primary role
     primary_error: str = ""
     secondary_error: str = ""
     refused: str = ""
@@ -144,7 +145,7 @@ class DnsSync:
         raise AssertionError("unreachable")
 
     def zone(self, zone: Zone, state: DnsState, annotations: dict[str, str]) -> ZoneResult:
-        result = ZoneResult(zone.key, zone.name)
+        result = ZoneResult(zone.key, zone.name, primaries={instance_id(k) for k in zone.primaries})
         missing = [instance_id(k) for k in zone.instances if instance_id(k) not in self.endpoints]
         for inst in missing:
             result.instances[inst] = ("Failed", f"no endpoint for instance {inst} in the endpoint map")
@@ -206,13 +207,12 @@ class DnsSync:
         return deleted
 
 
-def sync(desired: Desired, endpoints: Mapping[str, Endpoint], state: DnsState, *,
-         annotations: Mapping[ObjectKey, dict[str, str]] | None = None, force: bool = False,
+def sync(desired: Desired, endpoints: Mapping[str, Endpoint], state: DnsState, *, force: bool = False,
          dry_run: bool = False, batch: int = records.DEFAULT_BATCH, verify_wait: float = 10) -> DnsResult:
+    """Zones, records, NOTIFY and verification for every placed zone; `state` is updated in place."""
     runner = DnsSync(endpoints, force=force, dry_run=dry_run, batch=batch, verify_wait=verify_wait)
     try:
-        results = [runner.zone(z, state, dict((annotations or {}).get(z.key, {}))) for z in desired.zones
-                   if z.instances]
+        results = [runner.zone(z, state, z.annotations) for z in desired.zones if z.instances]
         errors: list[str] = []
         try:
             deleted = runner.prune(desired, state)

@@ -13,6 +13,7 @@ import pathlib
 from typing import Any, Protocol
 
 from agent.errors import ConfigError
+from agent.reconcile.kubeapi import KubeApi
 from agent.recordplan import Key
 
 
@@ -56,3 +57,28 @@ class FileStore:
         tmp = self.path.with_suffix(self.path.suffix + ".tmp")
         tmp.write_text(text)
         os.replace(tmp, self.path)  # atomic: an interrupted run never leaves half a file
+
+
+class ConfigMapStore:
+    """The state as a ConfigMap `bindy-agent-dns-state` in the agent's namespace."""
+
+    NAME = "bindy-agent-dns-state"
+
+    def __init__(self, api: KubeApi, namespace: str) -> None:
+        self.api, self.namespace = api, namespace
+        self._saved: str | None = None
+
+    def load(self) -> DnsState:
+        body = self.api.get("ConfigMap", self.namespace, self.NAME)
+        self._saved = ((body or {}).get("data") or {}).get("state")
+        return DnsState.from_json(self._saved or "")
+
+    def save(self, state: DnsState) -> None:
+        text = state.to_json()
+        if text == self._saved:
+            return
+        self.api.apply({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": self.NAME, "namespace": self.namespace,
+                                     "labels": {"app.kubernetes.io/name": "bindy-agent"}},
+                        "data": {"state": text}})
+        self._saved = text

@@ -29,6 +29,7 @@ from agent.desired import CHILD_ORDER, Desired, KubeObject
 from agent.errors import KubeError
 from agent.loader import ObjectKey
 from agent.model import kinds, schema
+from agent.reconcile.dns import DnsResult
 from agent.reconcile.kubeapi import RESOURCES, KubeApi
 
 log = logging.getLogger(__name__)
@@ -121,10 +122,12 @@ def observe(api: KubeApi, desired: Desired, *, agent_namespace: str = DEFAULT_AG
 @dataclasses.dataclass
 class KubeResult:
     changes: list[kubediff.KubeChange]
+    live: dict[ObjectKey, dict[str, Any]] = dataclasses.field(default_factory=dict)
     failed: dict[ObjectKey, str] = dataclasses.field(default_factory=dict)
     applied: list[ObjectKey] = dataclasses.field(default_factory=list)
     deleted: list[ObjectKey] = dataclasses.field(default_factory=list)
     statuses_written: list[ObjectKey] = dataclasses.field(default_factory=list)
+    conflicts: set[ObjectKey] = dataclasses.field(default_factory=set)
 
     @property
     def ok(self) -> bool:
@@ -169,10 +172,11 @@ def _now() -> str:
 
 
 def apply(api: KubeApi, desired: Desired, observed: Observed, changes: list[kubediff.KubeChange], *,
-          revision: str | None, agent_namespace: str = DEFAULT_AGENT_NAMESPACE,
-          rotate_rndc_keys: bool = False, dns_pending: bool = True) -> KubeResult:
-    result = KubeResult(changes)
-    live = dict(observed.live)
+          agent_namespace: str = DEFAULT_AGENT_NAMESPACE, rotate_rndc_keys: bool = False) -> KubeResult:
+    """Applies creates/updates parents first, then prunes children first, then the inventory.
+    Statuses are written separately (`write_statuses`), after the DNS steps."""
+    result = KubeResult(changes, dict(observed.live))
+    live = result.live
     uids = {k: v["metadata"].get("uid", "") for k, v in live.items()}
     conflicts = {c.key for c in changes if c.action == "conflict"}
 
@@ -222,7 +226,7 @@ def apply(api: KubeApi, desired: Desired, observed: Observed, changes: list[kube
     result.deleted.sort(key=order.__getitem__)
 
     _write_inventory(api, desired, observed, agent_namespace, result)
-    _write_statuses(api, desired, live, conflicts, result, revision=revision, dns_pending=dns_pending)
+    result.conflicts = conflicts
     return result
 
 
@@ -252,14 +256,15 @@ def _outcomes(desired: Desired, result: KubeResult) -> dict[ObjectKey, status.Ou
     return outcomes
 
 
-def _write_statuses(api: KubeApi, desired: Desired, live: dict[ObjectKey, dict[str, Any]],
-                    conflicts: set[ObjectKey], result: KubeResult, *, revision: str | None,
-                    dns_pending: bool) -> None:
+def write_statuses(api: KubeApi, desired: Desired, result: KubeResult, *, revision: str | None,
+                   dns: DnsResult | None = None) -> None:
+    """Writes every CR's status that differs from the live one (Kubernetes and DNS outcomes)."""
+    live, conflicts = result.live, result.conflicts
     generations = {k: v["metadata"].get("generation", 0) for k, v in live.items() if k.kind in kinds.KINDS}
     service_ips = {ObjectKey("Bind9Instance", k.namespace, k.name): v.get("spec", {}).get("clusterIP", "")
                    for k, v in live.items() if k.kind == "Service" and v.get("spec", {}).get("clusterIP")}
     wanted = status.statuses(desired, _outcomes(desired, result), revision=revision, generations=generations,
-                             service_ips=service_ips, dns_pending=dns_pending)
+                             service_ips=service_ips, dns=dns)
     now = _now()
     todo = []
     for key, new in wanted.items():
@@ -291,14 +296,17 @@ class SyncOutcome:
 
 def sync(api: KubeApi, desired: Desired, *, revision: str | None, dry_run: bool = False,
          install: bool = True, agent_namespace: str = DEFAULT_AGENT_NAMESPACE,
-         rotate_rndc_keys: bool = False) -> SyncOutcome:
-    """One Kubernetes sync of a validated revision: CRDs, observe, diff, apply, status."""
+         rotate_rndc_keys: bool = False, statuses: bool = True) -> SyncOutcome:
+    """One Kubernetes sync of a validated revision: CRDs, observe, diff, apply (and, unless the
+    caller writes them after the DNS steps, statuses)."""
     if install and not dry_run:
         install_crds(api)
     observed = observe(api, desired, agent_namespace=agent_namespace)
     changes = kubediff.diff(desired.objects, observed.live, observed.inventory, agent=agent_namespace)
     if dry_run:
         return SyncOutcome(changes, None)
-    result = apply(api, desired, observed, changes, revision=revision, agent_namespace=agent_namespace,
+    result = apply(api, desired, observed, changes, agent_namespace=agent_namespace,
                    rotate_rndc_keys=rotate_rndc_keys)
+    if statuses:
+        write_statuses(api, desired, result, revision=revision)
     return SyncOutcome(changes, result)

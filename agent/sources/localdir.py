@@ -31,3 +31,8 @@ def revision(root: pathlib.Path) -> str:
     rel = root.resolve().relative_to(pathlib.Path(repo.working_dir).resolve()).as_posix()
     dirty = repo.is_dirty(untracked_files=True, path=rel if rel != "." else None)
     return sha + ("-dirty" if dirty else "")
+
+
+def path_digest(root: pathlib.Path) -> str:
+    """A short stable name for a directory (its absolute path), for per-directory state files."""
+    return hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]

@@ -252,7 +252,7 @@ def test_cli_exit_codes(kube: KubeCluster, namespace: str, tmp_path: pathlib.Pat
     root = _repo(tmp_path, namespace)
     ok = cli("sync", str(root), "--kubeconfig", str(kube.kubeconfig), "--agent-namespace", namespace)
     assert ok.returncode == 0, ok.stderr
-    assert "Applied 38, deleted 0" in ok.stderr
+    assert "Kubernetes: applied 38, deleted 0" in ok.stderr
     planned = cli("plan", str(root), "--kubeconfig", str(kube.kubeconfig), "--agent-namespace", namespace)
     assert (planned.returncode, planned.stdout.splitlines()[-1]) == (0, "No changes: the world matches the revision.")
     (root / "bad.yaml").write_text("apiVersion: bindy.firestoned.io/v1beta1\nkind: Nope\nmetadata: {name: x}\n")

@@ -77,6 +77,7 @@ options {{
     notify-source {self.address};
     transfer-source {self.address};
     notify explicit;
+    notify-delay 0;
     minimal-responses yes;
 }};
 logging {{ category default {{ default_stderr; }}; category lame-servers {{ null; }}; }};

@@ -106,7 +106,7 @@ class ZoneApi:
         if not m:
             raise _Error(404, f"no route {method} {path}")
         zone, rest = m["zone"], m["rest"] or ""
-        if zone not in self._zones():
+        if not self._exists(zone):
             raise _Error(404, f"zone {zone} not found")
         if method == "GET" and rest == "":
             return 200, self._info(zone)
@@ -156,7 +156,7 @@ class ZoneApi:
         zone = self._check(body.get("zoneName"), "zoneName").rstrip(".")
         kind = body.get("zoneType")
         cfg = body.get("zoneConfig") or {}
-        if zone in self._zones():
+        if self._exists(zone):
             raise _Error(409, f"zone {zone} already exists")
         notify = " ".join(f"{self._addr(a)};" for a in self._ips(cfg.get("alsoNotify"), "alsoNotify"))
         transfer = " ".join(f"{a};" for a in self._ips(cfg.get("allowTransfer"), "allowTransfer"))
