@@ -96,10 +96,10 @@ def test_git_changes_become_exactly_those_dns_changes_and_foreign_records_surviv
     text = mail.read_text()
     mail.write_text(text[:text.index("---\napiVersion: bindy.firestoned.io/v1beta1\nkind: TXTRecord\nmetadata:\n  name: dmarc")]
                     + text[text.index("---\napiVersion: bindy.firestoned.io/v1beta1\nkind: TXTRecord\nmetadata:\n  name: dkim"):])
-    (root / "records" / "example-com" / "new.yaml").write_text(f"""apiVersion: bindy.firestoned.io/v1beta1
+    (root / "records" / "example-com" / "new.yaml").write_text("""apiVersion: bindy.firestoned.io/v1beta1
 kind: AAAARecord
-metadata: {{name: api, namespace: dns-system, labels: {{zone: example-com}}}}
-spec: {{name: api, ipv6Addresses: ["2001:db8::443"]}}
+metadata: {name: api, namespace: dns-system, labels: {zone: example-com}}
+spec: {name: api, ipv6Addresses: ["2001:db8::443"]}
 """)
     result = _sync(sample)
     com = next(z for z in result.zones if z.name == f"{zone}.")
