@@ -16,6 +16,7 @@ import dataclasses
 import ipaddress
 from collections import defaultdict
 from collections.abc import Iterable
+from typing import Any
 
 from agent import rrsets
 from agent.loader import Loaded, Manifest, ObjectKey
@@ -226,6 +227,7 @@ def _assign_records(zones: list[Zone], records: list[Loaded], origins: dict[Obje
 def _add_rrsets(zone: Zone, members: list[Loaded], out: _Out) -> None:
     sources: dict[tuple[str, str], list[Loaded]] = defaultdict(list)
     values: dict[tuple[str, str], set[str]] = defaultdict(set)
+    objects: dict[tuple[str, str], dict[str, Any]] = defaultdict(dict)
     own_values: dict[ObjectKey, set[str]] = {}
     ttls: dict[tuple[str, str], set[int]] = defaultdict(set)
     for r in members:
@@ -239,8 +241,10 @@ def _add_rrsets(zone: Zone, members: list[Loaded], out: _Out) -> None:
         rtype = rrsets.rtype_of(r.key.kind)
         key = (owner, rtype)
         sources[key].append(r)
-        own_values[r.key] = {d.to_text() for d in data}
-        values[key].update(own_values[r.key])
+        texts = {d.to_text(): d for d in data}
+        own_values[r.key] = set(texts)
+        values[key].update(texts)
+        objects[key].update(texts)
         ttls[key].add(spec.ttl if spec.ttl is not None else zone.default_ttl)
         zone.records[r.key] = key
     types_at: dict[str, set[str]] = defaultdict(set)
@@ -266,7 +270,7 @@ def _add_rrsets(zone: Zone, members: list[Loaded], out: _Out) -> None:
             first = sources[key][0]
             out.add(first, "spec.ttl", f"records of {owner} {rtype} disagree on TTL "
                     f"({sorted(ttls[key])}); using the lowest", Severity.WARNING)
-        zone.rrsets[key] = rrsets.build(zone.name, owner, rtype, min(ttls[key]), vals)
+        zone.rrsets[key] = rrsets.build(zone.name, owner, rtype, min(ttls[key]), vals, objects[key].values())
 
 
 _TARGET_FIELD = {"MX": "spec.mailServer", "SRV": "spec.target", "NS": "spec.nameserver"}

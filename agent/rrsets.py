@@ -47,6 +47,8 @@ class RRset:
     rtype: str
     ttl: int
     rdatas: tuple[str, ...]  # sorted presentation forms
+    # the parsed values, when known, so an UPDATE needs no second parse (not part of equality)
+    objects: tuple[dns.rdata.Rdata, ...] = dataclasses.field(default=(), compare=False, repr=False)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -168,8 +170,9 @@ def rtype_of(kind: str) -> str:
     return kind[: -len("Record")]
 
 
-def build(zone: str, name: str, rtype: str, ttl: int, values: Iterable[str]) -> RRset:
-    return RRset(zone, name, rtype, ttl, tuple(sorted(set(values))))
+def build(zone: str, name: str, rtype: str, ttl: int, values: Iterable[str],
+          objects: Iterable[dns.rdata.Rdata] = ()) -> RRset:
+    return RRset(zone, name, rtype, ttl, tuple(sorted(set(values))), tuple(objects))
 
 
 def addresses(rrset: RRset) -> str:

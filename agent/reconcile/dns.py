@@ -7,9 +7,11 @@ Zones the agent placed that Git no longer selects are deleted from exactly those
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import logging
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 
 from agent import recordplan, rrsets
 from agent.config import Endpoint
@@ -67,11 +69,14 @@ class DnsSync:
         self.batch, self.verify_wait = batch, verify_wait
         self.apis: dict[str, ZoneApi] = {}
         self.updates_sent = 0
+        self._lock = threading.Lock()  # zones are reconciled concurrently
 
     def api(self, endpoint: Endpoint) -> ZoneApi:
-        if endpoint.instance not in self.apis:
-            self.apis[endpoint.instance] = ZoneApi(endpoint.api_url, token=endpoint.token, instance=endpoint.instance)
-        return self.apis[endpoint.instance]
+        with self._lock:
+            if endpoint.instance not in self.apis:
+                self.apis[endpoint.instance] = ZoneApi(endpoint.api_url, token=endpoint.token,
+                                                       instance=endpoint.instance)
+            return self.apis[endpoint.instance]
 
     def close(self) -> None:
         for api in self.apis.values():
@@ -104,13 +109,20 @@ class DnsSync:
         return body
 
     def _ensure(self, zone: Zone, result: ZoneResult, endpoint: Endpoint, role: str,
-                primaries: list[Endpoint], secondaries: list[Endpoint]) -> bool:
+                primaries: list[Endpoint], secondaries: list[Endpoint], *, placed: bool) -> bool:
+        """Makes sure the instance serves the zone. A placement recorded in the state is trusted
+        (no API call); if the zone was removed behind the agent's back, the AXFR notices and the
+        zone is created again."""
         api = self.api(endpoint)
         try:
-            if api.get(zone.name.rstrip(".")) is None:
+            if not placed:
+                created = True
                 if not self.dry_run:
-                    api.create(self._zone_body(zone, role, primaries, secondaries, endpoint))
-                result.created_on.append(endpoint.instance)
+                    created = api.create(self._zone_body(zone, role, primaries, secondaries, endpoint))
+                elif api.get(zone.name.rstrip(".")) is not None:
+                    created = False
+                if created:
+                    result.created_on.append(endpoint.instance)
             result.instances[endpoint.instance] = ("Configured", f"{role} zone configured")
             return True
         except ZoneApiError as exc:
@@ -118,9 +130,14 @@ class DnsSync:
             return False
 
     def _records(self, zone: Zone, result: ZoneResult, primary: Endpoint, managed: set[recordplan.Key],
-                 annotations: dict[str, str]) -> set[recordplan.Key]:
+                 annotations: dict[str, str], recreate: Callable[[], bool]) -> set[recordplan.Key]:
         for attempt in (1, 2):
-            observed = records.observe(primary, zone.name)
+            try:
+                observed = records.observe(primary, zone.name)
+            except records.ZoneMissing:
+                if attempt == 2 or not recreate():
+                    raise
+                observed = records.observe(primary, zone.name)
             plan = recordplan.plan_zone(zone.name, zone.rrsets, observed, managed)
             result.conflicts = plan.conflicts
             refusal = recordplan.gate(plan, managed, force=self.force, annotations=annotations)
@@ -132,7 +149,8 @@ class DnsSync:
                 return plan.managed_after if not self.dry_run else managed
             try:
                 for update in records.build_updates(zone.name, plan.changes, primary.tsig, batch=self.batch):
-                    self.updates_sent += 1
+                    with self._lock:
+                        self.updates_sent += 1
                     records.send(primary, update)
             except records.PrerequisiteFailed:
                 if attempt == 2:
@@ -151,7 +169,9 @@ class DnsSync:
             result.instances[inst] = ("Failed", f"no endpoint for instance {inst} in the endpoint map")
         primaries = [self.endpoints[instance_id(k)] for k in zone.primaries if instance_id(k) in self.endpoints]
         secondaries = [self.endpoints[instance_id(k)] for k in zone.secondaries if instance_id(k) in self.endpoints]
-        ok_primaries = [p for p in primaries if self._ensure(zone, result, p, "primary", primaries, secondaries)]
+        placed = state.zones.get(zone.name, {})
+        ok_primaries = [p for p in primaries if self._ensure(zone, result, p, "primary", primaries, secondaries,
+                                                                 placed=p.instance in placed)]
         failed = [i for i, (s, _) in result.instances.items() if s == "Failed"
                   and any(instance_id(k) == i for k in zone.primaries)]
         if failed or not ok_primaries:
@@ -160,7 +180,11 @@ class DnsSync:
         managed = set(state.records.get(zone.name, set()))
         try:
             for primary in ok_primaries:
-                managed = self._records(zone, result, primary, managed, annotations)
+                def recreate(p: Endpoint = primary) -> bool:
+                    log.warning("%s: zone %s is gone; creating it again", p.instance, zone.name)
+                    return self._ensure(zone, result, p, "primary", primaries, secondaries, placed=False)
+
+                managed = self._records(zone, result, primary, managed, annotations, recreate)
                 if result.refused:
                     return result
         except AgentError as exc:
@@ -169,22 +193,26 @@ class DnsSync:
         if not self.dry_run:
             state.records[zone.name] = managed
         for secondary in secondaries:
-            self._ensure(zone, result, secondary, "secondary", primaries, secondaries)
+            self._ensure(zone, result, secondary, "secondary", primaries, secondaries,
+                         placed=secondary.instance in placed)
         sec_failed = [i for i, (s, _) in result.instances.items() if s == "Failed"
                       and any(instance_id(k) == i for k in zone.secondaries)]
         if sec_failed:
             result.secondary_error = "; ".join(result.instances[i][1] for i in sec_failed)
         if self.dry_run:
             return result
-        if result.changes or result.created_on:
+        # named NOTIFYs its secondaries itself after an UPDATE (also-notify); the zone API's NOTIFY
+        # is sent when a secondary is still behind at the first verification pass.
+        def nudge(behind: list[str]) -> None:
             for primary in ok_primaries:
                 try:
                     self.api(primary).notify(zone.name.rstrip("."))
                 except ZoneApiError as exc:
                     log.warning("NOTIFY of %s via %s failed: %s", zone.name, primary.instance, exc)
+
         if result.changes:
             serving = ok_primaries + [s for s in secondaries if result.instances[s.instance][0] == "Configured"]
-            result.checks = records.verify(serving, result.changes, wait=self.verify_wait)
+            result.checks = records.verify(serving, result.changes, wait=self.verify_wait, nudge=nudge)
         state.zones[zone.name] = {instance_id(k): ("primary" if k in zone.primaries else "secondary")
                                   for k in zone.instances}
         return result
@@ -207,12 +235,17 @@ class DnsSync:
         return deleted
 
 
+ZONE_WORKERS = 4  # zones are independent; more threads only contend on 2 cores
+
+
 def sync(desired: Desired, endpoints: Mapping[str, Endpoint], state: DnsState, *, force: bool = False,
          dry_run: bool = False, batch: int = records.DEFAULT_BATCH, verify_wait: float = 10) -> DnsResult:
     """Zones, records, NOTIFY and verification for every placed zone; `state` is updated in place."""
     runner = DnsSync(endpoints, force=force, dry_run=dry_run, batch=batch, verify_wait=verify_wait)
     try:
-        results = [runner.zone(z, state, z.annotations) for z in desired.zones if z.instances]
+        zones = [z for z in desired.zones if z.instances]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=ZONE_WORKERS) as pool:
+            results = list(pool.map(lambda z: runner.zone(z, state, z.annotations), zones))
         errors: list[str] = []
         try:
             deleted = runner.prune(desired, state)

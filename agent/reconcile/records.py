@@ -10,8 +10,12 @@ NXRRSET / YXRRSET mean a prerequisite failed (someone changed the zone meanwhile
 from __future__ import annotations
 
 import dataclasses
+import random
+import select
+import socket
+import struct
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 import dns.exception
 import dns.message
@@ -40,6 +44,10 @@ class PrerequisiteFailed(DnsUpdateError):
     """The zone changed between observe and apply; re-observe and re-plan."""
 
 
+class ZoneMissing(DnsUpdateError):
+    """The server does not have the zone (e.g. deleted by hand): create it again."""
+
+
 def _keyring(tsig: TsigKey | None) -> tuple[dict[dns.name.Name, dns.tsig.Key] | None, dns.name.Name | None, str]:
     if tsig is None:
         return None, None, "hmac-sha256"
@@ -57,6 +65,10 @@ def observe(endpoint: Endpoint, zone: str, *, timeout: float = 10) -> dict[Key, 
     try:
         dns.query.inbound_xfr(endpoint.dns_host, xfr, request, port=endpoint.dns_port, timeout=timeout,
                               lifetime=timeout * 3)
+    except dns.xfr.TransferError as exc:
+        if exc.rcode in (dns.rcode.NOTAUTH, dns.rcode.NOTZONE):
+            raise ZoneMissing(f"{endpoint.instance}: does not serve zone {zone}") from exc
+        raise DnsUpdateError(f"{endpoint.instance}: AXFR of {zone} failed: {exc}", retryable=True) from exc
     except (dns.exception.DNSException, OSError) as exc:
         raise DnsUpdateError(f"{endpoint.instance}: AXFR of {zone} failed: {exc}", retryable=True) from exc
     out: dict[Key, rrsets.RRset] = {}
@@ -72,7 +84,10 @@ def observe(endpoint: Endpoint, zone: str, *, timeout: float = 10) -> dict[Key, 
 
 
 def _rdataset(rr: rrsets.RRset, *, ttl: int | None = None) -> dns.rdataset.Rdataset:
-    return dns.rdataset.from_text_list(dns.rdataclass.IN, rr.rtype, rr.ttl if ttl is None else ttl, list(rr.rdatas))
+    ttl = rr.ttl if ttl is None else ttl
+    if rr.objects:
+        return dns.rdataset.from_rdata_list(ttl, list(rr.objects))
+    return dns.rdataset.from_text_list(dns.rdataclass.IN, rr.rtype, ttl, list(rr.rdatas))
 
 
 def build_updates(zone: str, changes: list[RRChange], tsig: TsigKey | None, *,
@@ -122,13 +137,7 @@ class Check:
     answer: tuple[str, ...]
 
 
-def query(endpoint: Endpoint, name: str, rtype: str, *, timeout: float = 2) -> tuple[str, ...] | None:
-    """The sorted values a server answers for name/type (UDP, like dig); None if unreachable."""
-    q = dns.message.make_query(name, rtype)
-    try:
-        response = dns.query.udp(q, endpoint.dns_host, port=endpoint.dns_port, timeout=timeout)
-    except (dns.exception.DNSException, OSError):
-        return None
+def _values(response: dns.message.Message, name: str, rtype: str) -> tuple[str, ...]:
     qname = dns.name.from_text(name)
     # a delegation (NS below the apex) and its glue come back as a referral, not as an answer
     for section in (response.answer, response.authority, response.additional):
@@ -138,23 +147,128 @@ def query(endpoint: Endpoint, name: str, rtype: str, *, timeout: float = 2) -> t
     return ()
 
 
-def verify(servers: Iterable[Endpoint], changes: list[RRChange], *, wait: float = 10) -> list[Check]:
-    """Asks every server for every changed RRset until it answers the new data or `wait` runs out."""
-    pending = [(s, c) for s in servers for c in changes]
+def query(endpoint: Endpoint, name: str, rtype: str, *, timeout: float = 2) -> tuple[str, ...] | None:
+    """The sorted values a server answers for name/type (UDP, like dig); None if unreachable."""
+    q = dns.message.make_query(name, rtype)
+    try:
+        response = dns.query.udp(q, endpoint.dns_host, port=endpoint.dns_port, timeout=timeout)
+    except (dns.exception.DNSException, OSError):
+        return None
+    return _values(response, name, rtype)
+
+
+# Types whose rdata never holds a compressible name (RFC 3597 section 4): their bytes can be compared
+# as they come off the wire, without a full parse (verification sends thousands of queries).
+_RAW_TYPES = {"A", "AAAA", "TXT", "CAA", "SRV"}
+
+
+def _skip_name(wire: bytes, pos: int) -> int:
+    while True:
+        length = wire[pos]
+        if length == 0:
+            return pos + 1
+        if length >= 0xC0:  # compression pointer
+            return pos + 2
+        pos += length + 1
+
+
+def _raw_rdatas(wire: bytes, qtype: int) -> list[bytes] | None:
+    """rdata bytes of every RR of `qtype` in a response (all sections); None if malformed."""
+    try:
+        counts = struct.unpack_from("!HHHH", wire, 4)
+        pos = _skip_name(wire, 12) + 4
+        out = []
+        for _ in range(counts[1] + counts[2] + counts[3]):
+            pos = _skip_name(wire, pos)
+            rtype, _cls, _ttl, length = struct.unpack_from("!HHIH", wire, pos)
+            pos += 10
+            if rtype == qtype:
+                out.append(wire[pos:pos + length])
+            pos += length
+        return out
+    except (struct.error, IndexError):
+        return None
+
+
+def _query_wire(qid: int, name: str, rtype: str) -> bytes:
+    qname = dns.name.from_text(name).to_wire() or b""
+    return (struct.pack("!HHHHHH", qid, 0, 1, 0, 0, 0) + qname
+            + struct.pack("!HH", dns.rdatatype.from_text(rtype), dns.rdataclass.IN))
+
+
+def query_many(endpoint: Endpoint, questions: Sequence[tuple[str, str]], *, timeout: float = 2,
+               window: int = 256, expect: dict[tuple[str, str], frozenset[bytes]] | None = None,
+               ) -> dict[tuple[str, str], tuple[str, ...] | bool | None]:
+    """Like `query` for many questions, pipelined over one UDP socket with `window` in flight.
+
+    With `expect` (question -> set of rdata wire forms) the answer for a question of a raw-comparable
+    type is just True/False (matches or not); otherwise the sorted presentation values. A question
+    without an answer within `timeout` maps to None."""
+    answers: dict[tuple[str, str], tuple[str, ...] | bool | None] = {q: None for q in questions}
+    pending = list(questions)
+    family = socket.AF_INET6 if ":" in endpoint.dns_host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_DGRAM) as sock:
+        sock.connect((endpoint.dns_host, endpoint.dns_port))
+        in_flight: dict[int, tuple[str, str]] = {}
+        deadline = time.monotonic() + timeout
+        while (pending or in_flight) and time.monotonic() < deadline:
+            while pending and len(in_flight) < window:
+                question = pending.pop()
+                qid = random.randrange(65536)
+                while qid in in_flight:
+                    qid = random.randrange(65536)
+                in_flight[qid] = question
+                sock.send(_query_wire(qid, *question))
+            ready, _, _ = select.select([sock], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                break
+            wire = sock.recv(65535)
+            qid = struct.unpack_from("!H", wire)[0] if len(wire) >= 12 else -1
+            asked = in_flight.pop(qid, None) if qid in in_flight else None
+            if asked is None:
+                continue
+            deadline = time.monotonic() + timeout
+            if expect is not None and asked in expect and asked[1] in _RAW_TYPES:
+                raw = _raw_rdatas(wire, dns.rdatatype.from_text(asked[1]))
+                if raw is not None:
+                    answers[asked] = len(raw) == len(expect[asked]) and set(raw) == expect[asked]
+                    continue
+            try:
+                answers[asked] = _values(dns.message.from_wire(wire), *asked)
+            except dns.exception.DNSException:
+                answers[asked] = None
+    return answers
+
+
+def verify(servers: Iterable[Endpoint], changes: list[RRChange], *, wait: float = 10,
+           nudge: Callable[[list[str]], None] | None = None) -> list[Check]:
+    """Asks every server for every changed RRset until it answers the new data or `wait` runs out.
+    After the first pass, `nudge` gets the servers that are behind (e.g. to send a NOTIFY)."""
+    want = {c.key: (c.after.rdatas if c.after else ()) for c in changes}
+    wire = {c.key: frozenset(o.to_digestable() for o in c.after.objects) if c.after else frozenset()
+            for c in changes if not c.after or c.after.objects}
+    pending = {s.instance: (s, list(want)) for s in servers}
     done: list[Check] = []
     deadline = time.monotonic() + wait
+    first = True
     while pending:
-        still = []
-        for server, change in pending:
-            want = change.after.rdatas if change.after else ()
-            got = query(server, change.key[0], change.key[1])
-            if got == want:
-                done.append(Check(server.instance, change.key[0], change.key[1], True, got))
-            else:
-                still.append((server, change, got))
-        if not still or time.monotonic() > deadline:
-            done += [Check(s.instance, c.key[0], c.key[1], False, got or ()) for s, c, got in still]
+        behind: dict[str, tuple[Endpoint, list[Key]]] = {}
+        last: dict[tuple[str, Key], tuple[str, ...]] = {}
+        for instance, (server, keys) in pending.items():
+            got = query_many(server, keys, expect=wire)
+            for key in keys:
+                answer = got[key]
+                if answer is True or answer == want[key]:
+                    done.append(Check(instance, key[0], key[1], True, want[key]))
+                else:
+                    behind.setdefault(instance, (server, []))[1].append(key)
+                    last[(instance, key)] = answer if isinstance(answer, tuple) else ()
+        if not behind or time.monotonic() > deadline:
+            done += [Check(i, k[0], k[1], False, last[(i, k)]) for i, (_, keys) in behind.items() for k in keys]
             break
-        pending = [(s, c) for s, c, _ in still]
-        time.sleep(0.2)
+        if first and nudge is not None:
+            nudge(sorted(behind))
+        first = False
+        pending = behind
+        time.sleep(0.1)
     return done
