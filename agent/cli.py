@@ -14,11 +14,12 @@ Problems go to stderr as `file:line: Kind/ns/name: field.path: message`; the pla
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import pathlib
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 from agent import __version__, desired, kubediff, loader, plan, problems
 from agent.errors import KubeError
@@ -96,6 +97,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="generate new RNDC keys for every generated key Secret")
     sy.add_argument("--endpoints", type=pathlib.Path, metavar="FILE",
                     help="instance -> DNS/zone API/key map (see agent/config.py); enables the DNS steps")
+    sy.add_argument("--in-cluster-dns", action="store_true",
+                    help="reach instances through their Services and RNDC Secrets (when the agent runs in "
+                    "the cluster); instead of --endpoints")
     sy.add_argument("--state", type=pathlib.Path, metavar="FILE",
                     help="DNS ownership state file for runs without --kubeconfig "
                     "(default: ~/.cache/bindy-agent/state/<directory digest>.json)")
@@ -221,17 +225,25 @@ def _sync(args: argparse.Namespace) -> int:
     from agent.errors import AgentError
     from agent.sources import localdir
 
-    if not args.kubeconfig and not args.endpoints:
+    if not args.kubeconfig and not args.endpoints and not args.in_cluster_dns:
         print("bindy-agent sync: error: nothing to sync to: give --kubeconfig (Kubernetes) and/or "
               "--endpoints (DNS)", file=sys.stderr)
+        return EXIT_ERROR
+    if args.endpoints and args.in_cluster_dns:
+        print("bindy-agent sync: error: --endpoints and --in-cluster-dns exclude each other", file=sys.stderr)
         return EXIT_ERROR
     state = _valid_state(args, "applied")
     if state is None:
         return EXIT_REJECTED
     revision = localdir.revision(args.directory)
     try:
-        endpoints = config.load_endpoints(args.endpoints) if args.endpoints else None
-        api = _kube_api(args) if args.kubeconfig else None
+        api = _kube_api(args) if args.kubeconfig or args.in_cluster_dns else None
+        endpoints: Any = config.load_endpoints(args.endpoints) if args.endpoints else None
+        if args.in_cluster_dns:
+            from agent.reconcile import endpoints as cluster_endpoints
+
+            assert api is not None
+            endpoints = functools.partial(cluster_endpoints.from_cluster, api, state)
         store = _state_store(args, api) if endpoints is not None else None
         run = runner.apply_revision(state, revision=revision, kube_api=api, endpoints=endpoints, store=store,
                                     dry_run=args.dry_run, force=args.force, install_crds=args.install_crds,
@@ -242,7 +254,7 @@ def _sync(args: argparse.Namespace) -> int:
         return EXIT_UNREACHABLE
     kube_changes = run.kube.plan_changes if run.kube else None
     sys.stdout.write(plan.render_text(plan.online(state, kube_changes, run.dns, revision=revision)))
-    if not args.kubeconfig:
+    if api is None:
         print("notice: no --kubeconfig: Kubernetes steps skipped (zones and records only)", file=sys.stderr)
     for line in run.failures:
         print(f"failed: {line}", file=sys.stderr)

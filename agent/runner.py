@@ -7,7 +7,7 @@ commit report wrap this (agent/sources, agent/report).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from agent.config import Endpoint
 from agent.desired import Desired
@@ -42,7 +42,8 @@ class RunResult:
 
 
 def apply_revision(state: Desired, *, revision: str | None, kube_api: KubeApi | None = None,
-                   endpoints: Mapping[str, Endpoint] | None = None, store: Store | None = None,
+                   endpoints: Mapping[str, Endpoint] | Callable[[], Mapping[str, Endpoint]] | None = None,
+                   store: Store | None = None,
                    dry_run: bool = False, force: bool = False, install_crds: bool = True,
                    agent_namespace: str = kube.DEFAULT_AGENT_NAMESPACE, rotate_rndc_keys: bool = False,
                    batch: int = 1000, verify_wait: float = 10) -> RunResult:
@@ -52,6 +53,8 @@ def apply_revision(state: Desired, *, revision: str | None, kube_api: KubeApi | 
                                  agent_namespace=agent_namespace, rotate_rndc_keys=rotate_rndc_keys, statuses=False)
     dns_result = None
     if endpoints is not None and store is not None:
+        if callable(endpoints):  # resolved after the Kubernetes step created the Services and Secrets
+            endpoints = endpoints()
         dns_state = store.load()
         dns_result = dns.sync(state, endpoints, dns_state, force=force, dry_run=dry_run, batch=batch,
                               verify_wait=verify_wait)

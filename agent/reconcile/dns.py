@@ -172,6 +172,14 @@ class DnsSync:
         placed = state.zones.get(zone.name, {})
         ok_primaries = [p for p in primaries if self._ensure(zone, result, p, "primary", primaries, secondaries,
                                                                  placed=p.instance in placed)]
+        previous = {i for i, role in placed.items() if role == "secondary"}
+        if previous != {s.instance for s in secondaries} and not self.dry_run:
+            for primary in ok_primaries:  # the secondaries changed: tell the primaries whom to NOTIFY
+                if primary.instance in placed and primary.instance not in result.created_on:
+                    try:
+                        self.api(primary).modify(zone.name.rstrip("."), also_notify=[s.dns for s in secondaries])
+                    except ZoneApiError as exc:
+                        result.instances[primary.instance] = ("Failed", str(exc))
         failed = [i for i, (s, _) in result.instances.items() if s == "Failed"
                   and any(instance_id(k) == i for k in zone.primaries)]
         if failed or not ok_primaries:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pathlib
 import subprocess
 import sys
+import time
 from typing import Any
 
 import dns.query
@@ -184,3 +185,26 @@ def test_a_zone_dropped_from_git_is_deleted_from_exactly_its_instances(sample: d
         assert records.query(server, f"internal.example-{tag}.net.", "SOA") in (None, ())
         assert records.query(server, f"example-{tag}.com.", "SOA") != ()
     assert f"internal.example-{tag}.net." not in DnsState.from_json(sample["state"].read_text()).zones
+
+
+def test_adding_a_secondary_later_updates_the_primary_and_serves_the_zone(
+        sample: dict[str, Any], zone_api: Any) -> None:
+    tag, root = sample["tag"], sample["root"]
+    cluster = root / "infrastructure" / "cluster.yaml"
+    original = cluster.read_text()
+    cluster.write_text(original.replace("  secondary:\n    replicas: 1", "  secondary:\n    replicas: 0"))
+    first = _sync(sample)
+    assert all(set(z.instances) == {"dns-system/dns-primary-0"} for z in first.zones)
+    secondary = _servers(sample)[1]
+    assert records.query(secondary, f"www.example-{tag}.com.", "A") in (None, ())
+
+    cluster.write_text(original)
+    calls_before = len(zone_api["primary"].requests)
+    second = _sync(sample)
+    patched = [p for m, p in zone_api["primary"].requests[calls_before:] if m == "PATCH"]
+    assert sorted(patched) == sorted(f"/api/v1/zones/{z.name.rstrip('.')}" for z in second.zones)
+    assert all(z.instances["dns-system/dns-secondary-0"][0] == "Configured" for z in second.zones)
+    deadline = time.monotonic() + 10
+    while records.query(secondary, f"www.example-{tag}.com.", "A") != ("192.0.2.10", "192.0.2.11", "192.0.2.12"):
+        assert time.monotonic() < deadline, "secondary never served the zone"
+        time.sleep(0.1)

@@ -262,3 +262,23 @@ def test_cli_exit_codes(kube: KubeCluster, namespace: str, tmp_path: pathlib.Pat
     broken.write_text(kube.kubeconfig.read_text().replace(kube.url, "https://127.0.0.1:1"))
     down = cli("sync", str(root), "--kubeconfig", str(broken))
     assert down.returncode == 3 and "cannot reach the API server" in down.stderr
+
+
+def test_in_cluster_endpoints_come_from_services_and_rndc_secrets(
+        kube: KubeCluster, kube_client: Any, namespace: str, tmp_path: pathlib.Path) -> None:
+    from agent.reconcile import endpoints
+
+    root = _repo(tmp_path, namespace)
+    api, _ = _sync(kube, root, namespace)
+    token = tmp_path / "token"
+    token.write_text("sa-token\n")
+    found = endpoints.from_cluster(api, desired.build(loader.load_dir(root)), token_file=token)
+    primary = found[f"{namespace}/dns-primary-0"]
+    assert (primary.dns_host, primary.dns_port) == (f"dns-primary-0.{namespace}.svc.cluster.local", 53)
+    assert primary.api_url == f"http://dns-primary-0.{namespace}.svc.cluster.local:8080"
+    assert primary.token == "sa-token"
+    secret = client.CoreV1Api(kube_client).read_namespaced_secret("dns-primary-0-rndc-key", namespace)
+    assert primary.tsig is not None
+    assert (primary.tsig.name, primary.tsig.algorithm) == ("dns-primary-0-rndc-key", "hmac-sha256")
+    assert primary.tsig.secret == base64.b64decode(secret.data["secret"]).decode()
+    assert primary.tsig.secret not in repr(primary)
