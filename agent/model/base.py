@@ -114,6 +114,17 @@ class Condition(Model):
     last_transition_time: RFC3339 | None = None
 
 
+class ZoneReference(Model):
+    """A DNSZone as seen from an instance's or a record's status."""
+
+    api_version: str
+    kind: str
+    name: str
+    namespace: str
+    zone_name: str
+    last_reconciled_at: RFC3339 | None = None
+
+
 class Status(Model):
     """Fields every status has. `lastAppliedRevision` is the agent's: the Git commit applied."""
 

@@ -15,6 +15,7 @@ from agent.model.base import (
     Model,
     Resource,
     Status,
+    ZoneReference,
 )
 
 DurationToken = Annotated[str, Field(pattern=r"^[A-Za-z0-9]{1,32}$")]
@@ -243,15 +244,6 @@ class RndcKeyRotation(Model):
     rotation_count: Annotated[int, Field(ge=0)] = 0
 
 
-class InstanceZoneReference(Model):
-    api_version: str
-    kind: str
-    name: str
-    namespace: str
-    zone_name: str
-    last_reconciled_at: RFC3339 | None = None
-
-
 class SelectedZone(Model):
     name: str
     namespace: str
@@ -263,7 +255,7 @@ class Bind9InstanceStatus(Status):
     observed_parent_generation: int | None = None
     rndc_key_rotation: RndcKeyRotation | None = None
     service_address: str | None = None
-    zones: list[InstanceZoneReference] = Field(default_factory=list)
+    zones: list[ZoneReference] = Field(default_factory=list)
     zones_count: Int32 | None = None
     selected_zones: list[SelectedZone] | None = Field(
         None, description="DNSZones matched by zonesFrom selectors"

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from agent.model.base import RFC3339, Int32, Model, Port, Resource, Status, Ttl
+from agent.model.base import RFC3339, Int32, Model, Port, Resource, Status, Ttl, ZoneReference
 
 
 class RecordSpec(Model):
@@ -21,22 +21,13 @@ class RecordSpec(Model):
     )
 
 
-class RecordZoneRef(Model):
-    api_version: str
-    kind: str
-    name: str
-    namespace: str
-    zone_name: str
-    last_reconciled_at: RFC3339 | None = None
-
-
 class RecordStatus(Status):
     addresses: str | None = None
     last_updated: RFC3339 | None = None
     published_name: str | None = None
     record_hash: str | None = None
     zone: str | None = None
-    zone_ref: RecordZoneRef | None = None
+    zone_ref: ZoneReference | None = None
 
 
 class ARecordSpec(RecordSpec):
