@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import functools
+import hashlib
+import json
 import logging
 import pathlib
 import sys
@@ -84,13 +86,19 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", choices=sorted(plan.RENDERERS), default="text",
                    help="plan format (default: %(default)s)")
 
-    sy = verbs.add_parser("sync", parents=[common, kube], help="apply DIR to a cluster",
-                          description="Validate DIR as a whole, then apply it to the cluster: CRDs "
-                          "(unless --no-install-crds), the hierarchy of objects with server-side apply, "
-                          "prune of what the agent created and Git no longer has, and CR status. Exit 0 "
-                          "applied or nothing to do, 1 partial, 2 rejected (invalid), 3 could not run.")
+    sy = verbs.add_parser("sync", parents=[kube], help="apply a directory or a Git repository",
+                          description="Validate a revision as a whole, then apply it: CRDs (unless "
+                          "--no-install-crds), the hierarchy of objects with server-side apply, prune of what the "
+                          "agent created and Git no longer has, zones and records (with --endpoints or "
+                          "--in-cluster-dns), and CR status. With --repo, the revision comes from Git and a "
+                          "report is attached to the commit as a git note. Exit 0 applied or nothing to do, "
+                          "1 partial, 2 rejected (invalid or unsafe), 3 could not run.")
     sy.set_defaults(func=_sync)
-    sy.add_argument("--dry-run", action="store_true", help="plan against the cluster; write nothing")
+    sy.add_argument("directory", type=_directory, metavar="DIR", nargs="?",
+                    help="directory of CR YAML files (or use --repo)")
+    sy.add_argument("--namespace", default="default", metavar="NS",
+                    help="namespace for namespaced objects that name none (default: %(default)s)")
+    sy.add_argument("--dry-run", action="store_true", help="plan against the live world; write nothing")
     sy.add_argument("--no-install-crds", dest="install_crds", action="store_false",
                     help="do not apply the CRDs first")
     sy.add_argument("--rotate-rndc-keys", action="store_true",
@@ -101,12 +109,45 @@ def _parser() -> argparse.ArgumentParser:
                     help="reach instances through their Services and RNDC Secrets (when the agent runs in "
                     "the cluster); instead of --endpoints")
     sy.add_argument("--state", type=pathlib.Path, metavar="FILE",
-                    help="DNS ownership state file for runs without --kubeconfig "
-                    "(default: ~/.cache/bindy-agent/state/<directory digest>.json)")
+                    help="the agent's state file for runs without a cluster "
+                    "(default: ~/.cache/bindy-agent/state/<source digest>.json)")
     sy.add_argument("--force", action="store_true",
                     help="apply plans the safety gate refuses (mass deletes, apex NS changes)")
     sy.add_argument("--batch", type=int, default=1000, metavar="N",
                     help="changes per DNS UPDATE message (default: %(default)s)")
+    git_args = sy.add_argument_group("Git source")
+    git_args.add_argument("--repo", metavar="URL", help="Git repository (URL or local path) instead of DIR")
+    git_args.add_argument("--branch", default="main", help="branch to follow (default: %(default)s)")
+    git_args.add_argument("--ref", help="pin a tag or commit instead of following the branch")
+    git_args.add_argument("--path", default="", help="sub-directory of the repository holding the CRs")
+    git_args.add_argument("--cache", type=pathlib.Path, default=pathlib.Path.home() / ".cache" / "bindy-agent" / "git",
+                          help="where the clone is kept (default: %(default)s)")
+    git_args.add_argument("--ssh-key", type=pathlib.Path, metavar="FILE", help="SSH deploy key")
+    git_args.add_argument("--known-hosts", type=pathlib.Path, metavar="FILE", help="known_hosts for the SSH key")
+    git_args.add_argument("--insecure-ignore-host-key", action="store_true",
+                          help="do not check the Git server's SSH host key (not recommended)")
+    git_args.add_argument("--token-file", type=pathlib.Path, metavar="FILE", help="HTTPS token, read from a file")
+    git_args.add_argument("--no-push-notes", dest="push_notes", action="store_false",
+                          help="keep the commit reports local instead of pushing refs/notes/bindy-agent")
+    git_args.add_argument("--resync-after", type=float, default=600, metavar="SECONDS",
+                          help="an unchanged revision is a no-op until this long after the last full "
+                          "reconcile (default: %(default)s)")
+
+    rp = verbs.add_parser("report", help="print the report the agent attached to a commit",
+                          description="Fetch refs/notes/bindy-agent from the repository and print the report on "
+                          "REV (default: the head of --branch). Exit 0 shown, 1 no report, 3 could not run.")
+    rp.set_defaults(func=_report)
+    rp.add_argument("revision", nargs="?", metavar="REV", help="commit (default: the branch head)")
+    rp.add_argument("--repo", required=True, metavar="URL", help="Git repository (URL or local path)")
+    rp.add_argument("--branch", default="main", help="branch whose head is shown by default")
+    rp.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    rp.add_argument("--cache", type=pathlib.Path, default=pathlib.Path.home() / ".cache" / "bindy-agent" / "git")
+    for name in ("ref", "ssh_key", "known_hosts", "token_file"):
+        rp.set_defaults(**{name: None})
+    rp.set_defaults(path="", insecure_ignore_host_key=False)
+    rp.add_argument("--ssh-key", type=pathlib.Path, metavar="FILE", help="SSH deploy key")
+    rp.add_argument("--known-hosts", type=pathlib.Path, metavar="FILE", help="known_hosts for the SSH key")
+    rp.add_argument("--token-file", type=pathlib.Path, metavar="FILE", help="HTTPS token, read from a file")
 
     ic = verbs.add_parser("install-crds", parents=[kube], help="apply the CRDs and wait until Established",
                           description="Apply the 12 CRDs generated from the models (schemas/crds) and wait "
@@ -206,60 +247,20 @@ def _install_crds(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _state_store(args: argparse.Namespace, api: object | None):  # type: ignore[no-untyped-def]
-    from agent.reconcile import dnsstate
-    from agent.sources import localdir
+def _state_store(args: argparse.Namespace, api: object | None, source_key: str):  # type: ignore[no-untyped-def]
+    from agent.reconcile import state as agent_state
 
     if args.state:
-        return dnsstate.FileStore(args.state)
+        return agent_state.FileStore(args.state)
     if api is not None:
-        return dnsstate.ConfigMapStore(api, args.agent_namespace)  # type: ignore[arg-type]
-    digest = localdir.path_digest(args.directory)
+        return agent_state.ConfigMapStore(api, args.agent_namespace)  # type: ignore[arg-type]
+    digest = hashlib.sha256(source_key.encode()).hexdigest()[:16]
     path = pathlib.Path.home() / ".cache" / "bindy-agent" / "state" / f"{digest}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    return dnsstate.FileStore(path)
+    return agent_state.FileStore(path)
 
 
-def _sync(args: argparse.Namespace) -> int:
-    from agent import config, runner
-    from agent.errors import AgentError
-    from agent.sources import localdir
-
-    if not args.kubeconfig and not args.endpoints and not args.in_cluster_dns:
-        print("bindy-agent sync: error: nothing to sync to: give --kubeconfig (Kubernetes) and/or "
-              "--endpoints (DNS)", file=sys.stderr)
-        return EXIT_ERROR
-    if args.endpoints and args.in_cluster_dns:
-        print("bindy-agent sync: error: --endpoints and --in-cluster-dns exclude each other", file=sys.stderr)
-        return EXIT_ERROR
-    state = _valid_state(args, "applied")
-    if state is None:
-        return EXIT_REJECTED
-    revision = localdir.revision(args.directory)
-    try:
-        api = _kube_api(args) if args.kubeconfig or args.in_cluster_dns else None
-        endpoints: Any = config.load_endpoints(args.endpoints) if args.endpoints else None
-        if args.in_cluster_dns:
-            from agent.reconcile import endpoints as cluster_endpoints
-
-            assert api is not None
-            endpoints = functools.partial(cluster_endpoints.from_cluster, api, state)
-        store = _state_store(args, api) if endpoints is not None else None
-        run = runner.apply_revision(state, revision=revision, kube_api=api, endpoints=endpoints, store=store,
-                                    dry_run=args.dry_run, force=args.force, install_crds=args.install_crds,
-                                    agent_namespace=args.agent_namespace, rotate_rndc_keys=args.rotate_rndc_keys,
-                                    batch=args.batch)
-    except AgentError as exc:
-        print(f"error: could not run: {exc}", file=sys.stderr)
-        return EXIT_UNREACHABLE
-    kube_changes = run.kube.plan_changes if run.kube else None
-    sys.stdout.write(plan.render_text(plan.online(state, kube_changes, run.dns, revision=revision)))
-    if api is None:
-        print("notice: no --kubeconfig: Kubernetes steps skipped (zones and records only)", file=sys.stderr)
-    for line in run.failures:
-        print(f"failed: {line}", file=sys.stderr)
-    for line in run.refused:
-        print(f"refused: {line}", file=sys.stderr)
+def _summary(run: Any, api: Any, dry_run: bool) -> str:
     parts = []
     if run.kube and run.kube.result:
         r = run.kube.result
@@ -273,10 +274,127 @@ def _sync(args: argparse.Namespace) -> int:
                      f"{len(run.dns.deleted)} zone deletions, verified {verified}/{checks}")
     if api is not None:
         parts.append(f"{api.write_count} API writes")
-    print(f"{'Dry run' if args.dry_run else 'Sync'} of revision {revision}: " + "; ".join(parts), file=sys.stderr)
+    return f"{'Dry run' if dry_run else 'Sync'} of revision {run.revision}: " + "; ".join(parts)
+
+
+def _sync(args: argparse.Namespace) -> int:
+    from agent import config, runner
+    from agent.errors import AgentError
+    from agent.sources import localdir
+
+    usage = None
+    if bool(args.directory) == bool(args.repo):
+        usage = "give either DIR or --repo"
+    elif not args.kubeconfig and not args.endpoints and not args.in_cluster_dns:
+        usage = "nothing to sync to: give --kubeconfig (Kubernetes) and/or --endpoints (DNS)"
+    elif args.endpoints and args.in_cluster_dns:
+        usage = "--endpoints and --in-cluster-dns exclude each other"
+    if usage:
+        print(f"bindy-agent sync: error: {usage}", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        api = _kube_api(args) if args.kubeconfig or args.in_cluster_dns else None
+        endpoints: Any = config.load_endpoints(args.endpoints) if args.endpoints else None
+        if args.in_cluster_dns:
+            from agent.reconcile import endpoints as cluster_endpoints
+
+            assert api is not None
+            endpoints = functools.partial(cluster_endpoints.from_cluster, api)
+        store = _state_store(args, api, args.repo or str(args.directory.resolve()))
+        common = {"kube_api": api, "endpoints": endpoints, "dry_run": args.dry_run, "force": args.force,
+                  "install_crds": args.install_crds, "agent_namespace": args.agent_namespace,
+                  "rotate_rndc_keys": args.rotate_rndc_keys, "batch": args.batch}
+        if args.repo:
+            return _sync_git(args, store, common)
+        state = _valid_state(args, "applied")
+        if state is None:
+            return EXIT_REJECTED
+        revision = localdir.revision(args.directory)
+        agent_state = store.load()
+        run = runner.apply_revision(state, revision=revision, agent_state=agent_state, **common)
+        if not args.dry_run:
+            store.save(agent_state)
+    except AgentError as exc:
+        print(f"error: could not run: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    kube_changes = run.kube.plan_changes if run.kube else None
+    sys.stdout.write(plan.render_text(plan.online(state, kube_changes, run.dns, revision=revision)))
+    return _finish(run, api, args)
+
+
+def _finish(run: Any, api: Any, args: argparse.Namespace) -> int:
+    if api is None:
+        print("notice: no --kubeconfig: Kubernetes steps skipped (zones and records only)", file=sys.stderr)
+    for line in run.failures:
+        print(f"failed: {line}", file=sys.stderr)
+    for line in run.refused:
+        print(f"refused: {line}", file=sys.stderr)
+    print(_summary(run, api, args.dry_run), file=sys.stderr)
     if run.refused:
         return EXIT_REJECTED
     return EXIT_PARTIAL if run.failures else EXIT_OK
+
+
+def _git_source(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from agent.sources.git import GitSource
+
+    return GitSource(args.repo, args.cache, branch=args.branch, ref=args.ref, path=args.path, ssh_key=args.ssh_key,
+                     known_hosts=args.known_hosts, insecure_ignore_host_key=args.insecure_ignore_host_key,
+                     token_file=args.token_file)
+
+
+def _sync_git(args: argparse.Namespace, store: Any, common: dict[str, Any]) -> int:
+    from agent import runner
+
+    source = _git_source(args)
+    run = runner.sync_git(source, store=store, push_notes=args.push_notes, resync_after=args.resync_after,
+                          default_namespace=args.namespace, **common)
+    prefix = f"run {run.run_id}"
+    if run.outcome == "unreachable":
+        print(f"error: could not run: {run.message}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    if run.outcome == "unchanged":
+        print(f"{prefix}: {run.message}", file=sys.stderr)
+        return EXIT_OK
+    _print_problems(run.problems, pathlib.Path(args.path or "."), sys.stderr)
+    for sha in run.superseded:
+        print(f"{prefix}: {sha[:12]} superseded by {run.revision[:12] if run.revision else '?'}", file=sys.stderr)
+    if run.result is None:
+        print(f"{prefix}: rejected {run.revision}: {run.message}; the last good revision keeps serving",
+              file=sys.stderr)
+        return EXIT_REJECTED
+    if run.plan is not None:
+        sys.stdout.write(plan.render_text(run.plan))
+    if run.notes_pushed is False:
+        print(f"{prefix}: warning: the report could not be pushed (kept in the local clone)", file=sys.stderr)
+    return _finish(run.result, common["kube_api"], args)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from agent import report
+    from agent.errors import AgentError
+
+    source = _git_source(args)
+    try:
+        source.repo()
+        source.fetch_notes()
+        rev = args.revision or source.remote_head()
+        if len(rev) != 40:
+            rev = str(source.repo().git.rev_parse(rev)) if rev != "HEAD" else source.remote_head()
+    except AgentError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    note = source.note(rev)
+    if note is None:
+        print(f"no bindy-agent report on {rev}", file=sys.stderr)
+        return EXIT_CHANGES
+    try:
+        doc = report.parse(note)
+    except ValueError as exc:
+        print(f"{rev}: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    sys.stdout.write(json.dumps(doc, indent=2) + "\n" if args.output == "json" else report.render_text(doc))
+    return EXIT_OK
 
 
 def _schemas(args: argparse.Namespace) -> int:
@@ -301,6 +419,8 @@ def _schemas(args: argparse.Namespace) -> int:
         return EXIT_CHANGES if stale or extra else EXIT_OK
     print(f"{args.dir}: {len(stale)} of {len(files)} files written", file=sys.stderr)
     return EXIT_OK
+
+
 
 
 def main(argv: Sequence[str] | None = None) -> int:

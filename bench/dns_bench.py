@@ -32,7 +32,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from agent import config, desired, loader
 from agent.reconcile import dns as dnssync
-from agent.reconcile.dnsstate import DnsState
+from agent.reconcile.state import AgentState
 from tests.support import bind as bind_support
 from tests.support import zone_api as zone_api_support
 
@@ -150,7 +150,7 @@ def main() -> None:
             state = desired.build(loader.load_dir(work / "repo"))
             assert not [p for p in state.problems if p.severity.value == "error"]
 
-            dns_state = DnsState()
+            dns_state = AgentState()
             start = time.perf_counter()
             created = dnssync.sync(zones_only, endpoints, dns_state)
             zones_time = time.perf_counter() - start

@@ -20,7 +20,7 @@ from agent.errors import AgentError, ZoneApiError
 from agent.loader import ObjectKey
 from agent.placement import Zone
 from agent.reconcile import records
-from agent.reconcile.dnsstate import DnsState
+from agent.reconcile.state import AgentState
 from agent.reconcile.zoneapi import ZoneApi
 
 log = logging.getLogger(__name__)
@@ -162,7 +162,7 @@ class DnsSync:
             return plan.managed_after
         raise AssertionError("unreachable")
 
-    def zone(self, zone: Zone, state: DnsState, annotations: dict[str, str]) -> ZoneResult:
+    def zone(self, zone: Zone, state: AgentState, annotations: dict[str, str]) -> ZoneResult:
         result = ZoneResult(zone.key, zone.name, primaries={instance_id(k) for k in zone.primaries})
         missing = [instance_id(k) for k in zone.instances if instance_id(k) not in self.endpoints]
         for inst in missing:
@@ -225,7 +225,7 @@ class DnsSync:
                                   for k in zone.instances}
         return result
 
-    def prune(self, desired: Desired, state: DnsState) -> list[tuple[str, str]]:
+    def prune(self, desired: Desired, state: AgentState) -> list[tuple[str, str]]:
         """Deletes zones the agent placed that are no longer wanted on that instance."""
         wanted = {(z.name, instance_id(k)) for z in desired.zones for k in z.instances}
         deleted = []
@@ -246,7 +246,7 @@ class DnsSync:
 ZONE_WORKERS = 4  # zones are independent; more threads only contend on 2 cores
 
 
-def sync(desired: Desired, endpoints: Mapping[str, Endpoint], state: DnsState, *, force: bool = False,
+def sync(desired: Desired, endpoints: Mapping[str, Endpoint], state: AgentState, *, force: bool = False,
          dry_run: bool = False, batch: int = records.DEFAULT_BATCH, verify_wait: float = 10) -> DnsResult:
     """Zones, records, NOTIFY and verification for every placed zone; `state` is updated in place."""
     runner = DnsSync(endpoints, force=force, dry_run=dry_run, batch=batch, verify_wait=verify_wait)

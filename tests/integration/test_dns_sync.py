@@ -17,7 +17,7 @@ import pytest
 from agent import config, desired, loader
 from agent.reconcile import dns as dnssync
 from agent.reconcile import records
-from agent.reconcile.dnsstate import DnsState, FileStore
+from agent.reconcile.state import AgentState, FileStore
 from tests.conftest import ROOT
 from tests.support import bind as bind_support
 from tests.support import dnsrepo
@@ -184,7 +184,7 @@ def test_a_zone_dropped_from_git_is_deleted_from_exactly_its_instances(sample: d
     for server in _servers(sample):
         assert records.query(server, f"internal.example-{tag}.net.", "SOA") in (None, ())
         assert records.query(server, f"example-{tag}.com.", "SOA") != ()
-    assert f"internal.example-{tag}.net." not in DnsState.from_json(sample["state"].read_text()).zones
+    assert f"internal.example-{tag}.net." not in AgentState.from_json(sample["state"].read_text()).zones
 
 
 def test_adding_a_secondary_later_updates_the_primary_and_serves_the_zone(

@@ -8,8 +8,8 @@ import subprocess
 from typing import Any
 
 from agent import config, desired, loader, runner
-from agent.reconcile.dnsstate import ConfigMapStore
 from agent.reconcile.kubeapi import KubeApi
+from agent.reconcile.state import ConfigMapStore
 from tests.support import bind as bind_support
 from tests.support import dnsrepo
 from tests.support.kube import KubeCluster
@@ -21,8 +21,11 @@ KINDS = "clusterbind9providers,bind9clusters,bind9instances,dnszones,arecords,aa
 def _run(kube: KubeCluster, root: pathlib.Path, endpoints: Any, namespace: str) -> tuple[KubeApi, runner.RunResult]:
     state = desired.build(loader.load_dir(root))
     api = KubeApi.from_kubeconfig(str(kube.kubeconfig))
+    store = ConfigMapStore(api, namespace)
+    agent_state = store.load()
     result = runner.apply_revision(state, revision="c0ffee", kube_api=api, endpoints=endpoints,
-                                   store=ConfigMapStore(api, namespace), agent_namespace=namespace)
+                                   agent_state=agent_state, agent_namespace=namespace)
+    store.save(agent_state)
     return api, result
 
 

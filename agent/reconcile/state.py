@@ -1,7 +1,12 @@
-"""What the agent owns in DNS: which zones it placed on which instance, and which RRsets it wrote.
+"""What the agent remembers between runs.
 
-Only what is listed here is ever deleted. Kept in a local JSON file for runs without a cluster,
-or in a ConfigMap in the agent's namespace (written only when it changed).
+- DNS ownership: which zones it placed on which instance, and which RRsets it wrote. Only what is
+  listed here is ever deleted.
+- The revision last applied (the last good one keeps serving), the last one seen and its outcome,
+  and when the world was last fully reconciled - so an unchanged revision is a cheap no-op.
+
+Kept in a local JSON file for runs without a cluster, or in a ConfigMap in the agent's namespace
+(written only when it changed).
 """
 
 from __future__ import annotations
@@ -18,39 +23,46 @@ from agent.recordplan import Key
 
 
 @dataclasses.dataclass
-class DnsState:
+class AgentState:
     zones: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)  # zone -> {instance: role}
     records: dict[str, set[Key]] = dataclasses.field(default_factory=dict)  # zone -> managed RRsets
+    applied: str | None = None  # the last revision applied (fully or partly): what is serving
+    seen: str | None = None  # the last revision a run looked at
+    outcome: str | None = None  # that run's outcome: applied / partial / rejected
+    reconciled_at: float = 0.0  # when the last full reconcile (observe + apply) finished (epoch s)
 
     def to_json(self) -> str:
         return json.dumps({"zones": self.zones,
-                           "records": {z: sorted(list(k) for k in keys) for z, keys in sorted(self.records.items())}},
+                           "records": {z: sorted(list(k) for k in keys) for z, keys in sorted(self.records.items())},
+                           "applied": self.applied, "seen": self.seen, "outcome": self.outcome,
+                           "reconciledAt": self.reconciled_at},
                           sort_keys=True, indent=1)
 
     @classmethod
-    def from_json(cls, text: str) -> DnsState:
+    def from_json(cls, text: str) -> AgentState:
         doc: dict[str, Any] = json.loads(text) if text.strip() else {}
         return cls({z: dict(v) for z, v in doc.get("zones", {}).items()},
-                   {z: {(n, t) for n, t in v} for z, v in doc.get("records", {}).items()})
+                   {z: {(n, t) for n, t in v} for z, v in doc.get("records", {}).items()},
+                   doc.get("applied"), doc.get("seen"), doc.get("outcome"), float(doc.get("reconciledAt", 0.0)))
 
 
 class Store(Protocol):
-    def load(self) -> DnsState: ...
-    def save(self, state: DnsState) -> None: ...
+    def load(self) -> AgentState: ...
+    def save(self, state: AgentState) -> None: ...
 
 
 class FileStore:
     def __init__(self, path: pathlib.Path) -> None:
         self.path = path
 
-    def load(self) -> DnsState:
+    def load(self) -> AgentState:
         try:
-            return DnsState.from_json(self.path.read_text()) if self.path.exists() else DnsState()
+            return AgentState.from_json(self.path.read_text()) if self.path.exists() else AgentState()
         except (OSError, ValueError) as exc:
             raise ConfigError(f"{self.path}: unreadable DNS state file ({exc}); move it away to start over (the "
                               "agent then manages only what Git says and deletes nothing it did not write)") from exc
 
-    def save(self, state: DnsState) -> None:
+    def save(self, state: AgentState) -> None:
         text = state.to_json()
         if self.path.exists() and self.path.read_text() == text:
             return
@@ -60,20 +72,20 @@ class FileStore:
 
 
 class ConfigMapStore:
-    """The state as a ConfigMap `bindy-agent-dns-state` in the agent's namespace."""
+    """The state as a ConfigMap `bindy-agent-state` in the agent's namespace."""
 
-    NAME = "bindy-agent-dns-state"
+    NAME = "bindy-agent-state"
 
     def __init__(self, api: KubeApi, namespace: str) -> None:
         self.api, self.namespace = api, namespace
         self._saved: str | None = None
 
-    def load(self) -> DnsState:
+    def load(self) -> AgentState:
         body = self.api.get("ConfigMap", self.namespace, self.NAME)
         self._saved = ((body or {}).get("data") or {}).get("state")
-        return DnsState.from_json(self._saved or "")
+        return AgentState.from_json(self._saved or "")
 
-    def save(self, state: DnsState) -> None:
+    def save(self, state: AgentState) -> None:
         text = state.to_json()
         if text == self._saved:
             return

@@ -1,0 +1,117 @@
+"""The report attached to each commit the agent handled, as a git note (refs/notes/bindy-agent).
+
+A note is a short human summary, then a marker line, then the machine-readable JSON:
+
+    bindy-agent: applied a1b2c3d4e5f6 "Add shop CNAME" (Ada <ada@example.com>)
+    run 3f2a9c1d0b7e, 2.4 s: Kubernetes 2 created, 1 updated, 0 deleted; DNS 3 RRset changes, verified 6/6
+    --- bindy-agent report (JSON) ---
+    {"formatVersion": 1, "runId": ..., "revision": ..., "outcome": ..., "commit": {...},
+     "summary": {...}, "changes": [{..., "result": "applied" | "failed: ..."}],
+     "problems": [{"file", "line", "object", "path", "message", "severity"}],
+     "verification": [{"server", "name", "type", "ok"}], "refusals": [...], "supersededBy": str|null}
+
+Outcomes: applied, partial (some objects or zones failed), rejected (invalid or unsafe: nothing
+applied), superseded (a newer commit arrived before this one was applied). Secrets never appear:
+plans mask them before they get here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections import Counter
+from typing import Any
+
+from agent.problems import Problem
+
+FORMAT_VERSION = 1
+MARKER = "--- bindy-agent report (JSON) ---"
+OUTCOMES = ("applied", "partial", "rejected", "superseded")
+
+
+@dataclasses.dataclass
+class Report:
+    run_id: str
+    revision: str
+    outcome: str
+    commit: dict[str, str]
+    started_at: str
+    duration: float
+    changes: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    problems: list[Problem] = dataclasses.field(default_factory=list)
+    verification: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    refusals: list[str] = dataclasses.field(default_factory=list)
+    failures: list[str] = dataclasses.field(default_factory=list)
+    superseded_by: str | None = None
+
+    def summary(self) -> dict[str, Any]:
+        kube = Counter(c["action"] for c in self.changes if c["layer"] == "kubernetes")
+        dns = sum(1 for c in self.changes if c["layer"] == "records")
+        errors = sum(1 for p in self.problems if p.severity.value == "error")
+        return {"kubernetes": {a: kube.get(a, 0) for a in ("create", "update", "delete")},
+                "rrsetChanges": dns, "zoneChanges": sum(1 for c in self.changes if c["layer"] == "zones"),
+                "errors": errors, "failures": len(self.failures),
+                "verified": sum(1 for v in self.verification if v["ok"]), "checks": len(self.verification)}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"formatVersion": FORMAT_VERSION, "runId": self.run_id, "revision": self.revision,
+                "outcome": self.outcome, "commit": self.commit, "startedAt": self.started_at,
+                "durationSeconds": round(self.duration, 3), "summary": self.summary(), "changes": self.changes,
+                "problems": [p.as_dict() for p in self.problems], "verification": self.verification,
+                "refusals": self.refusals, "failures": self.failures, "supersededBy": self.superseded_by}
+
+
+def headline(doc: dict[str, Any]) -> str:
+    commit = doc.get("commit") or {}
+    return (f"bindy-agent: {doc['outcome']} {doc['revision'][:12]} \"{commit.get('subject', '')}\" "
+            f"({commit.get('author', 'unknown author')})")
+
+
+def summary_lines(doc: dict[str, Any]) -> list[str]:
+    s = doc["summary"]
+    k = s["kubernetes"]
+    lines = [f"run {doc['runId']}, {doc['durationSeconds']:.1f} s: Kubernetes {k['create']} created, "
+             f"{k['update']} updated, {k['delete']} deleted; DNS {s['rrsetChanges']} RRset changes, "
+             f"{s['zoneChanges']} zone changes, verified {s['verified']}/{s['checks']}"]
+    if doc["outcome"] == "superseded":
+        lines = [f"superseded by {doc['supersededBy']}: a newer commit arrived before this one was applied"]
+    if doc["outcome"] == "rejected" and s["errors"]:
+        lines.append(f"rejected: {s['errors']} validation errors; nothing was applied, the last good revision "
+                     "keeps serving")
+    lines += [f"refused: {r}" for r in doc.get("refusals", [])]
+    lines += [f"failed: {f}" for f in doc.get("failures", [])[:20]]
+    return lines
+
+
+def to_note(report: Report) -> str:
+    doc = report.as_dict()
+    return "\n".join([headline(doc), *summary_lines(doc), MARKER, json.dumps(doc, indent=1, sort_keys=True)]) + "\n"
+
+
+def parse(note: str) -> dict[str, Any]:
+    if MARKER not in note:
+        raise ValueError("not a bindy-agent report (no JSON part)")
+    doc: dict[str, Any] = json.loads(note.split(MARKER, 1)[1])
+    return doc
+
+
+def render_text(doc: dict[str, Any]) -> str:
+    lines = [headline(doc), *summary_lines(doc)]
+    commit = doc.get("commit") or {}
+    lines.append(f"commit {doc['revision']}  {commit.get('date', '')}")
+    errors = [p for p in doc["problems"] if p["severity"] == "error"]
+    if errors:
+        lines.append("")
+        lines.append("Problems:")
+        lines += [f"  {p['file']}:{p['line']}: " + ": ".join(x for x in (p["object"], p["path"], p["message"]) if x)
+                  for p in errors]
+    if doc["changes"]:
+        lines += ["", "Changes:"]
+        for c in doc["changes"]:
+            t = c["target"]
+            what = " ".join(str(t[k]) for k in ("kind", "namespace", "name", "zone", "instance", "type") if t.get(k))
+            lines.append(f"  {c['action']:<7} {c['layer']:<10} {what}: {c.get('result', '')}")
+    bad = [v for v in doc["verification"] if not v["ok"]]
+    if bad:
+        lines += ["", "Not served:"] + [f"  {v['server']}: {v['name']} {v['type']}" for v in bad]
+    return "\n".join(lines) + "\n"

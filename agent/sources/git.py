@@ -1,0 +1,187 @@
+"""A Git remote as a revision source (GitPython).
+
+Cloned once into a cache directory, then fetched; follows a branch, or pins a tag or commit;
+shallow by default; an optional sub-path holds the CRs. Auth: an SSH deploy key (host keys checked
+against a known_hosts file unless explicitly disabled), an HTTPS token (passed to git through its
+environment, never on a command line or in a log), or none. Every network operation has a
+timeout. A force-pushed branch is simply followed: the work tree is reset to what the remote says.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import os
+import pathlib
+import shlex
+import shutil
+from typing import Any
+
+import git
+
+from agent.errors import ConfigError, SourceError
+
+log = logging.getLogger(__name__)
+NOTES_REF = "refs/notes/bindy-agent"
+
+
+@dataclasses.dataclass(frozen=True)
+class Commit:
+    sha: str
+    author: str
+    subject: str
+    date: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Snapshot:
+    revision: str
+    root: pathlib.Path  # the directory holding the CRs (sub-path applied)
+    commit: Commit
+
+
+@dataclasses.dataclass
+class GitSource:
+    url: str
+    cache: pathlib.Path
+    branch: str = "main"
+    ref: str | None = None  # a tag or commit to pin instead of following the branch
+    path: str = ""
+    depth: int | None = 50  # shallow, but deep enough to name the commits a run skipped
+    ssh_key: pathlib.Path | None = None
+    known_hosts: pathlib.Path | None = None
+    insecure_ignore_host_key: bool = False
+    token_file: pathlib.Path | None = None
+    timeout: float = 60
+
+    def __post_init__(self) -> None:
+        if self.ssh_key and not self.known_hosts and not self.insecure_ignore_host_key:
+            raise ConfigError("an SSH deploy key needs --known-hosts (or, knowingly, --insecure-ignore-host-key)")
+        digest = hashlib.sha256(self.url.encode()).hexdigest()[:12]
+        self.workdir = self.cache / f"repo-{digest}"
+
+    # -- git plumbing -------------------------------------------------------------------------
+    def env(self) -> dict[str, str]:
+        env: dict[str, str] = {"GIT_TERMINAL_PROMPT": "0"}
+        if self.ssh_key:
+            opts = ["ssh", "-i", str(self.ssh_key), "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes"]
+            if self.insecure_ignore_host_key:
+                opts += ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null"]
+            else:
+                opts += ["-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={self.known_hosts}"]
+            env["GIT_SSH_COMMAND"] = shlex.join(opts)
+        if self.token_file:
+            try:
+                token = self.token_file.read_text().strip()
+            except OSError as exc:
+                raise ConfigError(f"cannot read the Git token file {self.token_file}: {exc}") from exc
+            env.update({"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.extraHeader",
+                        "GIT_CONFIG_VALUE_0": f"Authorization: Bearer {token}"})
+        return env
+
+    def _git(self, repo: git.Repo | None, *args: str) -> str:
+        runner = repo.git if repo is not None else git.Git()
+        try:
+            with runner.custom_environment(**self.env()):
+                return str(runner.execute(["git", *args], kill_after_timeout=self.timeout))
+        except git.GitCommandError as exc:
+            raise SourceError(f"git {args[0]} {self._safe_url()}: {_stderr(exc)}") from exc
+
+    def _safe_url(self) -> str:
+        return self.url.split("@", 1)[-1] if "://" in self.url and "@" in self.url else self.url
+
+    def _target(self) -> str:
+        return self.ref or self.branch
+
+    # -- what a run needs ---------------------------------------------------------------------
+    def remote_head(self) -> str:
+        """The commit the remote points at now, without cloning (`git ls-remote`)."""
+        target = self._target()
+        if self.ref and len(self.ref) == 40 and all(c in "0123456789abcdef" for c in self.ref):
+            return self.ref
+        out = self._git(None, "ls-remote", self.url, target, f"refs/tags/{target}^{{}}")
+        lines = [line.split("\t") for line in out.splitlines() if line.strip()]
+        peeled = [sha for sha, name in lines if name.endswith("^{}")]
+        if peeled or lines:
+            return (peeled or [lines[0][0]])[0]
+        raise SourceError(f"{self._safe_url()} has no branch or tag {target!r}")
+
+    def repo(self) -> git.Repo:
+        if (self.workdir / ".git").is_dir():
+            return git.Repo(self.workdir)
+        self.cache.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        repo = git.Repo.init(self.workdir)
+        repo.git.remote("add", "origin", self.url)
+        return repo
+
+    def fetch(self) -> Snapshot:
+        """Brings the work tree to the remote's current commit (force-pushes included)."""
+        repo = self.repo()
+        depth = ["--depth", str(self.depth)] if self.depth else []
+        target = self._target()
+        if self.ref and len(self.ref) == 40:
+            self._git(repo, "fetch", "--quiet", *depth, "origin", self.ref)
+        else:
+            tag = f"refs/tags/{target}"
+            refspec = f"+{tag}:{tag}" if self.ref else f"+{target}:refs/remotes/origin/{target}"
+            self._git(repo, "fetch", "--quiet", "--force", *depth, "origin", refspec)
+        sha = self._git(repo, "rev-parse", "FETCH_HEAD^{commit}").strip()
+        self._git(repo, "checkout", "--quiet", "--force", "--detach", sha)
+        self._git(repo, "clean", "-q", "-ffdx")
+        root = self.workdir / self.path if self.path else self.workdir
+        if not root.is_dir():
+            raise SourceError(f"{self._safe_url()}@{sha[:12]}: no directory {self.path!r} in the repository")
+        return Snapshot(sha, root, self.commit(repo, sha))
+
+    @staticmethod
+    def commit(repo: git.Repo, sha: str) -> Commit:
+        c = repo.commit(sha)
+        return Commit(sha, f"{c.author.name} <{c.author.email}>", c.summary if isinstance(c.summary, str)
+                      else c.summary.decode(), c.committed_datetime.isoformat())
+
+    def commits_between(self, old: str | None, new: str) -> list[str]:
+        """Commits after `old` up to but excluding `new`, oldest first ([] if `old` is unknown)."""
+        if not old or old == new:
+            return []
+        repo = self.repo()
+        try:
+            out = self._git(repo, "rev-list", "--reverse", f"{old}..{new}")
+        except SourceError:
+            log.info("commit %s is not in the fetched history; cannot name the commits skipped", old[:12])
+            return []
+        return [sha for sha in out.split() if sha != new]
+
+    # -- notes ----------------------------------------------------------------------------------
+    def fetch_notes(self) -> None:
+        try:
+            self._git(self.repo(), "fetch", "--quiet", "origin", f"+{NOTES_REF}:{NOTES_REF}")
+        except SourceError as exc:
+            if "couldn't find remote ref" not in str(exc):
+                raise
+
+    def add_note(self, sha: str, text: str) -> None:
+        repo = self.repo()
+        with repo.git.custom_environment(GIT_AUTHOR_NAME="bindy-agent", GIT_AUTHOR_EMAIL="bindy-agent@localhost",
+                                         GIT_COMMITTER_NAME="bindy-agent",
+                                         GIT_COMMITTER_EMAIL="bindy-agent@localhost"):
+            repo.git.notes("--ref", NOTES_REF, "add", "--force", "--message", text, sha)
+
+    def push_notes(self) -> None:
+        self._git(self.repo(), "push", "--quiet", "origin", f"{NOTES_REF}:{NOTES_REF}")
+
+    def note(self, sha: str) -> str | None:
+        try:
+            return str(self.repo().git.notes("--ref", NOTES_REF, "show", sha))
+        except git.GitCommandError:
+            return None
+
+
+def _stderr(exc: git.GitCommandError) -> str:
+    text: Any = exc.stderr or exc.stdout or str(exc)
+    return " ".join(str(text).replace("stderr:", "").split())[:500]
+
+
+def is_local_repo(value: str) -> bool:
+    return os.path.isdir(value) and (pathlib.Path(value) / ".git").exists()
