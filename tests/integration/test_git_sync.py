@@ -1,0 +1,193 @@
+"""From a real Git remote to applied state, with a report note on every commit handled."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from agent import config, loader, report, runner
+from agent.reconcile import records
+from agent.reconcile.kubeapi import KubeApi
+from agent.reconcile.state import ConfigMapStore, FileStore
+from agent.sources.git import GitSource
+from tests.conftest import ROOT
+from tests.support import bind as bind_support
+from tests.support import dnsrepo
+from tests.support.gitremote import GitRemote
+from tests.support.kube import KubeCluster
+
+
+def _files(root: pathlib.Path) -> dict[str, str | None]:
+    return {str(p.relative_to(root)): p.read_text() for p in root.rglob("*.yaml")}
+
+
+@pytest.fixture
+def world(tmp_path: pathlib.Path, git_remote: GitRemote, bind: bind_support.BindPair, zone_api: Any) -> dict[str, Any]:
+    sample, tag = dnsrepo.unique_sample(tmp_path / "sample")
+    endpoints_file = dnsrepo.endpoint_map(tmp_path, bind, zone_api)
+    return {"remote": git_remote, "files": _files(sample), "tag": tag, "endpoints_file": endpoints_file,
+            "endpoints": config.load_endpoints(endpoints_file), "state": tmp_path / "state.json",
+            "cache": tmp_path / "cache", "tmp": tmp_path}
+
+
+def _source(world: dict[str, Any]) -> GitSource:
+    return GitSource(world["remote"].url, world["cache"])
+
+
+def _sync(world: dict[str, Any], **kwargs: Any) -> runner.GitRun:
+    return runner.sync_git(_source(world), store=FileStore(world["state"]), endpoints=world["endpoints"],
+                           **kwargs)
+
+
+def _zone_snapshot(world: dict[str, Any]) -> dict[Any, Any]:
+    primary = world["endpoints"]["dns-system/dns-primary-0"]
+    tag = world["tag"]
+    return {z: records.observe(primary, z) for z in (f"example-{tag}.com.", f"example-{tag}.org.")}
+
+
+def _note_from_fresh_clone(world: dict[str, Any], sha: str) -> str:
+    clone = world["tmp"] / f"fresh-{sha[:8]}"
+    subprocess.run(["git", "clone", "-q", world["remote"].url, str(clone)], check=True)
+    subprocess.run(["git", "-C", str(clone), "fetch", "-q", "origin", "refs/notes/*:refs/notes/*"], check=True)
+    return subprocess.run(["git", "-C", str(clone), "notes", "--ref=bindy-agent", "show", sha],
+                          capture_output=True, text=True, check=True).stdout
+
+
+def test_a_pushed_commit_is_applied_and_its_note_is_readable_with_plain_git(world: dict[str, Any]) -> None:
+    remote = world["remote"]
+    sha = remote.commit("Add DNS for example", world["files"])
+    remote.push()
+    cli = [sys.executable, "-m", "agent", "sync", "--repo", remote.url, "--endpoints", str(world["endpoints_file"]),
+           "--state", str(world["state"]), "--cache", str(world["cache"])]
+    done = subprocess.run(cli, capture_output=True, text=True, cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stderr
+    primary = world["endpoints"]["dns-system/dns-primary-0"]
+    assert records.query(primary, f"www.example-{world['tag']}.com.", "A") == ("192.0.2.10", "192.0.2.11", "192.0.2.12")
+
+    note = _note_from_fresh_clone(world, sha)
+    assert note.startswith(f'bindy-agent: applied {sha[:12]} "Add DNS for example" (Test Author <author@example.com>)')
+    doc = report.parse(note)
+    assert (doc["outcome"], doc["revision"], doc["summary"]["rrsetChanges"]) == ("applied", sha, 21)
+    assert doc["summary"]["verified"] == doc["summary"]["checks"] == 42
+    assert all(c["result"] == "applied" for c in doc["changes"])
+
+    shown = subprocess.run([sys.executable, "-m", "agent", "report", "--repo", remote.url, "--cache",
+                            str(world["tmp"] / "report-cache")], capture_output=True, text=True, cwd=ROOT, check=False)
+    assert shown.returncode == 0 and shown.stdout.startswith("bindy-agent: applied")
+    as_json = subprocess.run([sys.executable, "-m", "agent", "report", sha, "--repo", remote.url, "-o", "json",
+                              "--cache", str(world["tmp"] / "report-cache")], capture_output=True, text=True,
+                             cwd=ROOT, check=False)
+    assert json.loads(as_json.stdout)["outcome"] == "applied"
+
+
+def test_bad_commits_are_rejected_change_nothing_and_the_fix_applies(
+        world: dict[str, Any], kube: KubeCluster, namespace: str) -> None:
+    remote, tag = world["remote"], world["tag"]
+    files = {k: v.replace("dns-system", namespace) if v else v for k, v in world["files"].items()}
+    endpoints = {k.replace("dns-system", namespace): v for k, v in world["endpoints"].items()}
+    world["endpoints"] = {**world["endpoints"], **endpoints}
+    api = KubeApi.from_kubeconfig(str(kube.kubeconfig))
+
+    def sync(api: KubeApi) -> runner.GitRun:
+        return runner.sync_git(_source(world), store=ConfigMapStore(api, namespace), kube_api=api,
+                               endpoints=endpoints, agent_namespace=namespace)
+
+    remote.commit("Initial DNS", files)
+    remote.push()
+    assert sync(api).outcome == "applied"
+    before = _zone_snapshot(world)
+
+    web = "records/example-com/web.yaml"
+    bad_commits = [
+        ("Broken YAML", {web: files[web] + "---\nkind: [unclosed\n"},
+         f"{web}:50: YAML syntax error: while parsing a flow sequence (opened at line 49)"),
+        ("Schema error", {web: files[web].replace("  ttl: 300\n  ipv4Addresses:", "  ttl: soon\n  ipv4Addresses:")},
+         f"{web}:10: ARecord/{namespace}/www: spec.ttl: input should be a valid integer"),
+        ("CNAME conflict", {web: files[web] + f"""---
+apiVersion: bindy.firestoned.io/v1beta1
+kind: CNAMERecord
+metadata: {{name: www-alias, namespace: {namespace}, labels: {{zone: example-com}}}}
+spec: {{name: www, target: shop.example-{tag}.com.}}
+"""}, "a CNAME cannot share its name with other records (A, AAAA)"),
+    ]
+    for subject, change, expected in bad_commits:
+        sha = remote.commit(subject, {**files, **change})
+        remote.push()
+        checker = KubeApi.from_kubeconfig(str(kube.kubeconfig))
+        run = sync(checker)
+        assert run.outcome == "rejected" and run.revision == sha
+        assert checker.write_count == 1  # only the agent's own state ConfigMap (seen/outcome)
+        assert _zone_snapshot(world) == before
+        note = report.parse(_note_from_fresh_clone(world, sha))
+        assert note["outcome"] == "rejected" and note["changes"] == []
+        messages = [f"{p['file']}:{p['line']}: {p['object'] + ': ' if p['object'] else ''}"
+                    f"{p['path'] + ': ' if p['path'] else ''}{p['message']}" for p in note["problems"]]
+        assert any(expected in m for m in messages), (expected, messages)
+
+    fixed = files[web].replace("    - 192.0.2.12\n", "    - 192.0.2.14\n")
+    sha = remote.commit("Fix: new front end", {**files, web: fixed})
+    remote.push()
+    run = sync(api)
+    assert run.outcome == "applied" and run.revision == sha
+    assert records.query(world["endpoints"][f"{namespace}/dns-primary-0"], f"www.example-{tag}.com.", "A") == (
+        "192.0.2.10", "192.0.2.11", "192.0.2.14")
+
+
+def test_two_commits_before_a_sync_the_older_is_superseded(world: dict[str, Any]) -> None:
+    remote = world["remote"]
+    remote.commit("Initial DNS", world["files"])
+    remote.push()
+    assert _sync(world).outcome == "applied"
+    web = "records/example-com/web.yaml"
+    older = remote.commit("Step 1", {web: world["files"][web].replace("192.0.2.12", "192.0.2.21")})
+    newer = remote.commit("Step 2", {web: world["files"][web].replace("192.0.2.12", "192.0.2.22")})
+    remote.push()
+    run = _sync(world)
+    assert (run.outcome, run.revision, run.superseded) == ("applied", newer, [older])
+    old_note = report.parse(_note_from_fresh_clone(world, older))
+    assert (old_note["outcome"], old_note["supersededBy"]) == ("superseded", newer)
+    assert report.parse(_note_from_fresh_clone(world, newer))["outcome"] == "applied"
+
+
+def test_a_force_push_rewriting_history_is_followed(world: dict[str, Any]) -> None:
+    remote, tag = world["remote"], world["tag"]
+    remote.commit("Initial DNS", world["files"])
+    remote.push()
+    assert _sync(world).outcome == "applied"
+    web = "records/example-com/web.yaml"
+    remote.commit("Oops", {web: world["files"][web].replace("192.0.2.12", "192.0.2.66")})
+    remote.push()
+    assert _sync(world).outcome == "applied"
+    rewritten = remote.rewrite_last("Oops (fixed)", {web: world["files"][web].replace("192.0.2.12", "192.0.2.77")})
+    remote.push(force=True)
+    run = _sync(world)
+    assert (run.outcome, run.revision) == ("applied", rewritten)
+    primary = world["endpoints"]["dns-system/dns-primary-0"]
+    assert records.query(primary, f"www.example-{tag}.com.", "A") == ("192.0.2.10", "192.0.2.11", "192.0.2.77")
+
+
+def test_the_same_revision_twice_is_a_no_op_without_parsing_or_writes(
+        world: dict[str, Any], kube: KubeCluster, namespace: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    remote = world["remote"]
+    files = {k: v.replace("dns-system", namespace) if v else v for k, v in world["files"].items()}
+    remote.commit("Initial", files)
+    remote.push()
+    first_api = KubeApi.from_kubeconfig(str(kube.kubeconfig))
+    store = ConfigMapStore(first_api, namespace)
+    assert runner.sync_git(_source(world), store=store, kube_api=first_api, agent_namespace=namespace).outcome == "applied"
+
+    loads: list[Any] = []
+    real_load = loader.load_dir
+    monkeypatch.setattr(loader, "load_dir", lambda *a, **k: loads.append(a) or real_load(*a, **k))
+    fetch_head = world["cache"].glob("repo-*/.git/FETCH_HEAD")
+    mtimes = [p.stat().st_mtime for p in fetch_head]
+    api = KubeApi.from_kubeconfig(str(kube.kubeconfig))
+    run = runner.sync_git(_source(world), store=ConfigMapStore(api, namespace), kube_api=api,
+                          agent_namespace=namespace)
+    assert (run.outcome, run.parsed, loads, api.write_count) == ("unchanged", False, [], 0)
+    assert [p.stat().st_mtime for p in world["cache"].glob("repo-*/.git/FETCH_HEAD")] == mtimes  # no fetch
