@@ -149,6 +149,13 @@ def sync_git(source: GitSource, *, store: Store, kube_api: KubeApi | None = None
     reports: list[report.Report] = []
     if state is None or problems.errors(found):
         git_run.message = f"{len(problems.errors(found))} validation errors; nothing applied"
+        if kube_api is not None and not dry_run:
+            serving = f"; still serving {agent_state.applied[:12]}" if agent_state.applied else ""
+            first = problems.sorted_problems(problems.errors(found))[0]
+            namespace = apply_kwargs.get("agent_namespace", kube.DEFAULT_AGENT_NAMESPACE)
+            kube.mark_rejected(kube_api, agent_namespace=namespace,
+                               message=f"revision {snap.revision[:12]} rejected: {git_run.message} (first: {first})"
+                               f"{serving}")
         reports.append(report.Report(run_id, snap.revision, "rejected", commit, started_at,
                                      time.monotonic() - started, problems=found))
     else:

@@ -310,3 +310,23 @@ def sync(api: KubeApi, desired: Desired, *, revision: str | None, dry_run: bool 
     if statuses:
         write_statuses(api, desired, result, revision=revision)
     return SyncOutcome(changes, result)
+
+
+def mark_rejected(api: KubeApi, *, agent_namespace: str, message: str) -> int:
+    """After an invalid revision: every CR this agent manages keeps its state (the last good
+    revision keeps serving) and gains `Progressing=False, reason RevisionRejected` saying why.
+    Returns the number of statuses written (only those that changed)."""
+    written = 0
+    now = _now()
+    for kind in kinds.KINDS.values():
+        for live in api.list(kind.name, label_selector=kubediff.selector(agent_namespace)):
+            old = live.get("status") or {}
+            conds = [c for c in old.get("conditions") or [] if c.get("type") != "Progressing"]
+            conds.append({"type": "Progressing", "status": "False", "reason": "RevisionRejected", "message": message})
+            new = {**old, "conditions": conds}
+            if not status.changed(new, old):
+                continue
+            meta = live["metadata"]
+            api.apply_status(kind.name, meta.get("namespace"), meta["name"], status.merge_times(new, old, now))
+            written += 1
+    return written

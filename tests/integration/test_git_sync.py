@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 import pytest
+from kubernetes import client
 
 from agent import config, loader, report, runner
 from agent.reconcile import records
@@ -121,7 +122,17 @@ spec: {{name: www, target: shop.example-{tag}.com.}}
         checker = KubeApi.from_kubeconfig(str(kube.kubeconfig))
         run = sync(checker)
         assert run.outcome == "rejected" and run.revision == sha
-        assert checker.write_count == 1  # only the agent's own state ConfigMap (seen/outcome)
+        # nothing applied or deleted: the only writes are CR statuses saying why, and the agent's state
+        assert set(checker.writes) == {"PATCH"} and checker.reads["GET"] > 0
+        assert len(list(client.CustomObjectsApi(kube.api_client()).list_namespaced_custom_object(
+            "bindy.firestoned.io", "v1beta1", namespace, "arecords")["items"])) == 8
+        www = client.CustomObjectsApi(kube.api_client()).get_namespaced_custom_object(
+            "bindy.firestoned.io", "v1beta1", namespace, "arecords", "www")
+        progressing = next(c for c in www["status"]["conditions"] if c["type"] == "Progressing")
+        assert (progressing["status"], progressing["reason"]) == ("False", "RevisionRejected")
+        assert progressing["message"].startswith(f"revision {sha[:12]} rejected: ")
+        assert next(c for c in www["status"]["conditions"] if c["type"] == "Ready")["status"] == "True"
+        assert www["status"]["lastAppliedRevision"] != sha
         assert _zone_snapshot(world) == before
         note = report.parse(_note_from_fresh_clone(world, sha))
         assert note["outcome"] == "rejected" and note["changes"] == []
@@ -191,3 +202,22 @@ def test_the_same_revision_twice_is_a_no_op_without_parsing_or_writes(
                           agent_namespace=namespace)
     assert (run.outcome, run.parsed, loads, api.write_count) == ("unchanged", False, [], 0)
     assert [p.stat().st_mtime for p in world["cache"].glob("repo-*/.git/FETCH_HEAD")] == mtimes  # no fetch
+
+
+def test_a_pinned_tag_and_a_sub_path(world: dict[str, Any]) -> None:
+    remote, tag = world["remote"], world["tag"]
+    nested = {f"dns/{k}": v for k, v in world["files"].items()}
+    pinned = remote.commit("Release 1", {**nested, "README.md": "not DNS\n"})
+    remote.cmd("tag", "-a", "v1", "-m", "release 1")
+    web = "dns/records/example-com/web.yaml"
+    remote.commit("Later work", {web: nested[web].replace("192.0.2.12", "192.0.2.88")})
+    remote.push()
+    remote.cmd("push", "-q", "origin", "v1")
+    source = GitSource(remote.url, world["cache"], ref="v1", path="dns")
+    run = runner.sync_git(source, store=FileStore(world["state"]), endpoints=world["endpoints"])
+    assert (run.outcome, run.revision) == ("applied", pinned)
+    primary = world["endpoints"]["dns-system/dns-primary-0"]
+    assert records.query(primary, f"www.example-{tag}.com.", "A") == ("192.0.2.10", "192.0.2.11", "192.0.2.12")
+    missing = GitSource(remote.url, world["tmp"] / "cache2", path="nope")
+    assert runner.sync_git(missing, store=FileStore(world["tmp"] / "s2.json"), endpoints=world["endpoints"]).outcome \
+        == "unreachable"
