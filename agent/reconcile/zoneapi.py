@@ -72,6 +72,11 @@ class ZoneApi:
         response = self._request("GET", f"/zones/{self.check(zone, 'zone name')}", ok=(200, 404))
         return None if response.status_code == 404 else dict(response.json())
 
+    def status(self, zone: str) -> dict[str, Any] | None:
+        """`rndc zonestatus` through the API; None if the instance does not serve the zone."""
+        response = self._request("GET", f"/zones/{self.check(zone, 'zone name')}/status", ok=(200, 404))
+        return None if response.status_code == 404 else dict(response.json())
+
     def create(self, body: dict[str, Any]) -> bool:
         """Creates a zone; False if it already existed (409)."""
         self.check(body["zoneName"], "zone name")
