@@ -23,7 +23,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from agent import __version__, desired, kubediff, loader, plan, problems
+from agent import __version__, config, desired, kubediff, loader, plan, problems
 from agent.errors import KubeError
 from agent.model import schema
 
@@ -132,6 +132,21 @@ def _parser() -> argparse.ArgumentParser:
     git_args.add_argument("--resync-after", type=float, default=600, metavar="SECONDS",
                           help="an unchanged revision is a no-op until this long after the last full "
                           "reconcile (default: %(default)s)")
+
+    rn = verbs.add_parser("run", help="the long-running agent: scheduled syncs, webhook, health, metrics",
+                          description="Sync a Git repository on an interval and on signed push webhooks; serve "
+                          "/healthz, /readyz, /metrics and POST /hooks/git. Settings come from flags, then "
+                          "BINDY_AGENT_* environment variables, then --config FILE. SIGTERM finishes the "
+                          "current run and exits.")
+    rn.set_defaults(func=_run)
+    rn.add_argument("--config", type=pathlib.Path, metavar="FILE", help="YAML file of settings")
+    rn.add_argument("--print-config", action="store_true", help="print the effective settings and exit")
+    for name, field in config.Settings.model_fields.items():
+        flag = "--" + name.replace("_", "-")
+        if field.annotation is bool:
+            rn.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None)
+        else:
+            rn.add_argument(flag, dest=name, default=None, help=field.description)
 
     rp = verbs.add_parser("report", help="print the report the agent attached to a commit",
                           description="Fetch refs/notes/bindy-agent from the repository and print the report on "
@@ -421,6 +436,38 @@ def _schemas(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+
+
+def _run(args: argparse.Namespace) -> int:
+    import signal
+    import threading
+
+    from agent import logs, scheduler
+    from agent.errors import AgentError
+
+    flags = {name: getattr(args, name) for name in config.Settings.model_fields}
+    try:
+        settings = config.load_settings(flags, config_file=args.config)
+    except AgentError as exc:
+        print(f"bindy-agent run: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    if args.print_config:
+        print(json.dumps(settings.masked(), indent=2))
+        return EXIT_OK
+    logs.configure(settings.log_format)
+    try:
+        agent = scheduler.Agent(settings)
+    except (AgentError, OSError) as exc:
+        print(f"bindy-agent run: error: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    signal.signal(signal.SIGINT, lambda *_: done.set())
+    agent.start()
+    done.wait()
+    logging.getLogger("agent").info("stopping: finishing the current run")
+    agent.stop()
+    return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,55 @@
+"""Settings precedence, webhook signatures, and JSON log lines of the long-running agent."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import pathlib
+
+import pytest
+
+from agent import config, logs, scheduler
+from agent.errors import ConfigError
+
+
+def test_flags_beat_environment_beat_file(tmp_path: pathlib.Path) -> None:
+    file = tmp_path / "agent.yaml"
+    file.write_text("repo: https://git.example/dns.git\ninterval: 30\nbranch: from-file\npush-notes: false\n")
+    env = {"BINDY_AGENT_INTERVAL": "45", "BINDY_AGENT_BRANCH": "from-env", "BINDY_AGENT_FORCE": "yes"}
+    settings = config.load_settings({"branch": "from-flag", "interval": None}, config_file=file, environ=env)
+    assert (settings.repo, settings.interval, settings.branch) == ("https://git.example/dns.git", 45, "from-flag")
+    assert (settings.push_notes, settings.force) == (False, True)
+
+
+def test_bad_settings_name_the_flag_and_the_variable() -> None:
+    with pytest.raises(ConfigError, match=r"setting interval: .* \(flag --interval, environment BINDY_AGENT_INTERVAL\)"):
+        config.load_settings({"repo": "x", "interval": "-1"}, environ={})
+    with pytest.raises(ConfigError, match="setting repo: Field required"):
+        config.load_settings({}, environ={})
+    with pytest.raises(ConfigError, match="BINDY_AGENT_FORCE: expected true or false"):
+        config.load_settings({"repo": "x"}, environ={"BINDY_AGENT_FORCE": "maybe"})
+
+
+@pytest.mark.parametrize("headers, ok", [
+    ({"X-Hub-Signature-256": "sha256=" + hmac.new(b"k", b"body", hashlib.sha256).hexdigest()}, True),
+    ({"X-Signature-256": "sha256=" + hmac.new(b"k", b"body", hashlib.sha256).hexdigest()}, True),
+    ({"X-Gitlab-Token": "k"}, True),
+    ({"X-Hub-Signature-256": "sha256=" + hmac.new(b"other", b"body", hashlib.sha256).hexdigest()}, False),
+    ({"X-Gitlab-Token": "wrong"}, False),
+    ({}, False),
+])
+def test_webhook_signatures(headers: dict[str, str], ok: bool) -> None:
+    assert scheduler.verify_webhook(b"k", b"body", headers) is ok
+
+
+def test_json_log_lines_carry_run_id_and_revision() -> None:
+    record = logging.LogRecord("agent.runner", logging.INFO, __file__, 1, "sync %s", ("applied",), None)
+    token_run, token_rev = logs.run_id.set("abc123"), logs.revision.set("f" * 40)
+    try:
+        line = json.loads(logs.JsonFormatter().format(record))
+    finally:
+        logs.run_id.reset(token_run)
+        logs.revision.reset(token_rev)
+    assert (line["msg"], line["runId"], line["revision"], line["level"]) == ("sync applied", "abc123", "f" * 40, "info")
