@@ -149,6 +149,9 @@ class Settings(pydantic.BaseModel):
     webhook_secret_file: pathlib.Path | None = None
     force: bool = False
     log_format: str = pydantic.Field("json", pattern="^(json|text)$")
+    leader_election: bool = pydantic.Field(True, description="with a cluster: only the Lease holder syncs")
+    lease_name: str = "bindy-agent"
+    lease_duration: int = pydantic.Field(15, ge=2, description="seconds before a silent leader is replaced")
 
     def masked(self) -> dict[str, object]:
         """The effective settings for --print-config (file paths only; no secret values exist here)."""

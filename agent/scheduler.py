@@ -25,6 +25,8 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from agent import config, logs, runner
+from agent.errors import AgentError
+from agent.reconcile import lease
 from agent.reconcile.kubeapi import KubeApi
 from agent.reconcile.state import ConfigMapStore, FileStore, Store
 from agent.sources.git import GitSource
@@ -103,6 +105,9 @@ class Agent:
         self.store: Store = (ConfigMapStore(self.api, settings.agent_namespace) if self.api is not None
                              else FileStore(settings.state or settings.cache / "state.json"))
         self.secret = settings.webhook_secret_file.read_bytes().strip() if settings.webhook_secret_file else None
+        self.elector = (lease.LeaderElector(self.api, settings.agent_namespace, name=settings.lease_name,
+                                            duration=settings.lease_duration)
+                        if self.api is not None and settings.leader_election else None)
         self.wake = threading.Event()
         self.stopping = threading.Event()
         self.ready = self.store.load().applied is not None  # serving the last good revision
@@ -129,7 +134,8 @@ class Agent:
                     alive = agent.worker.is_alive() and not agent.stopping.is_set()
                     self._reply(200 if alive else 503, b"ok\n" if alive else b"stopping\n")
                 elif self.path == "/readyz":
-                    self._reply(200 if agent.ready else 503, b"ready\n" if agent.ready else b"no good revision yet\n")
+                    ready = agent.is_ready()
+                    self._reply(200 if ready else 503, b"ready\n" if ready else b"no good revision yet\n")
                 elif self.path == "/metrics":
                     self._reply(200, prometheus_client.generate_latest(agent.metrics.registry),
                                 prometheus_client.CONTENT_TYPE_LATEST)
@@ -152,6 +158,15 @@ class Agent:
 
         self.httpd = http.server.ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler)
         self.http_thread = threading.Thread(target=self.httpd.serve_forever, name="http", daemon=True)
+
+    def is_ready(self) -> bool:
+        """Ready after a good sync, or while a good revision serves (a standby reads the shared state)."""
+        if not self.ready and self.elector is not None and not self.elector.leader:
+            try:
+                self.ready = self.store.load().applied is not None
+            except AgentError:  # the probe must answer, not raise
+                return False
+        return self.ready
 
     def trigger(self, why: str) -> None:
         log.debug("sync requested by %s", why)
@@ -188,6 +203,14 @@ class Agent:
         log.info("sync %s: %s", run.outcome, run.message or (run.result.outcome if run.result else ""))
         return run
 
+    def _elect(self) -> None:
+        """Renews (or tries to take) the Lease three times per lease duration."""
+        assert self.elector is not None
+        while not self.stopping.wait(self.settings.lease_duration / 3):
+            was = self.elector.leader
+            if self.elector.tick() and not was:
+                self.trigger("leadership")
+
     def _loop(self) -> None:
         while not self.stopping.is_set():
             if not self.wake.wait(timeout=1):
@@ -195,6 +218,8 @@ class Agent:
             self.wake.clear()
             if self.stopping.is_set():
                 break
+            if self.elector is not None and not self.elector.leader:
+                continue  # a standby stays ready but does not sync
             try:
                 self.run_once()
             except Exception:  # the loop boundary: log, count, keep serving
@@ -204,14 +229,18 @@ class Agent:
             self.runs += 1
 
     def start(self) -> None:
+        if self.elector is not None:
+            self.elector.tick()
+            threading.Thread(target=self._elect, name="lease", daemon=True).start()
         every = IntervalTrigger(seconds=self.settings.interval, jitter=self.settings.jitter)
         self.scheduler.add_job(self.trigger, every, args=["schedule"], coalesce=True, max_instances=1, id="sync")
         self.worker.start()
         self.http_thread.start()
         self.scheduler.start()
         self.trigger("start")
-        log.info("bindy-agent running: %s (%s), every %.0f s, listening on %s", self.settings.repo,
-                 self.settings.ref or self.settings.branch, self.settings.interval, self.settings.listen)
+        log.info("bindy-agent running: %s (%s), every %.0f s, listening on %s%s", self.settings.repo,
+                 self.settings.ref or self.settings.branch, self.settings.interval, self.settings.listen,
+                 f", as {self.elector.identity}" if self.elector else "")
 
     def stop(self) -> None:
         """Finishes the run in progress (a run is never cut in half), then stops everything."""
@@ -219,6 +248,8 @@ class Agent:
         self.scheduler.shutdown(wait=False)
         self.wake.set()
         self.worker.join(timeout=300)
+        if self.elector is not None:
+            self.elector.release()
         self.httpd.shutdown()
         self.httpd.server_close()
         if self.api is not None:

@@ -54,6 +54,8 @@ RESOURCES: dict[str, Resource] = {
     "ConfigMap": Resource("v1", "ConfigMap", "configmaps", True),
     "Service": Resource("v1", "Service", "services", True),
     "Deployment": Resource("apps/v1", "Deployment", "deployments", True),
+    "Lease": Resource("coordination.k8s.io/v1", "Lease", "leases", True),
+    "Event": Resource("v1", "Event", "events", True),
     "CustomResourceDefinition": Resource("apiextensions.k8s.io/v1", "CustomResourceDefinition",
                                          "customresourcedefinitions", False),
     **{k.name: Resource(kinds.API_VERSION, k.name, k.plural, k.namespaced) for k in kinds.KINDS.values()},
@@ -152,6 +154,19 @@ class KubeApi:
         query = [("fieldManager", FIELD_MANAGER), ("force", "true")]
         result: dict[str, Any] = self._call("PATCH", res.path(namespace, name, "status"), query=query,
                                             body=json.dumps(body), content_type="application/apply-patch+yaml")
+        return result
+
+    def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        """POST a new object (fails with reason "conflict" if it exists)."""
+        meta = body["metadata"]
+        result: dict[str, Any] = self._call("POST", RESOURCES[body["kind"]].path(meta.get("namespace")), body=body)
+        return result
+
+    def replace(self, body: dict[str, Any]) -> dict[str, Any]:
+        """PUT an object; with metadata.resourceVersion set, fails with reason "conflict" if it changed."""
+        meta = body["metadata"]
+        result: dict[str, Any] = self._call("PUT", RESOURCES[body["kind"]].path(meta.get("namespace"), meta["name"]),
+                                            body=body)
         return result
 
     def delete(self, kind: str, namespace: str | None, name: str, *, propagation: str = "Background") -> bool:

@@ -1,0 +1,100 @@
+"""Leader election with a coordination.k8s.io/v1 Lease, so that only one replica syncs.
+
+The holder renews the Lease every `renew` seconds; another replica takes it over once
+`renewTime + leaseDurationSeconds` has passed. Every write carries the resourceVersion it read,
+so two replicas racing for an expired Lease cannot both win. Stopping releases the Lease at once.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import socket
+import uuid
+
+from agent.errors import KubeError
+from agent.reconcile.kubeapi import KubeApi
+
+log = logging.getLogger(__name__)
+
+
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
+def _fmt(t: datetime.datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _parse(value: str | None) -> datetime.datetime | None:
+    if not value:
+        return None
+    return datetime.datetime.strptime(value.replace("Z", ""), "%Y-%m-%dT%H:%M:%S.%f").replace(tzinfo=datetime.UTC)
+
+
+def default_identity() -> str:
+    return f"{os.environ.get('POD_NAME') or socket.gethostname()}-{uuid.uuid4().hex[:6]}"
+
+
+class LeaderElector:
+    def __init__(self, api: KubeApi, namespace: str, *, name: str = "bindy-agent", identity: str | None = None,
+                 duration: int = 15) -> None:
+        self.api, self.namespace, self.name = api, namespace, name
+        self.identity = identity or default_identity()
+        self.duration = duration
+        self.leader = False
+
+    def _body(self, spec: dict[str, object], resource_version: str | None = None) -> dict[str, object]:
+        meta: dict[str, object] = {"name": self.name, "namespace": self.namespace,
+                                   "labels": {"app.kubernetes.io/name": "bindy-agent"}}
+        if resource_version:
+            meta["resourceVersion"] = resource_version
+        return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta, "spec": spec}
+
+    def tick(self) -> bool:
+        """Acquires or renews the Lease if it can; returns whether this replica leads now."""
+        now = _now()
+        try:
+            lease = self.api.get("Lease", self.namespace, self.name)
+            if lease is None:
+                self.api.create(self._body({"holderIdentity": self.identity, "leaseDurationSeconds": self.duration,
+                                            "acquireTime": _fmt(now), "renewTime": _fmt(now), "leaseTransitions": 0}))
+                return self._set(True)
+            spec = lease.get("spec") or {}
+            holder = spec.get("holderIdentity") or ""
+            renewed = _parse(spec.get("renewTime"))
+            duration = int(spec.get("leaseDurationSeconds") or self.duration)
+            expired = renewed is None or renewed + datetime.timedelta(seconds=duration) < now
+            if holder and holder != self.identity and not expired:
+                return self._set(False)
+            new = dict(spec, holderIdentity=self.identity, leaseDurationSeconds=self.duration, renewTime=_fmt(now))
+            if holder != self.identity:
+                new["acquireTime"] = _fmt(now)
+                new["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
+            self.api.replace(self._body(new, lease["metadata"]["resourceVersion"]))
+            return self._set(True)
+        except KubeError as exc:
+            if exc.reason != "conflict":
+                log.warning("leader election: %s", exc)
+            return self._set(False)
+
+    def _set(self, leader: bool) -> bool:
+        if leader != self.leader:
+            log.info("leader election: %s %s the lease %s/%s", self.identity, "holds" if leader else "lost",
+                     self.namespace, self.name)
+        self.leader = leader
+        return leader
+
+    def release(self) -> None:
+        """Gives the Lease up so a standby takes over without waiting for it to expire."""
+        if not self.leader:
+            return
+        try:
+            lease = self.api.get("Lease", self.namespace, self.name)
+            if lease and (lease.get("spec") or {}).get("holderIdentity") == self.identity:
+                spec = dict(lease["spec"], holderIdentity="", renewTime=_fmt(_now() - datetime.timedelta(days=1)))
+                self.api.replace(self._body(spec, lease["metadata"]["resourceVersion"]))
+        except KubeError as exc:
+            log.warning("leader election: could not release the lease: %s", exc)
+        self.leader = False
