@@ -30,14 +30,15 @@ from agent.errors import KubeError
 from agent.loader import ObjectKey
 from agent.model import kinds, schema
 from agent.reconcile.dns import DnsResult
-from agent.reconcile.kubeapi import RESOURCES, KubeApi
+from agent.reconcile.kubeapi import KubeApi
 
 log = logging.getLogger(__name__)
 WORKERS = 8  # concurrent API calls for independent objects (same tier)
 T = TypeVar("T")
 INVENTORY = "bindy-agent-inventory"
 DEFAULT_AGENT_NAMESPACE = "bindy-agent"
-MANAGED_KINDS = [k for k in RESOURCES if k not in ("Namespace", "CustomResourceDefinition")]
+# what the agent creates and prunes (not: namespaces it only ensures, CRDs, its Lease, Events)
+MANAGED_KINDS = [*kinds.KINDS, "ServiceAccount", "Secret", "ConfigMap", "Service", "Deployment"]
 
 
 def install_crds(api: KubeApi, *, timeout: float = 60) -> list[str]:

@@ -190,7 +190,10 @@ def _translate(method: str, path: str, status: int, data: bytes | None) -> KubeE
     where = f"{method} {urllib.parse.unquote(path)}"
     if status == 403:
         d = detail.get("details") or {}
-        verb, resource = _VERBS.get(method, method.lower()), d.get("kind") or path.rsplit("/", 2)[-2]
+        resource = d.get("kind") or path.rsplit("/", 2)[-2]
+        verb = _VERBS.get(method, method.lower())
+        if method == "GET" and path.split("?")[0].rstrip("/").endswith("/" + resource):
+            verb = "list"  # a GET of a collection
         return KubeError(f"{where}: forbidden: the agent's account may not {verb} {resource} "
                          f"(missing RBAC rule: verbs [{verb}] on resource {resource}): {message}",
                          reason="forbidden")
