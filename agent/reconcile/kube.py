@@ -284,6 +284,13 @@ def write_statuses(api: KubeApi, desired: Desired, result: KubeResult, *, revisi
         except KubeError as exc:
             log.warning("status of %s not written: %s", key, exc)
             result.failed.setdefault(key, f"status not written: {exc}")
+            return
+        conds = {c["type"]: c for c in new.get("conditions", [])}
+        degraded, ready = conds.get("Degraded", {}), conds.get("Ready", {})
+        if degraded.get("status") == "True":
+            emit_event(api, live[key], "Warning", degraded.get("reason", "Degraded"), degraded.get("message", ""))
+        elif ready.get("status") == "True":
+            emit_event(api, live[key], "Normal", "Applied", f"revision {revision}: {ready.get('message', '')}")
 
     _parallel(write, todo)
     result.statuses_written.sort(key=str)
@@ -313,6 +320,25 @@ def sync(api: KubeApi, desired: Desired, *, revision: str | None, dry_run: bool 
     return SyncOutcome(changes, result)
 
 
+def emit_event(api: KubeApi, obj: dict[str, Any], kind: str, reason: str, message: str) -> None:
+    """A Kubernetes Event on a CR (kubectl describe shows it). Failing to emit is only logged."""
+    meta = obj["metadata"]
+    now = _now()
+    body = {
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"generateName": f"{meta['name']}.", "namespace": meta.get("namespace") or "default"},
+        "involvedObject": {"apiVersion": obj.get("apiVersion", kinds.API_VERSION), "kind": obj.get("kind"),
+                           "name": meta["name"], "namespace": meta.get("namespace"), "uid": meta.get("uid")},
+        "reason": reason, "message": message[:1024], "type": kind, "count": 1,
+        "firstTimestamp": now, "lastTimestamp": now, "source": {"component": "bindy-agent"},
+        "reportingComponent": "bindy-agent",
+    }
+    try:
+        api.create(body)
+    except KubeError as exc:
+        log.warning("event %s on %s/%s not recorded: %s", reason, obj.get("kind"), meta["name"], exc)
+
+
 def mark_rejected(api: KubeApi, *, agent_namespace: str, message: str) -> int:
     """After an invalid revision: every CR this agent manages keeps its state (the last good
     revision keeps serving) and gains `Progressing=False, reason RevisionRejected` saying why.
@@ -329,5 +355,6 @@ def mark_rejected(api: KubeApi, *, agent_namespace: str, message: str) -> int:
                 continue
             meta = live["metadata"]
             api.apply_status(kind.name, meta.get("namespace"), meta["name"], status.merge_times(new, old, now))
+            emit_event(api, live, "Warning", "RevisionRejected", message)
             written += 1
     return written

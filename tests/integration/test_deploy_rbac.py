@@ -46,6 +46,9 @@ def test_a_full_sync_works_under_the_shipped_rbac_and_nothing_more(kube: KubeClu
     outcome = reconcile.sync(api, state, revision="rbac-test", agent_namespace="bindy-agent")
     assert outcome.result is not None and outcome.result.failed == {}, outcome.result.failed if outcome.result else None
     assert len(outcome.result.applied) == 38 and len(outcome.result.statuses_written) == 29
+    events = client.CoreV1Api(kube_client).list_namespaced_event("dns-system").items
+    applied = {(e.involved_object.kind, e.involved_object.name) for e in events if e.reason == "Applied"}
+    assert ("Bind9Cluster", "dns") in applied and ("Bind9Instance", "dns-primary-0") in applied
     assert reconcile.sync(api, state, revision="rbac-test", agent_namespace="bindy-agent").plan_changes == []
     assert LeaderElector(api, "bindy-agent", name="rbac-test").tick() is True
 

@@ -122,8 +122,8 @@ spec: {{name: www, target: shop.example-{tag}.com.}}
         checker = KubeApi.from_kubeconfig(str(kube.kubeconfig))
         run = sync(checker)
         assert run.outcome == "rejected" and run.revision == sha
-        # nothing applied or deleted: the only writes are CR statuses saying why, and the agent's state
-        assert set(checker.writes) == {"PATCH"} and checker.reads["GET"] > 0
+        # nothing applied or deleted: the only writes are CR statuses and Events saying why, and the state
+        assert set(checker.writes) == {"PATCH", "POST"} and "DELETE" not in checker.writes
         assert len(list(client.CustomObjectsApi(kube.api_client()).list_namespaced_custom_object(
             "bindy.firestoned.io", "v1beta1", namespace, "arecords")["items"])) == 8
         www = client.CustomObjectsApi(kube.api_client()).get_namespaced_custom_object(
@@ -133,6 +133,9 @@ spec: {{name: www, target: shop.example-{tag}.com.}}
         assert progressing["message"].startswith(f"revision {sha[:12]} rejected: ")
         assert next(c for c in www["status"]["conditions"] if c["type"] == "Ready")["status"] == "True"
         assert www["status"]["lastAppliedRevision"] != sha
+        rejected = [e for e in client.CoreV1Api(kube.api_client()).list_namespaced_event(namespace).items
+                    if e.reason == "RevisionRejected" and sha[:12] in e.message]
+        assert {e.involved_object.name for e in rejected} >= {"www", "dns", "example-com"}
         assert _zone_snapshot(world) == before
         note = report.parse(_note_from_fresh_clone(world, sha))
         assert note["outcome"] == "rejected" and note["changes"] == []

@@ -207,6 +207,9 @@ spec:
     broken = _cr(kube_client, "bind9instances", namespace, "broken")
     degraded = next(c for c in broken["status"]["conditions"] if c["type"] == "Degraded")
     assert (degraded["status"], degraded["reason"]) == ("True", "ApplyFailed")
+    warnings = [e for e in client.CoreV1Api(kube_client).list_namespaced_event(namespace).items
+                if e.involved_object.name == "broken" and e.type == "Warning"]
+    assert [e.reason for e in warnings] == ["ApplyFailed"] and "not a valid name" not in warnings[0].reason
     assert f"Deployment/{namespace}/broken" in degraded["message"]
     assert _ready(_cr(kube_client, "bind9instances", namespace, "dns-primary-0")) == "True"
     client.AppsV1Api(kube_client).read_namespaced_deployment("dns-primary-0", namespace)

@@ -1,0 +1,22 @@
+# bindy-agent: small, non-root, no build tools in the final image.
+# Build: docker build -t bindy-agent:0.1.0 .    Run: bindy-agent run (settings via BINDY_AGENT_*)
+
+FROM python:3.11.7-slim-bookworm AS build
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY agent ./agent
+RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+
+FROM python:3.11.7-slim-bookworm
+# git is what GitPython drives; ca-certificates for HTTPS remotes; openssh-client for deploy keys
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends git=1:2.39.* openssh-client=1:9.2* ca-certificates=2023* \
+    && rm -rf /var/lib/apt/lists/* \
+    && useradd --uid 10001 --home-dir /tmp --no-create-home --shell /usr/sbin/nologin bindy
+COPY --from=build /wheels /wheels
+RUN pip install --no-cache-dir --no-compile /wheels/*.whl && rm -rf /wheels
+ENV HOME=/tmp PYTHONUNBUFFERED=1
+USER 10001
+EXPOSE 8080
+ENTRYPOINT ["bindy-agent"]
+CMD ["run"]
