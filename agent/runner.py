@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from agent import desired, loader, plan, problems, report
+from agent import desired, loader, logs, plan, problems, report
 from agent.config import Endpoint
 from agent.desired import Desired
 from agent.errors import SourceError
@@ -123,14 +123,16 @@ def _change_results(the_plan: plan.Plan, run: RunResult) -> list[dict[str, Any]]
 def sync_git(source: GitSource, *, store: Store, kube_api: KubeApi | None = None,
              endpoints: Endpoints | None = None, dry_run: bool = False, force: bool = False,
              push_notes: bool = True, resync_after: float = 600, default_namespace: str = "default",
-             **apply_kwargs: Any) -> GitRun:
-    run_id = uuid.uuid4().hex[:12]
+             run_id: str | None = None, **apply_kwargs: Any) -> GitRun:
+    run_id = run_id or uuid.uuid4().hex[:12]
+    logs.run_id.set(run_id)  # every log line of this run carries it (and the revision, once known)
     started, started_at = time.monotonic(), _now()
     agent_state = store.load()
     try:
         head = source.remote_head()
     except SourceError as exc:
         return GitRun(run_id, None, "unreachable", message=str(exc))
+    logs.revision.set(head)
     fresh = time.time() - agent_state.reconciled_at < resync_after
     if head == agent_state.seen and agent_state.outcome in ("applied", "rejected") and fresh and not dry_run:
         return GitRun(run_id, head, "unchanged",

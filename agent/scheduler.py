@@ -18,6 +18,7 @@ import http.server
 import logging
 import threading
 import time
+import uuid
 from typing import Any
 
 import prometheus_client
@@ -183,18 +184,13 @@ class Agent:
         return None
 
     def run_once(self) -> runner.GitRun:
-        token = logs.run_id.set("")
         started = time.monotonic()
         before = dict(self.api.reads + self.api.writes) if self.api else {}
-        try:
-            run = runner.sync_git(self.source, store=self.store, kube_api=self.api, endpoints=self._endpoints(),
-                                  force=self.settings.force, push_notes=self.settings.push_notes,
-                                  resync_after=self.settings.resync_after, default_namespace=self.settings.namespace,
-                                  agent_namespace=self.settings.agent_namespace)
-        finally:
-            logs.run_id.reset(token)
-        logs.run_id.set(run.run_id)
-        logs.revision.set(run.revision or "")
+        logs.revision.set("")
+        run = runner.sync_git(self.source, store=self.store, kube_api=self.api, endpoints=self._endpoints(),
+                              force=self.settings.force, push_notes=self.settings.push_notes,
+                              resync_after=self.settings.resync_after, default_namespace=self.settings.namespace,
+                              agent_namespace=self.settings.agent_namespace, run_id=uuid.uuid4().hex[:12])
         after = dict(self.api.reads + self.api.writes) if self.api else {}
         calls = {verb: after.get(verb, 0) - before.get(verb, 0) for verb in after}
         self.metrics.record(run, time.monotonic() - started, calls)
