@@ -53,3 +53,34 @@ def test_json_log_lines_carry_run_id_and_revision() -> None:
         logs.run_id.reset(token_run)
         logs.revision.reset(token_rev)
     assert (line["msg"], line["runId"], line["revision"], line["level"]) == ("sync applied", "abc123", "f" * 40, "info")
+
+
+def test_a_burst_of_triggers_during_a_run_collapses_into_one_more_run(tmp_path: pathlib.Path) -> None:
+    import threading
+    import time
+
+    from tests.support.procs import free_port, wait_for
+
+    settings = config.load_settings({"repo": str(tmp_path / "none"), "cache": str(tmp_path / "cache"),
+                                     "listen": f"127.0.0.1:{free_port()}", "interval": 3600}, environ={})
+    agent = scheduler.Agent(settings)
+    started, release, runs = threading.Event(), threading.Event(), []
+
+    def slow_run() -> None:
+        runs.append(time.monotonic())
+        started.set()
+        release.wait(5)
+
+    agent.run_once = slow_run  # type: ignore[assignment,method-assign]
+    agent.start()  # the start trigger begins run 1
+    try:
+        assert started.wait(5)
+        for _ in range(20):  # a burst of webhooks while run 1 is busy
+            agent.trigger("webhook")
+        release.set()
+        wait_for(lambda: len(runs) == 2, 5)
+        time.sleep(0.5)
+        assert len(runs) == 2
+    finally:
+        release.set()
+        agent.stop()

@@ -11,7 +11,6 @@ import pathlib
 import shutil
 import subprocess
 import sys
-import time
 import uuid
 from typing import Any
 
@@ -24,6 +23,7 @@ from agent.reconcile import kube as reconcile
 from agent.reconcile.kubeapi import KubeApi
 from tests.conftest import ROOT, SAMPLE
 from tests.support.kube import KubeCluster
+from tests.support.procs import wait_for
 
 GROUP, VERSION = "bindy.firestoned.io", "v1beta1"
 
@@ -59,13 +59,6 @@ def _gone(fn: Any, *args: Any) -> bool:
         return False
     except client.ApiException as exc:
         return exc.status == 404
-
-
-def _wait(check: Any, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.25)
 
 
 def test_sync_creates_the_hierarchy_and_a_second_sync_writes_nothing(
@@ -178,7 +171,7 @@ spec: {{namespace: {namespace}, primary: {{replicas: 1}}, secondary: {{replicas:
         < order.index("ClusterBind9Provider")
     apps, core = client.AppsV1Api(kube_client), client.CoreV1Api(kube_client)
     selector = f"bindy.firestoned.io/agent={namespace}"
-    _wait(lambda: not apps.list_namespaced_deployment(namespace, label_selector=selector).items
+    wait_for(lambda: not apps.list_namespaced_deployment(namespace, label_selector=selector).items
           and not apps.list_namespaced_replica_set(namespace).items
           and not core.list_namespaced_secret(namespace, label_selector=selector).items
           and not core.list_namespaced_service(namespace, label_selector=selector).items)
@@ -235,7 +228,7 @@ def test_forbidden_names_the_missing_verb_and_resource(kube: KubeCluster, kube_c
                 return True
         return False
 
-    _wait(has_token)
+    wait_for(has_token)
     config = client.Configuration()
     config.host, config.ssl_ca_cert = kube.url, str(kube.ca)
     config.api_key = {"authorization": f"Bearer {token}"}

@@ -8,7 +8,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from typing import Any
 
 import httpx
@@ -18,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.conftest import ROOT, SAMPLE
 from tests.support.gitremote import GitRemote
 from tests.support.kube import KubeCluster
-from tests.support.procs import free_port
+from tests.support.procs import free_port, wait_for
 
 
 def _runs(url: str) -> float:
@@ -35,14 +34,6 @@ def _holder(kube_client: Any, namespace: str) -> str:
         return client.CoordinationV1Api(kube_client).read_namespaced_lease("bindy-agent", namespace).spec.holder_identity or ""
     except client.ApiException:
         return ""
-
-
-def _wait(check: Any, timeout: float) -> float:
-    start = time.monotonic()
-    while not check():
-        assert time.monotonic() - start < timeout, "condition not met in time"
-        time.sleep(0.1)
-    return time.monotonic() - start
 
 
 def test_one_leader_syncs_and_a_standby_takes_over(kube: KubeCluster, kube_client: Any, namespace: str,
@@ -65,18 +56,18 @@ def test_one_leader_syncs_and_a_standby_takes_over(kube: KubeCluster, kube_clien
              "--no-push-notes"], cwd=ROOT, stderr=log, env={"POD_NAME": f"agent-{name}", "PATH": "/usr/bin:/bin"})
         agents[name] = {"proc": proc, "url": f"http://127.0.0.1:{port}"}
     try:
-        _wait(lambda: _holder(kube_client, namespace).startswith("agent-"), 30)
+        wait_for(lambda: _holder(kube_client, namespace).startswith("agent-"), 30)
         leader = "a" if _holder(kube_client, namespace).startswith("agent-a") else "b"
         standby = "b" if leader == "a" else "a"
-        _wait(lambda: _runs(agents[leader]["url"]) >= 3, 60)
+        wait_for(lambda: _runs(agents[leader]["url"]) >= 3, 60)
         assert _runs(agents[standby]["url"]) == 0
-        _wait(lambda: httpx.get(agents[standby]["url"] + "/readyz", timeout=2).status_code == 200, 30)
+        wait_for(lambda: httpx.get(agents[standby]["url"] + "/readyz", timeout=2).status_code == 200, 30)
 
         agents[leader]["proc"].send_signal(signal.SIGKILL)
         agents[leader]["proc"].wait(10)
-        took = _wait(lambda: _holder(kube_client, namespace).startswith(f"agent-{standby}"), 20)
+        took = wait_for(lambda: _holder(kube_client, namespace).startswith(f"agent-{standby}"), 20)
         print(f"standby took over {took:.1f} s after the leader was killed (lease 3 s)")
-        _wait(lambda: _runs(agents[standby]["url"]) >= 1, 30)
+        wait_for(lambda: _runs(agents[standby]["url"]) >= 1, 30)
     finally:
         for agent in agents.values():
             if agent["proc"].poll() is None:

@@ -24,7 +24,7 @@ from tests.conftest import ROOT
 from tests.support import bind as bind_support
 from tests.support import dnsrepo
 from tests.support.gitremote import GitRemote
-from tests.support.procs import free_port
+from tests.support.procs import free_port, wait_for
 
 SECRET = b"s3cret-webhook"
 
@@ -50,7 +50,7 @@ def agent(tmp_path: pathlib.Path, git_remote: GitRemote, bind: bind_support.Bind
     world = {"proc": proc, "log": log_path, "url": f"http://127.0.0.1:{port}", "remote": git_remote, "files": files, "tag": tag,
              "primary": config.load_endpoints(endpoints_file)["dns-system/dns-primary-0"]}
     try:
-        _wait(lambda: _get(world, "/readyz") == 200, 30)
+        wait_for(lambda: _get(world, "/readyz") == 200, 30)
         yield world
     finally:
         if proc.poll() is None:
@@ -64,14 +64,6 @@ def _get(world: dict[str, Any], path: str) -> int:
         return httpx.get(world["url"] + path, timeout=2).status_code
     except httpx.TransportError:
         return 0
-
-
-def _wait(check: Any, timeout: float) -> float:
-    start = time.monotonic()
-    while not check():
-        assert time.monotonic() - start < timeout, "condition not met in time"
-        time.sleep(0.05)
-    return time.monotonic() - start
 
 
 def _runs(world: dict[str, Any]) -> dict[str, float]:
@@ -105,11 +97,11 @@ def test_first_sync_health_metrics_webhook_and_clean_shutdown(agent: dict[str, A
     agent["remote"].push()
     signature = "sha256=" + hmac.new(SECRET, body, hashlib.sha256).hexdigest()
     assert _post(agent, body, {"X-Hub-Signature-256": signature}) == 202
-    took = _wait(lambda: records.query(primary, f"www.example-{tag}.com.", "A")
+    took = wait_for(lambda: records.query(primary, f"www.example-{tag}.com.", "A")
                  == ("192.0.2.10", "192.0.2.11", "192.0.2.42"), 30)
     print(f"webhook to served: {took:.2f} s")
     assert _post(agent, body, {"X-Gitlab-Token": SECRET.decode()}) == 202
-    _wait(lambda: _runs(agent).get("unchanged", 0) >= 1, 30)
+    wait_for(lambda: _runs(agent).get("unchanged", 0) >= 1, 30)
     assert _runs(agent)["applied"] == 2.0
 
     proc = agent["proc"]
@@ -124,4 +116,4 @@ def test_first_sync_health_metrics_webhook_and_clean_shutdown(agent: dict[str, A
 
 @pytest.mark.parametrize("agent", [1], indirect=True)
 def test_syncs_run_on_the_interval(agent: dict[str, Any]) -> None:
-    _wait(lambda: _runs(agent).get("unchanged", 0) >= 2, 30)
+    wait_for(lambda: _runs(agent).get("unchanged", 0) >= 2, 30)

@@ -3,10 +3,11 @@ collection by the real kube-controller-manager."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from kubernetes import client
+
+from tests.support.procs import wait_for
 
 CRD = {
     "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -22,27 +23,17 @@ CRD = {
 }
 
 
-def _wait(check: Any, timeout: float = 30) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = check()
-        if result:
-            return result
-        time.sleep(0.2)
-    raise AssertionError(f"condition not met within {timeout}s")
-
-
 def test_crd_with_status_subresource_round_trips(kube_client: Any, namespace: str) -> None:
     ext = client.ApiextensionsV1Api(kube_client)
     try:
         ext.create_custom_resource_definition(CRD)
     except client.ApiException as exc:
         assert exc.status == 409
-    _wait(lambda: any(c.type == "Established" and c.status == "True"
+    wait_for(lambda: any(c.type == "Established" and c.status == "True"
                       for c in (ext.read_custom_resource_definition("widgets.smoke.test").status.conditions or [])))
     api = client.CustomObjectsApi(kube_client)
     body = {"apiVersion": "smoke.test/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 3}}
-    _wait(lambda: _try_create(api, namespace, body))
+    wait_for(lambda: _try_create(api, namespace, body))
     api.patch_namespaced_custom_object_status("smoke.test", "v1", namespace, "widgets", "w",
                                               {"status": {"state": "Ready"}})
     got = api.get_namespaced_custom_object("smoke.test", "v1", namespace, "widgets", "w")
@@ -75,7 +66,7 @@ def test_owner_reference_garbage_collection(kube_client: Any, namespace: str) ->
         except client.ApiException as exc:
             return exc.status == 404
 
-    _wait(child_gone, timeout=60)
+    wait_for(child_gone, timeout=60)
 
 
 def test_deployment_controller_creates_a_replicaset(kube_client: Any, namespace: str) -> None:
@@ -88,4 +79,4 @@ def test_deployment_controller_creates_a_replicaset(kube_client: Any, namespace:
                                          metadata=client.V1ObjectMeta(labels=labels),
                                          spec=client.V1PodSpec(containers=[client.V1Container(
                                              name="c", image="example.invalid/none")])))))
-    _wait(lambda: apps.list_namespaced_replica_set(namespace).items, timeout=60)
+    wait_for(lambda: apps.list_namespaced_replica_set(namespace).items, timeout=60)

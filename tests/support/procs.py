@@ -76,6 +76,17 @@ class Process:
         self._fh.close()
 
 
+def wait_for(check: Callable[[], object], timeout: float = 30, *, every: float = 0.1) -> float:
+    """Polls `check` until it returns something truthy; fails the test after `timeout` seconds.
+    Returns the seconds it took."""
+    start = time.monotonic()
+    while not check():
+        if time.monotonic() - start > timeout:
+            raise AssertionError(f"condition not met within {timeout:.0f} s")
+        time.sleep(every)
+    return time.monotonic() - start
+
+
 def run(argv: Sequence[str], **kwargs: object) -> str:
     result = subprocess.run(list(argv), capture_output=True, text=True, **kwargs)  # type: ignore[call-overload]
     if result.returncode != 0:
