@@ -1,0 +1,163 @@
+"""The `bindy-agent` command line. The only module that prints.
+
+    bindy-agent validate DIR               exit 0 valid, 1 invalid, 2 usage error
+    bindy-agent plan DIR [--output FMT]    exit 0 no changes, 1 changes, 2 error (like `flux diff`)
+    bindy-agent schemas [--check]          write (or check) schemas/ from the models
+    bindy-agent install-crds --kubeconfig F      apply the CRDs, wait until Established
+    bindy-agent sync DIR --kubeconfig F [--dry-run]
+                                           exit 0 applied/nothing to do, 1 partial,
+                                           2 rejected (invalid), 3 could not run
+
+Problems go to stderr as `file:line: Kind/ns/name: field.path: message`; the plan goes to stdout."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import pathlib
+import sys
+from collections.abc import Sequence
+
+from agent import __version__, config, plan
+from agent.cli import common, offline, run, sync
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = common.Parser(prog="bindy-agent", description="GitOps agent for Bindy DNS custom resources: "
+                     "validates a repository of bindy.firestoned.io/v1beta1 CRs and plans or applies "
+                     "them to Kubernetes and BIND9.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug details to stderr")
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=common.Parser)
+    verbs.required = True
+
+    shared = common.Parser(add_help=False)
+    shared.add_argument("directory", type=common.directory, metavar="DIR",
+                        help="directory of CR YAML files (searched recursively)")
+    shared.add_argument("--namespace", default="default", metavar="NS",
+                        help="namespace for namespaced objects that name none (default: %(default)s)")
+
+    v = verbs.add_parser("validate", parents=[shared], help="check a directory of CRs",
+                         description="Parse and validate every YAML document below DIR; report every "
+                         "problem with file:line. Exit 0 valid, 1 invalid, 2 usage error.")
+    v.set_defaults(func=offline.validate)
+    v.add_argument("-q", "--quiet", action="store_true", help="do not print warnings")
+
+    kube = common.Parser(add_help=False)
+    kube.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig to use (default: in-cluster)")
+    kube.add_argument("--context", help="kubeconfig context (default: the current one)")
+    kube.add_argument("--agent-namespace", default="bindy-agent", metavar="NS",
+                      help="namespace of the agent's inventory (default: %(default)s)")
+
+    p = verbs.add_parser("plan", parents=[shared], help="show what a sync would change (dry run)",
+                         description="Compute the plan for DIR. Offline (no --kubeconfig), the world "
+                         "is empty, so the plan lists every Kubernetes object, every zone on every "
+                         "instance and every RRset. With --kubeconfig, the Kubernetes layer is diffed "
+                         "against the live cluster (creates, field-level updates, drift, deletes, "
+                         "conflicts). Exit 0 no changes, 1 changes, 2 error.")
+    p.add_argument("--kubeconfig", metavar="FILE", help="plan against this cluster instead of offline")
+    p.add_argument("--context", help="kubeconfig context")
+    p.add_argument("--agent-namespace", default="bindy-agent", metavar="NS", help=argparse.SUPPRESS)
+    p.set_defaults(func=offline.show_plan)
+    p.add_argument("-o", "--output", choices=sorted(plan.RENDERERS), default="text",
+                   help="plan format (default: %(default)s)")
+
+    sy = verbs.add_parser("sync", parents=[kube], help="apply a directory or a Git repository",
+                          description="Validate a revision as a whole, then apply it: CRDs (unless "
+                          "--no-install-crds), the hierarchy of objects with server-side apply, prune of what the "
+                          "agent created and Git no longer has, zones and records (with --endpoints or "
+                          "--in-cluster-dns), and CR status. With --repo, the revision comes from Git and a "
+                          "report is attached to the commit as a git note. Exit 0 applied or nothing to do, "
+                          "1 partial, 2 rejected (invalid or unsafe), 3 could not run.")
+    sy.set_defaults(func=sync.sync)
+    sy.add_argument("directory", type=common.directory, metavar="DIR", nargs="?",
+                    help="directory of CR YAML files (or use --repo)")
+    sy.add_argument("--namespace", default="default", metavar="NS",
+                    help="namespace for namespaced objects that name none (default: %(default)s)")
+    sy.add_argument("--dry-run", action="store_true", help="plan against the live world; write nothing")
+    sy.add_argument("--no-install-crds", dest="install_crds", action="store_false",
+                    help="do not apply the CRDs first")
+    sy.add_argument("--rotate-rndc-keys", action="store_true",
+                    help="generate new RNDC keys for every generated key Secret")
+    sy.add_argument("--endpoints", type=pathlib.Path, metavar="FILE",
+                    help="instance -> DNS/zone API/key map (see agent/config.py); enables the DNS steps")
+    sy.add_argument("--in-cluster-dns", action="store_true",
+                    help="reach instances through their Services and RNDC Secrets (when the agent runs in "
+                    "the cluster); instead of --endpoints")
+    sy.add_argument("--state", type=pathlib.Path, metavar="FILE",
+                    help="the agent's state file for runs without a cluster "
+                    "(default: ~/.cache/bindy-agent/state/<source digest>.json)")
+    sy.add_argument("--force", action="store_true",
+                    help="apply plans the safety gate refuses (mass deletes, apex NS changes)")
+    sy.add_argument("--batch", type=int, default=1000, metavar="N",
+                    help="changes per DNS UPDATE message (default: %(default)s)")
+    git_args = sy.add_argument_group("Git source")
+    git_args.add_argument("--repo", metavar="URL", help="Git repository (URL or local path) instead of DIR")
+    git_args.add_argument("--branch", default="main", help="branch to follow (default: %(default)s)")
+    git_args.add_argument("--ref", help="pin a tag or commit instead of following the branch")
+    git_args.add_argument("--path", default="", help="sub-directory of the repository holding the CRs")
+    git_args.add_argument("--cache", type=pathlib.Path, default=pathlib.Path.home() / ".cache" / "bindy-agent" / "git",
+                          help="where the clone is kept (default: %(default)s)")
+    git_args.add_argument("--ssh-key", type=pathlib.Path, metavar="FILE", help="SSH deploy key")
+    git_args.add_argument("--known-hosts", type=pathlib.Path, metavar="FILE", help="known_hosts for the SSH key")
+    git_args.add_argument("--insecure-ignore-host-key", action="store_true",
+                          help="do not check the Git server's SSH host key (not recommended)")
+    git_args.add_argument("--token-file", type=pathlib.Path, metavar="FILE", help="HTTPS token, read from a file")
+    git_args.add_argument("--no-push-notes", dest="push_notes", action="store_false",
+                          help="keep the commit reports local instead of pushing refs/notes/bindy-agent")
+    git_args.add_argument("--resync-after", type=float, default=600, metavar="SECONDS",
+                          help="an unchanged revision is a no-op until this long after the last full "
+                          "reconcile (default: %(default)s)")
+
+    rn = verbs.add_parser("run", help="the long-running agent: scheduled syncs, webhook, health, metrics",
+                          description="Sync a Git repository on an interval and on signed push webhooks; serve "
+                          "/healthz, /readyz, /metrics and POST /hooks/git. Settings come from flags, then "
+                          "BINDY_AGENT_* environment variables, then --config FILE. SIGTERM finishes the "
+                          "current run and exits.")
+    rn.set_defaults(func=run.run)
+    rn.add_argument("--config", type=pathlib.Path, metavar="FILE", help="YAML file of settings")
+    rn.add_argument("--print-config", action="store_true", help="print the effective settings and exit")
+    for name, field in config.Settings.model_fields.items():
+        flag = "--" + name.replace("_", "-")
+        if field.annotation is bool:
+            rn.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None)
+        else:
+            rn.add_argument(flag, dest=name, default=None, help=field.description)
+
+    rp = verbs.add_parser("report", help="print the report the agent attached to a commit",
+                          description="Fetch refs/notes/bindy-agent from the repository and print the report on "
+                          "REV (default: the head of --branch). Exit 0 shown, 1 no report, 3 could not run.")
+    rp.set_defaults(func=sync.report)
+    rp.add_argument("revision", nargs="?", metavar="REV", help="commit (default: the branch head)")
+    rp.add_argument("--repo", required=True, metavar="URL", help="Git repository (URL or local path)")
+    rp.add_argument("--branch", default="main", help="branch whose head is shown by default")
+    rp.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    rp.add_argument("--cache", type=pathlib.Path, default=pathlib.Path.home() / ".cache" / "bindy-agent" / "git")
+    for name in ("ref", "ssh_key", "known_hosts", "token_file"):
+        rp.set_defaults(**{name: None})
+    rp.set_defaults(path="", insecure_ignore_host_key=False)
+    rp.add_argument("--ssh-key", type=pathlib.Path, metavar="FILE", help="SSH deploy key")
+    rp.add_argument("--known-hosts", type=pathlib.Path, metavar="FILE", help="known_hosts for the SSH key")
+    rp.add_argument("--token-file", type=pathlib.Path, metavar="FILE", help="HTTPS token, read from a file")
+
+    ic = verbs.add_parser("install-crds", parents=[kube], help="apply the CRDs and wait until Established",
+                          description="Apply the 12 CRDs generated from the models (schemas/crds) and wait "
+                          "until the API server serves them. Exit 0 done, 3 could not run.")
+    ic.set_defaults(func=sync.install_crds)
+
+    s = verbs.add_parser("schemas", help="write the JSON Schemas and CRDs generated from the models",
+                         description="Write schemas/json/<Kind>.json and schemas/crds/<crd>.yaml from "
+                         "the models. With --check, write nothing and exit 1 if they differ.")
+    s.set_defaults(func=offline.schemas)
+    s.add_argument("--dir", type=pathlib.Path, default=offline.DEFAULT_SCHEMAS, metavar="DIR",
+                   help="output directory (default: %(default)s)")
+    s.add_argument("--check", action="store_true", help="exit 1 if the files differ from the models")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    return int(args.func(args))
+

@@ -1,0 +1,64 @@
+"""What the CLI verbs share: exit codes, the argument parser class, loading a directory, printing
+problems. The CLI is the only part of the agent that prints."""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from agent import desired, loader, problems
+
+EXIT_OK, EXIT_CHANGES, EXIT_ERROR = 0, 1, 2
+EXIT_INVALID = 1
+EXIT_PARTIAL, EXIT_REJECTED, EXIT_UNREACHABLE = 1, 2, 3
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
+
+
+def directory(value: str) -> pathlib.Path:
+    path = pathlib.Path(value)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{value!r} is not a directory")
+    return path
+
+
+def print_problems(items: Sequence[problems.Problem], root: pathlib.Path, out: TextIO,
+                    *, quiet: bool = False) -> None:
+    for p in problems.sorted_problems(items):
+        if quiet and p.severity is problems.Severity.WARNING:
+            continue
+        prefix = "warning: " if p.severity is problems.Severity.WARNING else ""
+        if p.origin:
+            p = problems.Problem(problems.Origin(str(root / p.origin.file), p.origin.line), p.obj,
+                                 p.path, p.message, p.severity)
+        print(f"{prefix}{p}", file=out)
+
+
+def load(args: argparse.Namespace) -> tuple[loader.Manifest, desired.Desired | None]:
+    manifest = loader.load_dir(args.directory, default_namespace=args.namespace)
+    if not manifest.ok:
+        return manifest, None
+    return manifest, desired.build(manifest)
+
+
+def valid_state(args: argparse.Namespace, verb: str) -> desired.Desired | None:
+    manifest, state = load(args)
+    found = manifest.problems + (state.problems if state else [])
+    print_problems(found, args.directory, sys.stderr)
+    if state is None or problems.errors(found):
+        print(f"{args.directory}: invalid: nothing {verb} ({len(problems.errors(found))} errors)", file=sys.stderr)
+        return None
+    return state
+
+
+def kube_api(args: argparse.Namespace) -> Any:
+    from agent.reconcile import kubeapi
+
+    return kubeapi.KubeApi.from_kubeconfig(args.kubeconfig, context=args.context)

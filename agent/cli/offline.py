@@ -1,0 +1,74 @@
+"""The verbs that need no cluster: validate, plan (offline, or the Kubernetes layer with
+--kubeconfig) and schemas."""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+
+from agent import kubediff, plan, problems
+from agent.cli import common
+from agent.errors import KubeError
+from agent.model import schema
+
+DEFAULT_SCHEMAS = pathlib.Path("schemas")
+
+
+def validate(args: argparse.Namespace) -> int:
+    manifest, state = common.load(args)
+    found = manifest.problems + (state.problems if state else [])
+    common.print_problems(found, args.directory, sys.stderr, quiet=args.quiet)
+    errors, warns = len(problems.errors(found)), len(problems.warnings(found))
+    where = f"{args.directory}: {len(manifest.objects)} objects in {manifest.files} files"
+    if errors:
+        print(f"{where}: invalid: {errors} errors, {warns} warnings", file=sys.stderr)
+        return common.EXIT_INVALID
+    print(f"{where}: valid ({warns} warnings)", file=sys.stderr)
+    return common.EXIT_OK
+
+
+def show_plan(args: argparse.Namespace) -> int:
+    state = common.valid_state(args, "planned")
+    if state is None:
+        return common.EXIT_ERROR
+    if not args.kubeconfig:
+        result = plan.offline(state)
+    else:
+        from agent.reconcile import kube
+        from agent.sources import localdir
+
+        try:
+            api = common.kube_api(args)
+            observed = kube.observe(api, state, agent_namespace=args.agent_namespace)
+        except KubeError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return common.EXIT_ERROR
+        changes = kubediff.diff(state.objects, observed.live, observed.inventory, agent=args.agent_namespace)
+        result = plan.online_kube(state, changes, revision=localdir.revision(args.directory))
+    sys.stdout.write(plan.RENDERERS[args.output](result))
+    return common.EXIT_OK if result.empty else common.EXIT_CHANGES
+
+
+def schemas(args: argparse.Namespace) -> int:
+    files = schema.rendered()
+    stale = []
+    for rel, text in sorted(files.items()):
+        path = args.dir / rel
+        current = path.read_text() if path.exists() else None
+        if current != text:
+            stale.append(rel)
+            if not args.check:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text)
+    known = set(files)
+    extra = sorted(p.relative_to(args.dir).as_posix() for p in args.dir.rglob("*")
+                   if p.is_file() and p.relative_to(args.dir).as_posix() not in known) if args.dir.exists() else []
+    if args.check:
+        for rel in stale:
+            print(f"{args.dir / rel}: differs from the models; run `bindy-agent schemas`", file=sys.stderr)
+        for rel in extra:
+            print(f"{args.dir / rel}: not generated from any model; remove it", file=sys.stderr)
+        return common.EXIT_CHANGES if stale or extra else common.EXIT_OK
+    print(f"{args.dir}: {len(stale)} of {len(files)} files written", file=sys.stderr)
+    return common.EXIT_OK
