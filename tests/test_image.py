@@ -4,6 +4,7 @@ passes hadolint, copies only files that exist, and the wheel it installs builds 
 from __future__ import annotations
 
 import pathlib
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -31,13 +32,20 @@ def test_dockerfile_is_non_root_and_copies_what_exists() -> None:
 
 
 def test_the_wheel_builds_and_runs(tmp_path: pathlib.Path) -> None:
+    # exactly what the Dockerfile's build stage copies, in a clean directory (no stale build/ output)
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    shutil.copytree(ROOT / "agent", src / "agent", ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",  # isolated, as in the Dockerfile
-                    "-w", str(tmp_path / "wheels"), str(ROOT)], check=True, capture_output=True)
+                    "-w", str(tmp_path / "wheels"), str(src)], check=True, capture_output=True)
     wheel = next((tmp_path / "wheels").glob("bindy_agent-*.whl"))
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
         entry_points = zf.read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
-    assert "agent/cli.py" in names and "agent/model/infra.py" in names
+    assert "agent/cli/__init__.py" in names and "agent/model/infra.py" in names
+    assert "agent/cli.py" not in names
     assert not any(n.startswith(("tests/", "bench/")) for n in names)
     assert "bindy-agent = agent.cli:main" in entry_points
     site = tmp_path / "site"
