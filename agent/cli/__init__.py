@@ -44,20 +44,18 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("-q", "--quiet", action="store_true", help="do not print warnings")
 
     kube = common.Parser(add_help=False)
-    kube.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig to use (default: in-cluster)")
+    kube.add_argument("--kubeconfig", metavar="FILE",
+                      help="kubeconfig of the cluster; without it Kubernetes is neither observed nor changed")
     kube.add_argument("--context", help="kubeconfig context (default: the current one)")
     kube.add_argument("--agent-namespace", default="bindy-agent", metavar="NS",
                       help="namespace of the agent's inventory (default: %(default)s)")
 
-    p = verbs.add_parser("plan", parents=[shared], help="show what a sync would change (dry run)",
+    p = verbs.add_parser("plan", parents=[shared, kube], help="show what a sync would change (dry run)",
                          description="Compute the plan for DIR. Offline (no --kubeconfig), the world "
                          "is empty, so the plan lists every Kubernetes object, every zone on every "
                          "instance and every RRset. With --kubeconfig, the Kubernetes layer is diffed "
                          "against the live cluster (creates, field-level updates, drift, deletes, "
                          "conflicts). Exit 0 no changes, 1 changes, 2 error.")
-    p.add_argument("--kubeconfig", metavar="FILE", help="plan against this cluster instead of offline")
-    p.add_argument("--context", help="kubeconfig context")
-    p.add_argument("--agent-namespace", default="bindy-agent", metavar="NS", help=argparse.SUPPRESS)
     p.set_defaults(func=offline.show_plan)
     p.add_argument("-o", "--output", choices=sorted(plan.RENDERERS), default="text",
                    help="plan format (default: %(default)s)")
