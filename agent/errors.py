@@ -7,21 +7,17 @@ trying again can help.
     AgentError
      ├── ConfigError            bad flags, settings or endpoint files
      ├── SourceError            the revision could not be fetched or read        (retryable)
-     ├── ValidationError        the revision is invalid; carries every Problem found
-     ├── UnsafePlanError        the safety gate refused the plan; names how to force it
      └── ApplyError             a write to the outside world failed
           ├── KubeError         Kubernetes API (forbidden, not found, conflict, invalid, server)
           ├── ZoneApiError      the BIND9 sidecar's zone HTTP API
           └── DnsUpdateError    an RFC 2136 DNS UPDATE (rcode, prerequisite, transport)
+
+An invalid revision and a plan refused by the safety gate are not exceptions: they are outcomes
+of a run (agent.problems.Problem lists, refusal messages), because every problem is collected and
+reported together rather than the first one raised.
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # pragma: no cover
-    from agent.problems import Problem
 
 
 class AgentError(Exception):
@@ -38,19 +34,6 @@ class SourceError(AgentError):
     """A revision could not be fetched or read from its source."""
 
     retryable = True
-
-
-class ValidationError(AgentError):
-    """A revision failed validation; ``problems`` holds every error found, in file order."""
-
-    def __init__(self, problems: Sequence[Problem]) -> None:
-        self.problems = list(problems)
-        noun = "problem" if len(self.problems) == 1 else "problems"
-        super().__init__(f"{len(self.problems)} validation {noun}")
-
-
-class UnsafePlanError(AgentError):
-    """The safety gate refused a plan; the message says why and how to force it."""
 
 
 class ApplyError(AgentError):

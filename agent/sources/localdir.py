@@ -32,7 +32,3 @@ def revision(root: pathlib.Path) -> str:
     dirty = repo.is_dirty(untracked_files=True, path=rel if rel != "." else None)
     return sha + ("-dirty" if dirty else "")
 
-
-def path_digest(root: pathlib.Path) -> str:
-    """A short stable name for a directory (its absolute path), for per-directory state files."""
-    return hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
