@@ -123,6 +123,7 @@ class ZoneApi:
         raise _Error(404, f"no route {method} {path}")
 
     def _zones(self) -> list[str]:
+        """Zones with a file: primaries at once, secondaries once their first transfer wrote one."""
         listed = [p.name[: -len(".db")] for p in self.bind.dir.glob("*.db")]
         listed += [p.name[: -len(".sec")] for p in self.bind.dir.glob("*.sec")]
         return sorted(z for z in set(listed) if self._exists(z))
@@ -187,7 +188,6 @@ class ZoneApi:
                 raise _Error(400, "secondary zones need zoneConfig.primaries")
             options = (f'type secondary; file "{zone}.sec"; '
                        f"primaries {{ {' '.join(self._addr(p) + ';' for p in primaries)} }};")
-            (self.bind.dir / f"{zone}.sec").touch()
         else:
             raise _Error(400, f"zoneType must be primary or secondary, got {kind!r}")
         if notify:
