@@ -24,6 +24,8 @@ from agent.errors import ConfigError, SourceError
 
 log = logging.getLogger(__name__)
 NOTES_REF = "refs/notes/bindy-agent"
+_AUTH_FAILURES = ("could not read Username", "Authentication failed", "Permission denied (publickey",
+                  "Host key verification failed", "401", "403")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,7 +88,11 @@ class GitSource:
             with runner.custom_environment(**self.env()):
                 return str(runner.execute(["git", *args], kill_after_timeout=self.timeout))
         except git.GitCommandError as exc:
-            raise SourceError(f"git {args[0]} {self._safe_url()}: {_stderr(exc)}") from exc
+            detail = _stderr(exc)
+            if any(m in detail for m in _AUTH_FAILURES):
+                detail = ("the server refused the credentials (check --token-file, or --ssh-key and "
+                          f"--known-hosts): {detail}")
+            raise SourceError(f"git {args[0]} {self._safe_url()}: {detail}") from exc
 
     def _safe_url(self) -> str:
         return self.url.split("@", 1)[-1] if "://" in self.url and "@" in self.url else self.url

@@ -224,3 +224,30 @@ def test_a_pinned_tag_and_a_sub_path(world: dict[str, Any]) -> None:
     missing = GitSource(remote.url, world["tmp"] / "cache2", path="nope")
     assert runner.sync_git(missing, store=FileStore(world["tmp"] / "s2.json"), endpoints=world["endpoints"]).outcome \
         == "unreachable"
+
+
+def test_https_token_auth_fetches_and_pushes_the_report(world: dict[str, Any]) -> None:
+    from tests.support.githttp import GitHttpServer
+
+    remote = world["remote"]
+    sha = remote.commit("Initial DNS", world["files"])
+    remote.push()
+    subprocess.run(["git", "-C", str(remote.bare), "config", "http.receivepack", "true"], check=True)
+    server = GitHttpServer(remote.bare.parent, "tok-123").start()
+    try:
+        token = world["tmp"] / "git-token"
+        token.write_text("tok-123\n")
+        source = GitSource(server.url(remote.bare.name), world["cache"], token_file=token)
+        run = runner.sync_git(source, store=FileStore(world["state"]), endpoints=world["endpoints"])
+        assert (run.outcome, run.revision, run.notes_pushed) == ("applied", sha, True)
+        assert report.parse(_note_from_fresh_clone(world, sha))["outcome"] == "applied"  # pushed over HTTPS
+
+        token.write_text("wrong\n")
+        denied = GitSource(server.url(remote.bare.name), world["tmp"] / "cache-denied", token_file=token)
+        failed = runner.sync_git(denied, store=FileStore(world["tmp"] / "s-denied.json"),
+                                 endpoints=world["endpoints"])
+        assert failed.outcome == "unreachable" and "wrong" not in failed.message and "tok-123" not in failed.message
+        assert "the server refused the credentials (check --token-file" in failed.message
+        assert any(status == 401 for _, _, status in server.requests)
+    finally:
+        server.stop()

@@ -1,0 +1,76 @@
+"""A real Git smart-HTTP server on loopback (`git http-backend` as CGI) that requires
+`Authorization: Bearer <token>`, for testing the agent's HTTPS token auth, fetch and notes push."""
+
+from __future__ import annotations
+
+import http.server
+import pathlib
+import subprocess
+import threading
+from typing import Any
+
+from tests.support.procs import free_port, require
+
+
+class GitHttpServer:
+    def __init__(self, root: pathlib.Path, token: str) -> None:
+        self.root, self.token = root, token
+        self.port = free_port()
+        self.requests: list[tuple[str, str, int]] = []
+        backend = [require("git", component="git"), "http-backend"]
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _serve(self) -> None:
+                if self.headers.get("Authorization") != f"Bearer {server.token}":
+                    server.requests.append((self.command, self.path, 401))
+                    self.send_response(401)
+                    self.send_header("WWW-Authenticate", 'Bearer realm="git"')
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                path, _, query = self.path.partition("?")
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                env = {"GIT_PROJECT_ROOT": str(server.root), "GIT_HTTP_EXPORT_ALL": "1", "PATH_INFO": path,
+                       "QUERY_STRING": query, "REQUEST_METHOD": self.command, "REMOTE_USER": "agent",
+                       "REMOTE_ADDR": "127.0.0.1", "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+                       "CONTENT_LENGTH": str(len(body)), "GIT_HTTP_MAX_REQUEST_BUFFER": "100M"}
+                if self.headers.get("Content-Encoding"):
+                    env["HTTP_CONTENT_ENCODING"] = self.headers["Content-Encoding"]
+                out = subprocess.run(backend, input=body, env=env, capture_output=True, check=False).stdout
+                head, _, payload = out.partition(b"\r\n\r\n")
+                status = 200
+                headers = []
+                for line in head.decode(errors="replace").split("\r\n"):
+                    key, _, value = line.partition(":")
+                    if key.lower() == "status":
+                        status = int(value.strip().split()[0])
+                    elif key:
+                        headers.append((key, value.strip()))
+                server.requests.append((self.command, self.path, status))
+                self.send_response(status)
+                for key, value in headers:
+                    self.send_header(key, value)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_GET = _serve
+            do_POST = _serve
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def url(self, repo: str) -> str:
+        return f"http://127.0.0.1:{self.port}/{repo}"
+
+    def start(self) -> GitHttpServer:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
