@@ -24,8 +24,8 @@ from agent.errors import ConfigError, SourceError
 
 log = logging.getLogger(__name__)
 NOTES_REF = "refs/notes/bindy-agent"
-_AUTH_FAILURES = ("could not read Username", "Authentication failed", "Permission denied (publickey",
-                  "Host key verification failed", "401", "403")
+_AUTH_FAILURES = ("could not read Username", "Authentication failed", "Permission denied (publickey", "401", "403")
+_HOST_KEY_FAILURES = ("REMOTE HOST IDENTIFICATION HAS CHANGED", "Host key verification failed")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,8 +88,11 @@ class GitSource:
             with runner.custom_environment(**self.env()):
                 return str(runner.execute(["git", *args], kill_after_timeout=self.timeout))
         except git.GitCommandError as exc:
-            detail = _stderr(exc)
-            if any(m in detail for m in _AUTH_FAILURES):
+            raw, detail = str(exc.stderr or exc.stdout or exc), _stderr(exc)
+            if any(m in raw for m in _HOST_KEY_FAILURES):
+                detail = ("the server's SSH host key does not match --known-hosts (it changed, or someone is "
+                          "in between); nothing was fetched")
+            elif any(m in raw for m in _AUTH_FAILURES):
                 detail = ("the server refused the credentials (check --token-file, or --ssh-key and "
                           f"--known-hosts): {detail}")
             raise SourceError(f"git {args[0]} {self._safe_url()}: {detail}") from exc

@@ -251,3 +251,30 @@ def test_https_token_auth_fetches_and_pushes_the_report(world: dict[str, Any]) -
         assert any(status == 401 for _, _, status in server.requests)
     finally:
         server.stop()
+
+
+def test_ssh_deploy_key_with_host_key_checking(world: dict[str, Any]) -> None:
+    from agent.errors import ConfigError
+    from tests.support.sshgit import SshGitServer
+
+    remote = world["remote"]
+    sha = remote.commit("Initial DNS", world["files"])
+    remote.push()
+    server = SshGitServer(world["tmp"] / "ssh").start()
+    try:
+        url = server.url(remote.bare)
+        source = GitSource(url, world["cache"], ssh_key=server.client_key, known_hosts=server.known_hosts)
+        run = runner.sync_git(source, store=FileStore(world["state"]), endpoints=world["endpoints"])
+        assert (run.outcome, run.revision, run.notes_pushed) == ("applied", sha, True)
+        assert report.parse(_note_from_fresh_clone(world, sha))["outcome"] == "applied"  # pushed over SSH
+
+        impostor = GitSource(url, world["tmp"] / "cache-mitm", ssh_key=server.client_key,
+                             known_hosts=server.wrong_known_hosts)
+        refused = runner.sync_git(impostor, store=FileStore(world["tmp"] / "s-mitm.json"),
+                                  endpoints=world["endpoints"])
+        assert refused.outcome == "unreachable"
+        assert "the server's SSH host key does not match --known-hosts" in refused.message
+        with pytest.raises(ConfigError, match="needs --known-hosts"):
+            GitSource(url, world["cache"], ssh_key=server.client_key)
+    finally:
+        server.stop()
