@@ -77,31 +77,41 @@ class _Out:
         return any(p.obj == str(key) and p.severity is Severity.ERROR for p in self.problems)
 
 
-def _cluster_instances(instances: list[InstanceView]) -> dict[tuple[str | None, str], list[InstanceView]]:
-    by: dict[tuple[str | None, str], list[InstanceView]] = defaultdict(list)
-    for inst in instances:
-        by[(inst.key.namespace, inst.cluster)].append(inst)
-    return by
+@dataclasses.dataclass
+class _Fleet:
+    """The instances of a revision, indexed once for every zone's selection."""
+
+    clusters: dict[ObjectKey, ClusterView]
+    instances: list[InstanceView]
+    by_cluster: dict[tuple[str | None, str], list[InstanceView]]
+    providers: dict[str, list[ObjectKey]]
+
+    @classmethod
+    def of(cls, clusters: dict[ObjectKey, ClusterView], instances: list[InstanceView]) -> _Fleet:
+        by_cluster: dict[tuple[str | None, str], list[InstanceView]] = defaultdict(list)
+        for inst in instances:
+            by_cluster[(inst.key.namespace, inst.cluster)].append(inst)
+        providers: dict[str, list[ObjectKey]] = defaultdict(list)
+        for c in clusters.values():
+            if c.provider:
+                providers[c.provider].append(c.key)
+        return cls(clusters, instances, dict(by_cluster), dict(providers))  # plain dicts: lookups never add
 
 
-def _select_instances(zone: Zone, obj: Loaded, clusters: dict[ObjectKey, ClusterView],
-                      instances: list[InstanceView], out: _Out) -> None:
+def _select_instances(zone: Zone, obj: Loaded, fleet: _Fleet, out: _Out) -> None:
     spec, ns = zone.spec, zone.key.namespace
-    by_cluster = _cluster_instances(instances)
-    providers = defaultdict(list)
-    for c in clusters.values():
-        if c.provider:
-            providers[c.provider].append(c.key)
+    clusters, instances = fleet.clusters, fleet.instances
+    by_cluster, providers = fleet.by_cluster, fleet.providers
     chosen: dict[ObjectKey, InstanceView] = {}
 
     def from_provider(name: str) -> None:
         for ckey in providers[name]:
-            chosen.update((i.key, i) for i in by_cluster[(ckey.namespace, ckey.name)])
+            chosen.update((i.key, i) for i in by_cluster.get((ckey.namespace, ckey.name), []))
 
     explicit = bool(spec.cluster_ref or spec.cluster_provider_ref or spec.bind9_instances_from)
     if spec.cluster_ref:
         if ObjectKey("Bind9Cluster", ns, spec.cluster_ref) in clusters:
-            chosen.update((i.key, i) for i in by_cluster[(ns, spec.cluster_ref)])
+            chosen.update((i.key, i) for i in by_cluster.get((ns, spec.cluster_ref), []))
         elif spec.cluster_ref in providers:
             from_provider(spec.cluster_ref)
         else:
@@ -135,7 +145,7 @@ def _select_instances(zone: Zone, obj: Loaded, clusters: dict[ObjectKey, Cluster
     elif selecting:
         zone.selection_method = "labelSelector"
         zone.selected_by_instance = min(str(x.key.name) for x in by_zones_from)
-        chosen.update((i.key, i) for i in by_cluster[(ns, selecting[0])])
+        chosen.update((i.key, i) for i in by_cluster.get((ns, selecting[0]), []))
     ordered = sorted(chosen.values(), key=lambda x: (x.key.namespace or "", x.key.name))
     zone.primaries = [x.key for x in ordered if x.role == "primary"]
     zone.secondaries = [x.key for x in ordered if x.role == "secondary"]
@@ -295,6 +305,7 @@ def _check_targets(zone: Zone, sources: dict[tuple[str, str], list[Loaded]], own
 def place(manifest: Manifest, clusters: dict[ObjectKey, ClusterView],
           instances: list[InstanceView]) -> tuple[list[Zone], list[Problem]]:
     out = _Out()
+    fleet = _Fleet.of(clusters, instances)
     zones: list[Zone] = []
     first_seen: dict[str, Zone] = {}
     record_kinds = {k.name for k in kinds.RECORD_KINDS}
@@ -310,7 +321,7 @@ def place(manifest: Manifest, clusters: dict[ObjectKey, ClusterView],
             continue
         first_seen[zone.name] = zone
         _check_zone(zone, obj, out)
-        _select_instances(zone, obj, clusters, instances, out)
+        _select_instances(zone, obj, fleet, out)
         zones.append(zone)
     records = [o for o in manifest.objects if o.key.kind in record_kinds]
     assigned = _assign_records(zones, records, {z.key: z.origin for z in zones}, out)
