@@ -56,9 +56,9 @@ def _zone_conditions(zr: ZoneResult | None) -> list[dict[str, str]]:
         return conditions(Outcome(False, f"Failed to configure zone on primaries: {zr.primary_error}", "PrimaryFailed"))
     if zr.refused:
         return conditions(Outcome(False, zr.refused, "PlanRefused"))
-    configured = [i for i, (s, _) in zr.instances.items() if s == "Configured"]
-    secondaries = len(configured) - len({c for c in configured if c in zr.primaries})
-    primaries = len(configured) - secondaries
+    configured = [i for i, (state, _) in zr.instances.items() if state == "Configured"]
+    primaries = sum(1 for i in configured if i in zr.primaries)
+    secondaries = len(configured) - primaries
     message = f"Configured on {primaries} primary server(s) and {secondaries} secondary server(s)"
     bad = sorted({f"{c.server} ({c.name} {c.rtype})" for c in zr.checks if not c.ok})
     if zr.secondary_error:
