@@ -180,8 +180,11 @@ class DnsSync:
                         self.api(primary).modify(zone.name.rstrip("."), also_notify=[s.dns for s in secondaries])
                     except ZoneApiError as exc:
                         result.instances[primary.instance] = ("Failed", str(exc))
-        failed = [i for i, (s, _) in result.instances.items() if s == "Failed"
-                  and any(instance_id(k) == i for k in zone.primaries)]
+        def failed_among(keys: list[ObjectKey]) -> list[str]:
+            ids = [instance_id(k) for k in keys]
+            return [i for i in ids if result.instances.get(i, ("", ""))[0] == "Failed"]
+
+        failed = failed_among(zone.primaries)
         if failed or not ok_primaries:
             result.primary_error = "; ".join(result.instances[i][1] for i in failed) or "no reachable primary"
             return result
@@ -203,8 +206,7 @@ class DnsSync:
         for secondary in secondaries:
             self._ensure(zone, result, secondary, "secondary", primaries, secondaries,
                          placed=secondary.instance in placed)
-        sec_failed = [i for i, (s, _) in result.instances.items() if s == "Failed"
-                      and any(instance_id(k) == i for k in zone.secondaries)]
+        sec_failed = failed_among(zone.secondaries)
         if sec_failed:
             result.secondary_error = "; ".join(result.instances[i][1] for i in sec_failed)
         if self.dry_run:
