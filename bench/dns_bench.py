@@ -30,15 +30,22 @@ import dns.update
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-from agent import config, desired, loader
+from agent.desired import hierarchy as desired
+from agent.load import loader
 from agent.reconcile import dns as dnssync
+from agent.reconcile import endpoints as config
 from agent.reconcile.state import AgentState
+from agent.sources import localdir
 from tests.support import bind as bind_support
 from tests.support import zone_api as zone_api_support
 
 HEAD = "apiVersion: bindy.firestoned.io/v1beta1\n"
 SOA = ("  soaRecord: {primaryNs: ns1.example.com., adminEmail: a.example.com., serial: 1, refresh: 3600, "
        "retry: 600, expire: 604800, negativeTtl: 300}\n")
+
+
+def localdir_load(root: pathlib.Path, **kwargs: str) -> loader.Manifest:
+    return loader.load_files(localdir.files(root), **kwargs)
 
 
 def _zone(prefix: str, z: int) -> str:
@@ -146,8 +153,8 @@ def main() -> None:
             (work / "repo").mkdir()
             write_repo(work / "zones", "agent", 0, args.zones)
             write_repo(work / "repo", "agent", args.records, args.zones)
-            zones_only = desired.build(loader.load_dir(work / "zones"))
-            state = desired.build(loader.load_dir(work / "repo"))
+            zones_only = desired.build(localdir_load(work / "zones"))
+            state = desired.build(localdir_load(work / "repo"))
             assert not [p for p in state.problems if p.severity.value == "error"]
 
             dns_state = AgentState()

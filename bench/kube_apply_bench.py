@@ -23,10 +23,17 @@ import yaml
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-from agent import desired, kubediff, loader
+from agent.desired import hierarchy as desired
+from agent.load import loader
+from agent.plan import kubediff
 from agent.reconcile import kube as reconcile
 from agent.reconcile.kubeapi import KubeApi
+from agent.sources import localdir
 from tests.support.kube import KubeCluster
+
+
+def localdir_load(root: pathlib.Path, **kwargs: str) -> loader.Manifest:
+    return loader.load_files(localdir.files(root), **kwargs)
 
 
 def _state(root: pathlib.Path, namespace: str, instances: int) -> desired.Desired:
@@ -35,7 +42,7 @@ def _state(root: pathlib.Path, namespace: str, instances: int) -> desired.Desire
         "apiVersion: bindy.firestoned.io/v1beta1\nkind: Bind9Cluster\n"
         f"metadata: {{name: bench, namespace: {namespace}}}\n"
         f"spec: {{primary: {{replicas: {half}}}, secondary: {{replicas: {instances - half}}}}}\n")
-    manifest = loader.load_dir(root)
+    manifest = localdir_load(root)
     assert manifest.ok
     return desired.build(manifest)
 

@@ -19,9 +19,16 @@ import yaml
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-from agent import desired, loader, plan
+from agent.desired import hierarchy as desired
+from agent.load import loader
+from agent.plan import build
+from agent.sources import localdir
 
 HEAD = "apiVersion: bindy.firestoned.io/v1beta1\n"
+
+
+def localdir_load(root: pathlib.Path, **kwargs: str) -> loader.Manifest:
+    return loader.load_files(localdir.files(root), **kwargs)
 
 
 def _record(i: int, zone: int) -> str:
@@ -74,12 +81,12 @@ def bare(root: pathlib.Path) -> int:
 
 
 def ours(root: pathlib.Path) -> int:
-    manifest = loader.load_dir(root, default_namespace="dns")
+    manifest = localdir_load(root, default_namespace="dns")
     assert manifest.ok, [str(p) for p in manifest.problems[:5]]
     state = desired.build(manifest)
     errors = [str(p) for p in state.problems if p.severity.value == "error"]
     assert not errors, errors[:5]
-    result = plan.offline(state)
+    result = build.offline(state)
     assert result.changes
     return len(manifest.objects)
 

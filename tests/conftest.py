@@ -8,8 +8,16 @@ import textwrap
 
 import pytest
 
+from agent.load import loader
+from agent.sources import localdir
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample-repo"
+
+
+def load_dir(root: pathlib.Path, **kwargs: str) -> loader.Manifest:
+    """Loads a local directory the way `bindy-agent validate DIR` does."""
+    return loader.load_files(localdir.files(root), **kwargs)
 
 
 class Repo:

@@ -7,9 +7,9 @@ import pathlib
 import subprocess
 import sys
 
-from agent import desired, loader
-from agent.problems import Severity
-from tests.conftest import Repo
+from agent.desired import hierarchy as desired
+from agent.model.problems import Severity
+from tests.conftest import Repo, load_dir
 
 HEAD = "apiVersion: bindy.firestoned.io/v1beta1\n"
 ZONE = HEAD + """kind: DNSZone
@@ -24,7 +24,7 @@ CLUSTER = HEAD + "kind: Bind9Cluster\nmetadata: {name: dns, namespace: dns}\nspe
 
 
 def _problems(root: pathlib.Path) -> list[str]:
-    manifest = loader.load_dir(root)
+    manifest = load_dir(root)
     found = list(manifest.problems)
     if manifest.ok:
         found += desired.build(manifest).problems
@@ -185,7 +185,7 @@ spec:
 
 def test_non_bindy_documents_are_skipped_with_a_warning(repo: Repo) -> None:
     repo.add("kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n")
-    manifest = loader.load_dir(repo.root)
+    manifest = load_dir(repo.root)
     assert manifest.ok
     assert [str(p) for p in manifest.problems] == [
         "kustomization.yaml:1: skipped: not a Bindy object (kustomize.config.k8s.io/v1beta1 Kustomization)"]

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from agent import desired, loader
+from agent.desired import hierarchy as desired
 from agent.model.base import LabelSelector
-from agent.problems import Severity
-from tests.conftest import SAMPLE, Repo
+from agent.model.problems import Severity
+from tests.conftest import SAMPLE, Repo, load_dir
 
 HEAD = "apiVersion: bindy.firestoned.io/v1beta1\n"
 SOA = ("  soaRecord: {primaryNs: ns1.example.com., adminEmail: a.example.com., serial: 1, refresh: 1,"
@@ -13,7 +13,7 @@ SOA = ("  soaRecord: {primaryNs: ns1.example.com., adminEmail: a.example.com., s
 
 
 def _build(repo: Repo) -> desired.Desired:
-    manifest = loader.load_dir(repo.root)
+    manifest = load_dir(repo.root)
     assert manifest.ok, [str(p) for p in manifest.problems]
     return desired.build(manifest)
 
@@ -43,7 +43,7 @@ def test_label_selector_semantics() -> None:
 
 
 def test_sample_repo_expands_to_the_full_hierarchy() -> None:
-    state = desired.build(loader.load_dir(SAMPLE))
+    state = desired.build(load_dir(SAMPLE))
     assert _errors(state) == []
     kinds = sorted({o.key.kind for o in state.objects})
     assert kinds == ["AAAARecord", "ARecord", "Bind9Cluster", "Bind9Instance", "CAARecord", "CNAMERecord",
@@ -57,7 +57,7 @@ def test_sample_repo_expands_to_the_full_hierarchy() -> None:
 
 
 def test_instance_children_carry_owner_references_except_the_shared_service_account() -> None:
-    state = desired.build(loader.load_dir(SAMPLE))
+    state = desired.build(load_dir(SAMPLE))
     owners = {str(o.key): str(o.owner) if o.owner else None for o in state.objects}
     assert owners["Bind9Instance/dns-system/dns-primary-0"] == "Bind9Cluster/dns-system/dns"
     for kind in ("Deployment", "Service"):

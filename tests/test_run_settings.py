@@ -10,8 +10,9 @@ import pathlib
 
 import pytest
 
-from agent import config, logs, scheduler
 from agent.errors import ConfigError
+from agent.run import logs, scheduler, webhook
+from agent.run import settings as config
 
 
 def test_flags_beat_environment_beat_file(tmp_path: pathlib.Path) -> None:
@@ -41,7 +42,7 @@ def test_bad_settings_name_the_flag_and_the_variable() -> None:
     ({}, False),
 ])
 def test_webhook_signatures(headers: dict[str, str], ok: bool) -> None:
-    assert scheduler.verify_webhook(b"k", b"body", headers) is ok
+    assert webhook.verify_webhook(b"k", b"body", headers) is ok
 
 
 def test_json_log_lines_carry_run_id_and_revision() -> None:

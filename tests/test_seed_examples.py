@@ -8,8 +8,9 @@ import pathlib
 
 import pytest
 
-from agent import desired, loader
-from agent.problems import Severity
+from agent.desired import hierarchy as desired
+from agent.load import loader
+from agent.model.problems import Severity
 
 SEEDS = pathlib.Path(__file__).parent / "seeds"
 

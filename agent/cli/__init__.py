@@ -18,8 +18,11 @@ import pathlib
 import sys
 from collections.abc import Sequence
 
-from agent import __version__, config, plan
+from agent import __version__
 from agent.cli import common, offline, run, sync
+from agent.model import names
+from agent.plan import render
+from agent.run import settings as config
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -34,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     shared = common.Parser(add_help=False)
     shared.add_argument("directory", type=common.directory, metavar="DIR",
                         help="directory of CR YAML files (searched recursively)")
-    shared.add_argument("--namespace", default="default", metavar="NS",
+    shared.add_argument("--namespace", default=names.DEFAULT_NAMESPACE, metavar="NS",
                         help="namespace for namespaced objects that name none (default: %(default)s)")
 
     v = verbs.add_parser("validate", parents=[shared], help="check a directory of CRs",
@@ -47,7 +50,7 @@ def _parser() -> argparse.ArgumentParser:
     kube.add_argument("--kubeconfig", metavar="FILE",
                       help="kubeconfig of the cluster; without it Kubernetes is neither observed nor changed")
     kube.add_argument("--context", help="kubeconfig context (default: the current one)")
-    kube.add_argument("--agent-namespace", default="bindy-agent", metavar="NS",
+    kube.add_argument("--agent-namespace", default=names.DEFAULT_AGENT_NAMESPACE, metavar="NS",
                       help="namespace of the agent's inventory (default: %(default)s)")
 
     p = verbs.add_parser("plan", parents=[shared, kube], help="show what a sync would change (dry run)",
@@ -57,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
                          "against the live cluster (creates, field-level updates, drift, deletes, "
                          "conflicts). Exit 0 no changes, 1 changes, 2 error.")
     p.set_defaults(func=offline.show_plan)
-    p.add_argument("-o", "--output", choices=sorted(plan.RENDERERS), default="text",
+    p.add_argument("-o", "--output", choices=sorted(render.RENDERERS), default="text",
                    help="plan format (default: %(default)s)")
 
     sy = verbs.add_parser("sync", parents=[kube], help="apply a directory or a Git repository",
@@ -70,7 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     sy.set_defaults(func=sync.sync)
     sy.add_argument("directory", type=common.directory, metavar="DIR", nargs="?",
                     help="directory of CR YAML files (or use --repo)")
-    sy.add_argument("--namespace", default="default", metavar="NS",
+    sy.add_argument("--namespace", default=names.DEFAULT_NAMESPACE, metavar="NS",
                     help="namespace for namespaced objects that name none (default: %(default)s)")
     sy.add_argument("--dry-run", action="store_true", help="plan against the live world; write nothing")
     sy.add_argument("--no-install-crds", dest="install_crds", action="store_false",
@@ -94,7 +97,7 @@ def _parser() -> argparse.ArgumentParser:
     git_args.add_argument("--branch", default="main", help="branch to follow (default: %(default)s)")
     git_args.add_argument("--ref", help="pin a tag or commit instead of following the branch")
     git_args.add_argument("--path", default="", help="sub-directory of the repository holding the CRs")
-    git_args.add_argument("--cache", type=pathlib.Path, default=pathlib.Path.home() / ".cache" / "bindy-agent" / "git",
+    git_args.add_argument("--cache", type=pathlib.Path, default=names.CACHE_DIR / "git",
                           help="where the clone is kept (default: %(default)s)")
     git_args.add_argument("--ssh-key", type=pathlib.Path, metavar="FILE", help="SSH deploy key")
     git_args.add_argument("--known-hosts", type=pathlib.Path, metavar="FILE", help="known_hosts for the SSH key")
@@ -130,7 +133,7 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--repo", required=True, metavar="URL", help="Git repository (URL or local path)")
     rp.add_argument("--branch", default="main", help="branch whose head is shown by default")
     rp.add_argument("-o", "--output", choices=["text", "json"], default="text")
-    rp.add_argument("--cache", type=pathlib.Path, default=pathlib.Path.home() / ".cache" / "bindy-agent" / "git")
+    rp.add_argument("--cache", type=pathlib.Path, default=names.CACHE_DIR / "git")
     for name in ("ref", "ssh_key", "known_hosts", "token_file"):
         rp.set_defaults(**{name: None})
     rp.set_defaults(path="", insecure_ignore_host_key=False)

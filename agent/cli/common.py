@@ -9,7 +9,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from agent import desired, loader, problems
+from agent.desired import hierarchy as desired
+from agent.load import loader
+from agent.model import problems
+from agent.sources import localdir
 
 EXIT_OK, EXIT_CHANGES, EXIT_ERROR = 0, 1, 2
 EXIT_INVALID = 1
@@ -42,7 +45,7 @@ def print_problems(items: Sequence[problems.Problem], root: pathlib.Path, out: T
 
 
 def load(args: argparse.Namespace) -> tuple[loader.Manifest, desired.Desired | None]:
-    manifest = loader.load_dir(args.directory, default_namespace=args.namespace)
+    manifest = loader.load_files(localdir.files(args.directory), default_namespace=args.namespace)
     if not manifest.ok:
         return manifest, None
     return manifest, desired.build(manifest)

@@ -7,10 +7,10 @@ import argparse
 import pathlib
 import sys
 
-from agent import kubediff, plan, problems
 from agent.cli import common
 from agent.errors import KubeError
-from agent.model import schema
+from agent.model import problems, schema
+from agent.plan import build, kubediff, render
 
 DEFAULT_SCHEMAS = pathlib.Path("schemas")
 
@@ -33,7 +33,7 @@ def show_plan(args: argparse.Namespace) -> int:
     if state is None:
         return common.EXIT_ERROR
     if not args.kubeconfig:
-        result = plan.offline(state)
+        result = build.offline(state)
     else:
         from agent.reconcile import kube
         from agent.sources import localdir
@@ -45,8 +45,8 @@ def show_plan(args: argparse.Namespace) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return common.EXIT_ERROR
         changes = kubediff.diff(state.objects, observed.live, observed.inventory, agent=args.agent_namespace)
-        result = plan.online_kube(state, changes, revision=localdir.revision(args.directory))
-    sys.stdout.write(plan.RENDERERS[args.output](result))
+        result = build.online_kube(state, changes, revision=localdir.revision(args.directory))
+    sys.stdout.write(render.RENDERERS[args.output](result))
     return common.EXIT_OK if result.empty else common.EXIT_CHANGES
 
 

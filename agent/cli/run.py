@@ -7,16 +7,16 @@ import json
 import logging
 import sys
 
-from agent import config
 from agent.cli import common
+from agent.run import settings as config
 
 
 def run(args: argparse.Namespace) -> int:
     import signal
     import threading
 
-    from agent import logs, scheduler
     from agent.errors import AgentError
+    from agent.run import logs, scheduler
 
     flags = {name: getattr(args, name) for name in config.Settings.model_fields}
     try:

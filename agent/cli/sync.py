@@ -11,9 +11,11 @@ import pathlib
 import sys
 from typing import Any
 
-from agent import config, plan
 from agent.cli import common
 from agent.errors import KubeError
+from agent.model import names
+from agent.plan import build, render
+from agent.reconcile import endpoints as config
 
 
 def install_crds(args: argparse.Namespace) -> int:
@@ -37,7 +39,7 @@ def _state_store(args: argparse.Namespace, api: Any, source_key: str) -> Any:
     if api is not None:
         return agent_state.ConfigMapStore(api, args.agent_namespace)
     digest = hashlib.sha256(source_key.encode()).hexdigest()[:16]
-    path = pathlib.Path.home() / ".cache" / "bindy-agent" / "state" / f"{digest}.json"
+    path = names.CACHE_DIR / "state" / f"{digest}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     return agent_state.FileStore(path)
 
@@ -60,8 +62,8 @@ def _summary(run: Any, api: Any, dry_run: bool) -> str:
 
 
 def sync(args: argparse.Namespace) -> int:
-    from agent import runner
     from agent.errors import AgentError
+    from agent.run import orchestrator as runner
     from agent.sources import localdir
 
     usage = None
@@ -100,7 +102,7 @@ def sync(args: argparse.Namespace) -> int:
         print(f"error: could not run: {exc}", file=sys.stderr)
         return common.EXIT_UNREACHABLE
     kube_changes = run.kube.plan_changes if run.kube else None
-    sys.stdout.write(plan.render_text(plan.online(state, kube_changes, run.dns, revision=revision)))
+    sys.stdout.write(render.render_text(build.online(state, kube_changes, run.dns, revision=revision)))
     return _finish(run, api, args)
 
 
@@ -126,7 +128,7 @@ def _git_source(args: argparse.Namespace) -> Any:
 
 
 def _sync_git(args: argparse.Namespace, store: Any, apply_args: dict[str, Any]) -> int:
-    from agent import runner
+    from agent.run import orchestrator as runner
 
     source = _git_source(args)
     run = runner.sync_git(source, store=store, push_notes=args.push_notes, resync_after=args.resync_after,
@@ -146,15 +148,15 @@ def _sync_git(args: argparse.Namespace, store: Any, apply_args: dict[str, Any]) 
               file=sys.stderr)
         return common.EXIT_REJECTED
     if run.plan is not None:
-        sys.stdout.write(plan.render_text(run.plan))
+        sys.stdout.write(render.render_text(run.plan))
     if run.notes_pushed is False:
         print(f"{prefix}: warning: the report could not be pushed (kept in the local clone)", file=sys.stderr)
     return _finish(run.result, apply_args["kube_api"], args)
 
 
 def report(args: argparse.Namespace) -> int:
-    from agent import report
     from agent.errors import AgentError
+    from agent.outcome import report
 
     source = _git_source(args)
     try:

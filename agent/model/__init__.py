@@ -1,1 +1,1 @@
-"""Pydantic models of Bindy's CRs (`bindy.firestoned.io/v1beta1`). Pure data: no I/O here."""
+"""Pure data shared by every step: the CR models, ObjectKey, problems, and the names the agent uses."""

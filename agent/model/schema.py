@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from agent.model import kinds
+from agent.model import kinds, names
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 _KEEP = (
@@ -86,7 +86,7 @@ def crd(kind: kinds.Kind) -> dict[str, Any]:
         "kind": "CustomResourceDefinition",
         "metadata": {
             "name": kind.crd_name,
-            "labels": {"app.kubernetes.io/managed-by": "bindy-agent"},
+            "labels": dict(names.MANAGED_BY),
         },
         "spec": {
             "group": kinds.GROUP,

@@ -1,1 +1,1 @@
-"""The only code that talks to the outside world: Kubernetes, the zone HTTP API, DNS UPDATE."""
+"""Step 6, reconcile: the only writers to the world (Kubernetes, zone HTTP API, DNS UPDATE), and their clients."""

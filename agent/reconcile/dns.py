@@ -13,13 +13,15 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 
-from agent import recordplan, rrsets
-from agent.config import Endpoint
-from agent.desired import Desired
+from agent.desired import rrsets
+from agent.desired.hierarchy import Desired
+from agent.desired.placement import Zone
 from agent.errors import AgentError, ZoneApiError
-from agent.loader import ObjectKey
-from agent.placement import Zone
-from agent.reconcile import records
+from agent.gate import safety
+from agent.model.key import ObjectKey
+from agent.plan import rrsetdiff
+from agent.reconcile import rfc2136
+from agent.reconcile.endpoints import Endpoint
 from agent.reconcile.state import AgentState
 from agent.reconcile.zoneapi import ZoneApi
 
@@ -36,9 +38,9 @@ class ZoneResult:
     secondary_error: str = ""
     refused: str = ""
     conflicts: list[str] = dataclasses.field(default_factory=list)
-    changes: list[recordplan.RRChange] = dataclasses.field(default_factory=list)
+    changes: list[rrsetdiff.RRChange] = dataclasses.field(default_factory=list)
     applied_on: list[str] = dataclasses.field(default_factory=list)  # primaries that took the changes
-    checks: list[records.Check] = dataclasses.field(default_factory=list)
+    checks: list[rfc2136.Check] = dataclasses.field(default_factory=list)
     created_on: list[str] = dataclasses.field(default_factory=list)
 
     @property
@@ -64,7 +66,7 @@ def instance_id(key: ObjectKey) -> str:
 
 class DnsSync:
     def __init__(self, endpoints: Mapping[str, Endpoint], *, force: bool = False, dry_run: bool = False,
-                 batch: int = records.DEFAULT_BATCH, verify_wait: float = 10) -> None:
+                 batch: int = rfc2136.DEFAULT_BATCH, verify_wait: float = 10) -> None:
         self.endpoints, self.force, self.dry_run = endpoints, force, dry_run
         self.batch, self.verify_wait = batch, verify_wait
         self.apis: dict[str, ZoneApi] = {}
@@ -129,18 +131,18 @@ class DnsSync:
             result.instances[endpoint.instance] = ("Failed", str(exc))
             return False
 
-    def _records(self, zone: Zone, result: ZoneResult, primary: Endpoint, managed: set[recordplan.Key],
-                 annotations: dict[str, str], recreate: Callable[[], bool]) -> set[recordplan.Key]:
+    def _records(self, zone: Zone, result: ZoneResult, primary: Endpoint, managed: set[rrsetdiff.Key],
+                 annotations: dict[str, str], recreate: Callable[[], bool]) -> set[rrsetdiff.Key]:
         for attempt in (1, 2):
             try:
-                observed = records.observe(primary, zone.name)
-            except records.ZoneMissing:
+                observed = rfc2136.observe(primary, zone.name)
+            except rfc2136.ZoneMissing:
                 if attempt == 2 or not recreate():
                     raise
-                observed = records.observe(primary, zone.name)
-            plan = recordplan.plan_zone(zone.name, zone.rrsets, observed, managed)
+                observed = rfc2136.observe(primary, zone.name)
+            plan = rrsetdiff.plan_zone(zone.name, zone.rrsets, observed, managed)
             result.conflicts = plan.conflicts
-            refusal = recordplan.gate(plan, managed, force=self.force, annotations=annotations)
+            refusal = safety.gate(plan, managed, force=self.force, annotations=annotations)
             if refusal:
                 result.refused = refusal
                 return managed
@@ -148,11 +150,11 @@ class DnsSync:
                 result.changes = plan.changes
                 return plan.managed_after if not self.dry_run else managed
             try:
-                for update in records.build_updates(zone.name, plan.changes, primary.tsig, batch=self.batch):
+                for update in rfc2136.build_updates(zone.name, plan.changes, primary.tsig, batch=self.batch):
                     with self._lock:
                         self.updates_sent += 1
-                    records.send(primary, update)
-            except records.PrerequisiteFailed:
+                    rfc2136.send(primary, update)
+            except rfc2136.PrerequisiteFailed:
                 if attempt == 2:
                     raise
                 log.warning("%s on %s changed while planning; observing again", zone.name, primary.instance)
@@ -222,7 +224,7 @@ class DnsSync:
 
         if result.changes:
             serving = ok_primaries + [s for s in secondaries if result.instances[s.instance][0] == "Configured"]
-            result.checks = records.verify(serving, result.changes, wait=self.verify_wait, nudge=nudge)
+            result.checks = rfc2136.verify(serving, result.changes, wait=self.verify_wait, nudge=nudge)
         state.zones[zone.name] = {instance_id(k): ("primary" if k in zone.primaries else "secondary")
                                   for k in zone.instances}
         return result
@@ -249,7 +251,7 @@ ZONE_WORKERS = 4  # zones are independent; more threads only contend on 2 cores
 
 
 def sync(desired: Desired, endpoints: Mapping[str, Endpoint], state: AgentState, *, force: bool = False,
-         dry_run: bool = False, batch: int = records.DEFAULT_BATCH, verify_wait: float = 10) -> DnsResult:
+         dry_run: bool = False, batch: int = rfc2136.DEFAULT_BATCH, verify_wait: float = 10) -> DnsResult:
     """Zones, records, NOTIFY and verification for every placed zone; `state` is updated in place."""
     runner = DnsSync(endpoints, force=force, dry_run=dry_run, batch=batch, verify_wait=verify_wait)
     try:

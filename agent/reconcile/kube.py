@@ -24,19 +24,17 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from agent import kubediff, status, workloads
-from agent.desired import CHILD_ORDER, Desired, KubeObject
+from agent.desired import workloads
+from agent.desired.hierarchy import CHILD_ORDER, Desired, KubeObject
 from agent.errors import KubeError
-from agent.loader import ObjectKey
-from agent.model import kinds, schema
-from agent.reconcile.dns import DnsResult
+from agent.model import kinds, names, schema
+from agent.model.key import ObjectKey
+from agent.plan import kubediff, statusdiff
 from agent.reconcile.kubeapi import KubeApi
 
 log = logging.getLogger(__name__)
 WORKERS = 8  # concurrent API calls for independent objects (same tier)
 T = TypeVar("T")
-INVENTORY = "bindy-agent-inventory"
-DEFAULT_AGENT_NAMESPACE = "bindy-agent"
 # what the agent creates and prunes (not: namespaces it only ensures, CRDs, its Lease, Events)
 MANAGED_KINDS = [*kinds.KINDS, "ServiceAccount", "Secret", "ConfigMap", "Service", "Deployment"]
 
@@ -94,11 +92,11 @@ def _inventory_keys(body: dict[str, Any] | None) -> set[ObjectKey]:
     return {ObjectKey(k, n, name) for k, n, name in raw}
 
 
-def observe(api: KubeApi, desired: Desired, *, agent_namespace: str = DEFAULT_AGENT_NAMESPACE) -> Observed:
+def observe(api: KubeApi, desired: Desired, *, agent_namespace: str = names.DEFAULT_AGENT_NAMESPACE) -> Observed:
     live: dict[ObjectKey, dict[str, Any]] = {}
     for kind in MANAGED_KINDS:
         for item in api.list(kind, label_selector=kubediff.selector(agent_namespace)):
-            if item["metadata"]["name"] == INVENTORY and kind == "ConfigMap":
+            if item["metadata"]["name"] == names.INVENTORY_NAME and kind == "ConfigMap":
                 continue
             live[kubediff.key_of(item)] = item
     namespaces = {o.key.namespace for o in desired.objects if o.key.namespace} | {agent_namespace}
@@ -116,7 +114,8 @@ def observe(api: KubeApi, desired: Desired, *, agent_namespace: str = DEFAULT_AG
                 key = kubediff.key_of(item)
                 if key in unseen:
                     live[key] = item
-    inventory_body = api.get("ConfigMap", agent_namespace, INVENTORY) if agent_namespace in existing else None
+    inventory_body = (api.get("ConfigMap", agent_namespace, names.INVENTORY_NAME)
+                      if agent_namespace in existing else None)
     return Observed(live, _inventory_keys(inventory_body), inventory_body, existing)
 
 
@@ -173,7 +172,7 @@ def _now() -> str:
 
 
 def apply(api: KubeApi, desired: Desired, observed: Observed, changes: list[kubediff.KubeChange], *,
-          agent_namespace: str = DEFAULT_AGENT_NAMESPACE, rotate_rndc_keys: bool = False) -> KubeResult:
+          agent_namespace: str = names.DEFAULT_AGENT_NAMESPACE, rotate_rndc_keys: bool = False) -> KubeResult:
     """Applies creates/updates parents first, then prunes children first, then the inventory.
     Statuses are written separately (`write_statuses`), after the DNS steps."""
     result = KubeResult(changes, dict(observed.live))
@@ -184,7 +183,7 @@ def apply(api: KubeApi, desired: Desired, observed: Observed, changes: list[kube
     for ns in sorted({o.key.namespace for o in desired.objects if o.key.namespace} | {agent_namespace}):
         if ns not in observed.namespaces:
             api.apply({"apiVersion": "v1", "kind": "Namespace",
-                       "metadata": {"name": ns, "labels": {kubediff.MANAGED_BY[0]: kubediff.MANAGED_BY[1]}}})
+                       "metadata": {"name": ns, "labels": dict(names.MANAGED_BY)}})
 
     if rotate_rndc_keys:
         rotate = [kubediff.KubeChange("update", o.key, o, ("data.secret",)) for o in desired.objects
@@ -239,33 +238,15 @@ def _write_inventory(api: KubeApi, desired: Desired, observed: Observed, namespa
     if observed.inventory_body and (observed.inventory_body.get("data") or {}).get("objects") == text:
         return
     api.apply({"apiVersion": "v1", "kind": "ConfigMap",
-               "metadata": {"name": INVENTORY, "namespace": namespace,
-                            "labels": {"app.kubernetes.io/name": "bindy-agent", kubediff.AGENT_LABEL: namespace}},
+               "metadata": {"name": names.INVENTORY_NAME, "namespace": namespace,
+                            "labels": {**names.AGENT_APP_LABELS, names.AGENT_LABEL: namespace}},
                "data": {"objects": text}})
 
 
-def _outcomes(desired: Desired, result: KubeResult) -> dict[ObjectKey, status.Outcome]:
-    """Each Git CR fails when it, or anything generated from it, failed."""
-    outcomes: dict[ObjectKey, status.Outcome] = {}
-    for obj in desired.objects:
-        if obj.key in result.failed:
-            for cr in {obj.key, obj.source} - {None}:
-                assert cr is not None
-                outcomes[cr] = status.Outcome(False, f"{obj.key}: {result.failed[obj.key]}", "ApplyFailed")
-                if obj.owner is not None:
-                    outcomes[obj.owner] = outcomes[cr]
-    return outcomes
-
-
-def write_statuses(api: KubeApi, desired: Desired, result: KubeResult, *, revision: str | None,
-                   dns: DnsResult | None = None) -> None:
-    """Writes every CR's status that differs from the live one (Kubernetes and DNS outcomes)."""
+def write_statuses(api: KubeApi, wanted: dict[ObjectKey, dict[str, Any]], result: KubeResult, *,
+                   revision: str | None) -> None:
+    """Writes every CR status in `wanted` that differs from the live one."""
     live, conflicts = result.live, result.conflicts
-    generations = {k: v["metadata"].get("generation", 0) for k, v in live.items() if k.kind in kinds.KINDS}
-    service_ips = {ObjectKey("Bind9Instance", k.namespace, k.name): v.get("spec", {}).get("clusterIP", "")
-                   for k, v in live.items() if k.kind == "Service" and v.get("spec", {}).get("clusterIP")}
-    wanted = status.statuses(desired, _outcomes(desired, result), revision=revision, generations=generations,
-                             service_ips=service_ips, dns=dns)
     now = _now()
     todo = []
     for key, new in wanted.items():
@@ -273,8 +254,8 @@ def write_statuses(api: KubeApi, desired: Desired, result: KubeResult, *, revisi
         if current is None or key in conflicts:
             continue
         old = current.get("status")
-        if status.changed(new, old):
-            todo.append((key, status.merge_times(new, old, now)))
+        if statusdiff.changed(new, old):
+            todo.append((key, statusdiff.merge_times(new, old, now)))
 
     def write(item: tuple[ObjectKey, dict[str, Any]]) -> None:
         key, new = item
@@ -303,10 +284,10 @@ class SyncOutcome:
 
 
 def sync(api: KubeApi, desired: Desired, *, revision: str | None, dry_run: bool = False,
-         install: bool = True, agent_namespace: str = DEFAULT_AGENT_NAMESPACE,
-         rotate_rndc_keys: bool = False, statuses: bool = True) -> SyncOutcome:
-    """One Kubernetes sync of a validated revision: CRDs, observe, diff, apply (and, unless the
-    caller writes them after the DNS steps, statuses)."""
+         install: bool = True, agent_namespace: str = names.DEFAULT_AGENT_NAMESPACE,
+         rotate_rndc_keys: bool = False) -> SyncOutcome:
+    """One Kubernetes sync of a validated revision: CRDs, observe, diff, apply (statuses are
+    written by the caller, after the DNS steps)."""
     if install and not dry_run:
         install_crds(api)
     observed = observe(api, desired, agent_namespace=agent_namespace)
@@ -315,8 +296,6 @@ def sync(api: KubeApi, desired: Desired, *, revision: str | None, dry_run: bool 
         return SyncOutcome(changes, None)
     result = apply(api, desired, observed, changes, agent_namespace=agent_namespace,
                    rotate_rndc_keys=rotate_rndc_keys)
-    if statuses:
-        write_statuses(api, desired, result, revision=revision)
     return SyncOutcome(changes, result)
 
 
@@ -351,10 +330,10 @@ def mark_rejected(api: KubeApi, *, agent_namespace: str, message: str) -> int:
             conds = [c for c in old.get("conditions") or [] if c.get("type") != "Progressing"]
             conds.append({"type": "Progressing", "status": "False", "reason": "RevisionRejected", "message": message})
             new = {**old, "conditions": conds}
-            if not status.changed(new, old):
+            if not statusdiff.changed(new, old):
                 continue
             meta = live["metadata"]
-            api.apply_status(kind.name, meta.get("namespace"), meta["name"], status.merge_times(new, old, now))
+            api.apply_status(kind.name, meta.get("namespace"), meta["name"], statusdiff.merge_times(new, old, now))
             emit_event(api, live, "Warning", "RevisionRejected", message)
             written += 1
     return written

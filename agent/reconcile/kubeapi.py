@@ -22,13 +22,13 @@ import urllib3.exceptions
 
 from agent.errors import KubeError
 from agent.model import kinds
+from agent.model.names import FIELD_MANAGER
 
 log = logging.getLogger(__name__)
-FIELD_MANAGER = "bindy-agent"
 
 
 @dataclasses.dataclass(frozen=True)
-class Resource:
+class ApiResource:
     api_version: str
     kind: str
     plural: str
@@ -47,18 +47,18 @@ class Resource:
         return out
 
 
-RESOURCES: dict[str, Resource] = {
-    "Namespace": Resource("v1", "Namespace", "namespaces", False),
-    "ServiceAccount": Resource("v1", "ServiceAccount", "serviceaccounts", True),
-    "Secret": Resource("v1", "Secret", "secrets", True),
-    "ConfigMap": Resource("v1", "ConfigMap", "configmaps", True),
-    "Service": Resource("v1", "Service", "services", True),
-    "Deployment": Resource("apps/v1", "Deployment", "deployments", True),
-    "Lease": Resource("coordination.k8s.io/v1", "Lease", "leases", True),
-    "Event": Resource("v1", "Event", "events", True),
-    "CustomResourceDefinition": Resource("apiextensions.k8s.io/v1", "CustomResourceDefinition",
+RESOURCES: dict[str, ApiResource] = {
+    "Namespace": ApiResource("v1", "Namespace", "namespaces", False),
+    "ServiceAccount": ApiResource("v1", "ServiceAccount", "serviceaccounts", True),
+    "Secret": ApiResource("v1", "Secret", "secrets", True),
+    "ConfigMap": ApiResource("v1", "ConfigMap", "configmaps", True),
+    "Service": ApiResource("v1", "Service", "services", True),
+    "Deployment": ApiResource("apps/v1", "Deployment", "deployments", True),
+    "Lease": ApiResource("coordination.k8s.io/v1", "Lease", "leases", True),
+    "Event": ApiResource("v1", "Event", "events", True),
+    "CustomResourceDefinition": ApiResource("apiextensions.k8s.io/v1", "CustomResourceDefinition",
                                          "customresourcedefinitions", False),
-    **{k.name: Resource(kinds.API_VERSION, k.name, k.plural, k.namespaced) for k in kinds.KINDS.values()},
+    **{k.name: ApiResource(kinds.API_VERSION, k.name, k.plural, k.namespaced) for k in kinds.KINDS.values()},
 }
 
 _VERBS = {"GET": "get", "PATCH": "patch", "DELETE": "delete", "POST": "create", "PUT": "update"}

@@ -18,8 +18,9 @@ import pathlib
 from typing import Any, Protocol
 
 from agent.errors import ConfigError
+from agent.model import names
+from agent.plan.rrsetdiff import Key
 from agent.reconcile.kubeapi import KubeApi
-from agent.recordplan import Key
 
 
 @dataclasses.dataclass
@@ -74,7 +75,7 @@ class FileStore:
 class ConfigMapStore:
     """The state as a ConfigMap `bindy-agent-state` in the agent's namespace."""
 
-    NAME = "bindy-agent-state"
+    NAME = names.STATE_NAME
 
     def __init__(self, api: KubeApi, namespace: str) -> None:
         self.api, self.namespace = api, namespace
@@ -91,6 +92,6 @@ class ConfigMapStore:
             return
         self.api.apply({"apiVersion": "v1", "kind": "ConfigMap",
                         "metadata": {"name": self.NAME, "namespace": self.namespace,
-                                     "labels": {"app.kubernetes.io/name": "bindy-agent"}},
+                                     "labels": dict(names.AGENT_APP_LABELS)},
                         "data": {"state": text}})
         self._saved = text

@@ -1,24 +1,45 @@
 """A local directory as a revision source (dry runs and `sync DIR`).
 
+Its files are the `*.yaml` / `*.yml` below the directory (hidden directories such as .git skipped).
 The revision is the HEAD commit when the directory is inside a Git work tree (with `-dirty` when
 files below it are modified), else a digest of its YAML files' paths and contents.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import os
 import pathlib
 
 import git
 
-from agent import loader
+
+@dataclasses.dataclass(frozen=True)
+class LocalFile:
+    root: pathlib.Path
+    path: str  # relative, '/'-separated
+
+    def read(self) -> bytes:
+        return (self.root / self.path).read_bytes()
+
+
+def files(root: pathlib.Path) -> list[LocalFile]:
+    """*.yaml / *.yml below root in a stable order, skipping hidden files and directories."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            if name.endswith((".yaml", ".yml")) and not name.startswith("."):
+                out.append(LocalFile(root, pathlib.Path(dirpath, name).relative_to(root).as_posix()))
+    return out
 
 
 def digest(root: pathlib.Path) -> str:
     h = hashlib.sha256()
-    for path in loader.iter_files(root):
-        h.update(path.relative_to(root).as_posix().encode() + b"\0")
-        h.update(path.read_bytes() + b"\0")
+    for file in files(root):
+        h.update(file.path.encode() + b"\0")
+        h.update(file.read() + b"\0")
     return f"sha256:{h.hexdigest()[:16]}"
 
 
@@ -31,4 +52,3 @@ def revision(root: pathlib.Path) -> str:
     rel = root.resolve().relative_to(pathlib.Path(repo.working_dir).resolve()).as_posix()
     dirty = repo.is_dirty(untracked_files=True, path=rel if rel != "." else None)
     return sha + ("-dirty" if dirty else "")
-

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from agent import desired, loader
+from agent.desired import hierarchy as desired
 from agent.errors import KubeError
-from agent.reconcile import kube as reconcile
 from agent.reconcile.kubeapi import KubeApi
-from agent.reconcile.lease import LeaderElector
-from tests.conftest import ROOT, SAMPLE
+from agent.run import orchestrator as runner
+from agent.run.lease import LeaderElector
+from tests.conftest import ROOT, SAMPLE, load_dir
 from tests.support.kube import KubeCluster
 
 
@@ -42,14 +42,16 @@ def test_a_full_sync_works_under_the_shipped_rbac_and_nothing_more(kube: KubeClu
     config.api_key = {"authorization": f"Bearer {_token(kube_client)}"}
     api = KubeApi(client.ApiClient(config))
 
-    state = desired.build(loader.load_dir(SAMPLE))
-    outcome = reconcile.sync(api, state, revision="rbac-test", agent_namespace="bindy-agent")
+    state = desired.build(load_dir(SAMPLE))
+    outcome = runner.apply_revision(state, revision="rbac-test", kube_api=api, agent_namespace="bindy-agent").kube
+    assert outcome is not None
     assert outcome.result is not None and outcome.result.failed == {}, outcome.result.failed if outcome.result else None
     assert len(outcome.result.applied) == 38 and len(outcome.result.statuses_written) == 29
     events = client.CoreV1Api(kube_client).list_namespaced_event("dns-system").items
     applied = {(e.involved_object.kind, e.involved_object.name) for e in events if e.reason == "Applied"}
     assert ("Bind9Cluster", "dns") in applied and ("Bind9Instance", "dns-primary-0") in applied
-    assert reconcile.sync(api, state, revision="rbac-test", agent_namespace="bindy-agent").plan_changes == []
+    again = runner.apply_revision(state, revision="rbac-test", kube_api=api, agent_namespace="bindy-agent").kube
+    assert again is not None and again.plan_changes == []
     assert LeaderElector(api, "bindy-agent", name="rbac-test").tick() is True
 
     # writes outside the shipped rules are forbidden for that token

@@ -14,11 +14,12 @@ import dns.tsigkeyring
 import dns.update
 import pytest
 
-from agent import config, desired, loader
+from agent.desired import hierarchy as desired
 from agent.reconcile import dns as dnssync
-from agent.reconcile import records
+from agent.reconcile import endpoints as config
+from agent.reconcile import rfc2136 as records
 from agent.reconcile.state import AgentState, FileStore
-from tests.conftest import ROOT
+from tests.conftest import ROOT, load_dir
 from tests.support import bind as bind_support
 from tests.support import dnsrepo
 
@@ -32,7 +33,7 @@ def sample(tmp_path: pathlib.Path, bind: bind_support.BindPair, zone_api: Any) -
 
 
 def _sync(sample: dict[str, Any], **kwargs: Any) -> dnssync.DnsResult:
-    manifest = loader.load_dir(sample["root"])
+    manifest = load_dir(sample["root"])
     assert manifest.ok, [str(p) for p in manifest.problems]
     state = desired.build(manifest)
     store = FileStore(sample["state"])
@@ -65,7 +66,7 @@ def test_sample_repo_is_served_by_primary_and_secondary(sample: dict[str, Any]) 
     first = subprocess.run(cli, capture_output=True, text=True, cwd=ROOT, check=False)
     assert first.returncode == 0, first.stderr
     assert "DNS: 21 RRset changes in 3 UPDATE messages, 0 zone deletions, verified 42/42" in first.stderr
-    state = desired.build(loader.load_dir(sample["root"]))
+    state = desired.build(load_dir(sample["root"]))
     for zone in state.zones:
         for rrset in zone.rrsets.values():
             for server in _servers(sample):

@@ -7,9 +7,12 @@ import pathlib
 import subprocess
 from typing import Any
 
-from agent import config, desired, loader, runner
+from agent.desired import hierarchy as desired
+from agent.reconcile import endpoints as config
 from agent.reconcile.kubeapi import KubeApi
 from agent.reconcile.state import ConfigMapStore
+from agent.run import orchestrator as runner
+from tests.conftest import load_dir
 from tests.support import bind as bind_support
 from tests.support import dnsrepo
 from tests.support.kube import KubeCluster
@@ -19,7 +22,7 @@ KINDS = "clusterbind9providers,bind9clusters,bind9instances,dnszones,arecords,aa
 
 
 def _run(kube: KubeCluster, root: pathlib.Path, endpoints: Any, namespace: str) -> tuple[KubeApi, runner.RunResult]:
-    state = desired.build(loader.load_dir(root))
+    state = desired.build(load_dir(root))
     api = KubeApi.from_kubeconfig(str(kube.kubeconfig))
     store = ConfigMapStore(api, namespace)
     agent_state = store.load()

@@ -11,10 +11,13 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from agent import config, loader, report, runner
-from agent.reconcile import records
+from agent.load import loader
+from agent.outcome import report
+from agent.reconcile import endpoints as config
+from agent.reconcile import rfc2136 as records
 from agent.reconcile.kubeapi import KubeApi
 from agent.reconcile.state import ConfigMapStore, FileStore
+from agent.run import orchestrator as runner
 from agent.sources.git import GitSource
 from tests.conftest import ROOT
 from tests.support import bind as bind_support
@@ -196,8 +199,8 @@ def test_the_same_revision_twice_is_a_no_op_without_parsing_or_writes(
     assert runner.sync_git(_source(world), store=store, kube_api=first_api, agent_namespace=namespace).outcome == "applied"
 
     loads: list[Any] = []
-    real_load = loader.load_dir
-    monkeypatch.setattr(loader, "load_dir", lambda *a, **k: loads.append(a) or real_load(*a, **k))
+    real_load = loader.load_files
+    monkeypatch.setattr(loader, "load_files", lambda *a, **k: loads.append(a) or real_load(*a, **k))
     fetch_head = world["cache"].glob("repo-*/.git/FETCH_HEAD")
     mtimes = [p.stat().st_mtime for p in fetch_head]
     api = KubeApi.from_kubeconfig(str(kube.kubeconfig))

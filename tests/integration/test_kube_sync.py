@@ -18,11 +18,13 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from agent import desired, loader, plan
+from agent.desired import hierarchy as desired
 from agent.errors import KubeError
+from agent.plan import build, render
 from agent.reconcile import kube as reconcile
 from agent.reconcile.kubeapi import KubeApi
-from tests.conftest import ROOT, SAMPLE
+from agent.run import orchestrator as runner
+from tests.conftest import ROOT, SAMPLE, load_dir
 from tests.support.kube import KubeCluster
 from tests.support.procs import wait_for
 
@@ -39,11 +41,13 @@ def _repo(tmp_path: pathlib.Path, namespace: str) -> pathlib.Path:
 
 def _sync(kube: KubeCluster, root: pathlib.Path, namespace: str, revision: str = "rev-1",
           **kwargs: Any) -> tuple[KubeApi, reconcile.SyncOutcome]:
-    manifest = loader.load_dir(root)
+    manifest = load_dir(root)
     assert manifest.ok, [str(p) for p in manifest.problems]
     state = desired.build(manifest)
     api = KubeApi.from_kubeconfig(str(kube.kubeconfig))
-    return api, reconcile.sync(api, state, revision=revision, agent_namespace=namespace, **kwargs)
+    run = runner.apply_revision(state, revision=revision, kube_api=api, agent_namespace=namespace, **kwargs)
+    assert run.kube is not None
+    return api, run.kube
 
 
 def _cr(api_client: Any, plural: str, namespace: str, name: str) -> dict[str, Any]:
@@ -94,10 +98,10 @@ def test_sync_creates_the_hierarchy_and_a_second_sync_writes_nothing(
     api2, second = _sync(kube, root, namespace)
     assert second.plan_changes == [] and api2.write_count == 0
     assert core.read_namespaced_secret("dns-primary-0-rndc-key", namespace).data["secret"] == key_before
-    first_plan = plan.online_kube(desired.build(loader.load_dir(root)), first.plan_changes)
+    first_plan = build.online_kube(desired.build(load_dir(root)), first.plan_changes)
     key = base64.b64decode(key_before).decode()
-    as_json = plan.render_json(first_plan)
-    assert key not in plan.render_text(first_plan) and key not in as_json
+    as_json = render.render_json(first_plan)
+    assert key not in render.render_text(first_plan) and key not in as_json
     secret = next(c for c in json.loads(as_json)["changes"] if c["target"].get("name") == "dns-primary-0-rndc-key")
     assert secret["after"]["stringData"]["secret"] == "<secret>"
 
@@ -115,7 +119,7 @@ def test_hand_deleted_and_hand_edited_objects_are_restored_as_drift(
     core.patch_namespaced_config_map("dns-primary-0-config", namespace, {"data": {"named.conf": "# hacked\n"}})
 
     _, dry = _sync(kube, root, namespace, dry_run=True)
-    rendered = plan.render_text(plan.online_kube(desired.build(loader.load_dir(root)), dry.plan_changes))
+    rendered = render.render_text(build.online_kube(desired.build(load_dir(root)), dry.plan_changes))
     assert f"+ Deployment {namespace}/dns-secondary-0  (drift: deleted by hand)" in rendered
     assert f"~ ConfigMap {namespace}/dns-primary-0-config  (drift: edited by hand) changed: data.named.conf" in rendered
 
@@ -134,7 +138,7 @@ def test_prune_removes_exactly_what_git_dropped_and_spares_unmanaged_objects(
         metadata=client.V1ObjectMeta(name="dns-secondary-0-config"), data={"named.conf": "# someone else's\n"}))
     root = _repo(tmp_path, namespace)
     _, first = _sync(kube, root, namespace)
-    rendered = plan.render_text(plan.online_kube(desired.build(loader.load_dir(root)), first.plan_changes))
+    rendered = render.render_text(build.online_kube(desired.build(load_dir(root)), first.plan_changes))
     assert f"! ConfigMap {namespace}/dns-secondary-0-config: exists but was not created by this agent" in rendered
 
     (root / "zones" / "internal.yaml").unlink()
@@ -273,7 +277,7 @@ def test_in_cluster_endpoints_come_from_services_and_rndc_secrets(
     api, _ = _sync(kube, root, namespace)
     token = tmp_path / "token"
     token.write_text("sa-token\n")
-    found = endpoints.from_cluster(api, desired.build(loader.load_dir(root)), token_file=token)
+    found = endpoints.from_cluster(api, desired.build(load_dir(root)), token_file=token)
     primary = found[f"{namespace}/dns-primary-0"]
     assert (primary.dns_host, primary.dns_port) == (f"dns-primary-0.{namespace}.svc.cluster.local", 53)
     assert primary.api_url == f"http://dns-primary-0.{namespace}.svc.cluster.local:8080"

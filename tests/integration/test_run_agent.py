@@ -18,8 +18,8 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from agent import config
-from agent.reconcile import records
+from agent.reconcile import endpoints as config
+from agent.reconcile import rfc2136 as records
 from tests.conftest import ROOT
 from tests.support import bind as bind_support
 from tests.support import dnsrepo

@@ -14,6 +14,7 @@ import socket
 import uuid
 
 from agent.errors import KubeError
+from agent.model import names
 from agent.reconcile.kubeapi import KubeApi
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,7 @@ class LeaderElector:
 
     def _body(self, spec: dict[str, object], resource_version: str | None = None) -> dict[str, object]:
         meta: dict[str, object] = {"name": self.name, "namespace": self.namespace,
-                                   "labels": {"app.kubernetes.io/name": "bindy-agent"}}
+                                   "labels": dict(names.AGENT_APP_LABELS)}
         if resource_version:
             meta["resourceVersion"] = resource_version
         return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta, "spec": spec}

@@ -10,37 +10,25 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import os
-import pathlib
 import re
 import types
 import typing
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 import pydantic
 import yaml
 
-from agent import shorthand
-from agent.model import kinds
+from agent.errors import SourceError
+from agent.load import shorthand
+from agent.model import kinds, names
 from agent.model.base import Resource
-from agent.problems import Origin, Problem, Severity
+from agent.model.key import ObjectKey
+from agent.model.problems import Origin, Problem, Severity
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-
-
-@dataclasses.dataclass(frozen=True)
-class ObjectKey:
-    kind: str
-    namespace: str | None
-    name: str
-
-    def __str__(self) -> str:
-        if self.namespace is None:
-            return f"{self.kind}/{self.name}"
-        return f"{self.kind}/{self.namespace}/{self.name}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,15 +84,6 @@ class _Loader(yaml.CSafeLoader):
                 self.duplicates.append((key_node.start_mark.line + 1, key_node.value))
             seen.add(key_node.value)
         return super().construct_mapping(node, deep)
-
-
-def iter_files(root: pathlib.Path) -> Iterator[pathlib.Path]:
-    """*.yaml / *.yml below root in a stable order, skipping hidden directories such as .git."""
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(filenames):
-            if name.endswith((".yaml", ".yml")) and not name.startswith("."):
-                yield pathlib.Path(dirpath, name)
 
 
 def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int:
@@ -264,7 +243,7 @@ def _check_document(doc: _Document, default_namespace: str) -> Loaded | None:
     return None if doc.failed else Loaded(key, model, doc.origin, doc.source())
 
 
-def load_text(text: str, file: str, *, default_namespace: str = "default") -> Manifest:
+def load_text(text: str, file: str, *, default_namespace: str = names.DEFAULT_NAMESPACE) -> Manifest:
     """Loads one file's text (multi-document)."""
     manifest = Manifest(objects=[], problems=[], files=1)
     loader = _Loader(text)
@@ -301,20 +280,30 @@ def load_text(text: str, file: str, *, default_namespace: str = "default") -> Ma
     return manifest
 
 
-def load_dir(root: pathlib.Path, *, default_namespace: str = "default") -> Manifest:
-    """Loads every YAML file below `root`; paths in problems are relative to `root`."""
+class SourceFile(Protocol):
+    """One file of a revision, as a source (agent/sources/) hands it over."""
+
+    @property
+    def path(self) -> str:
+        """Relative to the revision root, with '/' separators."""
+
+    def read(self) -> bytes:
+        """The file's bytes; raises SourceError (or OSError) if it may not or cannot be read."""
+
+
+def load_files(files: Iterable[SourceFile], *, default_namespace: str = names.DEFAULT_NAMESPACE) -> Manifest:
+    """Loads every file of a revision; paths in problems are the files' relative paths."""
     total = Manifest(objects=[], problems=[])
     seen: dict[ObjectKey, Origin] = {}
-    for path in iter_files(root):
-        rel = path.relative_to(root).as_posix()
+    for file in files:
+        rel = file.path
+        total.files += 1
         try:
-            text = path.read_text(encoding="utf-8")
-        except (UnicodeDecodeError, OSError) as exc:
+            text = file.read().decode("utf-8")
+        except (UnicodeDecodeError, OSError, SourceError) as exc:
             total.problems.append(Problem(Origin(rel, 1), "", "", f"cannot read file: {exc}"))
-            total.files += 1
             continue
         part = load_text(text, rel, default_namespace=default_namespace)
-        total.files += 1
         total.documents += part.documents
         total.problems += part.problems
         for obj in part.objects:

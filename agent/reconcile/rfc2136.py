@@ -31,10 +31,10 @@ import dns.update
 import dns.xfr
 import dns.zone
 
-from agent import rrsets
-from agent.config import Endpoint, TsigKey
+from agent.desired import rrsets
 from agent.errors import DnsUpdateError
-from agent.recordplan import Key, RRChange
+from agent.plan.rrsetdiff import Key, RRChange
+from agent.reconcile.endpoints import Endpoint, TsigKey
 
 PREREQUISITE_FAILED = {dns.rcode.NXRRSET, dns.rcode.YXRRSET, dns.rcode.NXDOMAIN, dns.rcode.YXDOMAIN}
 DEFAULT_BATCH = 1000

@@ -19,14 +19,21 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from agent import desired, loader, logs, plan, problems, report
-from agent.config import Endpoint
-from agent.desired import Desired
+from agent.desired import hierarchy as desired
+from agent.desired.hierarchy import Desired
 from agent.errors import SourceError
-from agent.loader import ObjectKey
+from agent.load import loader
+from agent.model import names, problems
+from agent.model.key import ObjectKey
+from agent.outcome import report, status
+from agent.plan import build
+from agent.plan import model as plan
 from agent.reconcile import dns, kube
+from agent.reconcile.endpoints import Endpoint
 from agent.reconcile.kubeapi import KubeApi
 from agent.reconcile.state import AgentState, Store
+from agent.run import logs
+from agent.sources import localdir
 from agent.sources.git import GitSource
 
 log = logging.getLogger(__name__)
@@ -65,14 +72,14 @@ class RunResult:
 def apply_revision(state: Desired, *, revision: str | None, kube_api: KubeApi | None = None,
                    endpoints: Endpoints | None = None, agent_state: AgentState | None = None,
                    dry_run: bool = False, force: bool = False, install_crds: bool = True,
-                   agent_namespace: str = kube.DEFAULT_AGENT_NAMESPACE, rotate_rndc_keys: bool = False,
+                   agent_namespace: str = names.DEFAULT_AGENT_NAMESPACE, rotate_rndc_keys: bool = False,
                    batch: int = 1000, verify_wait: float = 10) -> RunResult:
     """Kubernetes objects, then zones and records, then every CR's status. `agent_state` (DNS
     ownership) is updated in place; the caller saves it."""
     kube_outcome = None
     if kube_api is not None:
         kube_outcome = kube.sync(kube_api, state, revision=revision, dry_run=dry_run, install=install_crds,
-                                 agent_namespace=agent_namespace, rotate_rndc_keys=rotate_rndc_keys, statuses=False)
+                                 agent_namespace=agent_namespace, rotate_rndc_keys=rotate_rndc_keys)
     dns_result = None
     if endpoints is not None and agent_state is not None:
         if callable(endpoints):  # resolved after the Kubernetes step created the Services and Secrets
@@ -80,7 +87,8 @@ def apply_revision(state: Desired, *, revision: str | None, kube_api: KubeApi | 
         dns_result = dns.sync(state, endpoints, agent_state, force=force, dry_run=dry_run, batch=batch,
                               verify_wait=verify_wait)
     if kube_api is not None and kube_outcome is not None and kube_outcome.result is not None:
-        kube.write_statuses(kube_api, state, kube_outcome.result, revision=revision, dns=dns_result)
+        wanted = status.wanted(state, kube_outcome.result, revision=revision, dns=dns_result)
+        kube.write_statuses(kube_api, wanted, kube_outcome.result, revision=revision)
     return RunResult(revision, kube_outcome, dns_result, dry_run)
 
 
@@ -122,7 +130,7 @@ def _change_results(the_plan: plan.Plan, run: RunResult) -> list[dict[str, Any]]
 
 def sync_git(source: GitSource, *, store: Store, kube_api: KubeApi | None = None,
              endpoints: Endpoints | None = None, dry_run: bool = False, force: bool = False,
-             push_notes: bool = True, resync_after: float = 600, default_namespace: str = "default",
+             push_notes: bool = True, resync_after: float = 600, default_namespace: str = names.DEFAULT_NAMESPACE,
              run_id: str | None = None, **apply_kwargs: Any) -> GitRun:
     run_id = run_id or uuid.uuid4().hex[:12]
     logs.run_id.set(run_id)  # every log line of this run carries it (and the revision, once known)
@@ -142,7 +150,7 @@ def sync_git(source: GitSource, *, store: Store, kube_api: KubeApi | None = None
     except SourceError as exc:
         return GitRun(run_id, head, "unreachable", message=str(exc))
     skipped = [] if dry_run else source.commits_between(agent_state.seen, snap.revision)
-    manifest = loader.load_dir(snap.root, default_namespace=default_namespace)
+    manifest = loader.load_files(localdir.files(snap.root), default_namespace=default_namespace)
     found = list(manifest.problems)
     state = desired.build(manifest) if manifest.ok else None
     found += state.problems if state else []
@@ -154,7 +162,7 @@ def sync_git(source: GitSource, *, store: Store, kube_api: KubeApi | None = None
         if kube_api is not None and not dry_run:
             serving = f"; still serving {agent_state.applied[:12]}" if agent_state.applied else ""
             first = problems.sorted_problems(problems.errors(found))[0]
-            namespace = apply_kwargs.get("agent_namespace", kube.DEFAULT_AGENT_NAMESPACE)
+            namespace = apply_kwargs.get("agent_namespace", names.DEFAULT_AGENT_NAMESPACE)
             kube.mark_rejected(kube_api, agent_namespace=namespace,
                                message=f"revision {snap.revision[:12]} rejected: {git_run.message} (first: {first})"
                                f"{serving}")
@@ -164,7 +172,7 @@ def sync_git(source: GitSource, *, store: Store, kube_api: KubeApi | None = None
         run = apply_revision(state, revision=snap.revision, kube_api=kube_api, endpoints=endpoints,
                              agent_state=agent_state, dry_run=dry_run, force=force, **apply_kwargs)
         git_run.result, git_run.outcome = run, run.outcome
-        the_plan = plan.online(state, run.kube.plan_changes if run.kube else None, run.dns, revision=snap.revision)
+        the_plan = build.online(state, run.kube.plan_changes if run.kube else None, run.dns, revision=snap.revision)
         git_run.plan = the_plan
         checks = [{"server": c.server, "name": c.name, "type": c.rtype, "ok": c.ok}
                   for z in (run.dns.zones if run.dns else []) for c in z.checks]

@@ -1,22 +1,19 @@
-"""What each CR's `.status` should say after a sync (pure), and whether it changed.
+"""What each CR's `.status` should say after a sync, computed from what apply did.
 
-Conditions follow seeds/002: `Ready`, `Progressing`, `Degraded`, each with a reason. A status is
-written only when it differs from the live one (the seed's status-update optimisation): a
-condition keeps its `lastTransitionTime` unless its status flipped.
+Conditions follow seeds/002: `Ready`, `Progressing`, `Degraded`, each with a reason.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from agent import rrsets
-from agent.desired import Desired
-from agent.loader import ObjectKey
+from agent.desired import rrsets
+from agent.desired.hierarchy import Desired
 from agent.model import kinds
-
-if TYPE_CHECKING:  # pragma: no cover - types only; this module stays free of I/O
-    from agent.reconcile.dns import DnsResult, ZoneResult
+from agent.model.key import ObjectKey
+from agent.reconcile.dns import DnsResult, ZoneResult
+from agent.reconcile.kube import KubeResult
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,41 +169,25 @@ def statuses(desired: Desired, outcomes: dict[ObjectKey, Outcome], *, revision: 
     return out
 
 
-def _strip_times(status: dict[str, Any]) -> dict[str, Any]:
-    copy = dict(status)
-    copy["conditions"] = [{k: v for k, v in c.items() if k != "lastTransitionTime"}
-                          for c in status.get("conditions") or []]
-    if "bind9Instances" in status:
-        copy["bind9Instances"] = [{k: v for k, v in i.items() if k != "lastReconciledAt" and v is not None}
-                                  for i in status.get("bind9Instances") or []]
-    return copy
+def _outcomes(desired: Desired, result: KubeResult) -> dict[ObjectKey, Outcome]:
+    """Each Git CR fails when it, or anything generated from it, failed."""
+    outcomes: dict[ObjectKey, Outcome] = {}
+    for obj in desired.objects:
+        if obj.key in result.failed:
+            for cr in {obj.key, obj.source} - {None}:
+                assert cr is not None
+                outcomes[cr] = Outcome(False, f"{obj.key}: {result.failed[obj.key]}", "ApplyFailed")
+                if obj.owner is not None:
+                    outcomes[obj.owner] = outcomes[cr]
+    return outcomes
 
 
-def merge_times(new: dict[str, Any], live: dict[str, Any] | None, now: str) -> dict[str, Any]:
-    """Gives each new condition its old transition time when its status did not change, and each
-    zone instance its old lastReconciledAt when its state did not change."""
-    old = {c.get("type"): c for c in (live or {}).get("conditions") or []}
-    conds = []
-    for c in new.get("conditions", []):
-        prev = old.get(c["type"])
-        kept = prev.get("lastTransitionTime") if prev and prev.get("status") == c["status"] else None
-        conds.append({**c, "lastTransitionTime": kept or now})
-    merged = {**new, "conditions": conds}
-    if "bind9Instances" in new:
-        before = {(i.get("namespace"), i.get("name")): i for i in (live or {}).get("bind9Instances") or []}
-        items = []
-        for item in new["bind9Instances"]:
-            item = {k: v for k, v in item.items() if v is not None}
-            prev = before.get((item["namespace"], item["name"]))
-            same = prev and prev.get("status") == item["status"] and prev.get("message") == item.get("message")
-            items.append({**item, "lastReconciledAt": prev.get("lastReconciledAt") if same and prev else now})
-        merged["bind9Instances"] = items
-    return merged
-
-
-def changed(new: dict[str, Any], live: dict[str, Any] | None) -> bool:
-    """True if writing `new` would change anything the agent owns in the live status."""
-    if not live:
-        return True
-    want, have = _strip_times(new), _strip_times(live)
-    return any(have.get(k) != v for k, v in want.items())
+def wanted(desired: Desired, result: KubeResult, *, revision: str | None, dns: DnsResult | None = None,
+           ) -> dict[ObjectKey, dict[str, Any]]:
+    """Every CR's status after a sync, from what the Kubernetes and DNS steps did."""
+    live = result.live
+    generations = {k: v["metadata"].get("generation", 0) for k, v in live.items() if k.kind in kinds.KINDS}
+    service_ips = {ObjectKey("Bind9Instance", k.namespace, k.name): v.get("spec", {}).get("clusterIP", "")
+                   for k, v in live.items() if k.kind == "Service" and v.get("spec", {}).get("clusterIP")}
+    return statuses(desired, _outcomes(desired, result), revision=revision, generations=generations,
+                    service_ips=service_ips, dns=dns)

@@ -22,7 +22,7 @@ import json
 from collections import Counter
 from typing import Any
 
-from agent.problems import Problem
+from agent.model.problems import Problem
 
 FORMAT_VERSION = 1
 MARKER = "--- bindy-agent report (JSON) ---"

@@ -22,8 +22,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from agent import workloads
-from agent.desired import (
+from agent.desired import workloads
+from agent.desired.hierarchy import (
     CHILD_ORDER,
     TIER_CHILD,
     TIER_CLUSTER,
@@ -33,12 +33,10 @@ from agent.desired import (
     TIER_ZONE,
     KubeObject,
 )
-from agent.loader import ObjectKey
 from agent.model import kinds
+from agent.model.key import ObjectKey
+from agent.model.names import AGENT_LABEL, HASH_ANNOTATION, MANAGED_BY_KEY, MANAGED_BY_VALUE
 
-MANAGED_BY = ("app.kubernetes.io/managed-by", "bindy-agent")
-AGENT_LABEL = "bindy.firestoned.io/agent"  # which agent instance (its namespace) owns the object
-HASH_ANNOTATION = "bindy.firestoned.io/applied-hash"
 TIERS = {"ClusterBind9Provider": TIER_PROVIDER, "Bind9Cluster": TIER_CLUSTER, "Bind9Instance": TIER_INSTANCE,
          "DNSZone": TIER_ZONE, **{k.name: TIER_RECORD for k in kinds.RECORD_KINDS}}
 
@@ -56,13 +54,13 @@ def key_of(body: dict[str, Any]) -> ObjectKey:
 
 
 def selector(agent: str) -> str:
-    return f"{MANAGED_BY[0]}={MANAGED_BY[1]},{AGENT_LABEL}={agent}"
+    return f"{MANAGED_BY_KEY}={MANAGED_BY_VALUE},{AGENT_LABEL}={agent}"
 
 
 def is_managed(live: dict[str, Any], agent: str) -> bool:
     """Created by this agent: both labels present. Anything else is never changed or pruned."""
     labels = live.get("metadata", {}).get("labels") or {}
-    return bool(labels.get(MANAGED_BY[0]) == MANAGED_BY[1] and labels.get(AGENT_LABEL) == agent)
+    return bool(labels.get(MANAGED_BY_KEY) == MANAGED_BY_VALUE and labels.get(AGENT_LABEL) == agent)
 
 
 def content_hash(body: dict[str, Any]) -> str:
@@ -73,7 +71,7 @@ def manifest(obj: KubeObject, agent: str, owner_uid: str | None = None) -> dict[
     """The body to apply: the desired object plus the agent's labels, hash and owner reference."""
     body: dict[str, Any] = json.loads(json.dumps(obj.body))
     meta = body.setdefault("metadata", {})
-    meta["labels"] = {**(meta.get("labels") or {}), MANAGED_BY[0]: MANAGED_BY[1], AGENT_LABEL: agent}
+    meta["labels"] = {**(meta.get("labels") or {}), MANAGED_BY_KEY: MANAGED_BY_VALUE, AGENT_LABEL: agent}
     if obj.owner is not None:
         owner_api = kinds.API_VERSION if obj.owner.kind in kinds.KINDS else "v1"
         meta["ownerReferences"] = [{"apiVersion": owner_api, "kind": obj.owner.kind, "name": obj.owner.name,

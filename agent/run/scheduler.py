@@ -12,91 +12,31 @@ current run, then stops.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import http.server
 import logging
 import threading
 import time
 import uuid
 from typing import Any
 
-import prometheus_client
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
-from agent import config, logs, runner
 from agent.errors import AgentError
-from agent.reconcile import lease
+from agent.reconcile import endpoints as cluster_endpoints
 from agent.reconcile.kubeapi import KubeApi
 from agent.reconcile.state import ConfigMapStore, FileStore, Store
+from agent.run import lease, logs, metrics, webhook
+from agent.run import orchestrator as runner
+from agent.run import settings as config
 from agent.sources.git import GitSource
 
 log = logging.getLogger(__name__)
 
 
-class Metrics:
-    def __init__(self) -> None:
-        self.registry = prometheus_client.CollectorRegistry()
-        r = self.registry
-        self.duration = prometheus_client.Histogram("bindy_agent_sync_duration_seconds", "Duration of a sync run",
-                                                    registry=r, buckets=(0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120))
-        self.runs = prometheus_client.Counter("bindy_agent_runs", "Sync runs by outcome", ["outcome"], registry=r)
-        self.revision = prometheus_client.Info("bindy_agent_last_applied_revision", "Last applied Git revision",
-                                               registry=r)
-        self.applied_at = prometheus_client.Gauge("bindy_agent_last_applied_timestamp_seconds",
-                                                  "When the last revision was applied", registry=r)
-        self.changes = prometheus_client.Counter("bindy_agent_changes_applied", "Changes applied by kind",
-                                                 ["kind"], registry=r)
-        self.dns_updates = prometheus_client.Counter("bindy_agent_dns_updates", "DNS UPDATE messages sent",
-                                                     registry=r)
-        self.api_calls = prometheus_client.Counter("bindy_agent_kube_api_calls", "Kubernetes API calls by verb",
-                                                   ["verb"], registry=r)
-        self.failures = prometheus_client.Gauge("bindy_agent_consecutive_failures",
-                                                "Runs in a row that did not fully apply", registry=r)
-
-    def record(self, run: runner.GitRun, seconds: float, api_calls: dict[str, int]) -> None:
-        self.duration.observe(seconds)
-        self.runs.labels(run.outcome).inc()
-        for verb, count in api_calls.items():
-            self.api_calls.labels(verb).inc(count)
-        if run.outcome in ("applied", "partial") and run.revision:
-            self.revision.info({"revision": run.revision})
-            self.applied_at.set(time.time())
-        if run.outcome in ("applied", "unchanged"):
-            self.failures.set(0)
-        else:
-            self.failures.inc()
-        result = run.result
-        if result is None:
-            return
-        if result.kube and result.kube.result:
-            for key in result.kube.result.applied + result.kube.result.deleted:
-                self.changes.labels(key.kind).inc()
-        if result.dns:
-            self.dns_updates.inc(result.dns.updates_sent)
-            for zone in result.dns.zones:
-                for change in zone.changes:
-                    self.changes.labels(change.key[1]).inc()
-
-
-def verify_webhook(secret: bytes, body: bytes, headers: Any) -> bool:
-    """GitHub, GitLab or generic HMAC signature; constant-time comparisons only."""
-    for name in ("X-Hub-Signature-256", "X-Signature-256"):
-        value = headers.get(name)
-        if value:
-            expected = "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
-            return hmac.compare_digest(value.strip(), expected)
-    token = headers.get("X-Gitlab-Token")
-    if token:
-        return hmac.compare_digest(token.strip().encode(), secret)
-    return False
-
-
 class Agent:
     def __init__(self, settings: config.Settings) -> None:
         self.settings = settings
-        self.metrics = Metrics()
+        self.metrics = metrics.Metrics()
         self.source = GitSource(settings.repo, settings.cache, branch=settings.branch, ref=settings.ref,
                                 path=settings.path, ssh_key=settings.ssh_key, known_hosts=settings.known_hosts,
                                 insecure_ignore_host_key=settings.insecure_ignore_host_key,
@@ -117,47 +57,7 @@ class Agent:
         self.scheduler = BackgroundScheduler()
         self.worker = threading.Thread(target=self._loop, name="sync", daemon=True)
         host, _, port = settings.listen.rpartition(":")
-        agent = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def _reply(self, status: int, body: bytes, ctype: str = "text/plain; charset=utf-8") -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def do_GET(self) -> None:
-                if self.path == "/healthz":
-                    alive = agent.worker.is_alive() and not agent.stopping.is_set()
-                    self._reply(200 if alive else 503, b"ok\n" if alive else b"stopping\n")
-                elif self.path == "/readyz":
-                    ready = agent.is_ready()
-                    self._reply(200 if ready else 503, b"ready\n" if ready else b"no good revision yet\n")
-                elif self.path == "/metrics":
-                    self._reply(200, prometheus_client.generate_latest(agent.metrics.registry),
-                                prometheus_client.CONTENT_TYPE_LATEST)
-                else:
-                    self._reply(404, b"not found\n")
-
-            def do_POST(self) -> None:
-                if self.path != "/hooks/git":
-                    self._reply(404, b"not found\n")
-                    return
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                if agent.secret is None:
-                    self._reply(404, b"webhook disabled: no webhook secret configured\n")
-                elif not verify_webhook(agent.secret, body, self.headers):
-                    log.warning("webhook call with a missing or bad signature refused")
-                    self._reply(401, b"bad or missing signature\n")
-                else:
-                    agent.trigger("webhook")
-                    self._reply(202, b"sync triggered\n")
-
-        self.httpd = http.server.ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler)
+        self.httpd = webhook.server(self, host or "0.0.0.0", int(port))
         self.http_thread = threading.Thread(target=self.httpd.serve_forever, name="http", daemon=True)
 
     def is_ready(self) -> bool:
@@ -175,12 +75,10 @@ class Agent:
 
     def _endpoints(self) -> Any:
         if self.settings.endpoints:
-            return config.load_endpoints(self.settings.endpoints)
+            return cluster_endpoints.load_endpoints(self.settings.endpoints)
         if self.settings.in_cluster_dns and self.api is not None:
-            from agent.reconcile import endpoints
-
             api = self.api
-            return lambda state: endpoints.from_cluster(api, state)
+            return lambda state: cluster_endpoints.from_cluster(api, state)
         return None
 
     def run_once(self) -> runner.GitRun:

@@ -18,13 +18,14 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from agent import rrsets
-from agent.loader import Loaded, Manifest, ObjectKey
+from agent.desired import rrsets
+from agent.load.loader import Loaded, Manifest
 from agent.model import kinds
 from agent.model.base import LabelSelector
 from agent.model.infra import ZoneSource
+from agent.model.key import ObjectKey
+from agent.model.problems import Origin, Problem, Severity
 from agent.model.zone import DNSZone, DNSZoneSpec
-from agent.problems import Origin, Problem, Severity
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,34 @@
+"""The names the agent gives to things, each defined once: labels, annotations, defaults."""
+
+from __future__ import annotations
+
+import pathlib
+
+# Ownership: every object the agent writes carries both labels; nothing without them is touched.
+MANAGED_BY_KEY = "app.kubernetes.io/managed-by"
+MANAGED_BY_VALUE = "bindy-agent"
+MANAGED_BY = {MANAGED_BY_KEY: MANAGED_BY_VALUE}
+AGENT_LABEL = "bindy.firestoned.io/agent"  # which agent instance (its namespace) owns the object
+HASH_ANNOTATION = "bindy.firestoned.io/applied-hash"
+FIELD_MANAGER = "bindy-agent"
+
+# The hierarchy: which CR generated an object.
+PARENT_KIND_LABEL = "bindy.firestoned.io/managed-by"
+PROVIDER_LABEL = "bindy.firestoned.io/cluster-provider"
+CLUSTER_LABEL = "bindy.firestoned.io/cluster"
+ROLE_LABEL = "bindy.firestoned.io/role"
+
+# Per-zone overrides of the safety gate (DNSZone annotations).
+FORCE_ANNOTATION = "bindy.firestoned.io/allow-unsafe-plan"
+THRESHOLD_ANNOTATION = "bindy.firestoned.io/delete-threshold-percent"
+
+# Defaults.
+DEFAULT_NAMESPACE = "default"  # for namespaced objects in Git that name none
+DEFAULT_AGENT_NAMESPACE = "bindy-agent"  # where the agent keeps its inventory, state and Lease
+DEFAULT_PROVIDER_NAMESPACE = "dns-system"  # where a ClusterBind9Provider puts its cluster by default
+
+# Objects the agent keeps about itself in its namespace.
+INVENTORY_NAME = "bindy-agent-inventory"
+STATE_NAME = "bindy-agent-state"
+AGENT_APP_LABELS = {"app.kubernetes.io/name": "bindy-agent"}
+CACHE_DIR = pathlib.Path.home() / ".cache" / "bindy-agent"  # clones, local state, locks

@@ -1,0 +1,126 @@
+"""Plan: the pure difference between desired and observed state, and its renderers.
+
+A `Change` is Create / Update / Delete of a typed target: a Kubernetes object, a zone on one
+instance, or an RRset in a zone. Offline (`bindy-agent plan DIR`) the observed world is empty, so
+the plan shows everything the revision would create. Secret values never appear: they render as
+`<secret>`.
+
+JSON output (`--output json`), format version 1:
+    {"formatVersion": 1, "revision": str|null,
+     "summary": {"create": n, "update": n, "delete": n},
+     "changes": [{"action": "create"|"update"|"delete",
+                  "layer": "kubernetes"|"zones"|"records",
+                  "target": {...},   # kubernetes: kind, namespace, name
+                                     # zones: zone, instance, role
+                                     # records: zone, name, type
+                  "before": {...}|null, "after": {...}|null,
+                  "fields": [str],    # for updates: the changed field paths
+                  "reason": str|null}],  # e.g. "drift: edited by hand"
+     "conflicts": [str],  # objects with a desired name that the agent does not own
+     "problems": [{"file", "line", "object", "path", "message", "severity"}]}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections import Counter
+from typing import Any
+
+from agent.desired import workloads
+from agent.model.problems import Problem
+
+FORMAT_VERSION = 1
+
+
+class Action(enum.StrEnum):
+    CREATE = "create"
+    UPDATE = "update"
+    DELETE = "delete"
+
+
+SYMBOL = {Action.CREATE: "+", Action.UPDATE: "~", Action.DELETE: "-"}
+
+
+@dataclasses.dataclass(frozen=True)
+class KubeTarget:
+    kind: str
+    namespace: str | None
+    name: str
+    layer = "kubernetes"
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
+
+
+@dataclasses.dataclass(frozen=True)
+class ZoneTarget:
+    zone: str
+    instance: str  # "namespace/name"
+    role: str
+    layer = "zones"
+
+    def __str__(self) -> str:
+        return f"{self.zone} on {self.instance} ({self.role})"
+
+
+@dataclasses.dataclass(frozen=True)
+class RRsetTarget:
+    zone: str
+    name: str
+    rtype: str
+    layer = "records"
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.rtype}"
+
+
+Target = KubeTarget | ZoneTarget | RRsetTarget
+LAYERS = (("kubernetes", "Kubernetes objects"), ("zones", "Zones"), ("records", "Records"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Change:
+    action: Action
+    target: Target
+    before: dict[str, Any] | None = None
+    after: dict[str, Any] | None = None
+    fields: tuple[str, ...] = ()
+    reason: str = ""  # e.g. "drift: edited by hand"
+
+    def as_dict(self) -> dict[str, Any]:
+        target = dict(dataclasses.asdict(self.target).items())
+        if isinstance(self.target, RRsetTarget):
+            target["type"] = target.pop("rtype")
+        return {"action": self.action.value, "layer": self.target.layer, "target": target,
+                "before": self.before, "after": self.after, "fields": list(self.fields),
+                "reason": self.reason or None}
+
+
+@dataclasses.dataclass
+class Plan:
+    changes: list[Change]
+    problems: list[Problem] = dataclasses.field(default_factory=list)
+    revision: str | None = None
+    conflicts: list[str] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def summary(self) -> dict[str, int]:
+        counts = Counter(c.action for c in self.changes)
+        return {a.value: counts.get(a, 0) for a in Action}
+
+    @property
+    def empty(self) -> bool:
+        return not self.changes
+
+
+def mask_secrets(body: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a Kubernetes object with every Secret value replaced by `<secret>`."""
+    if body.get("kind") != "Secret":
+        return body
+    masked = dict(body)
+    for field in ("data", "stringData"):
+        if isinstance(body.get(field), dict):
+            masked[field] = {k: workloads.SECRET_PLACEHOLDER for k in body[field]}
+    return masked

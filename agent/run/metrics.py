@@ -1,0 +1,54 @@
+"""Prometheus metrics of the long-running agent."""
+
+from __future__ import annotations
+
+import time
+
+import prometheus_client
+
+from agent.run import orchestrator
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = prometheus_client.CollectorRegistry()
+        r = self.registry
+        self.duration = prometheus_client.Histogram("bindy_agent_sync_duration_seconds", "Duration of a sync run",
+                                                    registry=r, buckets=(0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120))
+        self.runs = prometheus_client.Counter("bindy_agent_runs", "Sync runs by outcome", ["outcome"], registry=r)
+        self.revision = prometheus_client.Info("bindy_agent_last_applied_revision", "Last applied Git revision",
+                                               registry=r)
+        self.applied_at = prometheus_client.Gauge("bindy_agent_last_applied_timestamp_seconds",
+                                                  "When the last revision was applied", registry=r)
+        self.changes = prometheus_client.Counter("bindy_agent_changes_applied", "Changes applied by kind",
+                                                 ["kind"], registry=r)
+        self.dns_updates = prometheus_client.Counter("bindy_agent_dns_updates", "DNS UPDATE messages sent",
+                                                     registry=r)
+        self.api_calls = prometheus_client.Counter("bindy_agent_kube_api_calls", "Kubernetes API calls by verb",
+                                                   ["verb"], registry=r)
+        self.failures = prometheus_client.Gauge("bindy_agent_consecutive_failures",
+                                                "Runs in a row that did not fully apply", registry=r)
+
+    def record(self, run: orchestrator.GitRun, seconds: float, api_calls: dict[str, int]) -> None:
+        self.duration.observe(seconds)
+        self.runs.labels(run.outcome).inc()
+        for verb, count in api_calls.items():
+            self.api_calls.labels(verb).inc(count)
+        if run.outcome in ("applied", "partial") and run.revision:
+            self.revision.info({"revision": run.revision})
+            self.applied_at.set(time.time())
+        if run.outcome in ("applied", "unchanged"):
+            self.failures.set(0)
+        else:
+            self.failures.inc()
+        result = run.result
+        if result is None:
+            return
+        if result.kube and result.kube.result:
+            for key in result.kube.result.applied + result.kube.result.deleted:
+                self.changes.labels(key.kind).inc()
+        if result.dns:
+            self.dns_updates.inc(result.dns.updates_sent)
+            for zone in result.dns.zones:
+                for change in zone.changes:
+                    self.changes.labels(change.key[1]).inc()
