@@ -81,7 +81,7 @@ def _parser() -> argparse.ArgumentParser:
     sy.add_argument("--rotate-rndc-keys", action="store_true",
                     help="generate new RNDC keys for every generated key Secret")
     sy.add_argument("--endpoints", type=pathlib.Path, metavar="FILE",
-                    help="instance -> DNS/zone API/key map (see agent/config.py); enables the DNS steps")
+                    help="instance -> DNS/zone API/key map (see agent/reconcile/endpoints.py); enables the DNS steps")
     sy.add_argument("--in-cluster-dns", action="store_true",
                     help="reach instances through their Services and RNDC Secrets (when the agent runs in "
                     "the cluster); instead of --endpoints")

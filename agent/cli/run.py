@@ -1,4 +1,4 @@
-"""`bindy-agent run`: the long-running agent (see agent/scheduler.py)."""
+"""`bindy-agent run`: the long-running agent (see agent/run/scheduler.py)."""
 
 from __future__ import annotations
 
