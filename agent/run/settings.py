@@ -44,6 +44,12 @@ class Settings(pydantic.BaseModel):
     listen: str = "0.0.0.0:8080"
     webhook_secret_file: pathlib.Path | None = None
     force: bool = False
+    allow_prune: bool = pydantic.Field(False, description="allow deleting more than 30% of the Kubernetes objects "
+                                       "the agent manages")
+    create_namespaces: bool = pydantic.Field(False, description="create missing namespaces (the agent's account "
+                                             "then needs to write namespaces)")
+    deadline: float = pydantic.Field(300, ge=0, description="the most one run may take in seconds; a stalled "
+                                     "server ends it as partial (0: no limit)")
     log_format: str = pydantic.Field("json", pattern="^(json|text)$")
     leader_election: bool = pydantic.Field(True, description="with a cluster: only the Lease holder syncs")
     lease_name: str = "bindy-agent"

@@ -4,6 +4,7 @@ sample-repo succeeds under exactly those RBAC rules, and writes outside them are
 from __future__ import annotations
 
 import base64
+import pathlib
 import subprocess
 import time
 from typing import Any
@@ -11,12 +12,12 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from agent.desired import hierarchy as desired
 from agent.errors import KubeError
 from agent.reconcile.kubeapi import KubeApi
-from agent.run import orchestrator as runner
+from agent.run import orchestrator
 from agent.run.lease import LeaderElector
-from tests.conftest import ROOT, SAMPLE, load_dir
+from tests.conftest import ROOT, SAMPLE
+from tests.support import agentrun
 from tests.support.kube import KubeCluster
 
 
@@ -33,7 +34,8 @@ def _token(kube_client: Any) -> str:
     raise AssertionError("the token controller never issued a token for bindy-agent")
 
 
-def test_a_full_sync_works_under_the_shipped_rbac_and_nothing_more(kube: KubeCluster, kube_client: Any) -> None:
+def test_a_full_sync_works_under_the_shipped_rbac_and_nothing_more(kube: KubeCluster, kube_client: Any,
+                                                                   tmp_path: pathlib.Path) -> None:
     for name in ("namespace.yaml", "serviceaccount.yaml", "rbac.yaml", "service.yaml", "deployment.yaml"):
         subprocess.run(["kubectl", "--kubeconfig", str(kube.kubeconfig), "apply", "-f", str(ROOT / "deploy" / name)],
                        check=True, capture_output=True)
@@ -42,16 +44,19 @@ def test_a_full_sync_works_under_the_shipped_rbac_and_nothing_more(kube: KubeClu
     config.api_key = {"authorization": f"Bearer {_token(kube_client)}"}
     api = KubeApi(client.ApiClient(config))
 
-    state = desired.build(load_dir(SAMPLE))
-    outcome = runner.apply_revision(state, revision="rbac-test", kube_api=api, agent_namespace="bindy-agent").kube
-    assert outcome is not None
-    assert outcome.result is not None and outcome.result.failed == {}, outcome.result.failed if outcome.result else None
-    assert len(outcome.result.applied) == 38 and len(outcome.result.statuses_written) == 29
+    def sync() -> orchestrator.RunOutcome:
+        return agentrun.sync_dir(SAMPLE, state=tmp_path / "state", kube_api=api, agent_namespace="bindy-agent",
+                                 revision="rbac-test", create_namespaces=True)
+
+    run = sync()
+    outcome = run.kube
+    assert outcome is not None and outcome.failed == {}, (run.outcome, run.message, run.errors)
+    assert len(outcome.applied) == 38 and len(outcome.statuses_written) == 29
     events = client.CoreV1Api(kube_client).list_namespaced_event("dns-system").items
     applied = {(e.involved_object.kind, e.involved_object.name) for e in events if e.reason == "Applied"}
     assert ("Bind9Cluster", "dns") in applied and ("Bind9Instance", "dns-primary-0") in applied
-    again = runner.apply_revision(state, revision="rbac-test", kube_api=api, agent_namespace="bindy-agent").kube
-    assert again is not None and again.plan_changes == []
+    again = sync()
+    assert again.plan is not None and again.plan.changes == []
     assert LeaderElector(api, "bindy-agent", name="rbac-test").tick() is True
 
     # writes outside the shipped rules are forbidden for that token
