@@ -162,3 +162,17 @@ def test_no_token_or_secret_url_in_any_log_line(tmp_path: pathlib.Path, caplog: 
     assert any(line.startswith("HTTP Request: POST") and line.endswith('<secret> "HTTP/1.0 200 OK"') for line in lines)
     for secret in (token, HMAC_KEY, SLACK_PATH):
         assert not [line for line in lines if secret in line]
+
+
+def test_a_slack_file_without_a_usable_url_is_logged_not_fatal(tmp_path: pathlib.Path,
+                                                               caplog: pytest.LogCaptureFixture) -> None:
+    garbage = _secret(tmp_path, "slack", "xoxb-pasted-a-token-not-a-url")
+    binary = tmp_path / "binary"
+    binary.write_bytes(b"\xff\xfe\x00secret")
+    for path in (garbage, binary):
+        settings = notify.NotifySettings(slack_url_file=path, budget=QUICK)
+        assert notify.after_run(settings, report_doc("partial", failures=("x",)), None) == "failure"
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings[0].startswith("failure alert to Slack: not delivered after 1 attempt(s)")
+    assert warnings[1] == f"Slack alert: cannot read {binary}: not a UTF-8 text file; not sent"
+    assert "xoxb-pasted-a-token-not-a-url" not in caplog.text

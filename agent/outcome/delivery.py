@@ -50,8 +50,9 @@ def read_secret(path: pathlib.Path, what: str) -> str | None:
     """The stripped content of a secret file, registered for redaction; None (and a warning) if unusable."""
     try:
         value = path.read_text().strip()
-    except OSError as exc:
-        log.warning("%s: cannot read %s: %s; not sent", what, path, exc.strerror or exc)
+    except (OSError, UnicodeDecodeError) as exc:
+        log.warning("%s: cannot read %s: %s; not sent", what, path,
+                    getattr(exc, "strerror", None) or "not a UTF-8 text file")
         return None
     if not value:
         log.warning("%s: %s is empty; not sent", what, path)
@@ -94,7 +95,7 @@ def _attempt(client: httpx.Client, url: str, *, body: bytes, headers: dict[str, 
     """One POST: the response, or why there was none."""
     try:
         return client.post(url, content=body, headers=headers, timeout=timeout)
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
         return redact(f"{type(exc).__name__}: {exc}".rstrip(": "))
 
 
