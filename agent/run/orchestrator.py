@@ -27,7 +27,7 @@ from agent.load import loader
 from agent.model import names, problems
 from agent.model.key import ObjectKey
 from agent.model.ownership import RunState
-from agent.outcome import report, status
+from agent.outcome import forge, notify, report, status
 from agent.plan import build
 from agent.plan.model import Plan
 from agent.plan.observed import Observed
@@ -50,6 +50,8 @@ class Targets:
     store: Store
     kube_api: KubeApi | None = None
     endpoints: Endpoints | None = None
+    forge: forge.ForgeSettings | None = None  # commit statuses
+    alerts: notify.NotifySettings | None = None  # failure / refusal / recovery alerts
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,6 +151,8 @@ class _Run:
         except AgentError as exc:
             return RunOutcome(self.run_id, None, "unreachable", message=str(exc))
         logs.revision.set(snap.revision)
+        if not self.options.dry_run:
+            forge.pending(self.targets.forge, snap.revision)
         skipped = [] if self.options.dry_run else self.source.superseded(self.state.seen, snap.revision)
         manifest = loader.load_files(snap.files, default_namespace=self.options.default_namespace)
         desired = hierarchy.build(manifest) if manifest.ok else None
@@ -279,4 +283,7 @@ class _Run:
         except AgentError as exc:
             log.warning("the reports could not be written: %s", exc)
             result.notes_pushed = False
+        doc = reports[0].as_dict()
+        forge.finished(self.targets.forge, doc)
+        notify.after_run(self.targets.alerts, doc, self.state.outcome, previous_revision=self.state.seen)
         return result

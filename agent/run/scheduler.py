@@ -46,6 +46,7 @@ class Agent:
                     if settings.kubeconfig or settings.in_cluster else None)
         self.store: Store = (ConfigMapStore(self.api, settings.agent_namespace) if self.api is not None
                              else FileStore(settings.state or settings.cache / "state"))
+        self.forge, self.alerts = settings.forge_settings(), settings.notify_settings()
         self.secret = settings.webhook_secret_file.read_bytes().strip() if settings.webhook_secret_file else None
         self.elector = (lease.LeaderElector(self.api, settings.agent_namespace, name=settings.lease_name,
                                             duration=settings.lease_duration)
@@ -92,7 +93,7 @@ class Agent:
     def run_once(self) -> runner.RunOutcome:
         started = time.monotonic()
         before = dict(self.api.reads + self.api.writes) if self.api else {}
-        targets = runner.Targets(self.store, self.api, self._endpoints())
+        targets = runner.Targets(self.store, self.api, self._endpoints(), self.forge, self.alerts)
         run = runner.run(revisions.GitRevisions(self.source), targets, self.options(), run_id=uuid.uuid4().hex[:12])
         after = dict(self.api.reads + self.api.writes) if self.api else {}
         calls = {verb: after.get(verb, 0) - before.get(verb, 0) for verb in after}

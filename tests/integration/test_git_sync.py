@@ -281,3 +281,41 @@ def test_ssh_deploy_key_with_host_key_checking(world: dict[str, Any]) -> None:
             GitSource(url, world["cache"], ssh_key=server.client_key)
     finally:
         server.stop()
+
+
+def test_each_run_posts_its_commit_status_and_alerts_on_refusal_and_recovery(world: dict[str, Any]) -> None:
+    from agent.outcome import forge, notify
+    from tests.support.recorder import Recorder
+
+    remote = world["remote"]
+    token = world["tmp"] / "forge-token"
+    token.write_text("forge-secret\n")
+    with Recorder() as server:
+        statuses = forge.configure("github", repo="https://github.com/acme/dns.git", token_file=token,
+                                   api_url=server.url)
+        alerts = notify.NotifySettings(webhook_url=server.url + "/alerts")
+
+        def sync() -> orchestrator.RunOutcome:
+            return agentrun.sync_git(_source(world), store=FileStore(world["state"]), endpoints=world["endpoints"],
+                                     forge=statuses, alerts=alerts)
+
+        good = remote.commit("Initial DNS", world["files"])
+        remote.push()
+        assert sync().outcome == "applied"
+        posted = [(r.path, r.json()["state"]) for r in server.received if "/statuses/" in r.path]
+        assert posted == [(f"/repos/acme/dns/statuses/{good}", "pending"), (f"/repos/acme/dns/statuses/{good}", "success")]
+        assert not [r for r in server.received if r.path == "/alerts"]  # nothing to say about a plain success
+
+        web = "records/example-com/web.yaml"
+        bad = remote.commit("Broken", {web: world["files"][web] + "---\nkind: [unclosed\n"})
+        remote.push()
+        assert sync().outcome == "rejected"
+        assert [r.json()["state"] for r in server.received if r.path.endswith(bad)] == ["pending", "error"]
+        assert [r.json()["event"] for r in server.received if r.path == "/alerts"] == ["refusal"]
+
+        fixed = remote.commit("Fixed", {web: world["files"][web].replace("192.0.2.12", "192.0.2.31")})
+        remote.push()
+        assert sync().outcome == "applied"
+        assert [r.json()["state"] for r in server.received if r.path.endswith(fixed)] == ["pending", "success"]
+        assert [r.json()["event"] for r in server.received if r.path == "/alerts"] == ["refusal", "recovery"]
+        assert all("forge-secret" not in r.body.decode() for r in server.received)

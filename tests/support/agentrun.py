@@ -26,7 +26,7 @@ def sync_dir(root: pathlib.Path, *, store: Store | None = None, state: pathlib.P
 
 
 def sync_git(source: GitSource, *, store: Store, kube_api: KubeApi | None = None, endpoints: Any = None,
-             **kwargs: Any) -> orchestrator.RunOutcome:
-    """`bindy-agent sync --repo URL`."""
-    targets = orchestrator.Targets(store, kube_api, endpoints)
+             forge: Any = None, alerts: Any = None, **kwargs: Any) -> orchestrator.RunOutcome:
+    """`bindy-agent sync --repo URL` (or one run of `bindy-agent run`, with statuses and alerts)."""
+    targets = orchestrator.Targets(store, kube_api, endpoints, forge, alerts)
     return orchestrator.run(revisions.GitRevisions(source), targets, options(**kwargs))
