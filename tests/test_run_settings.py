@@ -10,6 +10,7 @@ import pathlib
 
 import pytest
 
+from agent import cli
 from agent.errors import ConfigError
 from agent.run import logs, scheduler, webhook
 from agent.run import settings as config
@@ -85,3 +86,46 @@ def test_a_burst_of_triggers_during_a_run_collapses_into_one_more_run(tmp_path: 
     finally:
         release.set()
         agent.stop()
+
+
+@pytest.fixture
+def no_agent_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in config.Settings.model_fields:
+        monkeypatch.delenv(f"BINDY_AGENT_{name.upper()}", raising=False)
+
+
+@pytest.mark.usefixtures("no_agent_env")
+def test_print_config_shows_incomplete_settings_and_why_run_would_refuse_them(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["run", "--print-config", "--interval", "30"]) == 0
+    out, err = capsys.readouterr()
+    shown = json.loads(out)
+    assert (shown["repo"], shown["interval"]) == (None, 30)
+    assert "`run` would refuse these settings: setting repo: Field required" in err
+    assert "nothing to sync to" in err
+
+
+@pytest.mark.parametrize("flags, message", [
+    ([], "bindy-agent run: error: nothing to sync to: give a cluster (--kubeconfig or --in-cluster) and/or DNS "
+         "servers (--endpoints, or --in-cluster-dns with a cluster); to only check commits, use `bindy-agent "
+         "validate` or `bindy-agent plan`"),
+    (["--in-cluster-dns"], "--in-cluster-dns finds the DNS servers through the cluster: it needs --kubeconfig or "
+                           "--in-cluster"),
+])
+@pytest.mark.usefixtures("no_agent_env")
+def test_run_without_anything_to_sync_to_refuses_to_start(capsys: pytest.CaptureFixture[str],
+                                                          tmp_path: pathlib.Path, flags: list[str],
+                                                          message: str) -> None:
+    assert cli.main(["run", "--repo", str(tmp_path), *flags]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_every_run_flag_has_help_text(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for name, field in config.Settings.model_fields.items():
+        flag = "--" + name.replace("_", "-")
+        described = " ".join((field.description or "").split())
+        assert described and f"{described} (" in text, flag
+        assert f"BINDY_AGENT_{name.upper()}" in text
