@@ -36,7 +36,7 @@ from tests.support.gitremote import GitRemote
 from tests.support.procs import free_port
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-SECRET = b"bench-secret"
+SECRET = b"bench-secret-0123456789abcdef-0123"  # the agent refuses fewer than 32 characters
 
 
 def _served(servers: list[config.Endpoint], name: str, value: str) -> bool:

@@ -40,6 +40,8 @@ def test_bad_settings_name_the_flag_and_the_variable() -> None:
     ({"X-Gitlab-Token": "k"}, True),
     ({"X-Hub-Signature-256": "sha256=" + hmac.new(b"other", b"body", hashlib.sha256).hexdigest()}, False),
     ({"X-Gitlab-Token": "wrong"}, False),
+    ({"X-Hub-Signature-256": "sha256=\u00e9"}, False),  # not ASCII: refused, not an error
+    ({"X-Gitlab-Token": "k\u00e9"}, False),
     ({}, False),
 ])
 def test_webhook_signatures(headers: dict[str, str], ok: bool) -> None:
@@ -100,7 +102,7 @@ def test_print_config_shows_incomplete_settings_and_why_run_would_refuse_them(
     assert cli.main(["run", "--print-config", "--interval", "30"]) == 0
     out, err = capsys.readouterr()
     shown = json.loads(out)
-    assert (shown["repo"], shown["interval"]) == (None, 30)
+    assert (shown["repo"], shown["interval"], shown["webhook_max_body"]) == (None, 30, 1048576)
     assert "`run` would refuse these settings: setting repo: Field required" in err
     assert "nothing to sync to" in err
 
@@ -129,3 +131,15 @@ def test_every_run_flag_has_help_text(capsys: pytest.CaptureFixture[str]) -> Non
         described = " ".join((field.description or "").split())
         assert described and f"{described} (" in text, flag
         assert f"BINDY_AGENT_{name.upper()}" in text
+
+
+@pytest.mark.parametrize("content, what", [(b"", "is empty"), (b" \n\t\n", "is empty"),
+                                           (b"x" * 31 + b"\n", "holds only 31 characters")])
+def test_an_empty_or_short_webhook_secret_is_refused(tmp_path: pathlib.Path, content: bytes, what: str) -> None:
+    path = tmp_path / "secret"
+    path.write_bytes(content)
+    with pytest.raises(ConfigError, match=f"webhook secret file {path} {what}: .* at least 32 characters. "
+                                          r"Generate one with `openssl rand -hex 32`"):
+        webhook.read_secret(path)
+    path.write_bytes(b"x" * 32 + b"\n")
+    assert webhook.read_secret(path) == b"x" * 32

@@ -26,8 +26,8 @@ from agent.model import names
 from agent.plan import render
 from agent.run import settings as config
 
-_METAVARS = {"repo": "URL", "listen": "HOST:PORT", "cache": "DIR", "log_format": "json|text",
-             "agent_namespace": "NS", "namespace": "NS"}
+_METAVARS = {"repo": "URL", "listen": "HOST:PORT", "cache": "DIR", "webhook_max_body": "BYTES",
+             "http_connection_limit": "N", "log_format": "json|text", "agent_namespace": "NS", "namespace": "NS"}
 
 
 def _metavar(name: str, field: FieldInfo) -> str:

@@ -12,6 +12,7 @@ from agent.errors import ConfigError
 from agent.model import names
 
 ENV_PREFIX = "BINDY_AGENT_"
+MIB = 1024 * 1024
 
 
 class Settings(pydantic.BaseModel):
@@ -74,7 +75,15 @@ class Settings(pydantic.BaseModel):
     listen: str = pydantic.Field("0.0.0.0:8080", pattern=r"^\S*:[0-9]{1,5}$")
     """HOST:PORT of /healthz, /readyz, /metrics and POST /hooks/git"""
     webhook_secret_file: pathlib.Path | None = None
-    """file holding the webhook's shared secret (without it the webhook is off)"""
+    """file holding the webhook's shared secret, at least 32 characters (without it the webhook is off)"""
+    webhook_max_body: int = pydantic.Field(MIB, ge=1024)
+    """largest request body in bytes; a larger one gets 413 before it is read"""
+    http_header_timeout: float = pydantic.Field(10, gt=0)
+    """seconds a client has to send a request's headers; idle connections are closed after as long"""
+    http_body_timeout: float = pydantic.Field(30, gt=0)
+    """seconds a client has to send a request's body once its headers are in"""
+    http_connection_limit: int = pydantic.Field(500, ge=16)
+    """open HTTP connections at most; further ones wait until one closes"""
 
     # The process.
     log_format: str = pydantic.Field("json", pattern="^(json|text)$")
