@@ -12,7 +12,7 @@ import pytest
 
 from agent import cli
 from agent.errors import ConfigError
-from agent.run import logs, scheduler, webhook
+from agent.run import logs, scheduler, throttle, webhook
 from agent.run import settings as config
 
 
@@ -88,6 +88,41 @@ def test_a_burst_of_triggers_during_a_run_collapses_into_one_more_run(tmp_path: 
     finally:
         release.set()
         agent.stop()
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_webhooks_start_one_run_at_once_then_at_most_one_per_min_interval() -> None:
+    clock = FakeClock()
+    triggers = throttle.Triggers(10, clock=clock)
+    triggers.request("webhook")
+    assert triggers.take(0) == "webhook"  # the leading edge: at once
+    for _ in range(1000):  # a burst during that run
+        triggers.request("webhook")
+    clock.now += 4
+    assert triggers.take(0) is None  # within the minimum interval
+    clock.now += 6
+    assert triggers.take(0) == "webhook"  # one trailing run for the whole burst
+    clock.now += 60
+    assert triggers.take(0) is None
+
+
+def test_scheduled_runs_keep_their_rhythm_and_serve_waiting_deliveries() -> None:
+    clock = FakeClock()
+    triggers = throttle.Triggers(10, clock=clock)
+    triggers.request("webhook")
+    assert triggers.take(0) == "webhook"
+    triggers.request("webhook")
+    triggers.request("schedule")
+    assert triggers.take(0) == "schedule"  # not held back by the webhook throttle
+    clock.now += 20
+    assert triggers.take(0) is None  # the scheduled run synced the head the delivery announced
 
 
 @pytest.fixture

@@ -1,8 +1,9 @@
 """The long-running agent: scheduled syncs, the push webhook, health, readiness and metrics.
 
-    APScheduler interval (jitter) --\\
-                                     >-- trigger --> one worker thread: runner.sync_git, one at a time;
-    POST /hooks/git (signed) -------/                 triggers during a run collapse into one more run
+    APScheduler interval (jitter) ----> due at once ---------\\
+    start, new leadership ------------> due at once -----------> one worker thread: runner.sync_git,
+    POST /hooks/git (signed) ---------> at once, then at most    one run at a time; requests made before
+                                        one run per min interval a run starts are all served by it
 
 HTTP (agent/run/httpserver.py, agent/run/webhook.py): GET /healthz (the worker is alive), GET /readyz
 (a sync succeeded, or the last good revision is serving), GET /metrics (Prometheus text), POST
@@ -25,7 +26,7 @@ from agent.errors import AgentError
 from agent.reconcile import endpoints as cluster_endpoints
 from agent.reconcile.kubeapi import KubeApi
 from agent.reconcile.state import ConfigMapStore, FileStore, Store
-from agent.run import httpserver, lease, logs, metrics, webhook
+from agent.run import httpserver, lease, logs, metrics, throttle, webhook
 from agent.run import orchestrator as runner
 from agent.run import settings as config
 from agent.sources.git import GitSource
@@ -49,7 +50,7 @@ class Agent:
         self.elector = (lease.LeaderElector(self.api, settings.agent_namespace, name=settings.lease_name,
                                             duration=settings.lease_duration)
                         if self.api is not None and settings.leader_election else None)
-        self.wake = threading.Event()
+        self.triggers = throttle.Triggers(settings.webhook_min_interval)
         self.stopping = threading.Event()
         self.ready = self.store.load().applied is not None  # serving the last good revision
         self.runs = 0
@@ -63,7 +64,7 @@ class Agent:
         s = self.settings
         endpoints = webhook.Endpoints(alive=self.alive, ready=self.is_ready, registry=self.metrics.registry,
                                       secret=self.secret, deliveries=self.metrics.deliveries,
-                                      on_delivery=lambda: self.trigger("webhook"))
+                                      on_delivery=lambda: self.trigger(throttle.WEBHOOK))
         host, _, port = s.listen.rpartition(":")
         limits = httpserver.Limits(max_body=s.webhook_max_body, header_timeout=s.http_header_timeout,
                                    body_timeout=s.http_body_timeout, connection_limit=s.http_connection_limit)
@@ -83,7 +84,7 @@ class Agent:
 
     def trigger(self, why: str) -> None:
         log.debug("sync requested by %s", why)
-        self.wake.set()
+        self.triggers.request(why)
 
     def _endpoints(self) -> Any:
         if self.settings.endpoints:
@@ -119,11 +120,10 @@ class Agent:
 
     def _loop(self) -> None:
         while not self.stopping.is_set():
-            if not self.wake.wait(timeout=1):
+            why = self.triggers.take(timeout=1)
+            if why is None or self.stopping.is_set():
                 continue
-            self.wake.clear()
-            if self.stopping.is_set():
-                break
+            log.debug("sync run started by %s", why)
             if self.elector is not None and not self.elector.leader:
                 continue  # a standby stays ready but does not sync
             try:
@@ -153,7 +153,7 @@ class Agent:
         """Finishes the run in progress (a run is never cut in half), then stops everything."""
         self.stopping.set()
         self.scheduler.shutdown(wait=False)
-        self.wake.set()
+        self.triggers.interrupt()
         self.worker.join(timeout=300)
         if self.elector is not None:
             self.elector.release()

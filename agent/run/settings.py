@@ -70,6 +70,9 @@ class Settings(pydantic.BaseModel):
     """seconds between scheduled syncs"""
     jitter: float = pydantic.Field(5, ge=0)
     """up to this many seconds added at random to each scheduled sync"""
+    webhook_min_interval: float = pydantic.Field(10, ge=0)
+    """seconds between two runs started by webhooks: the first delivery starts a run at once, later ones
+    collapse into one more run when this interval ends"""
 
     # HTTP: health, readiness, metrics and the webhook.
     listen: str = pydantic.Field("0.0.0.0:8080", pattern=r"^\S*:[0-9]{1,5}$")

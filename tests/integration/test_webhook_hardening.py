@@ -1,9 +1,11 @@
 """The agent's HTTP side under hostile clients, against `bindy-agent run` as a real process: bad
-secrets refused at start, oversized bodies, idle and slow connections, malformed requests, and no
-version banner (issue 15, point 7)."""
+secrets refused at start, oversized bodies, idle and slow connections, malformed requests, no
+version banner, and a burst of valid deliveries (issue 15, point 7)."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import select
 import socket
@@ -238,3 +240,27 @@ def _watch(socks: dict[str, socket.socket], *, trickle: dict[str, bytes], limit:
     for sock in socks.values():
         sock.close()
     return closed
+
+
+def test_a_burst_of_1000_valid_deliveries_starts_at_most_two_runs(world: dict[str, Any]) -> None:
+    proc = _agent(world)  # default --webhook-min-interval
+    try:
+        body = b'{"ref": "refs/heads/main", "after": "0000000000000000000000000000000000000000"}'
+        headers = {"X-Hub-Signature-256": "sha256=" + hmac.new(SECRET, body, hashlib.sha256).hexdigest()}
+        before = proc.metric("bindy_agent_runs_total")
+        with httpx.Client(base_url=proc.url, timeout=10) as client:
+            assert client.post("/hooks/git", content=body, headers=headers).status_code == 202
+            took = wait_for(lambda: proc.metric("bindy_agent_runs_total") == before + 1, 5, every=0.02)
+            print(f"a single delivery: its run done {took:.2f} s later")
+            start = time.monotonic()
+            codes = [client.post("/hooks/git", content=body, headers=headers).status_code for _ in range(999)]
+            burst = time.monotonic() - start
+        assert codes == [202] * 999
+        wait_for(lambda: proc.metric("bindy_agent_runs_total") == before + 2, 30)
+        time.sleep(2)
+        runs = proc.metric("bindy_agent_runs_total") - before
+        print(f"1,000 deliveries ({burst:.1f} s for the last 999): {runs:.0f} runs")
+        assert runs == 2  # one at once, one trailing run for the deliveries that came during the first
+        assert proc.metric("bindy_agent_webhook_deliveries_total", result="accepted") == 1000
+    finally:
+        assert proc.stop() == 0
