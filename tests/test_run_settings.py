@@ -10,8 +10,9 @@ import pathlib
 
 import pytest
 
+from agent import cli
 from agent.errors import ConfigError
-from agent.run import logs, scheduler, webhook
+from agent.run import logs, scheduler, throttle, webhook
 from agent.run import settings as config
 
 
@@ -39,6 +40,8 @@ def test_bad_settings_name_the_flag_and_the_variable() -> None:
     ({"X-Gitlab-Token": "k"}, True),
     ({"X-Hub-Signature-256": "sha256=" + hmac.new(b"other", b"body", hashlib.sha256).hexdigest()}, False),
     ({"X-Gitlab-Token": "wrong"}, False),
+    ({"X-Hub-Signature-256": "sha256=\u00e9"}, False),  # not ASCII: refused, not an error
+    ({"X-Gitlab-Token": "k\u00e9"}, False),
     ({}, False),
 ])
 def test_webhook_signatures(headers: dict[str, str], ok: bool) -> None:
@@ -127,3 +130,93 @@ def test_a_commit_status_target_that_cannot_be_told_is_a_bad_setting(tmp_path: p
         config.load_settings({"repo": "x", "commit_status": "bitbucket"}, environ={})
     with pytest.raises(ConfigError, match="setting alert_webhook_url: String should match pattern"):
         config.load_settings({"repo": "x", "alert_webhook_url": "hooks.example/dns"}, environ={})
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_webhooks_start_one_run_at_once_then_at_most_one_per_min_interval() -> None:
+    clock = FakeClock()
+    triggers = throttle.Triggers(10, clock=clock)
+    triggers.request("webhook")
+    assert triggers.take(0) == "webhook"  # the leading edge: at once
+    for _ in range(1000):  # a burst during that run
+        triggers.request("webhook")
+    clock.now += 4
+    assert triggers.take(0) is None  # within the minimum interval
+    clock.now += 6
+    assert triggers.take(0) == "webhook"  # one trailing run for the whole burst
+    clock.now += 60
+    assert triggers.take(0) is None
+
+
+def test_scheduled_runs_keep_their_rhythm_and_serve_waiting_deliveries() -> None:
+    clock = FakeClock()
+    triggers = throttle.Triggers(10, clock=clock)
+    triggers.request("webhook")
+    assert triggers.take(0) == "webhook"
+    triggers.request("webhook")
+    triggers.request("schedule")
+    assert triggers.take(0) == "schedule"  # not held back by the webhook throttle
+    clock.now += 20
+    assert triggers.take(0) is None  # the scheduled run synced the head the delivery announced
+
+
+@pytest.fixture
+def no_agent_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in config.Settings.model_fields:
+        monkeypatch.delenv(f"BINDY_AGENT_{name.upper()}", raising=False)
+
+
+@pytest.mark.usefixtures("no_agent_env")
+def test_print_config_shows_incomplete_settings_and_why_run_would_refuse_them(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["run", "--print-config", "--interval", "30"]) == 0
+    out, err = capsys.readouterr()
+    shown = json.loads(out)
+    assert (shown["repo"], shown["interval"], shown["webhook_max_body"]) == (None, 30, 1048576)
+    assert "`run` would refuse these settings: setting repo: Field required" in err
+    assert "nothing to sync to" in err
+
+
+@pytest.mark.parametrize("flags, message", [
+    ([], "bindy-agent run: error: nothing to sync to: give a cluster (--kubeconfig or --in-cluster) and/or DNS "
+         "servers (--endpoints, or --in-cluster-dns with a cluster); to only check commits, use `bindy-agent "
+         "validate` or `bindy-agent plan`"),
+    (["--in-cluster-dns"], "--in-cluster-dns finds the DNS servers through the cluster: it needs --kubeconfig or "
+                           "--in-cluster"),
+])
+@pytest.mark.usefixtures("no_agent_env")
+def test_run_without_anything_to_sync_to_refuses_to_start(capsys: pytest.CaptureFixture[str],
+                                                          tmp_path: pathlib.Path, flags: list[str],
+                                                          message: str) -> None:
+    assert cli.main(["run", "--repo", str(tmp_path), *flags]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_every_run_flag_has_help_text(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for name, field in config.Settings.model_fields.items():
+        flag = "--" + name.replace("_", "-")
+        described = " ".join((field.description or "").split())
+        assert described and f"{described} (" in text, flag
+        assert f"BINDY_AGENT_{name.upper()}" in text
+
+
+@pytest.mark.parametrize("content, what", [(b"", "is empty"), (b" \n\t\n", "is empty"),
+                                           (b"x" * 31 + b"\n", "holds only 31 characters")])
+def test_an_empty_or_short_webhook_secret_is_refused(tmp_path: pathlib.Path, content: bytes, what: str) -> None:
+    path = tmp_path / "secret"
+    path.write_bytes(content)
+    with pytest.raises(ConfigError, match=f"webhook secret file {path} {what}: .* at least 32 characters. "
+                                          r"Generate one with `openssl rand -hex 32`"):
+        webhook.read_secret(path)
+    path.write_bytes(b"x" * 32 + b"\n")
+    assert webhook.read_secret(path) == b"x" * 32

@@ -18,11 +18,38 @@ import pathlib
 import sys
 from collections.abc import Sequence
 
+from pydantic.fields import FieldInfo
+
 from agent import __version__
 from agent.cli import common, offline, run, sync
 from agent.model import names
 from agent.plan import render
 from agent.run import settings as config
+
+_METAVARS = {"repo": "URL", "listen": "HOST:PORT", "cache": "DIR", "webhook_max_body": "BYTES",
+             "http_connection_limit": "N", "log_format": "json|text", "agent_namespace": "NS", "namespace": "NS"}
+
+
+def _metavar(name: str, field: FieldInfo) -> str:
+    if name in _METAVARS:
+        return _METAVARS[name]
+    if "Path" in str(field.annotation):
+        return "FILE"
+    return "SECONDS" if field.annotation in (float, int) else name.split("_")[-1].upper()
+
+
+def _setting_flag(parser: argparse.ArgumentParser, name: str, field: FieldInfo) -> None:
+    """One `run` flag from a Settings field: its description is the help, its default is shown. The
+    flag's own default stays None so that unset flags let the environment and the file decide."""
+    flag, env = "--" + name.replace("_", "-"), config.ENV_PREFIX + name.upper()
+    text = " ".join((field.description or "").split())
+    default = field.get_default()
+    shown = [] if default is None or default == "" or field.is_required() else [f"default: {default}"]
+    text = (text + f" ({'; '.join([*shown, env])})").replace("%", "%%")  # argparse formats help with %
+    if field.annotation is bool:
+        parser.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=text)
+    else:
+        parser.add_argument(flag, dest=name, default=None, help=text, metavar=_metavar(name, field))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -130,11 +157,7 @@ def _parser() -> argparse.ArgumentParser:
     rn.add_argument("--config", type=pathlib.Path, metavar="FILE", help="YAML file of settings")
     rn.add_argument("--print-config", action="store_true", help="print the effective settings and exit")
     for name, field in config.Settings.model_fields.items():
-        flag = "--" + name.replace("_", "-")
-        if field.annotation is bool:
-            rn.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None)
-        else:
-            rn.add_argument(flag, dest=name, default=None, help=field.description)
+        _setting_flag(rn, name, field)
 
     rp = verbs.add_parser("report", help="print the report the agent attached to a commit",
                           description="Fetch refs/notes/bindy-agent from the repository and print the report on "

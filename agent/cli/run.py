@@ -8,31 +8,48 @@ import logging
 import sys
 
 from agent.cli import common
+from agent.errors import AgentError, ConfigError
 from agent.run import settings as config
+
+
+def _fail(exc: Exception, status: int) -> int:
+    print(f"bindy-agent run: error: {exc}", file=sys.stderr)
+    return status
+
+
+def print_config(flags: dict[str, object], args: argparse.Namespace) -> int:
+    """The effective settings on stdout (even incomplete ones); why `run` would refuse them on stderr."""
+    try:
+        shown, refusals = config.effective(flags, config_file=args.config)
+    except AgentError as exc:
+        return _fail(exc, common.EXIT_ERROR)
+    print(json.dumps(shown, indent=2))
+    for reason in refusals:
+        print(f"bindy-agent run: note: `run` would refuse these settings: {reason}", file=sys.stderr)
+    return common.EXIT_OK
 
 
 def run(args: argparse.Namespace) -> int:
     import signal
     import threading
 
-    from agent.errors import AgentError
     from agent.run import logs, scheduler
 
     flags = {name: getattr(args, name) for name in config.Settings.model_fields}
+    if args.print_config:
+        return print_config(flags, args)
     try:
         settings = config.load_settings(flags, config_file=args.config)
+        config.check_runnable(settings)
     except AgentError as exc:
-        print(f"bindy-agent run: error: {exc}", file=sys.stderr)
-        return common.EXIT_ERROR
-    if args.print_config:
-        print(json.dumps(settings.masked(), indent=2))
-        return common.EXIT_OK
+        return _fail(exc, common.EXIT_ERROR)
     logs.configure(settings.log_format)
     try:
         agent = scheduler.Agent(settings)
+    except ConfigError as exc:
+        return _fail(exc, common.EXIT_ERROR)
     except (AgentError, OSError) as exc:
-        print(f"bindy-agent run: error: {exc}", file=sys.stderr)
-        return common.EXIT_UNREACHABLE
+        return _fail(exc, common.EXIT_UNREACHABLE)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     signal.signal(signal.SIGINT, lambda *_: done.set())

@@ -1,4 +1,4 @@
-"""Prometheus metrics of the long-running agent."""
+"""Prometheus metrics of the long-running agent, with the process, platform and GC collectors."""
 
 from __future__ import annotations
 
@@ -28,6 +28,12 @@ class Metrics:
                                                    ["verb"], registry=r)
         self.failures = prometheus_client.Gauge("bindy_agent_consecutive_failures",
                                                 "Runs in a row that did not fully apply", registry=r)
+        self.deliveries = prometheus_client.Counter("bindy_agent_webhook_deliveries",
+                                                    "Webhook deliveries by result (accepted, refused)", ["result"],
+                                                    registry=r)
+        prometheus_client.ProcessCollector(registry=r)  # process_resident_memory_bytes, open fds, CPU, ...
+        prometheus_client.PlatformCollector(registry=r)  # python_info
+        prometheus_client.GCCollector(registry=r)
 
     def record(self, run: orchestrator.RunOutcome, seconds: float, api_calls: dict[str, int]) -> None:
         self.duration.observe(seconds)

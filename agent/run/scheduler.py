@@ -1,13 +1,14 @@
 """The long-running agent: scheduled syncs, the push webhook, health, readiness and metrics.
 
-    APScheduler interval (jitter) --\\
-                                     >-- trigger --> one worker thread: runner.sync_git, one at a time;
-    POST /hooks/git (signed) -------/                 triggers during a run collapse into one more run
+    APScheduler interval (jitter) ----> due at once ---------\\
+    start, new leadership ------------> due at once -----------> one worker thread: orchestrator.run,
+    POST /hooks/git (signed) ---------> at once, then at most    one run at a time; requests made before
+                                        one run per min interval a run starts are all served by it
 
-HTTP: GET /healthz (the worker is alive), GET /readyz (a sync succeeded, or the last good revision
-is serving), GET /metrics (Prometheus text), POST /hooks/git (GitHub X-Hub-Signature-256, GitLab
-X-Gitlab-Token, or a generic X-Signature-256: sha256=<HMAC of the body>). SIGTERM finishes the
-current run, then stops.
+HTTP (agent/run/httpserver.py, agent/run/webhook.py): GET /healthz (the worker is alive), GET /readyz
+(a sync succeeded, or the last good revision is serving), GET /metrics (Prometheus text), POST
+/hooks/git (GitHub X-Hub-Signature-256, GitLab X-Gitlab-Token, or a generic X-Signature-256:
+sha256=<HMAC of the body>). SIGTERM finishes the current run, then stops.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from agent.gate import safety
 from agent.reconcile import endpoints as cluster_endpoints
 from agent.reconcile.kubeapi import KubeApi
 from agent.reconcile.statestore import ConfigMapStore, FileStore, Store
-from agent.run import lease, metrics, revisions, webhook
+from agent.run import httpserver, lease, metrics, revisions, throttle, webhook
 from agent.run import orchestrator as runner
 from agent.run import settings as config
 from agent.sources.git import GitSource
@@ -37,6 +38,7 @@ log = logging.getLogger(__name__)
 class Agent:
     def __init__(self, settings: config.Settings) -> None:
         self.settings = settings
+        self.secret = webhook.read_secret(settings.webhook_secret_file) if settings.webhook_secret_file else None
         self.metrics = metrics.Metrics()
         self.source = GitSource(settings.repo, settings.cache, branch=settings.branch, ref=settings.ref,
                                 path=settings.path, ssh_key=settings.ssh_key, known_hosts=settings.known_hosts,
@@ -47,20 +49,31 @@ class Agent:
         self.store: Store = (ConfigMapStore(self.api, settings.agent_namespace) if self.api is not None
                              else FileStore(settings.state or settings.cache / "state"))
         self.forge, self.alerts = settings.forge_settings(), settings.notify_settings()
-        self.secret = settings.webhook_secret_file.read_bytes().strip() if settings.webhook_secret_file else None
         self.elector = (lease.LeaderElector(self.api, settings.agent_namespace, name=settings.lease_name,
                                             duration=settings.lease_duration)
                         if self.api is not None and settings.leader_election else None)
-        self.wake = threading.Event()
+        self.triggers = throttle.Triggers(settings.webhook_min_interval)
         self.stopping = threading.Event()
         self.ready = self.store.load_run().applied is not None  # serving the last good revision
-        self.alive_at = time.monotonic()
         self.runs = 0
         self.scheduler = BackgroundScheduler()
         self.worker = threading.Thread(target=self._loop, name="sync", daemon=True)
-        host, _, port = settings.listen.rpartition(":")
-        self.httpd = webhook.server(self, host or "0.0.0.0", int(port))
-        self.http_thread = threading.Thread(target=self.httpd.serve_forever, name="http", daemon=True)
+        self.httpd = self._http_server()
+        self.http_stop = threading.Event()
+        self.http_thread = threading.Thread(target=self.httpd.serve, args=(self.http_stop,), name="http", daemon=True)
+
+    def _http_server(self) -> httpserver.Server:
+        s = self.settings
+        endpoints = webhook.Endpoints(alive=self.alive, ready=self.is_ready, registry=self.metrics.registry,
+                                      secret=self.secret, deliveries=self.metrics.deliveries,
+                                      on_delivery=lambda: self.trigger(throttle.WEBHOOK))
+        host, _, port = s.listen.rpartition(":")
+        limits = httpserver.Limits(max_body=s.webhook_max_body, header_timeout=s.http_header_timeout,
+                                   body_timeout=s.http_body_timeout, connection_limit=s.http_connection_limit)
+        return httpserver.Server(endpoints, host=host.strip("[]") or "0.0.0.0", port=int(port), limits=limits)
+
+    def alive(self) -> bool:
+        return self.worker.is_alive() and not self.stopping.is_set()
 
     def is_ready(self) -> bool:
         """Ready after a good sync, or while a good revision serves (a standby reads the shared state)."""
@@ -73,7 +86,7 @@ class Agent:
 
     def trigger(self, why: str) -> None:
         log.debug("sync requested by %s", why)
-        self.wake.set()
+        self.triggers.request(why)
 
     def _endpoints(self) -> Any:
         if self.settings.endpoints:
@@ -113,11 +126,10 @@ class Agent:
 
     def _loop(self) -> None:
         while not self.stopping.is_set():
-            if not self.wake.wait(timeout=1):
+            why = self.triggers.take(timeout=1)
+            if why is None or self.stopping.is_set():
                 continue
-            self.wake.clear()
-            if self.stopping.is_set():
-                break
+            log.debug("sync run started by %s", why)
             if self.elector is not None and not self.elector.leader:
                 continue  # a standby stays ready but does not sync
             try:
@@ -138,19 +150,21 @@ class Agent:
         self.http_thread.start()
         self.scheduler.start()
         self.trigger("start")
-        log.info("bindy-agent running: %s (%s), every %.0f s, listening on %s%s", self.settings.repo,
-                 self.settings.ref or self.settings.branch, self.settings.interval, self.settings.listen,
+        log.info("bindy-agent running: %s (%s), every %.0f s, listening on %s%s%s", self.settings.repo,
+                 self.settings.ref or self.settings.branch, self.settings.interval, self.httpd.address,
+                 "" if self.secret else " (webhook off: no --webhook-secret-file)",
                  f", as {self.elector.identity}" if self.elector else "")
 
     def stop(self) -> None:
         """Finishes the run in progress (a run is never cut in half), then stops everything."""
         self.stopping.set()
         self.scheduler.shutdown(wait=False)
-        self.wake.set()
+        self.triggers.interrupt()
         self.worker.join(timeout=300)
         if self.elector is not None:
             self.elector.release()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.http_stop.set()
+        self.httpd.wake()
+        self.http_thread.join(timeout=10)
         if self.api is not None:
             self.api.close()

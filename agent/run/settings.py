@@ -13,75 +13,122 @@ from agent.model import names
 from agent.outcome import delivery, forge, notify
 
 ENV_PREFIX = "BINDY_AGENT_"
+MIB = 1024 * 1024
 
 
 class Settings(pydantic.BaseModel):
     """Every setting of `bindy-agent run`. Precedence: flags, then BINDY_AGENT_* environment
     variables, then the YAML file given by --config, then these defaults. Secrets are never
-    values here: only paths of files that hold them (mounted Secrets)."""
+    values here: only paths of files that hold them (mounted Secrets). The docstring under each
+    field is the help text of its flag."""
 
-    model_config = pydantic.ConfigDict(extra="forbid")
+    model_config = pydantic.ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    repo: str = pydantic.Field(description="Git repository URL (or local path)")
+    # The Git source.
+    repo: str
+    """Git repository URL (or local path) to follow"""
     branch: str = "main"
+    """branch to follow"""
     ref: str | None = None
+    """pin a tag or commit instead of following the branch"""
     path: str = ""
+    """sub-directory of the repository holding the CRs"""
     cache: pathlib.Path = names.CACHE_DIR / "git"
+    """directory where the clone is kept"""
     ssh_key: pathlib.Path | None = None
+    """SSH deploy key file (needs --known-hosts)"""
     known_hosts: pathlib.Path | None = None
+    """known_hosts file holding the Git server's SSH host key"""
     insecure_ignore_host_key: bool = False
+    """do not check the Git server's SSH host key (not recommended)"""
     token_file: pathlib.Path | None = None
+    """file holding an HTTPS token for the Git server"""
     push_notes: bool = True
+    """push the commit reports (refs/notes/bindy-agent) to the remote"""
+    resync_after: float = pydantic.Field(600, ge=0)
+    """seconds after which an unchanged revision is reconciled again (repairs drift)"""
+
+    # Where it syncs to.
     kubeconfig: pathlib.Path | None = None
+    """kubeconfig of the cluster that gets the CRs and the BIND9 workloads"""
     in_cluster: bool = False
+    """reach the cluster with the pod's ServiceAccount (instead of --kubeconfig)"""
     agent_namespace: str = names.DEFAULT_AGENT_NAMESPACE
+    """namespace of the agent's state, inventory and Lease"""
     endpoints: pathlib.Path | None = None
+    """instance -> DNS/zone API/key map (see README); enables the DNS steps"""
     in_cluster_dns: bool = False
+    """reach the instances through their Services and RNDC Secrets (needs a cluster); instead of --endpoints"""
     state: pathlib.Path | None = None
+    """directory of the agent's state when there is no cluster (default: state in --cache)"""
     namespace: str = names.DEFAULT_NAMESPACE
-    interval: float = pydantic.Field(60, gt=0, description="seconds between scheduled syncs")
-    jitter: float = pydantic.Field(5, ge=0)
-    resync_after: float = 600
-    listen: str = "0.0.0.0:8080"
-    webhook_secret_file: pathlib.Path | None = None
+    """namespace for namespaced objects that name none"""
     force: bool = False
-    allow_prune: bool = pydantic.Field(False, description="allow deleting more than 30% of the Kubernetes objects "
-                                       "the agent manages")
-    create_namespaces: bool = pydantic.Field(False, description="create missing namespaces (the agent's account "
-                                             "then needs to write namespaces)")
-    deadline: float = pydantic.Field(300, ge=0, description="the most one run may take in seconds; a stalled "
-                                     "server ends it as partial (0: no limit)")
+    """apply plans the safety gate refuses (mass deletes, whole-zone deletes, apex NS changes, large prunes)"""
+    allow_prune: bool = False
+    """allow deleting more than 30% of the Kubernetes objects the agent manages"""
+    create_namespaces: bool = False
+    """create missing namespaces (the agent's account then needs to write namespaces)"""
+    deadline: float = pydantic.Field(300, ge=0)
+    """the most one run may take in seconds; a stalled server ends it as partial (0: no limit)"""
+
+    # When it syncs.
+    interval: float = pydantic.Field(60, gt=0)
+    """seconds between scheduled syncs"""
+    jitter: float = pydantic.Field(5, ge=0)
+    """up to this many seconds added at random to each scheduled sync"""
+    webhook_min_interval: float = pydantic.Field(10, ge=0)
+    """seconds between two runs started by webhooks: the first delivery starts a run at once, later ones
+    collapse into one more run when this interval ends"""
+
+    # HTTP: health, readiness, metrics and the webhook.
+    listen: str = pydantic.Field("0.0.0.0:8080", pattern=r"^\S*:[0-9]{1,5}$")
+    """HOST:PORT of /healthz, /readyz, /metrics and POST /hooks/git"""
+    webhook_secret_file: pathlib.Path | None = None
+    """file holding the webhook's shared secret, at least 32 characters (without it the webhook is off)"""
+    webhook_max_body: int = pydantic.Field(MIB, ge=1024)
+    """largest request body in bytes; a larger one gets 413 before it is read"""
+    http_header_timeout: float = pydantic.Field(10, gt=0)
+    """seconds a client has to send a request's headers; idle connections are closed after as long"""
+    http_body_timeout: float = pydantic.Field(30, gt=0)
+    """seconds a client has to send a request's body once its headers are in"""
+    http_connection_limit: int = pydantic.Field(500, ge=16)
+    """open HTTP connections at most; further ones wait until one closes"""
+
+    # The process.
     log_format: str = pydantic.Field("json", pattern="^(json|text)$")
-    leader_election: bool = pydantic.Field(True, description="with a cluster: only the Lease holder syncs")
+    """log lines as json or text"""
+    leader_election: bool = True
+    """with a cluster: only the holder of the Lease syncs"""
     lease_name: str = "bindy-agent"
-    lease_duration: int = pydantic.Field(15, ge=2, description="seconds before a silent leader is replaced")
-    commit_status: str = pydantic.Field(
-        "off", pattern="^(off|github|gitlab|gitea)$",
-        description="post a commit status on each commit a run handles: off, github, gitlab or gitea")
-    commit_status_token_file: pathlib.Path | None = pydantic.Field(
-        None, description="file holding the forge API token (GitHub/Gitea: statuses write; GitLab: api scope)")
-    commit_status_api_url: str | None = pydantic.Field(
-        None, description="forge API base URL (default: derived from --repo, e.g. https://api.github.com, "
-        "https://HOST/api/v3 for GitHub Enterprise, https://HOST/api/v4 for GitLab, https://HOST/api/v1 for Gitea)")
-    commit_status_project: str | None = pydantic.Field(
-        None, description="owner/repo (GitHub, Gitea) or GitLab project path or id (default: derived from --repo)")
-    commit_status_context: str = pydantic.Field(
-        forge.DEFAULT_CONTEXT, min_length=1, description="name of the status on the commit (context on "
-        "GitHub and Gitea, name on GitLab)")
-    report_url: str | None = pydantic.Field(
-        None, pattern="^https?://", description="link to a commit's report in statuses and alerts; {revision} "
-        "becomes the commit SHA (e.g. https://ops.example.com/dns/reports/{revision})")
-    alert_webhook_url: str | None = pydantic.Field(
-        None, pattern="^https?://", description="generic webhook that gets a JSON alert on failure, refusal "
-        "and recovery")
-    alert_webhook_secret_file: pathlib.Path | None = pydantic.Field(
-        None, description="file holding the key that signs alert webhooks (X-Signature-256: sha256=<HMAC>)")
-    alert_slack_url_file: pathlib.Path | None = pydantic.Field(
-        None, description="file holding the Slack incoming-webhook URL (a secret) for alerts")
-    notify_timeout: float = pydantic.Field(
-        10, gt=0, le=120, description="seconds one commit status or alert may take in all, retries included")
-    notify_retries: int = pydantic.Field(
-        3, ge=0, le=10, description="retries of a commit status or alert after a connection error, 429 or 5xx")
+    """name of the Lease used for leader election"""
+    lease_duration: int = pydantic.Field(15, ge=2)
+    """seconds before a silent leader is replaced"""
+
+    # Where results are announced: commit statuses and alerts.
+    commit_status: str = pydantic.Field("off", pattern="^(off|github|gitlab|gitea)$")
+    """post a commit status on each commit a run handles: off, github, gitlab or gitea"""
+    commit_status_token_file: pathlib.Path | None = None
+    """file holding the forge API token (GitHub/Gitea: statuses write; GitLab: api scope)"""
+    commit_status_api_url: str | None = None
+    """forge API base URL (default: derived from --repo, e.g. https://api.github.com, https://HOST/api/v3 for
+    GitHub Enterprise, https://HOST/api/v4 for GitLab, https://HOST/api/v1 for Gitea)"""
+    commit_status_project: str | None = None
+    """owner/repo (GitHub, Gitea) or GitLab project path or id (default: derived from --repo)"""
+    commit_status_context: str = pydantic.Field(forge.DEFAULT_CONTEXT, min_length=1)
+    """name of the status on the commit (context on GitHub and Gitea, name on GitLab)"""
+    report_url: str | None = pydantic.Field(None, pattern="^https?://")
+    """link to a commit's report in statuses and alerts; {revision} becomes the commit SHA"""
+    alert_webhook_url: str | None = pydantic.Field(None, pattern="^https?://")
+    """generic webhook that gets a JSON alert on failure, refusal and recovery"""
+    alert_webhook_secret_file: pathlib.Path | None = None
+    """file holding the key that signs alert webhooks (X-Signature-256: sha256=<HMAC>)"""
+    alert_slack_url_file: pathlib.Path | None = None
+    """file holding the Slack incoming-webhook URL (a secret) for alerts"""
+    notify_timeout: float = pydantic.Field(10, gt=0, le=120)
+    """seconds one commit status or alert may take in all, retries included"""
+    notify_retries: int = pydantic.Field(3, ge=0, le=10)
+    """retries of a commit status or alert after a connection error, 429 or 5xx"""
 
     def masked(self) -> dict[str, object]:
         """The effective settings for --print-config (file paths only; no secret values exist here)."""
@@ -107,6 +154,18 @@ class Settings(pydantic.BaseModel):
                                      self.alert_slack_url_file, self.report_url, self._budget())
 
 
+def check_runnable(settings: Settings) -> None:
+    """Refuses settings under which `run` would sync nothing while looking healthy."""
+    cluster = settings.kubeconfig is not None or settings.in_cluster
+    if settings.in_cluster_dns and not cluster:
+        raise ConfigError("--in-cluster-dns finds the DNS servers through the cluster: it needs --kubeconfig "
+                          "or --in-cluster")
+    if not (cluster or settings.endpoints):
+        raise ConfigError("nothing to sync to: give a cluster (--kubeconfig or --in-cluster) and/or DNS servers "
+                          "(--endpoints, or --in-cluster-dns with a cluster); to only check commits, use "
+                          "`bindy-agent validate` or `bindy-agent plan`")
+
+
 def _coerce(name: str, value: str) -> object:
     field = Settings.model_fields[name]
     if field.annotation is bool:
@@ -118,8 +177,8 @@ def _coerce(name: str, value: str) -> object:
     return value
 
 
-def load_settings(flags: dict[str, object], *, config_file: pathlib.Path | None = None,
-                  environ: dict[str, str] | None = None) -> Settings:
+def _merged(flags: dict[str, object], config_file: pathlib.Path | None,
+            environ: dict[str, str] | None) -> dict[str, object]:
     environ = dict(os.environ) if environ is None else environ
     merged: dict[str, object] = {}
     if config_file is not None:
@@ -134,12 +193,39 @@ def load_settings(flags: dict[str, object], *, config_file: pathlib.Path | None 
         if f"{ENV_PREFIX}{name.upper()}" in environ:
             merged[name] = _coerce(name, environ[f"{ENV_PREFIX}{name.upper()}"])
     merged.update({k: v for k, v in flags.items() if v is not None})
+    return merged
+
+
+def _validate(merged: dict[str, object]) -> Settings:
     try:
-        settings = Settings.model_validate(merged)
+        return Settings.model_validate(merged)
     except pydantic.ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(x) for x in first["loc"])
         raise ConfigError(f"setting {where}: {first['msg']} (flag --{where.replace('_', '-')}, "
                           f"environment {ENV_PREFIX}{where.upper()})") from exc
+
+
+def load_settings(flags: dict[str, object], *, config_file: pathlib.Path | None = None,
+                  environ: dict[str, str] | None = None) -> Settings:
+    settings = _validate(_merged(flags, config_file, environ))
     settings.forge_settings()  # a forge project that cannot be told is a bad setting, not a failed run
     return settings
+
+
+def effective(flags: dict[str, object], *, config_file: pathlib.Path | None = None,
+              environ: dict[str, str] | None = None) -> tuple[dict[str, object], list[str]]:
+    """What --print-config shows: the merged, validated settings (a missing repo shows as null), and
+    why `run` would refuse them."""
+    merged = _merged(flags, config_file, environ)
+    has_repo = "repo" in merged
+    settings = _validate(merged if has_repo else {**merged, "repo": ""})
+    shown = settings.masked()
+    refusals = [] if has_repo else ["setting repo: Field required (flag --repo, environment BINDY_AGENT_REPO)"]
+    if not has_repo:
+        shown["repo"] = None
+    try:
+        check_runnable(settings)
+    except ConfigError as exc:
+        refusals.append(str(exc))
+    return shown, refusals

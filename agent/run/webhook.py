@@ -2,72 +2,110 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
-import http.server
 import logging
-from typing import Any
+import pathlib
+from collections.abc import Callable, Iterable, Mapping
+from wsgiref.types import StartResponse, WSGIEnvironment
 
 import prometheus_client
 
+from agent.errors import ConfigError
+
 log = logging.getLogger(__name__)
 
+MIN_SECRET_LENGTH = 32
+HMAC_HEADERS = ("X-Hub-Signature-256", "X-Signature-256")  # GitHub, generic
+TOKEN_HEADER = "X-Gitlab-Token"
+TEXT = "text/plain; charset=utf-8"
 
-def verify_webhook(secret: bytes, body: bytes, headers: Any) -> bool:
-    """GitHub, GitLab or generic HMAC signature; constant-time comparisons only."""
-    for name in ("X-Hub-Signature-256", "X-Signature-256"):
+
+def read_secret(path: pathlib.Path) -> bytes:
+    """The shared secret from its file, surrounding whitespace dropped; an empty or short one is refused
+    (an HMAC keyed with it would prove nothing). The value never appears in a message."""
+    try:
+        secret = path.read_bytes().strip()
+    except OSError as exc:
+        raise ConfigError(f"webhook secret file {path}: cannot read it: {exc.strerror or exc}") from exc
+    if len(secret) < MIN_SECRET_LENGTH:
+        what = "is empty" if not secret else f"holds only {len(secret)} characters"
+        raise ConfigError(f"webhook secret file {path} {what}: the webhook secret must be at least "
+                          f"{MIN_SECRET_LENGTH} characters. Generate one with `openssl rand -hex 32` and give the "
+                          "same value to the Git server's webhook")
+    return secret
+
+
+def verify_webhook(secret: bytes, body: bytes, headers: Mapping[str, str | None]) -> bool:
+    """GitHub, GitLab or generic HMAC signature; constant-time comparisons of bytes only."""
+    for name in HMAC_HEADERS:
         value = headers.get(name)
         if value:
-            expected = "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
-            return hmac.compare_digest(value.strip(), expected)
-    token = headers.get("X-Gitlab-Token")
+            expected = b"sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest().encode()
+            return hmac.compare_digest(value.strip().encode(), expected)
+    token = headers.get(TOKEN_HEADER)
     if token:
         return hmac.compare_digest(token.strip().encode(), secret)
     return False
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    agent: Any  # the scheduler.Agent, set by server()
+@dataclasses.dataclass(frozen=True)
+class Reply:
+    status: str
+    body: bytes
+    ctype: str = TEXT
+    allow: str | None = None  # for 405
 
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def _reply(self, status: int, body: bytes, ctype: str = "text/plain; charset=utf-8") -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_GET(self) -> None:
-        if self.path == "/healthz":
-            alive = self.agent.worker.is_alive() and not self.agent.stopping.is_set()
-            self._reply(200 if alive else 503, b"ok\n" if alive else b"stopping\n")
-        elif self.path == "/readyz":
-            ready = self.agent.is_ready()
-            self._reply(200 if ready else 503, b"ready\n" if ready else b"no good revision yet\n")
-        elif self.path == "/metrics":
-            self._reply(200, prometheus_client.generate_latest(self.agent.metrics.registry),
-                        prometheus_client.CONTENT_TYPE_LATEST)
-        else:
-            self._reply(404, b"not found\n")
-
-    def do_POST(self) -> None:
-        if self.path != "/hooks/git":
-            self._reply(404, b"not found\n")
-            return
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        if self.agent.secret is None:
-            self._reply(404, b"webhook disabled: no webhook secret configured\n")
-        elif not verify_webhook(self.agent.secret, body, self.headers):
-            log.warning("webhook call with a missing or bad signature refused")
-            self._reply(401, b"bad or missing signature\n")
-        else:
-            self.agent.trigger("webhook")
-            self._reply(202, b"sync triggered\n")
+    def headers(self) -> list[tuple[str, str]]:
+        out = [("Content-Type", self.ctype), ("Content-Length", str(len(self.body)))]
+        return out + ([("Allow", self.allow)] if self.allow else [])
 
 
-def server(agent: Any, host: str, port: int) -> http.server.ThreadingHTTPServer:
-    """The HTTP server for `agent` (a scheduler.Agent), not yet serving."""
-    handler = type("AgentHandler", (Handler,), {"agent": agent})
-    return http.server.ThreadingHTTPServer((host, port), handler)
+@dataclasses.dataclass(frozen=True)
+class Endpoints:
+    """The WSGI application. The server has already refused oversized and malformed requests."""
+
+    alive: Callable[[], bool]
+    ready: Callable[[], bool]
+    registry: prometheus_client.CollectorRegistry
+    secret: bytes | None
+    deliveries: prometheus_client.Counter  # by result: accepted, refused
+    on_delivery: Callable[[], None]  # a delivery passed its signature check
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        reply = self._route(environ)
+        start_response(reply.status, reply.headers())
+        return [reply.body]
+
+    def _route(self, environ: WSGIEnvironment) -> Reply:
+        path, method = environ.get("PATH_INFO", ""), environ.get("REQUEST_METHOD", "")
+        if path == "/hooks/git":
+            return self._hook(environ) if method == "POST" else Reply("405 Method Not Allowed", b"POST only\n",
+                                                                      allow="POST")
+        if path not in ("/healthz", "/readyz", "/metrics"):
+            return Reply("404 Not Found", b"not found\n")
+        if method not in ("GET", "HEAD"):
+            return Reply("405 Method Not Allowed", b"GET only\n", allow="GET, HEAD")
+        if path == "/healthz":
+            return Reply("200 OK", b"ok\n") if self.alive() else Reply("503 Service Unavailable", b"stopping\n")
+        if path == "/readyz":
+            return (Reply("200 OK", b"ready\n") if self.ready()
+                    else Reply("503 Service Unavailable", b"no good revision yet\n"))
+        return Reply("200 OK", prometheus_client.generate_latest(self.registry), prometheus_client.CONTENT_TYPE_LATEST)
+
+    def _hook(self, environ: WSGIEnvironment) -> Reply:
+        """Checks the signature before anything else touches the body; the body is never parsed."""
+        if self.secret is None:
+            return Reply("404 Not Found", b"webhook disabled: no webhook secret configured\n")
+        headers = {name: environ.get("HTTP_" + name.upper().replace("-", "_"))
+                   for name in (*HMAC_HEADERS, TOKEN_HEADER)}
+        signed = any(headers[name] for name in HMAC_HEADERS)
+        body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0)) if signed else b""
+        if not verify_webhook(self.secret, body, headers):
+            self.deliveries.labels("refused").inc()
+            log.warning("webhook call from %s with a missing or bad signature refused", environ.get("REMOTE_ADDR"))
+            return Reply("401 Unauthorized", b"bad or missing signature\n")
+        self.deliveries.labels("accepted").inc()
+        self.on_delivery()
+        return Reply("202 Accepted", b"sync requested\n")

@@ -26,7 +26,7 @@ from tests.support import dnsrepo
 from tests.support.gitremote import GitRemote
 from tests.support.procs import free_port, wait_for
 
-SECRET = b"s3cret-webhook"
+SECRET = b"s3cret-webhook-0123456789abcdef-0123"  # the agent refuses fewer than 32 characters
 
 
 @pytest.fixture

@@ -1,0 +1,142 @@
+"""The agent's HTTP server: waitress, with the limits a port open to a network needs.
+
+    connections   at most `connection_limit`, handled asynchronously: an idle or slow client holds
+                  a socket, never a thread; THREADS worker threads only ever run complete requests
+    timeouts      a request's headers must arrive within `header_timeout` of its first byte (an idle
+                  connection is closed after as long), its body within `body_timeout` after them
+    bodies        over `max_body` bytes: 413 as soon as the Content-Length is read (chunked: once the
+                  limit is passed); at most INBUF_IN_MEMORY bytes of a body are held in memory
+    bad requests  waitress's 400 (431, 501) and one log line, never a traceback
+    identity      no Server header and no version in any response
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import threading
+import time
+from typing import Any
+
+from waitress import wasyncore
+from waitress.adjustments import Adjustments
+from waitress.channel import HTTPChannel
+from waitress.server import TcpWSGIServer
+from waitress.task import ErrorTask
+from waitress.utilities import RequestEntityTooLarge
+
+log = logging.getLogger(__name__)
+
+THREADS = 4
+MAX_HEADER_BYTES = 32 * 1024
+INBUF_IN_MEMORY = 64 * 1024  # the rest of a body (up to max_body) waits in a temporary file
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    max_body: int
+    header_timeout: float
+    body_timeout: float
+    connection_limit: int
+
+
+class _NoTraceback(logging.Filter):
+    """Turns waitress's exception logs into one line: the exception, without its traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            record.msg, record.args = f"{record.getMessage()}: {record.exc_info[1]!r}", None
+            record.exc_info = record.exc_text = None
+        return True
+
+
+def _detail(text: str) -> str:
+    """waitress's reason, without the request text some reasons quote (a header may hold a token)."""
+    return text.split('"')[0].strip()[:120]
+
+
+class _RefusedTask(ErrorTask):  # type: ignore[misc]
+    """waitress's error response to a request it refused while parsing, and one log line about it."""
+
+    def execute(self) -> None:
+        error = self.request.error
+        if isinstance(error, RequestEntityTooLarge):
+            limit = self.channel.server.limits.max_body
+            error = self.request.error = RequestEntityTooLarge(f"the limit is {limit} bytes")
+        log.warning("refused a request from %s: %s %s (%s)", self.channel.addr[0], error.code, error.reason,
+                    _detail(error.body))
+        super().execute()
+
+
+class _Channel(HTTPChannel):  # type: ignore[misc]
+    """One connection; notes when the request being received started and when its headers ended."""
+
+    error_task_class = _RefusedTask
+
+    def received(self, data: bytes) -> bool:
+        result = bool(super().received(data))
+        request = self.request
+        if request is not None:
+            now = time.monotonic()
+            if getattr(request, "started_at", None) is None:
+                request.started_at = now
+            if request.headers_finished and getattr(request, "body_since", None) is None:
+                request.body_since = now
+        return result
+
+
+class Server(TcpWSGIServer):  # type: ignore[misc]
+    """A WSGI application served on `host:port` within `limits`; `serve` runs it until stopped."""
+
+    channel_class = _Channel
+
+    def __init__(self, app: Any, *, host: str, port: int, limits: Limits) -> None:
+        self.limits = limits
+        adj = Adjustments(host=host, port=port, threads=THREADS, ident="", expose_tracebacks=False,
+                          connection_limit=limits.connection_limit, asyncore_use_poll=True,
+                          max_request_body_size=limits.max_body + 1,  # waitress refuses >= this
+                          max_request_header_size=MAX_HEADER_BYTES, inbuf_overflow=INBUF_IN_MEMORY,
+                          channel_timeout=math.ceil(limits.header_timeout), cleanup_interval=1,
+                          log_socket_errors=False)
+        super().__init__(app, map={}, adj=adj)
+        for name in ("waitress", "waitress.queue"):
+            logger = logging.getLogger(name)
+            if not any(isinstance(f, _NoTraceback) for f in logger.filters):
+                logger.addFilter(_NoTraceback())
+
+    @property
+    def address(self) -> str:
+        return f"{self.effective_host}:{self.effective_port}"
+
+    def maintenance(self, now: float) -> None:
+        """Closes connections that are idle, or slow to send their headers or body (runs every second)."""
+        for channel in list(self.active_channels.values()):
+            late = None if channel.requests or channel.will_close else self._late(channel, now)
+            if late is not None:
+                channel.will_close = True
+                if late:  # an idle connection closes without a word
+                    log.info("closed the connection from %s: %s", channel.addr[0], late)
+
+    def _late(self, channel: Any, now: float) -> str | None:
+        """What the connection failed to send in time ("" when it was just idle), or None."""
+        request, clock, limits = channel.request, time.monotonic(), self.limits
+        if request is None:  # nothing received since the last response
+            return "" if now - channel.last_activity > limits.header_timeout else None
+        if not request.headers_finished:
+            late = clock - request.started_at > limits.header_timeout
+            return f"request headers not complete within {limits.header_timeout:g} s" if late else None
+        late = clock - request.body_since > limits.body_timeout
+        return f"request body not complete within {limits.body_timeout:g} s" if late else None
+
+    def serve(self, stop: threading.Event) -> None:
+        """Serves until `stop` is set (`wake` makes it notice at once), then closes every connection."""
+        try:
+            while not stop.is_set():
+                wasyncore.loop(timeout=1, map=self._map, use_poll=True, count=1)
+        finally:
+            self.task_dispatcher.shutdown(timeout=5)
+            wasyncore.close_all(self._map)
+
+    def wake(self) -> None:
+        self.pull_trigger()
