@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from agent.desired import hierarchy as desired
-from agent.gate import policy
+from agent.gate import policy, tenancy
 from agent.load import loader
 from agent.model import problems
 from agent.sources import localdir
@@ -67,8 +67,28 @@ def load(args: argparse.Namespace) -> tuple[loader.Manifest, desired.Desired | N
     if not manifest.ok:
         return manifest, None
     state = desired.build(manifest)
-    state.problems += policy.check(manifest, state, settings)
+    labels = secret_labels(args, manifest) if getattr(args, "kubeconfig", None) else None
+    state.problems += policy.check(manifest, state, settings, secret_labels=labels)
     return manifest, state
+
+
+def secret_labels(args: argparse.Namespace, manifest: loader.Manifest) -> policy.SecretLabels:
+    """The live labels of every Secret the revision references (None: it does not exist). One that
+    cannot be read is left out, which the policy reports as not observed (the revision is refused)."""
+    from agent.errors import AgentError
+
+    wanted = sorted(tenancy.secrets_to_observe(manifest))
+    labels: dict[tuple[str, str], dict[str, str] | None] = {}
+    if not wanted:
+        return labels
+    try:
+        api = kube_api(args)
+        for namespace, name in wanted:
+            secret = api.get("Secret", namespace, name)
+            labels[(namespace, name)] = dict(secret["metadata"].get("labels") or {}) if secret else None
+    except AgentError as exc:
+        print(f"error: cannot read the Secrets the revision references: {exc}", file=sys.stderr)
+    return labels
 
 
 def valid_state(args: argparse.Namespace, verb: str) -> desired.Desired | None:
