@@ -52,6 +52,28 @@ def _setting_flag(parser: argparse.ArgumentParser, name: str, field: FieldInfo) 
         parser.add_argument(flag, dest=name, default=None, help=text, metavar=_metavar(name, field))
 
 
+POLICY_FLAGS = ("pod_security", "allowed_registries", "allowed_service_types", "allowed_external_ips",
+                "allowed_namespaces", "allow_cross_namespace_refs")
+
+
+def _policy_flags(parser: argparse.ArgumentParser) -> None:
+    """The policy settings (agent/gate/policy.py) as flags, named and described like `run`'s."""
+    group = parser.add_argument_group("policy", "what the repository may do; the agent's settings, which "
+                                      "the repository cannot change")
+    for name in POLICY_FLAGS:
+        field = config.Settings.model_fields[name]
+        flag, default = "--" + name.replace("_", "-"), field.default
+        if field.annotation is bool:
+            group.add_argument(flag, dest=name, action="store_true", default=None, help=field.description)
+        elif name == "pod_security":
+            group.add_argument(flag, dest=name, choices=["restricted", "baseline"],
+                               help=f"{field.description} (default: {default})")
+        else:
+            shown = ",".join(default) or "none"
+            group.add_argument(flag, dest=name, action="append", metavar="A[,B]",
+                               help=f"{field.description}; repeatable (default: {shown})")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = common.Parser(prog="bindy-agent", description="GitOps agent for Bindy DNS custom resources: "
                      "validates a repository of bindy.firestoned.io/v1beta1 CRs and plans or applies "
@@ -67,7 +89,10 @@ def _parser() -> argparse.ArgumentParser:
     shared.add_argument("--namespace", default=names.DEFAULT_NAMESPACE, metavar="NS",
                         help="namespace for namespaced objects that name none (default: %(default)s)")
 
-    v = verbs.add_parser("validate", parents=[shared], help="check a directory of CRs",
+    guard = common.Parser(add_help=False)
+    _policy_flags(guard)
+
+    v = verbs.add_parser("validate", parents=[shared, guard], help="check a directory of CRs",
                          description="Parse and validate every YAML document below DIR; report every "
                          "problem with file:line. Exit 0 valid, 1 invalid, 2 usage error.")
     v.set_defaults(func=offline.validate)
@@ -80,7 +105,7 @@ def _parser() -> argparse.ArgumentParser:
     kube.add_argument("--agent-namespace", default=names.DEFAULT_AGENT_NAMESPACE, metavar="NS",
                       help="namespace of the agent's inventory (default: %(default)s)")
 
-    p = verbs.add_parser("plan", parents=[shared, kube], help="show what a sync would change (dry run)",
+    p = verbs.add_parser("plan", parents=[shared, kube, guard], help="show what a sync would change (dry run)",
                          description="Compute the plan for DIR. Offline (no --kubeconfig), the world "
                          "is empty, so the plan lists every Kubernetes object, every zone on every "
                          "instance and every RRset. With --kubeconfig, the Kubernetes layer is diffed "
@@ -90,7 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", choices=sorted(render.RENDERERS), default="text",
                    help="plan format (default: %(default)s)")
 
-    sy = verbs.add_parser("sync", parents=[kube], help="apply a directory or a Git repository",
+    sy = verbs.add_parser("sync", parents=[kube, guard], help="apply a directory or a Git repository",
                           description="Validate a revision as a whole, then apply it: CRDs (unless "
                           "--no-install-crds), the hierarchy of objects with server-side apply, prune of what the "
                           "agent created and Git no longer has, zones and records (with --endpoints or "

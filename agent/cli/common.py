@@ -4,12 +4,14 @@ problems. The CLI is the only part of the agent that prints."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import pathlib
 import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
 from agent.desired import hierarchy as desired
+from agent.gate import policy, tenancy
 from agent.load import loader
 from agent.model import problems
 from agent.sources import localdir
@@ -44,11 +46,46 @@ def print_problems(items: Sequence[problems.Problem], root: pathlib.Path, out: T
         print(f"{prefix}{p}", file=out)
 
 
+def policy_settings(args: argparse.Namespace) -> policy.PolicySettings:
+    """The policy flags of validate, plan and sync (repeatable or comma-separated; unset: the defaults)."""
+    values: dict[str, Any] = {}
+    for field in dataclasses.fields(policy.PolicySettings):
+        value = getattr(args, field.name, None)
+        values[field.name] = ",".join(value) if isinstance(value, list) else value
+    try:
+        return policy.PolicySettings.of(**values)
+    except ValueError as exc:
+        print(f"bindy-agent: error: {exc}", file=sys.stderr)
+        raise SystemExit(EXIT_ERROR) from exc
+
+
 def load(args: argparse.Namespace) -> tuple[loader.Manifest, desired.Desired | None]:
+    """Loads DIR, expands it and checks it against the policy (its problems join the state's). Without
+    a cluster, references to Secrets the agent does not generate are warnings here."""
+    settings = policy_settings(args)
     manifest = loader.load_files(localdir.files(args.directory), default_namespace=args.namespace)
     if not manifest.ok:
         return manifest, None
-    return manifest, desired.build(manifest)
+    state = desired.build(manifest)
+    labels = secret_labels(args, manifest) if getattr(args, "kubeconfig", None) else None
+    state.problems += policy.check(manifest, state, settings, secret_labels=labels)
+    return manifest, state
+
+
+def secret_labels(args: argparse.Namespace, manifest: loader.Manifest) -> policy.SecretLabels:
+    """The live labels of every Secret the revision references (None: it does not exist). One that
+    cannot be read is left out, which the policy reports as not observed (the revision is refused)."""
+    from agent.errors import AgentError
+    from agent.reconcile import kubeobserve
+
+    wanted = tenancy.secrets_to_observe(manifest)
+    if not wanted:
+        return {}
+    try:
+        return kubeobserve.secret_labels(kube_api(args), wanted)
+    except AgentError as exc:
+        print(f"error: cannot read the Secrets the revision references: {exc}", file=sys.stderr)
+        return {}
 
 
 def valid_state(args: argparse.Namespace, verb: str) -> desired.Desired | None:

@@ -81,6 +81,7 @@ def git_source(args: argparse.Namespace) -> GitSource:
 def options(args: argparse.Namespace) -> orchestrator.Options:
     return orchestrator.Options(
         dry_run=args.dry_run, policy=safety.Policy(force=args.force, allow_prune=args.allow_prune),
+        repo_policy=common.policy_settings(args),
         agent_namespace=args.agent_namespace, default_namespace=args.namespace, install_crds=args.install_crds,
         create_namespaces=args.create_namespaces, rotate_rndc_keys=args.rotate_rndc_keys, batch=args.batch,
         deadline=args.deadline or None, push_notes=getattr(args, "push_notes", True),

@@ -207,6 +207,7 @@ def _settings(inst: Instance, cluster: Cluster | None) -> workloads.InstanceSett
         volumes=list(spec.volumes if spec.volumes is not None else cspec.volumes or []),
         volume_mounts=list(spec.volume_mounts if spec.volume_mounts is not None else cspec.volume_mounts or []),
         named_conf_ref=refs.named_conf if refs else None,
+        resources=spec.resources if spec.resources is not None else cspec.resources,
     )
 
 

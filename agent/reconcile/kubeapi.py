@@ -98,8 +98,8 @@ class KubeApi:
         return sum(self.writes.values())
 
     def _call(self, method: str, path: str, *, query: list[tuple[str, str]] | None = None,
-              body: Any = None, content_type: str = "application/json") -> Any:
-        headers = {"Accept": "application/json", "Content-Type": content_type}
+              body: Any = None, content_type: str = "application/json", accept: str = "application/json") -> Any:
+        headers = {"Accept": accept, "Content-Type": content_type}
         with self._lock:
             (self.writes if method in ("PATCH", "DELETE", "POST", "PUT") else self.reads)[method] += 1
         params = self.client.param_serialize(method, path, query_params=query or [], header_params=headers,
@@ -119,6 +119,17 @@ class KubeApi:
     def get(self, kind: str, namespace: str | None, name: str) -> dict[str, Any] | None:
         try:
             result: dict[str, Any] = self._call("GET", RESOURCES[kind].path(namespace, name))
+            return result
+        except KubeError as exc:
+            if exc.reason == "not_found":
+                return None
+            raise
+
+    def get_metadata(self, kind: str, namespace: str | None, name: str) -> dict[str, Any] | None:
+        """An object's metadata only (PartialObjectMetadata): a Secret's labels without its values."""
+        accept = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+        try:
+            result: dict[str, Any] = self._call("GET", RESOURCES[kind].path(namespace, name), accept=accept)
             return result
         except KubeError as exc:
             if exc.reason == "not_found":

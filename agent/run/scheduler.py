@@ -99,6 +99,7 @@ class Agent:
     def options(self) -> runner.Options:
         s = self.settings
         return runner.Options(policy=safety.Policy(force=s.force, allow_prune=s.allow_prune),
+                              repo_policy=s.policy_settings(),
                               agent_namespace=s.agent_namespace, default_namespace=s.namespace,
                               create_namespaces=s.create_namespaces, deadline=s.deadline or None,
                               push_notes=s.push_notes, resync_after=s.resync_after)

@@ -262,17 +262,18 @@ def test_cli_exit_codes(kube: KubeCluster, namespace: str, tmp_path: pathlib.Pat
 
     assert cli("install-crds", "--kubeconfig", str(kube.kubeconfig)).returncode == 0
     root = _repo(tmp_path, namespace)
-    ok = cli("sync", str(root), "--kubeconfig", str(kube.kubeconfig), "--agent-namespace", namespace)
+    allowed = ("--allowed-namespaces", namespace)  # the repository's namespace, which the agent must allow
+    ok = cli("sync", str(root), "--kubeconfig", str(kube.kubeconfig), "--agent-namespace", namespace, *allowed)
     assert ok.returncode == 0, ok.stderr
     assert "Kubernetes: applied 38, deleted 0" in ok.stderr
-    planned = cli("plan", str(root), "--kubeconfig", str(kube.kubeconfig), "--agent-namespace", namespace)
+    planned = cli("plan", str(root), "--kubeconfig", str(kube.kubeconfig), "--agent-namespace", namespace, *allowed)
     assert (planned.returncode, planned.stdout.splitlines()[-1]) == (0, "No changes: the world matches the revision.")
     (root / "bad.yaml").write_text("apiVersion: bindy.firestoned.io/v1beta1\nkind: Nope\nmetadata: {name: x}\n")
     assert cli("sync", str(root), "--kubeconfig", str(kube.kubeconfig)).returncode == 2
     (root / "bad.yaml").unlink()
     broken = tmp_path / "unreachable.kubeconfig"
     broken.write_text(kube.kubeconfig.read_text().replace(kube.url, "https://127.0.0.1:1"))
-    down = cli("sync", str(root), "--kubeconfig", str(broken))
+    down = cli("sync", str(root), "--kubeconfig", str(broken), *allowed)
     assert down.returncode == 3 and "cannot reach the API server" in down.stderr
 
 

@@ -19,7 +19,8 @@ CONTROLLERS = "garbagecollector,deployment,replicaset,namespace,serviceaccount-t
 
 
 class KubeCluster:
-    def __init__(self, workdir: pathlib.Path) -> None:
+    def __init__(self, workdir: pathlib.Path, *, admission_plugins: tuple[str, ...] = ()) -> None:
+        self.admission_plugins = admission_plugins  # enabled on top of the API server's defaults
         self.dir = workdir
         self.dir.mkdir(parents=True, exist_ok=True)
         self.token = secrets.token_hex(16)
@@ -59,6 +60,7 @@ class KubeCluster:
             "--service-account-key-file", str(sa_key), "--service-account-signing-key-file", str(sa_key),
             "--service-cluster-ip-range", "10.96.0.0/24", "--allow-privileged",
             "--enable-priority-and-fairness=false", "--v=1",
+            *([f"--enable-admission-plugins={','.join(self.admission_plugins)}"] if self.admission_plugins else []),
         ], self.dir / "kube-apiserver.log"))
         self.procs[-1].wait_until(self._ready, timeout=60, what="ready (/readyz)")
         self._write_kubeconfig()
