@@ -41,7 +41,8 @@ class Agent:
                                 path=settings.path, ssh_key=settings.ssh_key, known_hosts=settings.known_hosts,
                                 insecure_ignore_host_key=settings.insecure_ignore_host_key,
                                 token_file=settings.token_file)
-        self.api = (KubeApi.from_kubeconfig(str(settings.kubeconfig) if settings.kubeconfig else None)
+        self.api = (KubeApi.from_kubeconfig(str(settings.kubeconfig) if settings.kubeconfig else None,
+                                            namespaces=settings.kube_namespaces or None)
                     if settings.kubeconfig or settings.in_cluster else None)
         self.store: Store = (ConfigMapStore(self.api, settings.agent_namespace) if self.api is not None
                              else FileStore(settings.state or settings.cache / "state.json"))
@@ -77,8 +78,8 @@ class Agent:
         if self.settings.endpoints:
             return cluster_endpoints.load_endpoints(self.settings.endpoints)
         if self.settings.in_cluster_dns and self.api is not None:
-            api = self.api
-            return lambda state: cluster_endpoints.from_cluster(api, state)
+            api, token, audience = self.api, self.settings.zone_api_token_file, self.settings.zone_api_audience
+            return lambda state: cluster_endpoints.from_cluster(api, state, token_file=token, audience=audience)
         return None
 
     def run_once(self) -> runner.GitRun:
@@ -88,7 +89,8 @@ class Agent:
         run = runner.sync_git(self.source, store=self.store, kube_api=self.api, endpoints=self._endpoints(),
                               force=self.settings.force, push_notes=self.settings.push_notes,
                               resync_after=self.settings.resync_after, default_namespace=self.settings.namespace,
-                              agent_namespace=self.settings.agent_namespace, run_id=uuid.uuid4().hex[:12])
+                              agent_namespace=self.settings.agent_namespace, install_crds=self.settings.install_crds,
+                              run_id=uuid.uuid4().hex[:12])
         after = dict(self.api.reads + self.api.writes) if self.api else {}
         calls = {verb: after.get(verb, 0) - before.get(verb, 0) for verb in after}
         self.metrics.record(run, time.monotonic() - started, calls)

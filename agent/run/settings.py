@@ -10,6 +10,7 @@ import yaml
 
 from agent.errors import ConfigError
 from agent.model import names
+from agent.reconcile import endpoints as zone_endpoints
 
 ENV_PREFIX = "BINDY_AGENT_"
 
@@ -34,8 +35,18 @@ class Settings(pydantic.BaseModel):
     kubeconfig: pathlib.Path | None = None
     in_cluster: bool = False
     agent_namespace: str = names.DEFAULT_AGENT_NAMESPACE
+    kube_namespaces: list[str] = pydantic.Field(
+        default_factory=list, description="comma-separated namespaces the agent's Roles cover: namespaced kinds "
+        "are listed there instead of cluster-wide (empty: cluster-wide, needs a ClusterRole)")
+    install_crds: bool = pydantic.Field(True, description="apply the 12 CRDs before each sync (off when an admin "
+                                        "installs them and the agent may only read them)")
     endpoints: pathlib.Path | None = None
     in_cluster_dns: bool = False
+    zone_api_token_file: pathlib.Path = pydantic.Field(
+        zone_endpoints.ZONE_API_TOKEN, description="projected ServiceAccount token for the zone HTTP APIs "
+        "(never the Kubernetes API token)")
+    zone_api_audience: str = pydantic.Field(zone_endpoints.ZONE_API_AUDIENCE,
+                                            description="the audience the zone API token must be bound to")
     state: pathlib.Path | None = None
     namespace: str = names.DEFAULT_NAMESPACE
     interval: float = pydantic.Field(60, gt=0, description="seconds between scheduled syncs")
@@ -48,6 +59,11 @@ class Settings(pydantic.BaseModel):
     leader_election: bool = pydantic.Field(True, description="with a cluster: only the Lease holder syncs")
     lease_name: str = "bindy-agent"
     lease_duration: int = pydantic.Field(15, ge=2, description="seconds before a silent leader is replaced")
+
+    @pydantic.field_validator("kube_namespaces", mode="before")
+    @classmethod
+    def _split(cls, value: object) -> object:
+        return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
 
     def masked(self) -> dict[str, object]:
         """The effective settings for --print-config (file paths only; no secret values exist here)."""
