@@ -52,6 +52,9 @@ def _parser() -> argparse.ArgumentParser:
     kube.add_argument("--context", help="kubeconfig context (default: the current one)")
     kube.add_argument("--agent-namespace", default=names.DEFAULT_AGENT_NAMESPACE, metavar="NS",
                       help="namespace of the agent's inventory (default: %(default)s)")
+    kube.add_argument("--kube-namespaces", type=common.namespace_list, metavar="NS[,NS]",
+                      help="the namespaces the agent's Roles cover: list there instead of cluster-wide "
+                      "(needed with the RBAC of deploy/)")
 
     p = verbs.add_parser("plan", parents=[shared, kube], help="show what a sync would change (dry run)",
                          description="Compute the plan for DIR. Offline (no --kubeconfig), the world "

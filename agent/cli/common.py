@@ -61,7 +61,16 @@ def valid_state(args: argparse.Namespace, verb: str) -> desired.Desired | None:
     return state
 
 
+def namespace_list(value: str) -> list[str]:
+    """`a,b` -> ["a", "b"] (for --kube-namespaces)."""
+    found = [v.strip() for v in value.split(",") if v.strip()]
+    if not found:
+        raise argparse.ArgumentTypeError("expected namespaces separated by commas")
+    return found
+
+
 def kube_api(args: argparse.Namespace) -> Any:
     from agent.reconcile import kubeapi
 
-    return kubeapi.KubeApi.from_kubeconfig(args.kubeconfig, context=args.context)
+    return kubeapi.KubeApi.from_kubeconfig(args.kubeconfig, context=args.context,
+                                           namespaces=args.kube_namespaces)

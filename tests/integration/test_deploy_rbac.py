@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pathlib
 import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -157,7 +158,8 @@ def test_real_requests_outside_the_rules_are_forbidden(kube: KubeCluster, agent_
     assert LeaderElector(api, "kube-system", name="kube-scheduler").tick() is False
 
 
-def test_a_full_sync_works_as_the_service_account(kube: KubeCluster, kube_client: Any, agent_token: str) -> None:
+def test_a_full_sync_works_as_the_service_account(kube: KubeCluster, kube_client: Any, agent_token: str,
+                                                  tmp_path: pathlib.Path) -> None:
     api = KubeApi(token_client(kube, agent_token), namespaces=["dns-system"])
     state = desired.build(load_dir(SAMPLE))
     outcome = runner.apply_revision(state, revision="rbac-test", kube_api=api, agent_namespace="bindy-agent").kube
@@ -170,6 +172,14 @@ def test_a_full_sync_works_as_the_service_account(kube: KubeCluster, kube_client
     again = runner.apply_revision(state, revision="rbac-test", kube_api=api, agent_namespace="bindy-agent").kube
     assert again is not None and again.plan_changes == []
     assert LeaderElector(api, "bindy-agent", name="bindy-agent").tick() is True
+
+    # the CLI, with the ServiceAccount's kubeconfig: told its namespaces, it sees that nothing changed
+    kubeconfig = token_kubeconfig(kube, agent_token, tmp_path / "agent.kubeconfig")
+    plan = [sys.executable, "-m", "agent", "plan", str(SAMPLE), "--kubeconfig", str(kubeconfig)]
+    told = subprocess.run([*plan, "--kube-namespaces", "dns-system"], capture_output=True, text=True, cwd=ROOT)
+    assert (told.returncode, told.stdout.splitlines()[-1]) == (0, "No changes: the world matches the revision.")
+    untold = subprocess.run(plan, capture_output=True, text=True, cwd=ROOT)
+    assert untold.returncode == 2 and "may not list" in untold.stderr, untold.stderr
 
 
 def test_the_agent_restores_a_bindy_crd_by_name(kube: KubeCluster, kube_client: Any, agent_token: str) -> None:
