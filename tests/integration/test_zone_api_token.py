@@ -33,6 +33,18 @@ def test_the_zone_api_token_is_bound_to_its_audience_and_useless_against_kuberne
     with pytest.raises(KubeError) as rejected:  # a zone API that replays it gets nowhere
         KubeApi(token_client(kube, bound)).get("Namespace", None, account[0])
     assert rejected.value.reason == "unauthorized"
+    # what bindcar's TokenReview mode asks the API server: who is this, for audience bindcar?
+    assert _review(kube_client, bound) == (True, f"system:serviceaccount:{account[0]}:{account[1]}")
+    assert _review(kube_client, service_account_token(kube_client, *account))[0] is False
+
+
+def _review(kube_client: Any, token: str) -> tuple[bool, str]:
+    from kubernetes import client
+
+    review = client.AuthenticationV1Api(kube_client).create_token_review(client.V1TokenReview(
+        spec=client.V1TokenReviewSpec(token=token, audiences=[endpoints.ZONE_API_AUDIENCE])))
+    user = review.status.user.username if review.status.user else ""
+    return bool(review.status.authenticated), user or ""
 
 
 def test_the_kubernetes_api_token_is_never_sent_to_a_zone_api(
