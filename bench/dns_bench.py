@@ -30,11 +30,11 @@ import dns.update
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-from agent.desired import hierarchy as desired
 from agent.load import loader
-from agent.reconcile import dns as dnssync
+from agent.reconcile import dnsapply
 from agent.reconcile import endpoints as config
-from agent.reconcile.state import AgentState
+from agent.reconcile.statestore import FileStore
+from agent.run import orchestrator, revisions
 from agent.sources import localdir
 from tests.support import bind as bind_support
 from tests.support import zone_api as zone_api_support
@@ -153,17 +153,20 @@ def main() -> None:
             (work / "repo").mkdir()
             write_repo(work / "zones", "agent", 0, args.zones)
             write_repo(work / "repo", "agent", args.records, args.zones)
-            zones_only = desired.build(localdir_load(work / "zones"))
-            state = desired.build(localdir_load(work / "repo"))
-            assert not [p for p in state.problems if p.severity.value == "error"]
+            store = FileStore(work / "state")
 
-            dns_state = AgentState()
+            def sync(root: pathlib.Path) -> dnsapply.DnsResult:
+                targets = orchestrator.Targets(store, None, endpoints)
+                run = orchestrator.run(revisions.DirectoryRevisions(root), targets, orchestrator.Options())
+                assert run.dns is not None, (run.outcome, run.message, run.problems[:3])
+                return run.dns
+
             start = time.perf_counter()
-            created = dnssync.sync(zones_only, endpoints, dns_state)
+            created = sync(work / "zones")
             zones_time = time.perf_counter() - start
             assert created.ok
             start = time.perf_counter()
-            result = dnssync.sync(state, endpoints, dns_state)
+            result = sync(work / "repo")
             ours = time.perf_counter() - start
             assert result.ok, [z.primary_error for z in result.zones if z.primary_error][:3]
             verified = sum(1 for z in result.zones for c in z.checks if c.ok)

@@ -24,10 +24,13 @@ import yaml
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from agent.desired import hierarchy as desired
+from agent.gate import safety
 from agent.load import loader
 from agent.plan import kubediff
-from agent.reconcile import kube as reconcile
+from agent.reconcile import crds
 from agent.reconcile.kubeapi import KubeApi
+from agent.reconcile.statestore import FileStore
+from agent.run import orchestrator, revisions
 from agent.sources import localdir
 from tests.support.kube import KubeCluster
 
@@ -66,7 +69,7 @@ def main() -> None:
         cluster = KubeCluster(work / "kube").start()
         try:
             api = KubeApi.from_kubeconfig(str(cluster.kubeconfig))
-            reconcile.install_crds(api)
+            crds.install_crds(api)
             for ns in ("bench-agent", "bench-kubectl"):
                 api.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
             (work / "a").mkdir()
@@ -75,13 +78,19 @@ def main() -> None:
             theirs = _state(work / "k", "bench-kubectl", args.instances)
             count = len(ours.objects)
 
+            def sync(client: KubeApi) -> orchestrator.RunOutcome:
+                options = orchestrator.Options(agent_namespace="bench-agent", install_crds=False,
+                                               policy=safety.Policy(force=True))
+                targets = orchestrator.Targets(FileStore(work / "state"), client)
+                return orchestrator.run(revisions.DirectoryRevisions(work / "a", revision="bench"), targets, options)
+
             start = time.perf_counter()
-            first = reconcile.sync(api, ours, revision="bench", install=False, agent_namespace="bench-agent")
+            first = sync(api)
             agent_first = time.perf_counter() - start
-            assert first.result is not None and first.result.ok, first.result
+            assert first.kube is not None and first.kube.ok, (first.outcome, first.message)
             api2 = KubeApi.from_kubeconfig(str(cluster.kubeconfig))
             start = time.perf_counter()
-            reconcile.sync(api2, ours, revision="bench", install=False, agent_namespace="bench-agent")
+            sync(api2)
             agent_again = time.perf_counter() - start
 
             docs = []

@@ -104,10 +104,6 @@ spec:
   ipv4Addresses: [192.0.2.1, 300.1.2.3]
 ---
 """ + HEAD + """kind: CNAMERecord
-metadata: {name: no-dot, namespace: dns}
-spec: {zone: example.com, name: alias, target: www.example.com}
----
-""" + HEAD + """kind: CNAMERecord
 metadata: {name: apex, namespace: dns}
 spec: {zone: example.com, name: "@", target: www.example.com.}
 ---
@@ -123,14 +119,6 @@ spec: {zone: example.com, name: mail, text: ["hello"]}
 metadata: {name: outside, namespace: dns}
 spec: {zone: example.com, name: www.example.org., ipv4Addresses: [192.0.2.1]}
 ---
-""" + HEAD + """kind: ARecord
-metadata: {name: label, namespace: dns}
-spec: {zone: example.com, name: "bad label", ipv4Addresses: [192.0.2.1]}
----
-""" + HEAD + """kind: MXRecord
-metadata: {name: braces, namespace: dns}
-spec: {zone: example.com, name: "@", priority: 1, mailServer: "mx{1}.example.com."}
----
 """ + HEAD + """kind: TXTRecord
 metadata: {name: control, namespace: dns}
 spec: {zone: example.com, name: t, text: ["bell\\u0007"]}
@@ -141,17 +129,43 @@ spec: {zone: example.biz, name: x, ipv4Addresses: [192.0.2.1]}
 """)
     assert sorted(_problems(repo.root)) == sorted([
         "records.yaml:7: ARecord/dns/bad-ip: spec.ipv4Addresses[1]: '300.1.2.3' is not an IPv4 address",
-        "records.yaml:12: CNAMERecord/dns/no-dot: spec.target: 'www.example.com' must be fully qualified with a trailing dot (write 'www.example.com.'); without it a DNS server appends the zone name",
-        "records.yaml:17: CNAMERecord/dns/apex: spec.name: a CNAME cannot be at the zone apex (it would hide the SOA and NS)",
-        "records.yaml:22: CNAMERecord/dns/beside: spec.name: a CNAME cannot share its name with other records (TXT)",
-        "records.yaml:32: ARecord/dns/outside: spec.name: 'www.example.org.' is outside its zone example.com.",
-        "records.yaml:37: ARecord/dns/label: spec.name: 'bad label' contains a character not allowed in a DNS name",
-        "records.yaml:42: MXRecord/dns/braces: spec.mailServer: 'mx{1}.example.com.' contains a character not allowed in a host name",
-        "records.yaml:47: TXTRecord/dns/control: spec.text[0]: contains a control character",
-        "records.yaml:52: ARecord/dns/no-zone: spec.zone: no DNSZone with zoneName 'example.biz'",
+        "records.yaml:12: CNAMERecord/dns/apex: spec.name: a CNAME cannot be at the zone apex (it would hide the SOA and NS)",
+        "records.yaml:17: CNAMERecord/dns/beside: spec.name: a CNAME cannot share its name with other records (TXT)",
+        "records.yaml:27: ARecord/dns/outside: spec.name: 'www.example.org.' is outside its zone example.com.",
+        "records.yaml:32: TXTRecord/dns/control: spec.text[0]: contains a control character",
+        "records.yaml:37: ARecord/dns/no-zone: spec.zone: no DNSZone with zoneName 'example.biz'",
         "zones.yaml:14: DNSZone/dns/z2: spec.zoneName: zone example.com is already declared by DNSZone/dns/z1 at zones.yaml:1",
         "zones.yaml:24: DNSZone/dns/z3: spec.clusterRef: no Bind9Cluster 'nope' in namespace dns and no ClusterBind9Provider 'nope'",
     ])
+
+
+def test_values_bindy_admission_refuses_are_load_errors_reported_all_at_once(repo: Repo) -> None:
+    """Bindy's record-value and zone-name policies refuse these before any zone is involved, as the
+    API server would; the rest of the revision is then not expanded."""
+    repo.add("cluster.yaml", CLUSTER)
+    repo.add("records.yaml", HEAD + """kind: CNAMERecord
+metadata: {name: no-dot, namespace: dns}
+spec: {zone: example.com, name: alias, target: www.example.com}
+---
+""" + HEAD + """kind: ARecord
+metadata: {name: label, namespace: dns}
+spec: {zone: example.com, name: "bad label", ipv4Addresses: [192.0.2.1]}
+---
+""" + HEAD + """kind: MXRecord
+metadata: {name: braces, namespace: dns}
+spec: {zone: example.com, name: "@", priority: 1, mailServer: "mx{1}.example.com."}
+""")
+    assert _problems(repo.root) == [
+        "records.yaml:4: CNAMERecord/dns/no-dot: spec.target: 'www.example.com' must be fully qualified with "
+        "a trailing dot (write 'www.example.com.'); without it a DNS server appends the zone name "
+        "(Bindy admission policy bindy-record-value-validation)",
+        "records.yaml:9: ARecord/dns/label: spec.name: 'bad label' contains ';', '{', '}', '\"', '\\', "
+        "whitespace or a control character, which would break the zone declaration or a DNS UPDATE: "
+        "remove it (Bindy admission policy bindy-zone-name-validation)",
+        "records.yaml:14: MXRecord/dns/braces: spec.mailServer: 'mx{1}.example.com.' may contain only "
+        "letters, digits, '.', '-' and '_' (no whitespace, control characters, ';', '{', '}', '\"', "
+        "'\\' or '$') (Bindy admission policy bindy-record-value-validation)",
+    ]
 
 
 def test_in_zone_targets_without_address_records_are_refused_before_bind_does(repo: Repo) -> None:
@@ -171,14 +185,16 @@ spec: {zone: example.com, name: "@", priority: 20, mailServer: mx.example.net.}
 
 
 def test_unsafe_named_conf_values_are_refused(repo: Repo) -> None:
+    """Bindy's ACL policy covers allowQuery/allowTransfer (tests/test_admission.py); the other
+    named.conf values are checked when the configuration is built."""
     repo.add("cluster.yaml", HEAD + """kind: Bind9Cluster
 metadata: {name: dns, namespace: dns}
 spec:
   global:
-    allowQuery: ['any; }; include "/etc/passwd"']
+    forwarders: ['192.0.2.1; }; include "/etc/passwd"']
 """)
     assert _problems(repo.root) == [
-        "cluster.yaml:1: Bind9Cluster/dns/dns: allow_query[0]: 'any; }; include \"/etc/passwd\"' contains a "
+        "cluster.yaml:1: Bind9Cluster/dns/dns: forwarders[0]: '192.0.2.1; }; include \"/etc/passwd\"' contains a "
         "quote, ';', '{', '}' or a control character, which would break named.conf",
     ] * 2  # once for each generated instance (primary-0, secondary-0)
 

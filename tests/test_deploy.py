@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from agent.model import kinds, names, schema
+from agent.model import kinds, schema
 from agent.reconcile import endpoints
 from agent.run import settings
 from tests.conftest import ROOT
@@ -92,8 +92,7 @@ def test_rbac_is_namespaced_except_crds_and_the_cluster_provider(rendered: list[
     assert namespaces == {"bindy-agent", "dns-system"}
     own = _one(rendered, "Role", "bindy-agent", "bindy-agent")["rules"]
     named = {res: sorted(r["resourceNames"]) for r in own if "resourceNames" in r for res in r["resources"]}
-    assert named == {"configmaps": sorted([names.STATE_NAME, names.INVENTORY_NAME]),
-                     "leases": [settings.Settings.model_fields["lease_name"].default]}
+    assert named == {"leases": [settings.Settings.model_fields["lease_name"].default]}
     assert {res for r in own for res in r["resources"]} == {"configmaps", "leases", "events", "namespaces"}
 
 

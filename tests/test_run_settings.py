@@ -85,3 +85,45 @@ def test_a_burst_of_triggers_during_a_run_collapses_into_one_more_run(tmp_path: 
     finally:
         release.set()
         agent.stop()
+
+
+def test_commit_status_and_alert_settings_from_flags_environment_and_file(tmp_path: pathlib.Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from agent.cli import main
+    from agent.outcome import delivery, forge, notify
+
+    token = tmp_path / "forge-token"
+    token.write_text("ghp_not_printed\n")
+    file = tmp_path / "agent.yaml"
+    file.write_text("report-url: https://github.com/acme/dns/commit/{revision}\nalert-webhook-url: https://hooks.example/dns\n")
+    settings = config.load_settings({"repo": "git@github.com:acme/dns.git", "commit_status": "github",
+                                     "commit_status_token_file": str(token)}, config_file=file,
+                                    environ={"BINDY_AGENT_NOTIFY_TIMEOUT": "3", "BINDY_AGENT_NOTIFY_RETRIES": "1",
+                                             "BINDY_AGENT_ALERT_SLACK_URL_FILE": "/var/run/secrets/slack"})
+    report_url = "https://github.com/acme/dns/commit/{revision}"
+    assert settings.forge_settings() == forge.ForgeSettings("github", "https://api.github.com", "acme/dns", token,
+                                                            "bindy-agent", report_url, delivery.Budget(3, 1))
+    assert settings.notify_settings() == notify.NotifySettings("https://hooks.example/dns", None,
+                                                               pathlib.Path("/var/run/secrets/slack"), report_url,
+                                                               delivery.Budget(3, 1))
+    bare = config.load_settings({"repo": "/srv/git/dns"}, environ={})
+    assert (bare.forge_settings(), bare.notify_settings()) == (None, None)
+
+    assert main(["run", "--print-config", "--repo", "https://gitlab.example.com/platform/dns.git",
+                 "--commit-status", "gitlab", "--commit-status-token-file", str(token)]) == 0
+    printed = capsys.readouterr().out
+    assert json.loads(printed)["commit_status_token_file"] == str(token) and "ghp_not_printed" not in printed
+
+
+def test_a_commit_status_target_that_cannot_be_told_is_a_bad_setting(tmp_path: pathlib.Path) -> None:
+    token = tmp_path / "token"
+    with pytest.raises(ConfigError, match="commit status on gitlab: the repository is not a URL; set "
+                       "commit_status_api_url and commit_status_project"):
+        config.load_settings({"repo": "/srv/git/dns", "commit_status": "gitlab", "commit_status_token_file": str(token)},
+                             environ={})
+    with pytest.raises(ConfigError, match="commit status on github: a token file is needed"):
+        config.load_settings({"repo": "https://github.com/acme/dns", "commit_status": "github"}, environ={})
+    with pytest.raises(ConfigError, match=r"setting commit_status: .* \(flag --commit-status, environment BINDY_AGENT_COMMIT_STATUS\)"):
+        config.load_settings({"repo": "x", "commit_status": "bitbucket"}, environ={})
+    with pytest.raises(ConfigError, match="setting alert_webhook_url: String should match pattern"):
+        config.load_settings({"repo": "x", "alert_webhook_url": "hooks.example/dns"}, environ={})

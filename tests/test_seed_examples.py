@@ -1,6 +1,7 @@
 """Every CR example in the seeds loads, with the older shorthand rewritten to Bindy's canonical
-fields and a warning naming each canonical field. The examples are embedded verbatim in
-tests/seeds/."""
+fields and a warning naming each canonical field, except the seed's `role: Primary`: Bindy's CRD
+refuses that spelling, so the agent does too, saying what to write. The examples are embedded
+verbatim in tests/seeds/."""
 
 from __future__ import annotations
 
@@ -19,11 +20,23 @@ def _load(name: str) -> loader.Manifest:
     return loader.load_text((SEEDS / name).read_text(), name)
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in SEEDS.glob("000_*.yaml")))
+@pytest.mark.parametrize("name", sorted(p.name for p in SEEDS.glob("000_*.yaml") if p.name != "000_instance.yaml"))
 def test_every_api_example_of_the_seeds_loads(name: str) -> None:
     manifest = _load(name)
     assert [p for p in manifest.problems if p.severity is Severity.ERROR] == []
     assert len(manifest.objects) == 1
+
+
+def test_the_seeds_role_primary_is_refused_with_bindys_spelling() -> None:
+    manifest = _load("000_instance.yaml")
+    assert [str(p) for p in manifest.problems] == [
+        "000_instance.yaml:8: Bind9Instance/platform-dns/my-cluster-primary-0: spec.role: 'Primary' is not a "
+        "role Bindy accepts: write spec.role: primary (Bindy's CRD allows only 'primary' or 'secondary', "
+        "in lowercase)"]
+    assert manifest.objects == []
+    fixed = (SEEDS / "000_instance.yaml").read_text().replace("role: Primary", "role: primary")
+    instance = loader.load_text(fixed, "000_instance.yaml")
+    assert instance.problems == [] and instance.objects[0].model.spec.role == "primary"  # type: ignore[attr-defined]
 
 
 def test_shorthand_is_normalised_with_warnings_naming_the_canonical_field() -> None:
@@ -32,7 +45,6 @@ def test_shorthand_is_normalised_with_warnings_naming_the_canonical_field() -> N
                               "spec.secondaryReplicas: shorthand: use spec.secondary.replicas",
                               "spec.namespaces: shorthand: Bindy's canonical field is spec.namespace"],
         "000_cluster.yaml": ["spec.primaryReplicas: shorthand: use spec.primary.replicas"],
-        "000_instance.yaml": ["spec.role: shorthand: use spec.role: primary"],
         "000_dnszone.yaml": ["spec.soa: shorthand: use spec.soaRecord"],
         "000_arecord.yaml": ["spec.ipv4: shorthand: use spec.ipv4Addresses", "spec.zone: shorthand"],
     }
@@ -49,8 +61,6 @@ def test_normalised_values_are_canonical() -> None:
     assert zone.spec.ttl == 3600  # type: ignore[attr-defined]
     record = _load("000_arecord.yaml").objects[0].model
     assert record.spec.ipv4_addresses == ["192.0.2.1"]  # type: ignore[attr-defined]
-    instance = _load("000_instance.yaml").objects[0].model
-    assert instance.spec.role == "primary"  # type: ignore[attr-defined]
     cluster = _load("000_cluster.yaml").objects[0].model
     assert (cluster.spec.primary.replicas, cluster.spec.secondary.replicas) == (2, 3)  # type: ignore[attr-defined]
 

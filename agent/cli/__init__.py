@@ -88,11 +88,22 @@ def _parser() -> argparse.ArgumentParser:
     sy.add_argument("--in-cluster-dns", action="store_true",
                     help="reach instances through their Services and RNDC Secrets (when the agent runs in "
                     "the cluster); instead of --endpoints")
-    sy.add_argument("--state", type=pathlib.Path, metavar="FILE",
-                    help="the agent's state file for runs without a cluster "
-                    "(default: ~/.cache/bindy-agent/state/<source digest>.json)")
+    sy.add_argument("--state", type=pathlib.Path, metavar="DIR",
+                    help="where the agent keeps what it owns in DNS, for runs without a cluster (a directory; a "
+                    "state file of an earlier version there is converted; default: "
+                    "~/.cache/bindy-agent/state/<source digest>)")
     sy.add_argument("--force", action="store_true",
-                    help="apply plans the safety gate refuses (mass deletes, apex NS changes)")
+                    help="apply plans the safety gate refuses (mass deletes, whole-zone deletes, apex NS changes, "
+                    "large Kubernetes prunes)")
+    sy.add_argument("--allow-prune", action="store_true",
+                    help="allow deleting more than 30%% of the Kubernetes objects the agent manages (only that)")
+    sy.add_argument("--create-namespaces", action="store_true",
+                    help="create missing namespaces (by default the agent never writes namespaces)")
+    sy.add_argument("--deadline", type=float, default=300, metavar="SECONDS",
+                    help="the most a run may take; a stalled server ends it as partial (0: no limit; "
+                    "default: %(default)s)")
+    sy.add_argument("--lock-wait", type=float, default=30, metavar="SECONDS",
+                    help="how long to wait for another sync of the same source to finish (default: %(default)s)")
     sy.add_argument("--batch", type=int, default=1000, metavar="N",
                     help="changes per DNS UPDATE message (default: %(default)s)")
     git_args = sy.add_argument_group("Git source")

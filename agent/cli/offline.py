@@ -10,7 +10,8 @@ import sys
 from agent.cli import common
 from agent.errors import KubeError
 from agent.model import problems, schema
-from agent.plan import build, kubediff, render
+from agent.plan import build, render
+from agent.plan.observed import Observed
 
 DEFAULT_SCHEMAS = pathlib.Path("schemas")
 
@@ -35,17 +36,16 @@ def show_plan(args: argparse.Namespace) -> int:
     if not args.kubeconfig:
         result = build.offline(state)
     else:
-        from agent.reconcile import kube
+        from agent.reconcile import kubeobserve
         from agent.sources import localdir
 
         try:
             api = common.kube_api(args)
-            observed = kube.observe(api, state, agent_namespace=args.agent_namespace)
+            observed = Observed(kube=kubeobserve.observe(api, state, agent_namespace=args.agent_namespace))
         except KubeError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return common.EXIT_ERROR
-        changes = kubediff.diff(state.objects, observed.live, observed.inventory, agent=args.agent_namespace)
-        result = build.online_kube(state, changes, revision=localdir.revision(args.directory))
+        result = build.build(state, observed, revision=localdir.revision(args.directory), agent=args.agent_namespace)
     sys.stdout.write(render.RENDERERS[args.output](result))
     return common.EXIT_OK if result.empty else common.EXIT_CHANGES
 

@@ -12,18 +12,20 @@ import sys
 from typing import Any
 
 from agent.cli import common
-from agent.errors import KubeError
-from agent.model import names
-from agent.plan import build, render
-from agent.reconcile import endpoints as config
+from agent.errors import AgentError, KubeError
+from agent.gate import safety
+from agent.model import names, problems
+from agent.plan import render
+from agent.reconcile import crds, statestore
+from agent.reconcile import endpoints as cluster_endpoints
+from agent.run import orchestrator, revisions
+from agent.sources.git import GitSource
 
 
 def install_crds(args: argparse.Namespace) -> int:
-    from agent.reconcile import kube
-
     try:
         api = common.kube_api(args)
-        changed = kube.install_crds(api)
+        changed = crds.install_crds(api)
     except KubeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return common.EXIT_UNREACHABLE
@@ -31,26 +33,25 @@ def install_crds(args: argparse.Namespace) -> int:
     return common.EXIT_OK
 
 
-def _state_store(args: argparse.Namespace, api: Any, source_key: str) -> Any:
-    from agent.reconcile import state as agent_state
-
+def _state_store(args: argparse.Namespace, api: Any, source_key: str) -> statestore.Store:
     if args.state:
-        return agent_state.FileStore(args.state)
+        return statestore.FileStore(args.state)
     if api is not None:
-        return agent_state.ConfigMapStore(api, args.agent_namespace)
+        return statestore.ConfigMapStore(api, args.agent_namespace)
     digest = hashlib.sha256(source_key.encode()).hexdigest()[:16]
-    path = names.CACHE_DIR / "state" / f"{digest}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return agent_state.FileStore(path)
+    return statestore.FileStore(names.CACHE_DIR / "state" / digest)
 
 
-def _summary(run: Any, api: Any, dry_run: bool) -> str:
+def _summary(run: orchestrator.RunOutcome, api: Any, dry_run: bool) -> str:
     parts = []
-    if run.kube and run.kube.result:
-        r = run.kube.result
+    if dry_run and run.plan is not None:
+        s = run.plan.summary
+        parts.append(f"{s['create']} to create, {s['update']} to update, {s['delete']} to delete")
+    if run.kube is not None:
+        r = run.kube
         parts.append(f"Kubernetes: applied {len(r.applied)}, deleted {len(r.deleted)}, statuses written "
                      f"{len(r.statuses_written)}")
-    if run.dns:
+    if run.dns is not None:
         changed = sum(len(z.changes) for z in run.dns.zones)
         verified = sum(1 for z in run.dns.zones for c in z.checks if c.ok)
         checks = sum(len(z.checks) for z in run.dns.zones)
@@ -61,104 +62,96 @@ def _summary(run: Any, api: Any, dry_run: bool) -> str:
     return f"{'Dry run' if dry_run else 'Sync'} of revision {run.revision}: " + "; ".join(parts)
 
 
-def sync(args: argparse.Namespace) -> int:
-    from agent.errors import AgentError
-    from agent.run import orchestrator as runner
-    from agent.sources import localdir
-
-    usage = None
+def _usage(args: argparse.Namespace) -> str | None:
     if bool(args.directory) == bool(args.repo):
-        usage = "give either DIR or --repo"
-    elif not args.kubeconfig and not args.endpoints and not args.in_cluster_dns:
-        usage = "nothing to sync to: give --kubeconfig (Kubernetes) and/or --endpoints (DNS)"
-    elif args.endpoints and args.in_cluster_dns:
-        usage = "--endpoints and --in-cluster-dns exclude each other"
-    if usage:
-        print(f"bindy-agent sync: error: {usage}", file=sys.stderr)
-        return common.EXIT_ERROR
-    try:
-        api = common.kube_api(args) if args.kubeconfig or args.in_cluster_dns else None
-        endpoints: Any = config.load_endpoints(args.endpoints) if args.endpoints else None
-        if args.in_cluster_dns:
-            from agent.reconcile import endpoints as cluster_endpoints
-
-            assert api is not None
-            endpoints = functools.partial(cluster_endpoints.from_cluster, api)
-        store = _state_store(args, api, args.repo or str(args.directory.resolve()))
-        apply_args = {"kube_api": api, "endpoints": endpoints, "dry_run": args.dry_run, "force": args.force,
-                  "install_crds": args.install_crds, "agent_namespace": args.agent_namespace,
-                  "rotate_rndc_keys": args.rotate_rndc_keys, "batch": args.batch}
-        if args.repo:
-            return _sync_git(args, store, apply_args)
-        state = common.valid_state(args, "applied")
-        if state is None:
-            return common.EXIT_REJECTED
-        revision = localdir.revision(args.directory)
-        agent_state = store.load()
-        run = runner.apply_revision(state, revision=revision, agent_state=agent_state, **apply_args)
-        if not args.dry_run:
-            store.save(agent_state)
-    except AgentError as exc:
-        print(f"error: could not run: {exc}", file=sys.stderr)
-        return common.EXIT_UNREACHABLE
-    kube_changes = run.kube.plan_changes if run.kube else None
-    sys.stdout.write(render.render_text(build.online(state, kube_changes, run.dns, revision=revision)))
-    return _finish(run, api, args)
+        return "give either DIR or --repo"
+    if not args.kubeconfig and not args.endpoints and not args.in_cluster_dns:
+        return "nothing to sync to: give --kubeconfig (Kubernetes) and/or --endpoints (DNS)"
+    if args.endpoints and args.in_cluster_dns:
+        return "--endpoints and --in-cluster-dns exclude each other"
+    return None
 
 
-def _finish(run: Any, api: Any, args: argparse.Namespace) -> int:
-    if api is None:
-        print("notice: no --kubeconfig: Kubernetes steps skipped (zones and records only)", file=sys.stderr)
-    for line in run.failures:
-        print(f"failed: {line}", file=sys.stderr)
-    for line in run.refused:
-        print(f"refused: {line}", file=sys.stderr)
-    print(_summary(run, api, args.dry_run), file=sys.stderr)
-    if run.refused:
-        return common.EXIT_REJECTED
-    return common.EXIT_PARTIAL if run.failures else common.EXIT_OK
-
-
-def _git_source(args: argparse.Namespace) -> Any:
-    from agent.sources.git import GitSource
-
+def git_source(args: argparse.Namespace) -> GitSource:
     return GitSource(args.repo, args.cache, branch=args.branch, ref=args.ref, path=args.path, ssh_key=args.ssh_key,
                      known_hosts=args.known_hosts, insecure_ignore_host_key=args.insecure_ignore_host_key,
                      token_file=args.token_file)
 
 
-def _sync_git(args: argparse.Namespace, store: Any, apply_args: dict[str, Any]) -> int:
-    from agent.run import orchestrator as runner
+def options(args: argparse.Namespace) -> orchestrator.Options:
+    return orchestrator.Options(
+        dry_run=args.dry_run, policy=safety.Policy(force=args.force, allow_prune=args.allow_prune),
+        agent_namespace=args.agent_namespace, default_namespace=args.namespace, install_crds=args.install_crds,
+        create_namespaces=args.create_namespaces, rotate_rndc_keys=args.rotate_rndc_keys, batch=args.batch,
+        deadline=args.deadline or None, push_notes=getattr(args, "push_notes", True),
+        resync_after=getattr(args, "resync_after", 600), lock_wait=args.lock_wait)
 
-    source = _git_source(args)
-    run = runner.sync_git(source, store=store, push_notes=args.push_notes, resync_after=args.resync_after,
-                          default_namespace=args.namespace, **apply_args)
+
+def _targets(args: argparse.Namespace) -> orchestrator.Targets:
+    api = common.kube_api(args) if args.kubeconfig or args.in_cluster_dns else None
+    endpoints: Any = cluster_endpoints.load_endpoints(args.endpoints) if args.endpoints else None
+    if args.in_cluster_dns:
+        assert api is not None
+        endpoints = functools.partial(cluster_endpoints.from_cluster, api)
+    store = _state_store(args, api, args.repo or str(args.directory.resolve()))
+    return orchestrator.Targets(store, api, endpoints)
+
+
+def sync(args: argparse.Namespace) -> int:
+    usage = _usage(args)
+    if usage:
+        print(f"bindy-agent sync: error: {usage}", file=sys.stderr)
+        return common.EXIT_ERROR
+    try:
+        targets = _targets(args)
+        source: revisions.Revisions = (revisions.GitRevisions(git_source(args)) if args.repo
+                                       else revisions.DirectoryRevisions(args.directory))
+    except AgentError as exc:
+        print(f"error: could not run: {exc}", file=sys.stderr)
+        return common.EXIT_UNREACHABLE
+    run = orchestrator.run(source, targets, options(args))
+    return _show(run, args, targets.kube_api)
+
+
+def _show(run: orchestrator.RunOutcome, args: argparse.Namespace, api: Any) -> int:
     prefix = f"run {run.run_id}"
-    if run.outcome == "unreachable":
+    if run.outcome in ("unreachable", "busy"):
         print(f"error: could not run: {run.message}", file=sys.stderr)
         return common.EXIT_UNREACHABLE
     if run.outcome == "unchanged":
         print(f"{prefix}: {run.message}", file=sys.stderr)
         return common.EXIT_OK
-    common.print_problems(run.problems, pathlib.Path(args.path or "."), sys.stderr)
+    root = args.directory if args.directory else pathlib.Path(args.path or ".")
+    common.print_problems(run.problems, root, sys.stderr)
     for sha in run.superseded:
         print(f"{prefix}: {sha[:12]} superseded by {run.revision[:12] if run.revision else '?'}", file=sys.stderr)
-    if run.result is None:
-        print(f"{prefix}: rejected {run.revision}: {run.message}; the last good revision keeps serving",
+    if run.plan is None:
+        print(f"{args.directory or args.repo}: invalid: nothing applied "
+              f"({len(problems.errors(run.problems))} errors); the last good revision keeps serving",
               file=sys.stderr)
         return common.EXIT_REJECTED
-    if run.plan is not None:
-        sys.stdout.write(render.render_text(run.plan))
+    sys.stdout.write(render.render_text(run.plan))
     if run.notes_pushed is False:
-        print(f"{prefix}: warning: the report could not be pushed (kept in the local clone)", file=sys.stderr)
-    return _finish(run.result, apply_args["kube_api"], args)
+        print(f"{prefix}: warning: the report could not be pushed (kept in the local clone; pushed on a later run)",
+              file=sys.stderr)
+    if api is None:
+        print("notice: no --kubeconfig: Kubernetes steps skipped (zones and records only)", file=sys.stderr)
+    for line in run.failures:
+        print(f"failed: {line}", file=sys.stderr)
+    for line in run.refusals:
+        print(f"refused: {line}", file=sys.stderr)
+    for line in run.conflicts:
+        print(f"conflict: {line}", file=sys.stderr)
+    print(_summary(run, api, args.dry_run), file=sys.stderr)
+    if run.refusals:
+        return common.EXIT_REJECTED
+    return common.EXIT_PARTIAL if run.outcome == "partial" else common.EXIT_OK
 
 
 def report(args: argparse.Namespace) -> int:
-    from agent.errors import AgentError
     from agent.outcome import report
 
-    source = _git_source(args)
+    source = git_source(args)
     try:
         source.repo()
         source.fetch_notes()
@@ -177,5 +170,9 @@ def report(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"{rev}: {exc}", file=sys.stderr)
         return common.EXIT_ERROR
-    sys.stdout.write(json.dumps(doc, indent=2) + "\n" if args.output == "json" else report.render_text(doc))
+    if args.output == "json":
+        full = source.note(rev, full=True)
+        sys.stdout.write((full if full else json.dumps(doc, indent=2)).rstrip("\n") + "\n")
+    else:
+        sys.stdout.write(report.render_text(doc))
     return common.EXIT_OK

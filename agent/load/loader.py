@@ -20,7 +20,7 @@ import pydantic
 import yaml
 
 from agent.errors import SourceError
-from agent.load import shorthand
+from agent.load import admission, shorthand
 from agent.model import kinds, names
 from agent.model.base import Resource
 from agent.model.key import ObjectKey
@@ -240,6 +240,8 @@ def _check_document(doc: _Document, default_namespace: str) -> Loaded | None:
             loc, message = _message(err, kind.model)
             doc.report(loc, message)
         return None
+    for violation in admission.violations(kind.name, data):  # after the schema, as the API server does
+        doc.report(violation.loc, violation.message)
     return None if doc.failed else Loaded(key, model, doc.origin, doc.source())
 
 

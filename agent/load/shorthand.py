@@ -5,11 +5,13 @@ Each rewrite yields a warning naming the canonical field, so users can modernise
     ClusterBind9Provider/Bind9Cluster  primaryReplicas: 2        -> primary: {replicas: 2}
                                        secondaryReplicas: 3      -> secondary: {replicas: 3}
     ClusterBind9Provider               namespaces: [a]           -> namespace: a
-    Bind9Instance                      role: Primary             -> role: primary
     DNSZone                            soa: {primaryNameServer, adminEmail, ttl}
                                                                  -> soaRecord: {primaryNs, adminEmail,
                                                                     serial, refresh, ...} + ttl
     ARecord / AAAARecord               ipv4: x / ipv6: x         -> ipv4Addresses: [x] / ipv6Addresses
+
+`role: Primary` is not among them: Bindy's CRD accepts only `primary` and `secondary`, so it is an
+error naming the spelling to write.
 """
 
 from __future__ import annotations
@@ -66,8 +68,9 @@ def _provider_namespaces(spec: dict[str, Any], notes: list[Note]) -> None:
 def _role(spec: dict[str, Any], notes: list[Note]) -> None:
     role = spec.get("role")
     if isinstance(role, str) and role != role.lower() and role.lower() in ("primary", "secondary"):
-        spec["role"] = role.lower()
-        notes.append(("spec.role", f"shorthand: use spec.role: {role.lower()}", False))
+        spec["role"] = role.lower()  # one message, not a second one from the schema's enum
+        notes.append(("spec.role", f"{role!r} is not a role Bindy accepts: write spec.role: {role.lower()} "
+                      "(Bindy's CRD allows only 'primary' or 'secondary', in lowercase)", True))
 
 
 def _soa(spec: dict[str, Any], notes: list[Note]) -> None:

@@ -1,6 +1,10 @@
-"""The report attached to each commit the agent handled, as a git note (refs/notes/bindy-agent).
+"""The report attached to each commit the agent handled, as git notes.
 
-A note is a short human summary, then a marker line, then the machine-readable JSON:
+`refs/notes/bindy-agent` holds a note that stays readable at any size: a short human summary
+(headline, counts, then at most DETAIL_LINES lines of details and "... and N more"), a marker
+line, and the JSON with every list cut to DETAIL_LIMIT items (`omitted` says how many were left
+out). `refs/notes/bindy-agent-full` holds the complete JSON, which `bindy-agent report -o json`
+prints when it is there:
 
     bindy-agent: applied a1b2c3d4e5f6 "Add shop CNAME" (Ada <ada@example.com>)
     run 3f2a9c1d0b7e, 2.4 s: Kubernetes 2 created, 1 updated, 0 deleted; DNS 3 RRset changes, verified 6/6
@@ -27,6 +31,9 @@ from agent.model.problems import Problem
 FORMAT_VERSION = 1
 MARKER = "--- bindy-agent report (JSON) ---"
 OUTCOMES = ("applied", "partial", "rejected", "superseded")
+DETAIL_LIMIT = 200  # items per list in the note's JSON
+DETAIL_LINES = 20  # detail lines in the note's summary
+_LISTS = ("changes", "problems", "verification", "refusals", "failures", "conflicts")
 
 
 @dataclasses.dataclass
@@ -43,6 +50,7 @@ class Report:
     refusals: list[str] = dataclasses.field(default_factory=list)
     failures: list[str] = dataclasses.field(default_factory=list)
     superseded_by: str | None = None
+    conflicts: list[str] = dataclasses.field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         kube = Counter(c["action"] for c in self.changes if c["layer"] == "kubernetes")
@@ -50,7 +58,7 @@ class Report:
         errors = sum(1 for p in self.problems if p.severity.value == "error")
         return {"kubernetes": {a: kube.get(a, 0) for a in ("create", "update", "delete")},
                 "rrsetChanges": dns, "zoneChanges": sum(1 for c in self.changes if c["layer"] == "zones"),
-                "errors": errors, "failures": len(self.failures),
+                "errors": errors, "failures": len(self.failures), "conflicts": len(self.conflicts),
                 "verified": sum(1 for v in self.verification if v["ok"]), "checks": len(self.verification)}
 
     def as_dict(self) -> dict[str, Any]:
@@ -58,7 +66,23 @@ class Report:
                 "outcome": self.outcome, "commit": self.commit, "startedAt": self.started_at,
                 "durationSeconds": round(self.duration, 3), "summary": self.summary(), "changes": self.changes,
                 "problems": [p.as_dict() for p in self.problems], "verification": self.verification,
-                "refusals": self.refusals, "failures": self.failures, "supersededBy": self.superseded_by}
+                "refusals": self.refusals, "failures": self.failures, "conflicts": self.conflicts,
+                "supersededBy": self.superseded_by}
+
+
+def bounded(doc: dict[str, Any], limit: int = DETAIL_LIMIT) -> dict[str, Any]:
+    """The report with every list cut to `limit` items; `omitted` counts what was left out."""
+    out = dict(doc)
+    omitted = {k: len(doc[k]) - limit for k in _LISTS if len(doc.get(k) or []) > limit}
+    for key in omitted:
+        out[key] = doc[key][:limit]
+    if omitted:
+        out["omitted"] = omitted
+    return out
+
+
+def _more(items: list[Any], shown: int, total: int) -> list[str]:
+    return [f"... and {total - shown:,} more"] if total > shown else []
 
 
 def headline(doc: dict[str, Any]) -> str:
@@ -78,14 +102,24 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
     if doc["outcome"] == "rejected" and s["errors"]:
         lines.append(f"rejected: {s['errors']} validation errors; nothing was applied, the last good revision "
                      "keeps serving")
-    lines += [f"refused: {r}" for r in doc.get("refusals", [])]
-    lines += [f"failed: {f}" for f in doc.get("failures", [])[:20]]
+    for label, key in (("refused", "refusals"), ("failed", "failures"), ("conflict", "conflicts")):
+        items = doc.get(key) or []
+        total = len(items) + (doc.get("omitted") or {}).get(key, 0)
+        lines += [f"{label}: {item}" for item in items[:DETAIL_LINES]]
+        lines += _more(items, min(len(items), DETAIL_LINES), total)
     return lines
 
 
 def to_note(report: Report) -> str:
-    doc = report.as_dict()
-    return "\n".join([headline(doc), *summary_lines(doc), MARKER, json.dumps(doc, indent=1, sort_keys=True)]) + "\n"
+    """The note for refs/notes/bindy-agent: readable at any size."""
+    doc = bounded(report.as_dict())
+    return "\n".join([headline(doc), *summary_lines(doc), MARKER,
+                      json.dumps(doc, separators=(",", ":"), sort_keys=True)]) + "\n"
+
+
+def to_full(report: Report) -> str:
+    """The complete JSON for refs/notes/bindy-agent-full."""
+    return json.dumps(report.as_dict(), separators=(",", ":"), sort_keys=True) + "\n"
 
 
 def parse(note: str) -> dict[str, Any]:
@@ -106,11 +140,13 @@ def render_text(doc: dict[str, Any]) -> str:
         lines += [f"  {p['file']}:{p['line']}: " + ": ".join(x for x in (p["object"], p["path"], p["message"]) if x)
                   for p in errors]
     if doc["changes"]:
-        lines += ["", "Changes:"]
-        for c in doc["changes"]:
+        total = len(doc["changes"]) + (doc.get("omitted") or {}).get("changes", 0)
+        lines += ["", f"Changes ({total:,}):"]
+        for c in doc["changes"][:DETAIL_LIMIT]:
             t = c["target"]
             what = " ".join(str(t[k]) for k in ("kind", "namespace", "name", "zone", "instance", "type") if t.get(k))
             lines.append(f"  {c['action']:<7} {c['layer']:<10} {what}: {c.get('result', '')}")
+        lines += ["  " + m for m in _more(doc["changes"], min(len(doc["changes"]), DETAIL_LIMIT), total)]
     bad = [v for v in doc["verification"] if not v["ok"]]
     if bad:
         lines += ["", "Not served:"] + [f"  {v['server']}: {v['name']} {v['type']}" for v in bad]

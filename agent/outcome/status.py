@@ -12,8 +12,8 @@ from agent.desired import rrsets
 from agent.desired.hierarchy import Desired
 from agent.model import kinds
 from agent.model.key import ObjectKey
-from agent.reconcile.dns import DnsResult, ZoneResult
-from agent.reconcile.kube import KubeResult
+from agent.reconcile.dnsapply import DnsResult, ZoneResult
+from agent.reconcile.kubeapply import KubeResult
 
 
 @dataclasses.dataclass(frozen=True)

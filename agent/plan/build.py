@@ -1,79 +1,106 @@
-"""Assembles a Plan from a revision: offline (against an empty world) or from what a run observed."""
+"""plan(desired, observed) -> Plan: every change of the whole revision, before anything is written.
+
+The same function serves `plan DIR` (offline: observed is an empty world that can reach every
+instance), `sync --dry-run` and a real sync, so what a dry run shows is what a sync does.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from agent.desired import workloads
 from agent.desired.hierarchy import Desired
-from agent.plan import kubediff
+from agent.model import names
+from agent.plan import kubediff, zonediff
 from agent.plan.model import Action, Change, KubeTarget, Plan, RRsetTarget, ZoneTarget, mask_secrets
+from agent.plan.observed import DnsObserved, KubeObserved, Observed
 
-if TYPE_CHECKING:  # pragma: no cover - types only
-    from agent.reconcile.dns import DnsResult
+NOT_OBSERVED_KUBE = "Kubernetes is not observed without --kubeconfig; only DNS is planned."
+NOT_OBSERVED_DNS = ("DNS (zones and records) is not observed without zone endpoints; only the Kubernetes layer is "
+                    "planned.")
+
+
+def empty_world(desired: Desired) -> Observed:
+    """An offline plan's world: no objects, no zones, every instance reachable."""
+    instances = {zonediff.instance_id(k) for z in desired.zones for k in z.instances}
+    return Observed(KubeObserved({}, set(), set()), DnsObserved({}, {}, instances))
+
+
+def kube_changes(desired: Desired, observed: KubeObserved, *, agent: str,
+                 rotate_rndc_keys: bool = False) -> list[kubediff.KubeChange]:
+    changes = kubediff.diff(desired.objects, observed.live, observed.inventory, agent=agent)
+    if rotate_rndc_keys:  # every generated key Secret gets a new value
+        touched = {c.key for c in changes}
+        changes += [kubediff.KubeChange("update", o.key, o, ("data.secret",), reason="RNDC key rotation")
+                    for o in desired.objects
+                    if o.key.kind == "Secret" and o.key in observed.live and o.key not in touched
+                    and workloads.SECRET_PLACEHOLDER in (o.body.get("stringData") or {}).values()]
+    return changes
+
+
+def zone_plans(desired: Desired, observed: DnsObserved) -> list[zonediff.ZonePlan]:
+    """A plan for every zone Git places, then for every zone the agent owns that Git dropped."""
+    plans = [zonediff.plan_zone(z.name, z, observed) for z in desired.zones]
+    wanted = {z.name for z in desired.zones}
+    plans += [zonediff.plan_zone(name, None, observed) for name in sorted(observed.ownership) if name not in wanted]
+    return [p for p in plans if p.zone is not None or p.deletes or p.errors or p.managed_before]
+
+
+def build(desired: Desired, observed: Observed, *, revision: str | None = None,
+          agent: str = names.DEFAULT_AGENT_NAMESPACE, rotate_rndc_keys: bool = False) -> Plan:
+    kube = (kube_changes(desired, observed.kube, agent=agent, rotate_rndc_keys=rotate_rndc_keys)
+            if observed.kube is not None else None)
+    zones = zone_plans(desired, observed.dns) if observed.dns is not None else None
+    plan = Plan([], list(desired.problems), revision, kube=kube, zones=zones)
+    if observed.kube is not None:
+        plan.kube_managed = sum(1 for body in observed.kube.live.values() if kubediff.is_managed(body, agent))
+    _kube_view(plan, kube or [])
+    _zone_view(plan, zones or [])
+    if kube is None:
+        plan.notes.append(NOT_OBSERVED_KUBE)
+    if zones is None:
+        plan.notes.append(NOT_OBSERVED_DNS)
+    return plan
 
 
 def offline(desired: Desired, *, revision: str | None = None) -> Plan:
     """Desired against an empty world: every object, zone placement and RRset is a create."""
-    changes: list[Change] = [
-        Change(Action.CREATE, KubeTarget(o.key.kind, o.key.namespace, o.key.name), after=mask_secrets(o.body))
-        for o in desired.objects
-    ]
-    for zone in desired.zones:
-        primaries = [f"{k.namespace}/{k.name}" for k in zone.primaries]
-        for role, keys in (("primary", zone.primaries), ("secondary", zone.secondaries)):
-            for key in keys:
-                after: dict[str, Any] = {"zoneType": role}
-                if role == "secondary":
-                    after["primaries"] = primaries
-                changes.append(Change(Action.CREATE, ZoneTarget(zone.name, f"{key.namespace}/{key.name}", role),
-                                      after=after))
-    for zone in desired.zones:
-        for rrset in sorted(zone.rrsets.values(), key=lambda r: (r.name.count("."), r.name, r.rtype)):
-            changes.append(Change(Action.CREATE, RRsetTarget(zone.name, rrset.name, rrset.rtype),
-                                  after={"ttl": rrset.ttl, "values": list(rrset.rdatas)}))
-    return Plan(changes, list(desired.problems), revision)
+    return build(desired, empty_world(desired), revision=revision)
 
 
-def online_kube(desired: Desired, changes: list[kubediff.KubeChange], *, revision: str | None = None) -> Plan:
-    """The Kubernetes layer of a plan against a live cluster (creates, updates, drift, deletes)."""
-    out: list[Change] = []
-    conflicts: list[str] = []
+def _kube_view(plan: Plan, changes: list[kubediff.KubeChange]) -> None:
     for c in changes:
         target = KubeTarget(c.key.kind, c.key.namespace, c.key.name)
         if c.action == "conflict":
-            conflicts.append(f"{target}: {c.reason}")
+            plan.conflicts.append(f"{target}: {c.reason}")
             continue
         reason = f"drift: {c.reason}" if c.drift else c.reason
         after = mask_secrets(c.desired.body) if c.desired is not None else None
-        out.append(Change(Action(c.action), target, after=after, fields=c.fields, reason=reason))
-    notes = ["DNS (zones and records) is not observed without zone endpoints; only the Kubernetes layer is planned."]
-    return Plan(out, list(desired.problems), revision, conflicts, notes)
+        plan.changes.append(Change(Action(c.action), target, after=after, fields=c.fields, reason=reason))
 
 
 def _rrset_dict(rr: Any) -> dict[str, Any] | None:
     return None if rr is None else {"ttl": rr.ttl, "values": list(rr.rdatas)}
 
 
-def online(desired: Desired, kube_changes: list[kubediff.KubeChange] | None, dns: DnsResult | None, *,
-           revision: str | None = None) -> Plan:
-    """A plan against the live world: the Kubernetes layer (if a cluster was given) and the DNS
-    layer (if zone endpoints were given), as observed in this run."""
-    result = online_kube(desired, kube_changes or [], revision=revision)
-    if kube_changes is None:
-        result.notes = ["Kubernetes is not observed without --kubeconfig; only DNS is planned."]
-    if dns is None:
-        return result
-    result.notes = [n for n in result.notes if not n.startswith("DNS")]
-    for zr in dns.zones:
-        for inst in zr.created_on:
-            role = "primary" if inst in zr.primaries else "secondary"
-            result.changes.append(Change(Action.CREATE, ZoneTarget(zr.name, inst, role), after={"zoneType": role}))
-        for c in zr.changes:
+def _zone_view(plan: Plan, zones: list[zonediff.ZonePlan]) -> None:
+    for zp in zones:
+        for instance in zp.deletes:
+            role = "no longer selected" if instance not in zp.primaries + zp.secondaries else "role changed"
+            plan.changes.append(Change(Action.DELETE, ZoneTarget(zp.name, instance, role)))
+        for instance, role in zp.creates:
+            after: dict[str, Any] = {"zoneType": role}
+            if role == "secondary":
+                after["primaries"] = list(zp.primaries)
+            plan.changes.append(Change(Action.CREATE, ZoneTarget(zp.name, instance, role), after=after))
+        for instance in zp.renotify:
+            plan.changes.append(Change(Action.UPDATE, ZoneTarget(zp.name, instance, "primary"),
+                                       after={"alsoNotify": list(zp.secondaries)}, fields=("alsoNotify",),
+                                       reason="secondaries changed"))
+        plan.notes += [f"zone {zp.name} on {i}: {e}" for i, e in sorted(zp.errors.items())]
+        plan.conflicts += [f"{zp.name}: {c}" for c in zp.conflicts]
+    for zp in zones:
+        for c in sorted(zp.rrset_changes, key=lambda c: (c.key[0].count("."), c.key)):
             name, rtype = c.key
-            result.changes.append(Change(Action(c.action), RRsetTarget(zr.name, name, rtype),
-                                         before=_rrset_dict(c.before), after=_rrset_dict(c.after)))
-        result.conflicts += [f"{zr.name}: {c}" for c in zr.conflicts]
-        result.notes += [f"refused: {zr.refused}"] if zr.refused else []
-    for zone, inst in dns.deleted:
-        result.changes.append(Change(Action.DELETE, ZoneTarget(zone, inst, "no longer selected")))
-    return result
+            plan.changes.append(Change(Action(c.action), RRsetTarget(zp.name, name, rtype),
+                                       before=_rrset_dict(c.before), after=_rrset_dict(c.after)))

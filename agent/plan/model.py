@@ -1,4 +1,4 @@
-"""Plan: the pure difference between desired and observed state, and its renderers.
+"""The Plan of a whole revision, and the Change records people and reports read.
 
 A `Change` is Create / Update / Delete of a typed target: a Kubernetes object, a zone on one
 instance, or an RRset in a zone. Offline (`bindy-agent plan DIR`) the observed world is empty, so
@@ -29,6 +29,7 @@ from typing import Any
 
 from agent.desired import workloads
 from agent.model.problems import Problem
+from agent.plan import kubediff, zonediff
 
 FORMAT_VERSION = 1
 
@@ -99,11 +100,21 @@ class Change:
 
 @dataclasses.dataclass
 class Plan:
+    """Everything a revision will do, decided before the first write.
+
+    `kube` and `zones` are what apply executes (None: that layer was not observed, so nothing is
+    done there); `changes` is the same plan as a flat list for people and reports; `refusals` are
+    the gate's decisions (any refusal: nothing is applied)."""
+
     changes: list[Change]
     problems: list[Problem] = dataclasses.field(default_factory=list)
     revision: str | None = None
     conflicts: list[str] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
+    kube: list[kubediff.KubeChange] | None = None
+    zones: list[zonediff.ZonePlan] | None = None
+    refusals: list[str] = dataclasses.field(default_factory=list)
+    kube_managed: int = 0  # objects the agent manages in the cluster before this revision
 
     @property
     def summary(self) -> dict[str, int]:

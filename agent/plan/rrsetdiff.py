@@ -16,8 +16,7 @@ from __future__ import annotations
 import dataclasses
 
 from agent.desired.rrsets import RRset
-
-Key = tuple[str, str]  # (absolute owner name, type)
+from agent.model.ownership import Key
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,14 +33,14 @@ class RRChange:
 
 
 @dataclasses.dataclass
-class ZonePlan:
+class RRsetPlan:
     zone: str
     changes: list[RRChange]
     conflicts: list[str]
     managed_after: set[Key]
 
 
-def plan_zone(zone: str, desired: dict[Key, RRset], observed: dict[Key, RRset], managed: set[Key]) -> ZonePlan:
+def plan_zone(zone: str, desired: dict[Key, RRset], observed: dict[Key, RRset], managed: set[Key]) -> RRsetPlan:
     changes: list[RRChange] = []
     conflicts: list[str] = []
     after: set[Key] = set()
@@ -61,4 +60,4 @@ def plan_zone(zone: str, desired: dict[Key, RRset], observed: dict[Key, RRset], 
     for key in sorted(managed - set(desired)):
         if key in observed:
             changes.append(RRChange("delete", observed[key], None))
-    return ZonePlan(zone, changes, conflicts, after)
+    return RRsetPlan(zone, changes, conflicts, after)

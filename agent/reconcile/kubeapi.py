@@ -26,6 +26,7 @@ import urllib3.exceptions
 from agent.errors import KubeError
 from agent.model import kinds
 from agent.model.names import FIELD_MANAGER
+from agent.reconcile.deadline import UNBOUNDED, Deadline
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +80,7 @@ class KubeApi:
         self.reads: collections.Counter[str] = collections.Counter()
         self.writes: collections.Counter[str] = collections.Counter()
         self._lock = threading.Lock()  # calls may come from several threads
+        self.deadline: Deadline = UNBOUNDED  # the current run's; every call's timeout is cut to it
 
     @classmethod
     def from_kubeconfig(cls, path: str | None, *, context: str | None = None,
@@ -109,8 +111,10 @@ class KubeApi:
             (self.writes if method in ("PATCH", "DELETE", "POST", "PUT") else self.reads)[method] += 1
         params = self.client.param_serialize(method, path, query_params=query or [], header_params=headers,
                                              body=body, auth_settings=["BearerToken"])
+        if self.deadline.expired:
+            raise KubeError(f"{method} {path}: not sent: the run's deadline passed", reason="timeout", retryable=True)
         try:
-            response = self.client.call_api(*params, _request_timeout=self.timeout)
+            response = self.client.call_api(*params, _request_timeout=self.deadline.timeout(self.timeout))
             response.read()
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise KubeError(f"{method} {path}: cannot reach the API server: {exc}", reason="unreachable",

@@ -33,7 +33,8 @@ import dns.zone
 
 from agent.desired import rrsets
 from agent.errors import DnsUpdateError
-from agent.plan.rrsetdiff import Key, RRChange
+from agent.model.ownership import Key
+from agent.plan.rrsetdiff import RRChange
 from agent.reconcile.endpoints import Endpoint, TsigKey
 
 PREREQUISITE_FAILED = {dns.rcode.NXRRSET, dns.rcode.YXRRSET, dns.rcode.NXDOMAIN, dns.rcode.YXDOMAIN}

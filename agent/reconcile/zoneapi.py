@@ -3,35 +3,109 @@
 Bearer token on every call, timeouts, and bounded retries with exponential backoff for connection
 errors and 5xx answers - never for 4xx, which mean the request itself is wrong. Every failure
 becomes a `ZoneApiError` naming the instance, the call and the answer.
+
+httpx's timeouts bound each read, so a peer that trickles one byte every few seconds would hold a
+request forever; the transport here also bounds each request as a whole (`call_timeout`, cut to
+the run's deadline) by shortening every socket operation to the time the request has left.
 """
 
 from __future__ import annotations
 
 import collections
 import logging
+import math
 import re
 import threading
 import time
+import typing
 from typing import Any
 
+import httpcore
 import httpx
 
 from agent.errors import ZoneApiError
+from agent.reconcile.deadline import UNBOUNDED, Deadline
 
 log = logging.getLogger(__name__)
 UNSAFE = re.compile(r'["{};\s]')
 
 
+class _RequestDeadline(threading.local):
+    at: float = math.inf
+
+
+_REQUEST = _RequestDeadline()  # the deadline of the request running in this thread
+
+
+def _left(timeout: float | None) -> float:
+    remaining = _REQUEST.at - time.monotonic()
+    if remaining <= 0:
+        raise httpcore.ReadTimeout("the request's time is up")
+    return remaining if timeout is None else min(timeout, remaining)
+
+
+class _Stream(httpcore.NetworkStream):
+    def __init__(self, inner: httpcore.NetworkStream) -> None:
+        self.inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self.inner.read(max_bytes, _left(timeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self.inner.write(buffer, _left(timeout))
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def start_tls(self, ssl_context: typing.Any, server_hostname: str | None = None,
+                  timeout: float | None = None) -> httpcore.NetworkStream:
+        return _Stream(self.inner.start_tls(ssl_context, server_hostname, _left(timeout)))
+
+    def get_extra_info(self, info: str) -> typing.Any:
+        return self.inner.get_extra_info(info)
+
+
+class _Backend(httpcore.NetworkBackend):
+    """httpcore's sync backend, with every socket operation cut to the request's deadline."""
+
+    def __init__(self) -> None:
+        self.inner = httpcore.SyncBackend()
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: typing.Iterable[typing.Any] | None = None) -> httpcore.NetworkStream:
+        return _Stream(self.inner.connect_tcp(host, port, _left(timeout), local_address, socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self.inner.sleep(seconds)
+
+
+def bounded_transport() -> httpx.HTTPTransport:
+    """An httpx transport whose requests end when their deadline passes, however the peer trickles."""
+    transport = httpx.HTTPTransport()
+    # httpx offers no hook for the network backend; its pool is replaced with one that has ours
+    transport._pool = httpcore.ConnectionPool(ssl_context=httpx.create_ssl_context(), network_backend=_Backend())
+    return transport
+
+
 class ZoneApi:
     def __init__(self, base_url: str, *, token: str = "", instance: str = "", timeout: float = 10,
-                 retries: int = 3, backoff: float = 0.2, transport: httpx.BaseTransport | None = None) -> None:
+                 call_timeout: float = 30, retries: int = 3, backoff: float = 0.2,
+                 transport: httpx.BaseTransport | None = None, deadline: Deadline = UNBOUNDED) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.http = httpx.Client(base_url=f"{base_url}/api/v1", headers=headers, timeout=timeout,
-                                 transport=transport)
+                                 transport=transport or bounded_transport())
         self.instance = instance or base_url
-        self.retries, self.backoff = retries, backoff
+        self.retries, self.backoff, self.call_timeout = retries, backoff, call_timeout
+        self.deadline = deadline
         self.calls: collections.Counter[str] = collections.Counter()
         self._lock = threading.Lock()
+
+    def _send(self, method: str, path: str, json: Any) -> httpx.Response:
+        _REQUEST.at = min(time.monotonic() + self.call_timeout, self.deadline.at)
+        try:
+            return self.http.request(method, path, json=json)
+        finally:
+            _REQUEST.at = math.inf
 
     def close(self) -> None:
         self.http.close()
@@ -40,15 +114,16 @@ class ZoneApi:
         with self._lock:
             self.calls[method] += 1
         for attempt in range(self.retries + 1):
+            last = attempt == self.retries or self.deadline.remaining() < self.backoff * 2**attempt
             try:
-                response = self.http.request(method, path, json=json)
+                response = self._send(method, path, json)
             except httpx.TransportError as exc:
-                if attempt == self.retries:
-                    raise ZoneApiError(f"{self.instance}: {method} {path}: cannot reach the zone API: {exc}",
-                                       retryable=True) from exc
+                if last or isinstance(exc, httpx.TimeoutException):  # a stalled peer is not retried
+                    raise ZoneApiError(f"{self.instance}: {method} {path}: cannot reach the zone API: "
+                                       f"{exc or type(exc).__name__}", retryable=True) from exc
                 time.sleep(self.backoff * 2**attempt)
                 continue
-            if response.status_code >= 500 and attempt < self.retries:
+            if response.status_code >= 500 and not last:
                 time.sleep(self.backoff * 2**attempt)
                 continue
             if response.status_code in ok:

@@ -29,7 +29,7 @@ class Metrics:
         self.failures = prometheus_client.Gauge("bindy_agent_consecutive_failures",
                                                 "Runs in a row that did not fully apply", registry=r)
 
-    def record(self, run: orchestrator.GitRun, seconds: float, api_calls: dict[str, int]) -> None:
+    def record(self, run: orchestrator.RunOutcome, seconds: float, api_calls: dict[str, int]) -> None:
         self.duration.observe(seconds)
         self.runs.labels(run.outcome).inc()
         for verb, count in api_calls.items():
@@ -41,14 +41,11 @@ class Metrics:
             self.failures.set(0)
         else:
             self.failures.inc()
-        result = run.result
-        if result is None:
-            return
-        if result.kube and result.kube.result:
-            for key in result.kube.result.applied + result.kube.result.deleted:
+        if run.kube is not None:
+            for key in run.kube.applied + run.kube.deleted:
                 self.changes.labels(key.kind).inc()
-        if result.dns:
-            self.dns_updates.inc(result.dns.updates_sent)
-            for zone in result.dns.zones:
+        if run.dns is not None:
+            self.dns_updates.inc(run.dns.updates_sent)
+            for zone in run.dns.zones:
                 for change in zone.changes:
                     self.changes.labels(change.key[1]).inc()

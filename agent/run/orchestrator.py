@@ -1,12 +1,13 @@
-"""One run: a revision from its source to applied state, CR status and a commit report.
+"""The one function that runs a revision; the CLI, the scheduler and the webhook only decide when.
 
-    sync_git:  remote head --(unchanged and recently reconciled: stop, no clone, no parse)-->
-               fetch -> load -> validate --(invalid: report, apply and delete nothing)-->
-               desired -> apply_revision (Kubernetes, DNS, status) -> state -> reports (git notes)
+    lock -> head unchanged? (stop: no fetch, no parse, no writes)
+         -> snapshot -> load -> desired --(invalid: mark live CRs, report "rejected")-->
+         -> observe (Kubernetes, DNS) -> plan (whole revision) -> gate --(refused: same)-->
+         -> apply (Kubernetes, zones and RRsets) -> outcome (statuses, state, reports)
 
-The steps themselves live in agent/reconcile/; this module only orders them and decides the
-outcome. An invalid revision changes nothing; the last good one keeps serving, and the next valid
-commit applies normally - the agent is never stuck on an old failure.
+Nothing is written before the gate has passed the whole plan: an invalid or refused revision
+changes nothing but the marks on live CRs saying why, and the last good revision keeps serving.
+Every network call is bounded by the run's deadline.
 """
 
 from __future__ import annotations
@@ -17,200 +18,272 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any
 
-from agent.desired import hierarchy as desired
+from agent.desired import hierarchy
 from agent.desired.hierarchy import Desired
-from agent.errors import SourceError
+from agent.errors import AgentError
+from agent.gate import safety
 from agent.load import loader
 from agent.model import names, problems
 from agent.model.key import ObjectKey
-from agent.outcome import report, status
+from agent.model.ownership import RunState
+from agent.outcome import forge, notify, report, status
 from agent.plan import build
-from agent.plan import model as plan
-from agent.reconcile import dns, kube
+from agent.plan.model import Plan
+from agent.plan.observed import Observed
+from agent.reconcile import dnsapply, dnsobserve, events, kubeapply, kubeobserve
+from agent.reconcile.deadline import UNBOUNDED, Deadline
 from agent.reconcile.endpoints import Endpoint
 from agent.reconcile.kubeapi import KubeApi
-from agent.reconcile.state import AgentState, Store
-from agent.run import logs
-from agent.sources import localdir
-from agent.sources.git import GitSource
+from agent.reconcile.statestore import Store
+from agent.run import lock, logs
+from agent.run.revisions import Revisions, Snapshot
 
 log = logging.getLogger(__name__)
 Endpoints = Mapping[str, Endpoint] | Callable[[Desired], Mapping[str, Endpoint]]
 
 
 @dataclasses.dataclass
-class RunResult:
+class Targets:
+    """Where a run reads and writes: the ownership store, and optionally a cluster and DNS servers."""
+
+    store: Store
+    kube_api: KubeApi | None = None
+    endpoints: Endpoints | None = None
+    forge: forge.ForgeSettings | None = None  # commit statuses
+    alerts: notify.NotifySettings | None = None  # failure / refusal / recovery alerts
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    dry_run: bool = False
+    policy: safety.Policy = safety.Policy()
+    agent_namespace: str = names.DEFAULT_AGENT_NAMESPACE
+    default_namespace: str = names.DEFAULT_NAMESPACE
+    install_crds: bool = True
+    create_namespaces: bool = False
+    rotate_rndc_keys: bool = False
+    batch: int = 1000
+    verify_wait: float = 10
+    deadline: float | None = 300  # seconds a run may take; None: unbounded
+    push_notes: bool = True
+    resync_after: float = 600  # an unchanged head is re-reconciled after this long
+    lock_wait: float = 30
+
+
+@dataclasses.dataclass
+class RunOutcome:
+    run_id: str
     revision: str | None
-    kube: kube.SyncOutcome | None
-    dns: dns.DnsResult | None
-    dry_run: bool
+    outcome: str  # applied / partial / rejected / unchanged / unreachable / busy / planned
+    problems: list[problems.Problem] = dataclasses.field(default_factory=list)
+    plan: Plan | None = None
+    kube: kubeapply.KubeResult | None = None
+    dns: dnsapply.DnsResult | None = None
+    superseded: list[str] = dataclasses.field(default_factory=list)
+    parsed: bool = False
+    notes_pushed: bool | None = None
+    message: str = ""
+    errors: list[str] = dataclasses.field(default_factory=list)  # steps that failed as a whole
 
     @property
-    def refused(self) -> list[str]:
-        return [z.refused for z in self.dns.zones if z.refused] if self.dns else []
+    def refusals(self) -> list[str]:
+        return list(self.plan.refusals) if self.plan else []
 
     @property
     def failures(self) -> list[str]:
-        out: list[str] = []
-        if self.kube and self.kube.result:
-            out += [f"{k}: {m}" for k, m in sorted(self.kube.result.failed.items(), key=lambda kv: str(kv[0]))]
-        if self.dns:
+        out = list(self.errors)
+        if self.kube is not None:
+            out += [f"{k}: {m}" for k, m in sorted(self.kube.failed.items(), key=lambda kv: str(kv[0]))]
+        if self.dns is not None:
             for z in self.dns.zones:
-                out += [f"{z.name}: {e}" for e in (z.primary_error, z.secondary_error) if e]
+                out += [f"{z.name}: {e}" for e in (z.primary_error, z.secondary_error, z.refused) if e]
                 out += [f"{z.name}: {c.server} does not answer the new {c.name} {c.rtype}"
                         for c in z.checks if not c.ok]
             out += self.dns.errors
         return out
 
     @property
-    def outcome(self) -> str:
-        return "rejected" if self.refused else "partial" if self.failures else "applied"
-
-
-def apply_revision(state: Desired, *, revision: str | None, kube_api: KubeApi | None = None,
-                   endpoints: Endpoints | None = None, agent_state: AgentState | None = None,
-                   dry_run: bool = False, force: bool = False, install_crds: bool = True,
-                   agent_namespace: str = names.DEFAULT_AGENT_NAMESPACE, rotate_rndc_keys: bool = False,
-                   batch: int = 1000, verify_wait: float = 10) -> RunResult:
-    """Kubernetes objects, then zones and records, then every CR's status. `agent_state` (DNS
-    ownership) is updated in place; the caller saves it."""
-    kube_outcome = None
-    if kube_api is not None:
-        kube_outcome = kube.sync(kube_api, state, revision=revision, dry_run=dry_run, install=install_crds,
-                                 agent_namespace=agent_namespace, rotate_rndc_keys=rotate_rndc_keys)
-    dns_result = None
-    if endpoints is not None and agent_state is not None:
-        if callable(endpoints):  # resolved after the Kubernetes step created the Services and Secrets
-            endpoints = endpoints(state)
-        dns_result = dns.sync(state, endpoints, agent_state, force=force, dry_run=dry_run, batch=batch,
-                              verify_wait=verify_wait)
-    if kube_api is not None and kube_outcome is not None and kube_outcome.result is not None:
-        wanted = status.wanted(state, kube_outcome.result, revision=revision, dns=dns_result)
-        kube.write_statuses(kube_api, wanted, kube_outcome.result, revision=revision)
-    return RunResult(revision, kube_outcome, dns_result, dry_run)
-
-
-@dataclasses.dataclass
-class GitRun:
-    run_id: str
-    revision: str | None
-    outcome: str  # applied / partial / rejected / unchanged / unreachable
-    problems: list[problems.Problem] = dataclasses.field(default_factory=list)
-    result: RunResult | None = None
-    superseded: list[str] = dataclasses.field(default_factory=list)
-    parsed: bool = False
-    notes_pushed: bool | None = None
-    plan: plan.Plan | None = None
-    message: str = ""
+    def conflicts(self) -> list[str]:
+        return list(self.plan.conflicts) if self.plan else []
 
 
 def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _change_results(the_plan: plan.Plan, run: RunResult) -> list[dict[str, Any]]:
-    failed = {str(k): m for k, m in (run.kube.result.failed.items() if run.kube and run.kube.result else [])}
-    zone_errors = {z.name: z.primary_error or z.refused for z in (run.dns.zones if run.dns else [])}
-    out = []
-    for change in the_plan.changes:
-        item = change.as_dict()
-        target = change.target
-        if isinstance(target, plan.KubeTarget):
-            error = failed.get(str(ObjectKey(target.kind, target.namespace, target.name)))
-        elif isinstance(target, plan.RRsetTarget | plan.ZoneTarget):
-            error = zone_errors.get(target.zone)
-        else:  # pragma: no cover
-            error = None
-        item["result"] = "dry run" if run.dry_run else (f"failed: {error}" if error else "applied")
-        out.append(item)
-    return out
-
-
-def sync_git(source: GitSource, *, store: Store, kube_api: KubeApi | None = None,
-             endpoints: Endpoints | None = None, dry_run: bool = False, force: bool = False,
-             push_notes: bool = True, resync_after: float = 600, default_namespace: str = names.DEFAULT_NAMESPACE,
-             run_id: str | None = None, **apply_kwargs: Any) -> GitRun:
+def run(source: Revisions, targets: Targets, options: Options, *, run_id: str | None = None) -> RunOutcome:
+    """Runs the newest revision of `source` against `targets`, at most one run per source at a time."""
     run_id = run_id or uuid.uuid4().hex[:12]
     logs.run_id.set(run_id)  # every log line of this run carries it (and the revision, once known)
-    started, started_at = time.monotonic(), _now()
-    agent_state = store.load()
+    logs.revision.set("")
+    one = _Run(source, targets, options, run_id)
+    if targets.kube_api is not None:
+        targets.kube_api.deadline = one.deadline  # every API call of this run is cut to its deadline
     try:
-        head = source.remote_head()
-    except SourceError as exc:
-        return GitRun(run_id, None, "unreachable", message=str(exc))
-    logs.revision.set(head)
-    fresh = time.time() - agent_state.reconciled_at < resync_after
-    if head == agent_state.seen and agent_state.outcome in ("applied", "rejected") and fresh and not dry_run:
-        return GitRun(run_id, head, "unchanged",
-                      message=f"{head[:12]} was already {agent_state.outcome}; nothing to do")
-    try:
-        snap = source.fetch()
-    except SourceError as exc:
-        return GitRun(run_id, head, "unreachable", message=str(exc))
-    skipped = [] if dry_run else source.commits_between(agent_state.seen, snap.revision)
-    manifest = loader.load_files(localdir.files(snap.root), default_namespace=default_namespace)
-    found = list(manifest.problems)
-    state = desired.build(manifest) if manifest.ok else None
-    found += state.problems if state else []
-    commit = dataclasses.asdict(snap.commit)
-    git_run = GitRun(run_id, snap.revision, "rejected", found, superseded=skipped, parsed=True)
-    reports: list[report.Report] = []
-    if state is None or problems.errors(found):
-        git_run.message = f"{len(problems.errors(found))} validation errors; nothing applied"
-        if kube_api is not None and not dry_run:
-            serving = f"; still serving {agent_state.applied[:12]}" if agent_state.applied else ""
-            first = problems.sorted_problems(problems.errors(found))[0]
-            namespace = apply_kwargs.get("agent_namespace", names.DEFAULT_AGENT_NAMESPACE)
-            kube.mark_rejected(kube_api, agent_namespace=namespace,
-                               message=f"revision {snap.revision[:12]} rejected: {git_run.message} (first: {first})"
-                               f"{serving}")
-        reports.append(report.Report(run_id, snap.revision, "rejected", commit, started_at,
-                                     time.monotonic() - started, problems=found))
-    else:
-        run = apply_revision(state, revision=snap.revision, kube_api=kube_api, endpoints=endpoints,
-                             agent_state=agent_state, dry_run=dry_run, force=force, **apply_kwargs)
-        git_run.result, git_run.outcome = run, run.outcome
-        the_plan = build.online(state, run.kube.plan_changes if run.kube else None, run.dns, revision=snap.revision)
-        git_run.plan = the_plan
+        with lock.held(source.lock_path, wait=options.lock_wait):
+            return one.go()
+    except lock.Busy as exc:
+        return RunOutcome(run_id, None, "busy", message=str(exc))
+    finally:
+        if targets.kube_api is not None:
+            targets.kube_api.deadline = UNBOUNDED
+
+
+class _Run:
+    def __init__(self, source: Revisions, targets: Targets, options: Options, run_id: str) -> None:
+        self.source, self.targets, self.options, self.run_id = source, targets, options, run_id
+        self.started, self.started_at = time.monotonic(), _now()
+        self.deadline = Deadline(options.deadline)
+        self.state = RunState()
+        self.observed = Observed()
+
+    # -- the steps ----------------------------------------------------------------------------
+    def go(self) -> RunOutcome:
+        try:
+            self.state = self.targets.store.load_run()
+            head = self.source.head()
+            logs.revision.set(head or "")
+            if head is not None and self._unchanged(head):
+                return RunOutcome(self.run_id, head, "unchanged",
+                                  message=f"{head[:12]} was already {self.state.outcome}; nothing to do")
+            snap = self.source.snapshot()
+        except AgentError as exc:
+            return RunOutcome(self.run_id, None, "unreachable", message=str(exc))
+        logs.revision.set(snap.revision)
+        if not self.options.dry_run:
+            forge.pending(self.targets.forge, snap.revision)
+        skipped = [] if self.options.dry_run else self.source.superseded(self.state.seen, snap.revision)
+        manifest = loader.load_files(snap.files, default_namespace=self.options.default_namespace)
+        desired = hierarchy.build(manifest) if manifest.ok else None
+        found = list(manifest.problems) + (desired.problems if desired else [])
+        result = RunOutcome(self.run_id, snap.revision, "rejected", found, superseded=skipped, parsed=True)
+        if desired is None or problems.errors(found):
+            return self._reject(snap, result, f"{len(problems.errors(found))} validation errors; nothing applied")
+        try:
+            result.plan = self._plan(desired, snap.revision)
+        except AgentError as exc:
+            result.outcome, result.message = "unreachable", f"could not observe the world: {exc}"
+            return result
+        if self.options.dry_run:
+            result.outcome = "planned"
+            return result
+        if result.plan.refusals:
+            return self._reject(snap, result, f"the safety gate refused the plan ({len(result.plan.refusals)} "
+                                "reasons); nothing applied", reason="PlanRefused")
+        self._apply(desired, result)
+        return self._finish(snap, result)
+
+    def _unchanged(self, head: str) -> bool:
+        fresh = time.time() - self.state.reconciled_at < self.options.resync_after
+        done = self.state.outcome in ("applied", "rejected")
+        return head == self.state.seen and done and fresh and not self.options.dry_run
+
+    def _endpoints(self, desired: Desired) -> Mapping[str, Endpoint] | None:
+        endpoints = self.targets.endpoints
+        return endpoints(desired) if callable(endpoints) else endpoints
+
+    def _plan(self, desired: Desired, revision: str) -> Plan:
+        """Observes everything the revision touches, then plans it whole and gates it."""
+        observed = self.observed
+        api = self.targets.kube_api
+        if api is not None:
+            observed.kube = kubeobserve.observe(api, desired, agent_namespace=self.options.agent_namespace)
+        endpoints = self._endpoints(desired)
+        if endpoints is not None:
+            observed.dns = dnsobserve.observe(desired, self.targets.store, endpoints, deadline=self.deadline)
+        plan = build.build(desired, observed, revision=revision, agent=self.options.agent_namespace,
+                           rotate_rndc_keys=self.options.rotate_rndc_keys)
+        plan.refusals = safety.check(plan, self.options.policy)
+        return plan
+
+    def _apply(self, desired: Desired, result: RunOutcome) -> None:
+        plan, options, api = result.plan, self.options, self.targets.kube_api
+        assert plan is not None
+        try:
+            if api is not None and plan.kube is not None:
+                kube_options = kubeapply.Options(options.agent_namespace, options.install_crds,
+                                                 options.create_namespaces, options.rotate_rndc_keys)
+                assert self.observed.kube is not None
+                result.kube = kubeapply.apply(api, desired, self.observed.kube, plan.kube, options=kube_options,
+                                              deadline=self.deadline)
+            endpoints = self._endpoints(desired)
+            if plan.zones is not None and endpoints is not None:
+                dns_options = dnsapply.Options(options.batch, options.verify_wait, options.policy)
+                result.dns = dnsapply.apply(plan.zones, endpoints, self.targets.store, options=dns_options,
+                                            deadline=self.deadline)
+            if api is not None and result.kube is not None:
+                wanted = status.wanted(desired, result.kube, revision=result.revision, dns=result.dns)
+                kubeapply.write_statuses(api, wanted, result.kube, revision=result.revision, deadline=self.deadline)
+        except AgentError as exc:  # a whole step failed (CRDs, the store, the deadline): the rest waits
+            log.warning("apply stopped: %s", exc)
+            result.errors.append(str(exc))
+        result.outcome = "partial" if result.failures or result.conflicts else "applied"
+
+    # -- outcomes -----------------------------------------------------------------------------
+    def _reject(self, snap: Snapshot, result: RunOutcome, message: str, *, reason: str = "RevisionRejected",
+                ) -> RunOutcome:
+        result.outcome, result.message = "rejected", message
+        if self.options.dry_run:
+            return result
+        api = self.targets.kube_api
+        if api is not None:
+            serving = f"; still serving {self.state.applied[:12]}" if self.state.applied else ""
+            first = (problems.sorted_problems(problems.errors(result.problems))[:1] or result.refusals[:1] or [""])[0]
+            events.mark_rejected(api, agent_namespace=self.options.agent_namespace, reason=reason,
+                                 message=f"revision {snap.revision[:12]} rejected: {message} (first: {first})"
+                                 f"{serving}")
+        return self._finish(snap, result)
+
+    def _report(self, snap: Snapshot, result: RunOutcome) -> report.Report:
+        plan = result.plan
+        changes = plan.changes if plan and not plan.refusals else []
+        failed = {z.name: z.primary_error or z.refused for z in (result.dns.zones if result.dns else [])}
+        kube_failed = {str(k): m for k, m in (result.kube.failed.items() if result.kube else [])}
+        items = []
+        for change in changes:
+            item = change.as_dict()
+            target = item["target"]
+            if item["layer"] == "kubernetes":
+                error = kube_failed.get(str(ObjectKey(target["kind"], target["namespace"], target["name"])))
+            else:
+                error = failed.get(target["zone"])
+            item["result"] = f"failed: {error}" if error else "applied"
+            items.append(item)
         checks = [{"server": c.server, "name": c.name, "type": c.rtype, "ok": c.ok}
-                  for z in (run.dns.zones if run.dns else []) for c in z.checks]
-        reports.append(report.Report(run_id, snap.revision, run.outcome, commit, started_at,
-                                     time.monotonic() - started, _change_results(the_plan, run), found, checks,
-                                     run.refused, run.failures))
-    if dry_run:
-        return git_run
-    repo = source.repo()
-    for sha in skipped:
-        reports.append(report.Report(run_id, sha, "superseded", dataclasses.asdict(source.commit(repo, sha)),
-                                     started_at, 0.0, superseded_by=snap.revision))
-    agent_state.seen, agent_state.outcome = snap.revision, git_run.outcome
-    if git_run.outcome != "rejected":
-        agent_state.applied = snap.revision
-        agent_state.reconciled_at = time.time()
-    elif not problems.errors(found):  # refused by the safety gate: try again next time
-        agent_state.outcome = "refused"
-    else:
-        agent_state.reconciled_at = time.time()
-    store.save(agent_state)
-    git_run.notes_pushed = _notes(source, reports, push=push_notes)
-    return git_run
+                  for z in (result.dns.zones if result.dns else []) for c in z.checks]
+        return report.Report(self.run_id, snap.revision, result.outcome, snap.commit, self.started_at,
+                             time.monotonic() - self.started, items, result.problems, checks, result.refusals,
+                             result.failures, conflicts=result.conflicts)
 
+    def _next_state(self, snap: Snapshot, result: RunOutcome) -> RunState:
+        old = self.state
+        new = RunState(old.applied, snap.revision, result.outcome, time.time())
+        if result.outcome in ("applied", "partial"):
+            new.applied = snap.revision
+        elif result.refusals:
+            new.outcome = "refused"  # looked at again on every run: --force or a new commit may allow it
+        same = (new.applied, new.seen, new.outcome) == (old.applied, old.seen, old.outcome)
+        if same and new.reconciled_at - old.reconciled_at < self.options.resync_after / 2:
+            new.reconciled_at = old.reconciled_at  # nothing new to remember: no write
+        return new
 
-def _notes(source: GitSource, reports: list[report.Report], *, push: bool) -> bool | None:
-    """Writes each report as a note; pushes them if asked. Failing to push is logged, not fatal."""
-    try:
-        source.fetch_notes()
-    except SourceError as exc:
-        log.warning("could not fetch existing notes: %s", exc)
-    for item in reports:
-        source.add_note(item.revision, report.to_note(item))
-    if not push:
-        return None
-    try:
-        source.push_notes()
-        return True
-    except SourceError as exc:
-        log.warning("could not push the reports (refs/notes/bindy-agent): %s", exc)
-        return False
+    def _finish(self, snap: Snapshot, result: RunOutcome) -> RunOutcome:
+        state = self._next_state(snap, result)
+        try:
+            self.targets.store.save_run(state)
+        except AgentError as exc:
+            result.errors.append(f"the run state was not saved: {exc}")
+        reports = [self._report(snap, result)]
+        for sha in result.superseded:
+            reports.append(report.Report(self.run_id, sha, "superseded", self.source.commit(sha), self.started_at, 0.0,
+                                         superseded_by=snap.revision))
+        try:
+            result.notes_pushed = self.source.publish(reports, push=self.options.push_notes)
+        except AgentError as exc:
+            log.warning("the reports could not be written: %s", exc)
+            result.notes_pushed = False
+        doc = reports[0].as_dict()
+        forge.finished(self.targets.forge, doc)
+        notify.after_run(self.targets.alerts, doc, self.state.outcome, previous_revision=self.state.seen)
+        return result

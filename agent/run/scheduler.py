@@ -22,10 +22,11 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from agent.errors import AgentError
+from agent.gate import safety
 from agent.reconcile import endpoints as cluster_endpoints
 from agent.reconcile.kubeapi import KubeApi
-from agent.reconcile.state import ConfigMapStore, FileStore, Store
-from agent.run import lease, logs, metrics, webhook
+from agent.reconcile.statestore import ConfigMapStore, FileStore, Store
+from agent.run import lease, metrics, revisions, webhook
 from agent.run import orchestrator as runner
 from agent.run import settings as config
 from agent.sources.git import GitSource
@@ -45,14 +46,15 @@ class Agent:
                                             namespaces=settings.kube_namespaces or None)
                     if settings.kubeconfig or settings.in_cluster else None)
         self.store: Store = (ConfigMapStore(self.api, settings.agent_namespace) if self.api is not None
-                             else FileStore(settings.state or settings.cache / "state.json"))
+                             else FileStore(settings.state or settings.cache / "state"))
+        self.forge, self.alerts = settings.forge_settings(), settings.notify_settings()
         self.secret = settings.webhook_secret_file.read_bytes().strip() if settings.webhook_secret_file else None
         self.elector = (lease.LeaderElector(self.api, settings.agent_namespace, name=settings.lease_name,
                                             duration=settings.lease_duration)
                         if self.api is not None and settings.leader_election else None)
         self.wake = threading.Event()
         self.stopping = threading.Event()
-        self.ready = self.store.load().applied is not None  # serving the last good revision
+        self.ready = self.store.load_run().applied is not None  # serving the last good revision
         self.alive_at = time.monotonic()
         self.runs = 0
         self.scheduler = BackgroundScheduler()
@@ -65,7 +67,7 @@ class Agent:
         """Ready after a good sync, or while a good revision serves (a standby reads the shared state)."""
         if not self.ready and self.elector is not None and not self.elector.leader:
             try:
-                self.ready = self.store.load().applied is not None
+                self.ready = self.store.load_run().applied is not None
             except AgentError:  # the probe must answer, not raise
                 return False
         return self.ready
@@ -82,21 +84,25 @@ class Agent:
             return lambda state: cluster_endpoints.from_cluster(api, state, token_file=token, audience=audience)
         return None
 
-    def run_once(self) -> runner.GitRun:
+    def options(self) -> runner.Options:
+        s = self.settings
+        return runner.Options(policy=safety.Policy(force=s.force, allow_prune=s.allow_prune),
+                              agent_namespace=s.agent_namespace, default_namespace=s.namespace,
+                              install_crds=s.install_crds, create_namespaces=s.create_namespaces,
+                              deadline=s.deadline or None,
+                              push_notes=s.push_notes, resync_after=s.resync_after)
+
+    def run_once(self) -> runner.RunOutcome:
         started = time.monotonic()
         before = dict(self.api.reads + self.api.writes) if self.api else {}
-        logs.revision.set("")
-        run = runner.sync_git(self.source, store=self.store, kube_api=self.api, endpoints=self._endpoints(),
-                              force=self.settings.force, push_notes=self.settings.push_notes,
-                              resync_after=self.settings.resync_after, default_namespace=self.settings.namespace,
-                              agent_namespace=self.settings.agent_namespace, install_crds=self.settings.install_crds,
-                              run_id=uuid.uuid4().hex[:12])
+        targets = runner.Targets(self.store, self.api, self._endpoints(), self.forge, self.alerts)
+        run = runner.run(revisions.GitRevisions(self.source), targets, self.options(), run_id=uuid.uuid4().hex[:12])
         after = dict(self.api.reads + self.api.writes) if self.api else {}
         calls = {verb: after.get(verb, 0) - before.get(verb, 0) for verb in after}
         self.metrics.record(run, time.monotonic() - started, calls)
         if run.outcome in ("applied", "partial", "unchanged"):
             self.ready = True
-        log.info("sync %s: %s", run.outcome, run.message or (run.result.outcome if run.result else ""))
+        log.info("sync %s: %s", run.outcome, run.message or "; ".join(run.failures[:3] + run.refusals[:3]))
         return run
 
     def _elect(self) -> None:

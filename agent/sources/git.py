@@ -16,6 +16,7 @@ import os
 import pathlib
 import shlex
 import shutil
+import tempfile
 from typing import Any
 
 import git
@@ -24,6 +25,9 @@ from agent.errors import ConfigError, SourceError
 
 log = logging.getLogger(__name__)
 NOTES_REF = "refs/notes/bindy-agent"
+FULL_NOTES_REF = "refs/notes/bindy-agent-full"  # the complete JSON of each report
+NOTES_REFS = (NOTES_REF, FULL_NOTES_REF)
+REMOTE_NOTES = "refs/notes/origin/bindy-agent"  # what the remote had, before merging
 _AUTH_FAILURES = ("could not read Username", "Authentication failed", "Permission denied (publickey", "401", "403")
 _HOST_KEY_FAILURES = ("REMOTE HOST IDENTIFICATION HAS CHANGED", "Host key verification failed")
 
@@ -163,28 +167,62 @@ class GitSource:
         return [sha for sha in out.split() if sha != new]
 
     # -- notes ----------------------------------------------------------------------------------
-    def fetch_notes(self) -> None:
-        try:
-            self._git(self.repo(), "fetch", "--quiet", "origin", f"+{NOTES_REF}:{NOTES_REF}")
-        except SourceError as exc:
-            if "couldn't find remote ref" not in str(exc):
-                raise
+    def _identity(self, repo: git.Repo) -> Any:
+        return repo.git.custom_environment(GIT_AUTHOR_NAME="bindy-agent", GIT_AUTHOR_EMAIL="bindy-agent@localhost",
+                                           GIT_COMMITTER_NAME="bindy-agent",
+                                           GIT_COMMITTER_EMAIL="bindy-agent@localhost")
 
-    def add_note(self, sha: str, text: str) -> None:
+    def _local_refs(self, repo: git.Repo) -> list[str]:
+        out = repo.git.for_each_ref("--format=%(refname)", *NOTES_REFS)
+        return [line for line in str(out).splitlines() if line]
+
+    def fetch_notes(self) -> None:
+        """Brings the remote's reports in, keeping local ones a failed push left behind (merged)."""
         repo = self.repo()
-        with repo.git.custom_environment(GIT_AUTHOR_NAME="bindy-agent", GIT_AUTHOR_EMAIL="bindy-agent@localhost",
-                                         GIT_COMMITTER_NAME="bindy-agent",
-                                         GIT_COMMITTER_EMAIL="bindy-agent@localhost"):
-            repo.git.notes("--ref", NOTES_REF, "add", "--force", "--message", text, sha)
+        self._git(repo, "fetch", "--quiet", "origin", f"+{NOTES_REF}*:{REMOTE_NOTES}*")
+        local = set(self._local_refs(repo))
+        for ref in NOTES_REFS:
+            remote = ref.replace(NOTES_REF, REMOTE_NOTES, 1)
+            if not repo.git.for_each_ref(remote):
+                continue
+            if ref not in local:
+                repo.git.update_ref(ref, remote)
+                continue
+            with self._identity(repo):  # a note this run wrote wins over an older one for the same commit
+                repo.git.notes("--ref", ref, "merge", "--quiet", "--strategy=ours", remote)
+
+    def add_note(self, sha: str, text: str, full: str | None = None) -> None:
+        """Attaches a report to a commit. The text goes through a file, never the command line."""
+        repo = self.repo()
+        for ref, body in ((NOTES_REF, text), (FULL_NOTES_REF, full)):
+            if body is None:
+                continue
+            with tempfile.NamedTemporaryFile("w", suffix=".note", dir=repo.git_dir, delete=False) as f:
+                f.write(body)
+            try:
+                with self._identity(repo):
+                    repo.git.notes("--ref", ref, "add", "--force", "--file", f.name, sha)
+            finally:
+                os.unlink(f.name)
 
     def push_notes(self) -> None:
-        self._git(self.repo(), "push", "--quiet", "origin", f"{NOTES_REF}:{NOTES_REF}")
+        refs = [f"+{ref}:{ref}" for ref in self._local_refs(self.repo())]
+        if refs:
+            self._git(self.repo(), "push", "--quiet", "origin", *refs)
 
-    def note(self, sha: str) -> str | None:
+    def note(self, sha: str, *, full: bool = False) -> str | None:
         try:
-            return str(self.repo().git.notes("--ref", NOTES_REF, "show", sha))
+            return str(self.repo().git.notes("--ref", FULL_NOTES_REF if full else NOTES_REF, "show", sha))
         except git.GitCommandError:
             return None
+
+    def clear_stale_locks(self) -> None:
+        """Removes lock files a killed git left in the clone. Only safe while holding the run lock:
+        no other git process of the agent can be using this clone."""
+        git_dir = self.workdir / ".git"
+        for lock in [*git_dir.glob("*.lock"), *git_dir.glob("refs/**/*.lock")]:
+            log.warning("removing %s left by an interrupted git command", lock.relative_to(self.workdir))
+            lock.unlink(missing_ok=True)
 
 
 def _stderr(exc: git.GitCommandError) -> str:

@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from agent.desired import hierarchy as desired
 from agent.errors import KubeError
-from agent.reconcile import kube as reconcile
+from agent.reconcile import crds, statestore
 from agent.reconcile.kubeapi import KubeApi
-from agent.run import orchestrator as runner
+from agent.run import orchestrator
 from agent.run.lease import LeaderElector
-from tests.conftest import ROOT, SAMPLE, load_dir
+from tests.conftest import ROOT, SAMPLE
+from tests.support import agentrun
 from tests.support.kube import KUBECTL, KubeCluster, service_account_token, token_client, token_kubeconfig
 
 SA = ("bindy-agent", "bindy-agent")
@@ -41,9 +41,9 @@ ALLOWED = [
     ("get", "leases.coordination.k8s.io/bindy-agent", "bindy-agent", ""),
     ("update", "leases.coordination.k8s.io/bindy-agent", "bindy-agent", ""),
     ("create", "leases.coordination.k8s.io", "bindy-agent", ""),
-    ("get", "configmaps/bindy-agent-state", "bindy-agent", ""),
+    ("get", "configmaps/bindy-agent-state", "bindy-agent", ""), ("list", "configmaps", "bindy-agent", ""),
     ("create", "configmaps/bindy-agent-inventory", "bindy-agent", ""),
-    ("patch", "configmaps/bindy-agent-inventory", "bindy-agent", ""),
+    ("delete", "configmaps/bindy-agent-state-zone-0123456789abcdef", "bindy-agent", ""),
     ("create", "events", "bindy-agent", ""),
 ]
 DENIED = [
@@ -58,7 +58,7 @@ DENIED = [
     ("create", "deployments.apps", "team-a", ""), ("create", "deployments.apps", "bindy-agent", ""),
     ("create", "pods", "dns-system", ""), ("create", "pods", "dns-system", "exec"),
     ("create", "serviceaccounts", "dns-system", "token"), ("patch", f"bind9clusters.{BINDY}", "team-a", ""),
-    ("patch", "configmaps/other", "bindy-agent", ""), ("create", "configmaps", "bindy-agent", ""),
+    ("patch", "services", "bindy-agent", ""), ("list", "serviceaccounts", "bindy-agent", ""),
     # CRDs: write only the 12 bindy ones, by name; never delete
     ("patch", f"{CRDS}/widgets.example.com", None, ""), ("create", CRDS, None, ""),
     ("delete", f"{CRDS}/dnszones.{BINDY}", None, ""),
@@ -161,16 +161,22 @@ def test_real_requests_outside_the_rules_are_forbidden(kube: KubeCluster, agent_
 def test_a_full_sync_works_as_the_service_account(kube: KubeCluster, kube_client: Any, agent_token: str,
                                                   tmp_path: pathlib.Path) -> None:
     api = KubeApi(token_client(kube, agent_token), namespaces=["dns-system"])
-    state = desired.build(load_dir(SAMPLE))
-    outcome = runner.apply_revision(state, revision="rbac-test", kube_api=api, agent_namespace="bindy-agent").kube
-    assert outcome is not None
-    assert outcome.result is not None and outcome.result.failed == {}, outcome.result.failed if outcome.result else None
-    assert len(outcome.result.applied) == 38 and len(outcome.result.statuses_written) == 29
+
+    def sync() -> orchestrator.RunOutcome:
+        return agentrun.sync_dir(SAMPLE, store=statestore.ConfigMapStore(api, "bindy-agent"), kube_api=api,
+                                 agent_namespace="bindy-agent", revision="rbac-test")
+
+    run = sync()
+    outcome = run.kube
+    assert outcome is not None and outcome.failed == {}, (run.outcome, run.message, run.errors)
+    assert len(outcome.applied) == 38 and len(outcome.statuses_written) == 29
     events = client.CoreV1Api(kube_client).list_namespaced_event("dns-system").items
     applied = {(e.involved_object.kind, e.involved_object.name) for e in events if e.reason == "Applied"}
     assert ("Bind9Cluster", "dns") in applied and ("Bind9Instance", "dns-primary-0") in applied
-    again = runner.apply_revision(state, revision="rbac-test", kube_api=api, agent_namespace="bindy-agent").kube
-    assert again is not None and again.plan_changes == []
+    again = sync()
+    assert again.plan is not None and again.plan.changes == []
+    state = client.CoreV1Api(kube_client).read_namespaced_config_map("bindy-agent-state", "bindy-agent")
+    assert "rbac-test" in str(state.data)  # the run's record, kept where the agent may write it
     assert LeaderElector(api, "bindy-agent", name="bindy-agent").tick() is True
 
     # the CLI, with the ServiceAccount's kubeconfig: told its namespaces, it sees that nothing changed
@@ -188,14 +194,15 @@ def test_the_agent_restores_a_bindy_crd_by_name(kube: KubeCluster, kube_client: 
     ext = client.ApiextensionsV1Api(kube_client)
     ext.patch_custom_resource_definition(crd, [{"op": "remove", "path": "/spec/versions/0/additionalPrinterColumns/0"}])
     api = KubeApi(token_client(kube, agent_token), namespaces=["dns-system"])
-    assert reconcile.install_crds(api) == [crd]
-    assert reconcile.install_crds(api) == []
+    assert crds.install_crds(api) == [crd]
+    assert crds.install_crds(api) == []
 
 
-def test_without_its_namespaces_the_agent_says_which_list_is_forbidden(kube: KubeCluster, agent_token: str) -> None:
+def test_without_its_namespaces_the_agent_says_which_list_is_forbidden(
+        kube: KubeCluster, agent_token: str, tmp_path: pathlib.Path) -> None:
     """Cluster-wide lists need a ClusterRole: the agent must be told the namespaces its Roles cover."""
     api = KubeApi(token_client(kube, agent_token))
-    state = desired.build(load_dir(SAMPLE))
-    with pytest.raises(KubeError) as denied:
-        runner.apply_revision(state, revision="rbac-test", kube_api=api, agent_namespace="bindy-agent")
-    assert denied.value.reason == "forbidden" and "may not list" in str(denied.value)
+    run = agentrun.sync_dir(SAMPLE, state=tmp_path / "state", kube_api=api, agent_namespace="bindy-agent",
+                            revision="rbac-test")
+    assert (run.outcome, run.kube) == ("unreachable", None)  # nothing written
+    assert "could not observe the world" in run.message and "may not list bind9clusters" in run.message

@@ -15,13 +15,14 @@ import dns.update
 import pytest
 
 from agent.desired import hierarchy as desired
-from agent.reconcile import dns as dnssync
+from agent.reconcile import dnsapply
 from agent.reconcile import endpoints as config
 from agent.reconcile import rfc2136 as records
-from agent.reconcile.state import AgentState, FileStore
+from agent.reconcile.statestore import FileStore
+from agent.run import orchestrator
 from tests.conftest import ROOT, load_dir
+from tests.support import agentrun, dnsrepo
 from tests.support import bind as bind_support
-from tests.support import dnsrepo
 
 
 @pytest.fixture
@@ -32,15 +33,14 @@ def sample(tmp_path: pathlib.Path, bind: bind_support.BindPair, zone_api: Any) -
             "endpoints": config.load_endpoints(endpoints_file), "state": tmp_path / "state.json"}
 
 
-def _sync(sample: dict[str, Any], **kwargs: Any) -> dnssync.DnsResult:
-    manifest = load_dir(sample["root"])
-    assert manifest.ok, [str(p) for p in manifest.problems]
-    state = desired.build(manifest)
-    store = FileStore(sample["state"])
-    dns_state = store.load()
-    result = dnssync.sync(state, sample["endpoints"], dns_state, **kwargs)
-    store.save(dns_state)
-    return result
+def _run(sample: dict[str, Any], **kwargs: Any) -> orchestrator.RunOutcome:
+    return agentrun.sync_dir(sample["root"], state=sample["state"], endpoints=sample["endpoints"], **kwargs)
+
+
+def _sync(sample: dict[str, Any], **kwargs: Any) -> dnsapply.DnsResult:
+    run = _run(sample, **kwargs)
+    assert run.dns is not None, (run.outcome, run.message, [str(p) for p in run.problems], run.refusals)
+    return run.dns
 
 
 def _servers(sample: dict[str, Any]) -> list[Any]:
@@ -164,11 +164,12 @@ def test_safety_gate_refuses_mass_deletes_until_forced(sample: dict[str, Any]) -
     tag, root = sample["tag"], sample["root"]
     _sync(sample)
     (root / "records" / "example-com" / "services.yaml").unlink()  # 5 of 15 managed RRsets
-    refused = next(z for z in _sync(sample).zones if z.name == f"example-{tag}.com.")
-    assert refused.refused == (
+    refused = _run(sample)
+    assert refused.outcome == "rejected" and refused.dns is None
+    assert refused.refusals == [(
         f"zone example-{tag}.com.: refusing to delete 5 of 15 managed RRsets (33%); the limit is 30% for zones "
         "with at least 10 managed RRsets; force it with `--force`, or for this zone annotate its DNSZone with "
-        'bindy.firestoned.io/allow-unsafe-plan: "true" (or raise bindy.firestoned.io/delete-threshold-percent)')
+        'bindy.firestoned.io/allow-unsafe-plan: "true" (or raise bindy.firestoned.io/delete-threshold-percent)')]
     assert records.query(_servers(sample)[0], f"sip1.example-{tag}.com.", "A") == ("192.0.2.60",)
     forced = next(z for z in _sync(sample, force=True).zones if z.name == f"example-{tag}.com.")
     assert forced.refused == "" and sum(c.action == "delete" for c in forced.changes) == 5
@@ -185,7 +186,7 @@ def test_a_zone_dropped_from_git_is_deleted_from_exactly_its_instances(sample: d
     for server in _servers(sample):
         assert records.query(server, f"internal.example-{tag}.net.", "SOA") in (None, ())
         assert records.query(server, f"example-{tag}.com.", "SOA") != ()
-    assert f"internal.example-{tag}.net." not in AgentState.from_json(sample["state"].read_text()).zones
+    assert f"internal.example-{tag}.net." not in FileStore(sample["state"]).load_zones()
 
 
 def test_adding_a_secondary_later_updates_the_primary_and_serves_the_zone(

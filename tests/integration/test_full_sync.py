@@ -7,28 +7,23 @@ import pathlib
 import subprocess
 from typing import Any
 
-from agent.desired import hierarchy as desired
 from agent.reconcile import endpoints as config
 from agent.reconcile.kubeapi import KubeApi
-from agent.reconcile.state import ConfigMapStore
-from agent.run import orchestrator as runner
-from tests.conftest import load_dir
+from agent.reconcile.statestore import ConfigMapStore
+from agent.run import orchestrator
+from tests.support import agentrun, dnsrepo
 from tests.support import bind as bind_support
-from tests.support import dnsrepo
 from tests.support.kube import KubeCluster
 
 KINDS = "clusterbind9providers,bind9clusters,bind9instances,dnszones,arecords,aaaarecords,cnamerecords," \
         "mxrecords,txtrecords,nsrecords,srvrecords,caarecords"
 
 
-def _run(kube: KubeCluster, root: pathlib.Path, endpoints: Any, namespace: str) -> tuple[KubeApi, runner.RunResult]:
-    state = desired.build(load_dir(root))
+def _run(kube: KubeCluster, root: pathlib.Path, endpoints: Any, namespace: str,
+         ) -> tuple[KubeApi, orchestrator.RunOutcome]:
     api = KubeApi.from_kubeconfig(str(kube.kubeconfig))
-    store = ConfigMapStore(api, namespace)
-    agent_state = store.load()
-    result = runner.apply_revision(state, revision="c0ffee", kube_api=api, endpoints=endpoints,
-                                   agent_state=agent_state, agent_namespace=namespace)
-    store.save(agent_state)
+    result = agentrun.sync_dir(root, store=ConfigMapStore(api, namespace), kube_api=api, endpoints=endpoints,
+                               agent_namespace=namespace, revision="c0ffee")
     return api, result
 
 
@@ -37,7 +32,7 @@ def test_every_cr_is_ready_after_kubernetes_and_dns(kube: KubeCluster, namespace
     root, _ = dnsrepo.unique_sample(tmp_path / "repo", namespace)
     endpoints = config.load_endpoints(dnsrepo.endpoint_map(tmp_path, bind, zone_api, namespace))
     api, first = _run(kube, root, endpoints, namespace)
-    assert first.failures == [] and first.refused == []
+    assert (first.outcome, first.failures, first.refusals) == ("applied", [], [])
 
     table = subprocess.run(
         ["kubectl", "--kubeconfig", str(kube.kubeconfig), "get", KINDS, "-n", namespace, "--no-headers", "-o",

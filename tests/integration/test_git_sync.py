@@ -16,12 +16,12 @@ from agent.outcome import report
 from agent.reconcile import endpoints as config
 from agent.reconcile import rfc2136 as records
 from agent.reconcile.kubeapi import KubeApi
-from agent.reconcile.state import ConfigMapStore, FileStore
-from agent.run import orchestrator as runner
+from agent.reconcile.statestore import ConfigMapStore, FileStore
+from agent.run import orchestrator
 from agent.sources.git import GitSource
 from tests.conftest import ROOT
+from tests.support import agentrun, dnsrepo
 from tests.support import bind as bind_support
-from tests.support import dnsrepo
 from tests.support.gitremote import GitRemote
 from tests.support.kube import KubeCluster
 
@@ -43,8 +43,8 @@ def _source(world: dict[str, Any]) -> GitSource:
     return GitSource(world["remote"].url, world["cache"])
 
 
-def _sync(world: dict[str, Any], **kwargs: Any) -> runner.GitRun:
-    return runner.sync_git(_source(world), store=FileStore(world["state"]), endpoints=world["endpoints"],
+def _sync(world: dict[str, Any], **kwargs: Any) -> orchestrator.RunOutcome:
+    return agentrun.sync_git(_source(world), store=FileStore(world["state"]), endpoints=world["endpoints"],
                            **kwargs)
 
 
@@ -97,8 +97,8 @@ def test_bad_commits_are_rejected_change_nothing_and_the_fix_applies(
     world["endpoints"] = {**world["endpoints"], **endpoints}
     api = KubeApi.from_kubeconfig(str(kube.kubeconfig))
 
-    def sync(api: KubeApi) -> runner.GitRun:
-        return runner.sync_git(_source(world), store=ConfigMapStore(api, namespace), kube_api=api,
+    def sync(api: KubeApi) -> orchestrator.RunOutcome:
+        return agentrun.sync_git(_source(world), store=ConfigMapStore(api, namespace), kube_api=api,
                                endpoints=endpoints, agent_namespace=namespace)
 
     remote.commit("Initial DNS", files)
@@ -196,7 +196,7 @@ def test_the_same_revision_twice_is_a_no_op_without_parsing_or_writes(
     remote.push()
     first_api = KubeApi.from_kubeconfig(str(kube.kubeconfig))
     store = ConfigMapStore(first_api, namespace)
-    assert runner.sync_git(_source(world), store=store, kube_api=first_api, agent_namespace=namespace).outcome == "applied"
+    assert agentrun.sync_git(_source(world), store=store, kube_api=first_api, agent_namespace=namespace).outcome == "applied"
 
     loads: list[Any] = []
     real_load = loader.load_files
@@ -204,7 +204,7 @@ def test_the_same_revision_twice_is_a_no_op_without_parsing_or_writes(
     fetch_head = world["cache"].glob("repo-*/.git/FETCH_HEAD")
     mtimes = [p.stat().st_mtime for p in fetch_head]
     api = KubeApi.from_kubeconfig(str(kube.kubeconfig))
-    run = runner.sync_git(_source(world), store=ConfigMapStore(api, namespace), kube_api=api,
+    run = agentrun.sync_git(_source(world), store=ConfigMapStore(api, namespace), kube_api=api,
                           agent_namespace=namespace)
     assert (run.outcome, run.parsed, loads, api.write_count) == ("unchanged", False, [], 0)
     assert [p.stat().st_mtime for p in world["cache"].glob("repo-*/.git/FETCH_HEAD")] == mtimes  # no fetch
@@ -220,12 +220,12 @@ def test_a_pinned_tag_and_a_sub_path(world: dict[str, Any]) -> None:
     remote.push()
     remote.cmd("push", "-q", "origin", "v1")
     source = GitSource(remote.url, world["cache"], ref="v1", path="dns")
-    run = runner.sync_git(source, store=FileStore(world["state"]), endpoints=world["endpoints"])
+    run = agentrun.sync_git(source, store=FileStore(world["state"]), endpoints=world["endpoints"])
     assert (run.outcome, run.revision) == ("applied", pinned)
     primary = world["endpoints"]["dns-system/dns-primary-0"]
     assert records.query(primary, f"www.example-{tag}.com.", "A") == ("192.0.2.10", "192.0.2.11", "192.0.2.12")
     missing = GitSource(remote.url, world["tmp"] / "cache2", path="nope")
-    assert runner.sync_git(missing, store=FileStore(world["tmp"] / "s2.json"), endpoints=world["endpoints"]).outcome \
+    assert agentrun.sync_git(missing, store=FileStore(world["tmp"] / "s2.json"), endpoints=world["endpoints"]).outcome \
         == "unreachable"
 
 
@@ -241,13 +241,13 @@ def test_https_token_auth_fetches_and_pushes_the_report(world: dict[str, Any]) -
         token = world["tmp"] / "git-token"
         token.write_text("tok-123\n")
         source = GitSource(server.url(remote.bare.name), world["cache"], token_file=token)
-        run = runner.sync_git(source, store=FileStore(world["state"]), endpoints=world["endpoints"])
+        run = agentrun.sync_git(source, store=FileStore(world["state"]), endpoints=world["endpoints"])
         assert (run.outcome, run.revision, run.notes_pushed) == ("applied", sha, True)
         assert report.parse(_note_from_fresh_clone(world, sha))["outcome"] == "applied"  # pushed over HTTPS
 
         token.write_text("wrong\n")
         denied = GitSource(server.url(remote.bare.name), world["tmp"] / "cache-denied", token_file=token)
-        failed = runner.sync_git(denied, store=FileStore(world["tmp"] / "s-denied.json"),
+        failed = agentrun.sync_git(denied, store=FileStore(world["tmp"] / "s-denied.json"),
                                  endpoints=world["endpoints"])
         assert failed.outcome == "unreachable" and "wrong" not in failed.message and "tok-123" not in failed.message
         assert "the server refused the credentials (check --token-file" in failed.message
@@ -267,13 +267,13 @@ def test_ssh_deploy_key_with_host_key_checking(world: dict[str, Any]) -> None:
     try:
         url = server.url(remote.bare)
         source = GitSource(url, world["cache"], ssh_key=server.client_key, known_hosts=server.known_hosts)
-        run = runner.sync_git(source, store=FileStore(world["state"]), endpoints=world["endpoints"])
+        run = agentrun.sync_git(source, store=FileStore(world["state"]), endpoints=world["endpoints"])
         assert (run.outcome, run.revision, run.notes_pushed) == ("applied", sha, True)
         assert report.parse(_note_from_fresh_clone(world, sha))["outcome"] == "applied"  # pushed over SSH
 
         impostor = GitSource(url, world["tmp"] / "cache-mitm", ssh_key=server.client_key,
                              known_hosts=server.wrong_known_hosts)
-        refused = runner.sync_git(impostor, store=FileStore(world["tmp"] / "s-mitm.json"),
+        refused = agentrun.sync_git(impostor, store=FileStore(world["tmp"] / "s-mitm.json"),
                                   endpoints=world["endpoints"])
         assert refused.outcome == "unreachable"
         assert "the server's SSH host key does not match --known-hosts" in refused.message
@@ -281,3 +281,41 @@ def test_ssh_deploy_key_with_host_key_checking(world: dict[str, Any]) -> None:
             GitSource(url, world["cache"], ssh_key=server.client_key)
     finally:
         server.stop()
+
+
+def test_each_run_posts_its_commit_status_and_alerts_on_refusal_and_recovery(world: dict[str, Any]) -> None:
+    from agent.outcome import forge, notify
+    from tests.support.recorder import Recorder
+
+    remote = world["remote"]
+    token = world["tmp"] / "forge-token"
+    token.write_text("forge-secret\n")
+    with Recorder() as server:
+        statuses = forge.configure("github", repo="https://github.com/acme/dns.git", token_file=token,
+                                   api_url=server.url)
+        alerts = notify.NotifySettings(webhook_url=server.url + "/alerts")
+
+        def sync() -> orchestrator.RunOutcome:
+            return agentrun.sync_git(_source(world), store=FileStore(world["state"]), endpoints=world["endpoints"],
+                                     forge=statuses, alerts=alerts)
+
+        good = remote.commit("Initial DNS", world["files"])
+        remote.push()
+        assert sync().outcome == "applied"
+        posted = [(r.path, r.json()["state"]) for r in server.received if "/statuses/" in r.path]
+        assert posted == [(f"/repos/acme/dns/statuses/{good}", "pending"), (f"/repos/acme/dns/statuses/{good}", "success")]
+        assert not [r for r in server.received if r.path == "/alerts"]  # nothing to say about a plain success
+
+        web = "records/example-com/web.yaml"
+        bad = remote.commit("Broken", {web: world["files"][web] + "---\nkind: [unclosed\n"})
+        remote.push()
+        assert sync().outcome == "rejected"
+        assert [r.json()["state"] for r in server.received if r.path.endswith(bad)] == ["pending", "error"]
+        assert [r.json()["event"] for r in server.received if r.path == "/alerts"] == ["refusal"]
+
+        fixed = remote.commit("Fixed", {web: world["files"][web].replace("192.0.2.12", "192.0.2.31")})
+        remote.push()
+        assert sync().outcome == "applied"
+        assert [r.json()["state"] for r in server.received if r.path.endswith(fixed)] == ["pending", "success"]
+        assert [r.json()["event"] for r in server.received if r.path == "/alerts"] == ["refusal", "recovery"]
+        assert all("forge-secret" not in r.body.decode() for r in server.received)

@@ -20,11 +20,11 @@ from kubernetes import client
 
 from agent.desired import hierarchy as desired
 from agent.errors import KubeError
-from agent.plan import build, render
-from agent.reconcile import kube as reconcile
+from agent.plan import render
 from agent.reconcile.kubeapi import KubeApi
-from agent.run import orchestrator as runner
+from agent.run import orchestrator
 from tests.conftest import ROOT, SAMPLE, load_dir
+from tests.support import agentrun
 from tests.support.kube import KubeCluster, service_account_token
 from tests.support.procs import wait_for
 
@@ -40,14 +40,14 @@ def _repo(tmp_path: pathlib.Path, namespace: str) -> pathlib.Path:
 
 
 def _sync(kube: KubeCluster, root: pathlib.Path, namespace: str, revision: str = "rev-1",
-          **kwargs: Any) -> tuple[KubeApi, reconcile.SyncOutcome]:
+          **kwargs: Any) -> tuple[KubeApi, orchestrator.RunOutcome]:
     manifest = load_dir(root)
     assert manifest.ok, [str(p) for p in manifest.problems]
-    state = desired.build(manifest)
     api = KubeApi.from_kubeconfig(str(kube.kubeconfig))
-    run = runner.apply_revision(state, revision=revision, kube_api=api, agent_namespace=namespace, **kwargs)
-    assert run.kube is not None
-    return api, run.kube
+    run = agentrun.sync_dir(root, state=root.parent / "state", kube_api=api, agent_namespace=namespace,
+                            revision=revision, **kwargs)
+    assert run.plan is not None and run.plan.kube is not None, (run.outcome, run.message, run.problems)
+    return api, run
 
 
 def _cr(api_client: Any, plural: str, namespace: str, name: str) -> dict[str, Any]:
@@ -70,8 +70,8 @@ def test_sync_creates_the_hierarchy_and_a_second_sync_writes_nothing(
         kube: KubeCluster, kube_client: Any, namespace: str, tmp_path: pathlib.Path) -> None:
     root = _repo(tmp_path, namespace)
     api, first = _sync(kube, root, namespace)
-    assert first.result is not None and first.result.ok, first.result.failed if first.result else None
-    assert len(first.result.applied) == 38
+    assert first.kube is not None and first.kube.ok, first.kube.failed if first.kube else None
+    assert len(first.kube.applied) == 38
 
     cluster = _cr(kube_client, "bind9clusters", namespace, "dns")
     assert (_ready(cluster), cluster["status"]["lastAppliedRevision"]) == ("True", "rev-1")
@@ -96,9 +96,9 @@ def test_sync_creates_the_hierarchy_and_a_second_sync_writes_nothing(
     assert len(base64.b64decode(base64.b64decode(key_before))) == 32  # a 256-bit HMAC key
 
     api2, second = _sync(kube, root, namespace)
-    assert second.plan_changes == [] and api2.write_count == 0
+    assert second.plan.changes == [] and api2.write_count == 0
     assert core.read_namespaced_secret("dns-primary-0-rndc-key", namespace).data["secret"] == key_before
-    first_plan = build.online_kube(desired.build(load_dir(root)), first.plan_changes)
+    first_plan = first.plan
     key = base64.b64decode(key_before).decode()
     as_json = render.render_json(first_plan)
     assert key not in render.render_text(first_plan) and key not in as_json
@@ -106,7 +106,7 @@ def test_sync_creates_the_hierarchy_and_a_second_sync_writes_nothing(
     assert secret["after"]["stringData"]["secret"] == "<secret>"
 
     api3, rotated = _sync(kube, root, namespace, rotate_rndc_keys=True)
-    assert rotated.result is not None and rotated.result.ok
+    assert rotated.kube is not None and rotated.kube.ok
     assert core.read_namespaced_secret("dns-primary-0-rndc-key", namespace).data["secret"] != key_before
 
 
@@ -119,12 +119,13 @@ def test_hand_deleted_and_hand_edited_objects_are_restored_as_drift(
     core.patch_namespaced_config_map("dns-primary-0-config", namespace, {"data": {"named.conf": "# hacked\n"}})
 
     _, dry = _sync(kube, root, namespace, dry_run=True)
-    rendered = render.render_text(build.online_kube(desired.build(load_dir(root)), dry.plan_changes))
+    assert dry.plan is not None
+    rendered = render.render_text(dry.plan)
     assert f"+ Deployment {namespace}/dns-secondary-0  (drift: deleted by hand)" in rendered
     assert f"~ ConfigMap {namespace}/dns-primary-0-config  (drift: edited by hand) changed: data.named.conf" in rendered
 
     _, fixed = _sync(kube, root, namespace)
-    assert fixed.result is not None and sorted(map(str, fixed.result.applied)) == [
+    assert fixed.kube is not None and sorted(map(str, fixed.kube.applied)) == [
         f"ConfigMap/{namespace}/dns-primary-0-config", f"Deployment/{namespace}/dns-secondary-0"]
     assert "allow-new-zones yes;" in core.read_namespaced_config_map("dns-primary-0-config", namespace).data["named.conf"]
     api, again = _sync(kube, root, namespace)
@@ -138,17 +139,18 @@ def test_prune_removes_exactly_what_git_dropped_and_spares_unmanaged_objects(
         metadata=client.V1ObjectMeta(name="dns-secondary-0-config"), data={"named.conf": "# someone else's\n"}))
     root = _repo(tmp_path, namespace)
     _, first = _sync(kube, root, namespace)
-    rendered = render.render_text(build.online_kube(desired.build(load_dir(root)), first.plan_changes))
+    assert first.plan is not None
+    rendered = render.render_text(first.plan)
     assert f"! ConfigMap {namespace}/dns-secondary-0-config: exists but was not created by this agent" in rendered
 
     (root / "zones" / "internal.yaml").unlink()
     cluster = root / "infrastructure" / "cluster.yaml"
     cluster.write_text(cluster.read_text().replace("  secondary:\n    replicas: 1", "  secondary:\n    replicas: 0"))
     _, second = _sync(kube, root, namespace, revision="rev-2")
-    assert second.result is not None
+    assert second.kube is not None
     # Zones first (independent of the servers), then each instance's children before the instance;
     # the Deployment goes before what it uses.
-    assert [str(k) for k in second.result.deleted] == [
+    assert [str(k) for k in second.kube.deleted] == [
         f"DNSZone/{namespace}/internal", f"Deployment/{namespace}/dns-secondary-0",
         f"Service/{namespace}/dns-secondary-0", f"Secret/{namespace}/dns-secondary-0-rndc-key",
         f"Bind9Instance/{namespace}/dns-secondary-0"]
@@ -169,13 +171,18 @@ metadata: {{name: {name}}}
 spec: {{namespace: {namespace}, primary: {{replicas: 1}}, secondary: {{replicas: 1}}}}
 """)
     _, first = _sync(kube, root, namespace)
-    assert first.result is not None and first.result.ok
+    assert first.kube is not None and first.kube.ok
     assert _cr(kube_client, "bind9clusters", namespace, name)["metadata"]["ownerReferences"][0]["kind"] == \
         "ClusterBind9Provider"
     (root / "provider.yaml").unlink()
-    _, second = _sync(kube, root, namespace, revision="rev-2")
-    assert second.result is not None
-    order = [k.kind for k in second.result.deleted]
+    api, refused = _sync(kube, root, namespace, revision="rev-2")  # the whole tree: past the prune limit
+    assert refused.outcome == "rejected" and refused.kube is None and "DELETE" not in api.writes
+    assert refused.refusals[0].startswith("Kubernetes: refusing to delete 13 of the 13 objects the agent manages")
+    assert "allow it with `--allow-prune` (or `--force`)" in refused.refusals[0]
+    assert _cr(kube_client, "bind9clusters", namespace, name)["metadata"]["name"] == name  # still there
+    _, second = _sync(kube, root, namespace, revision="rev-2", allow_prune=True)
+    assert second.kube is not None
+    order = [k.kind for k in second.kube.deleted]
     assert order.index("Deployment") < order.index("Bind9Instance") < order.index("Bind9Cluster") \
         < order.index("ClusterBind9Provider")
     apps, core = client.AppsV1Api(kube_client), client.CoreV1Api(kube_client)
@@ -202,7 +209,7 @@ spec:
     envVars: [{{name: "not a valid name", value: "x"}}]
 """)
     _, outcome = _sync(kube, root, namespace)
-    result = outcome.result
+    result = outcome.kube
     assert result is not None and not result.ok
     assert list(map(str, result.failed)) == [f"Deployment/{namespace}/broken"]
     assert "invalid" in result.failed[next(iter(result.failed))]

@@ -1,0 +1,109 @@
+"""What the agent owns in DNS and remembers between runs, including what a run was about to write.
+
+Two kinds of record, kept apart so that a run writes only what it touched:
+
+- `ZoneOwnership`, one per zone: the instances it placed the zone on (and in which role), the
+  RRsets it wrote (only those are ever changed or deleted), the gate annotations the zone had
+  when last applied, and `pending`: the intent of a run that was writing this zone. The intent is
+  stored *before* the first write to the zone goes out and cleared when the writes are settled,
+  so after a kill at any instant the next run knows what may have reached the server.
+- `RunState`, one per source: the revision last applied (what serves), the last one seen and
+  its outcome, and when the world was last fully reconciled.
+
+Pure data and its JSON form; agent/reconcile/statestore.py reads and writes it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Iterable
+from typing import Any
+
+Key = tuple[str, str]  # (absolute owner name, type)
+
+
+def digest(values: Iterable[str], ttl: int) -> str:
+    """A short fingerprint of an RRset's data: what an intent says it is about to write."""
+    text = f"{ttl}\n" + "\n".join(sorted(values))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclasses.dataclass
+class Intent:
+    """What a run is about to do to one zone; written before the first write, cleared after."""
+
+    writes: dict[Key, str] = dataclasses.field(default_factory=dict)  # RRset -> digest of the new data
+    deletes: set[Key] = dataclasses.field(default_factory=set)
+    place: dict[str, str] = dataclasses.field(default_factory=dict)  # instance -> role, about to be created
+    unplace: set[str] = dataclasses.field(default_factory=set)  # instances the zone is about to leave
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"writes": sorted([n, t, d] for (n, t), d in self.writes.items()),
+                "deletes": sorted([n, t] for n, t in self.deletes),
+                "place": dict(sorted(self.place.items())), "unplace": sorted(self.unplace)}
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> Intent:
+        return cls({(n, t): d for n, t, d in doc.get("writes", [])}, {(n, t) for n, t in doc.get("deletes", [])},
+                   dict(doc.get("place", {})), set(doc.get("unplace", [])))
+
+
+@dataclasses.dataclass
+class ZoneOwnership:
+    zone: str  # absolute, lowercase
+    placements: dict[str, str] = dataclasses.field(default_factory=dict)  # instance -> "primary" | "secondary"
+    managed: set[Key] = dataclasses.field(default_factory=set)
+    annotations: dict[str, str] = dataclasses.field(default_factory=dict)  # the gate annotations last applied
+    pending: Intent | None = None
+
+    def to_json(self) -> str:
+        doc: dict[str, Any] = {"zone": self.zone, "placements": dict(sorted(self.placements.items())),
+                               "managed": sorted([n, t] for n, t in self.managed)}
+        if self.annotations:
+            doc["annotations"] = dict(sorted(self.annotations.items()))
+        if self.pending is not None:
+            doc["pending"] = self.pending.as_dict()
+        return json.dumps(doc, separators=(",", ":"), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> ZoneOwnership:
+        doc: dict[str, Any] = json.loads(text)
+        pending = doc.get("pending")
+        return cls(doc["zone"], dict(doc.get("placements", {})), {(n, t) for n, t in doc.get("managed", [])},
+                   dict(doc.get("annotations", {})), Intent.from_dict(pending) if pending is not None else None)
+
+    @property
+    def empty(self) -> bool:
+        """Nothing placed, nothing owned, nothing in flight: the record can be dropped."""
+        return not (self.placements or self.managed or self.pending)
+
+
+@dataclasses.dataclass
+class RunState:
+    applied: str | None = None  # the last revision applied (fully or partly): what is serving
+    seen: str | None = None  # the last revision a run looked at
+    outcome: str | None = None  # that run's outcome: applied / partial / rejected / refused
+    reconciled_at: float = 0.0  # when the last full reconcile (observe + apply) finished (epoch s)
+
+    def to_json(self) -> str:
+        return json.dumps({"applied": self.applied, "seen": self.seen, "outcome": self.outcome,
+                           "reconciledAt": self.reconciled_at}, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> RunState:
+        doc: dict[str, Any] = json.loads(text) if text.strip() else {}
+        return cls(doc.get("applied"), doc.get("seen"), doc.get("outcome"), float(doc.get("reconciledAt", 0.0)))
+
+
+def from_legacy(text: str) -> tuple[RunState, dict[str, ZoneOwnership]]:
+    """Reads the single-document state of earlier versions ({zones, records, applied, ...})."""
+    doc: dict[str, Any] = json.loads(text) if text.strip() else {}
+    zones: dict[str, ZoneOwnership] = {}
+    for name, placed in doc.get("zones", {}).items():
+        zones[name] = ZoneOwnership(name, dict(placed))
+    for name, keys in doc.get("records", {}).items():
+        zones.setdefault(name, ZoneOwnership(name)).managed = {(n, t) for n, t in keys}
+    run = RunState(doc.get("applied"), doc.get("seen"), doc.get("outcome"), float(doc.get("reconciledAt", 0.0)))
+    return run, zones

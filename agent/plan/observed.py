@@ -1,0 +1,44 @@
+"""What a run saw of the world before deciding anything: the input of `plan.build` besides Git.
+
+`None` for a layer means it was not observed (no cluster given, no zone endpoints given); the plan
+then says so instead of guessing. Filled by agent/reconcile/kubeobserve.py and dnsobserve.py;
+empty for an offline plan.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from agent.desired.rrsets import RRset
+from agent.model.key import ObjectKey
+from agent.model.ownership import Key, ZoneOwnership
+
+
+@dataclasses.dataclass
+class KubeObserved:
+    live: dict[ObjectKey, dict[str, Any]]  # objects carrying the agent's labels, and same-named ones it must not touch
+    inventory: set[ObjectKey]  # what the agent recorded as created
+    namespaces: set[str]  # the namespaces that exist
+    inventory_text: str | None = None  # the inventory as last written (to write it only when it changes)
+
+
+@dataclasses.dataclass
+class ZoneObserved:
+    """One zone on one primary instance."""
+
+    rrsets: dict[Key, RRset] | None  # None: the server does not have the zone
+    error: str = ""  # set when the server could not be asked: nothing may be planned for it
+
+
+@dataclasses.dataclass
+class DnsObserved:
+    ownership: dict[str, ZoneOwnership]  # zone -> what the agent placed and wrote
+    zones: dict[str, dict[str, ZoneObserved]]  # zone -> primary instance -> what it serves
+    reachable: set[str]  # instance ids ("namespace/name") the agent has an endpoint for
+
+
+@dataclasses.dataclass
+class Observed:
+    kube: KubeObserved | None = None
+    dns: DnsObserved | None = None

@@ -1,0 +1,304 @@
+"""Executes the approved DNS part of a plan: zones on their servers, RRsets by DNS UPDATE, verification.
+
+Per zone (zones run concurrently), in this order:
+
+    store intent -> role-change removals -> primaries (zone API) -> also-notify -> RRsets (UPDATE)
+    -> secondaries -> removals -> store settled ownership -> verify on every server (NOTIFY nudge)
+
+The intent (what this zone's writes may change) is stored before the first write and replaced by
+the settled ownership after the last, so a kill at any instant leaves a record the next run can
+fold back in (agent/plan/zonediff.recover). A primary failure is fatal for that zone (nothing
+more is written there); a secondary failure is not. A zone whose data changed between observe and
+apply (an UPDATE prerequisite failed) is observed, planned and gated again once.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import logging
+import threading
+from collections.abc import Mapping
+
+from agent.desired import rrsets
+from agent.errors import AgentError, ZoneApiError
+from agent.gate import safety
+from agent.model.key import ObjectKey
+from agent.model.ownership import Key, ZoneOwnership
+from agent.plan import rrsetdiff
+from agent.plan.zonediff import ZonePlan
+from agent.reconcile import rfc2136
+from agent.reconcile.deadline import Deadline
+from agent.reconcile.endpoints import Endpoint
+from agent.reconcile.statestore import Store
+from agent.reconcile.zoneapi import ZoneApi
+
+log = logging.getLogger(__name__)
+ZONE_WORKERS = 4  # zones are independent; more threads only contend on 2 cores
+
+
+@dataclasses.dataclass
+class ZoneResult:
+    key: ObjectKey | None
+    name: str
+    instances: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)  # id -> (state, message)
+    primaries: set[str] = dataclasses.field(default_factory=set)  # instance ids in the primary role
+    primary_error: str = ""
+    secondary_error: str = ""
+    refused: str = ""  # the re-plan after a concurrent change was refused by the gate
+    conflicts: list[str] = dataclasses.field(default_factory=list)
+    changes: list[rrsetdiff.RRChange] = dataclasses.field(default_factory=list)
+    applied_on: list[str] = dataclasses.field(default_factory=list)  # primaries that took the changes
+    checks: list[rfc2136.Check] = dataclasses.field(default_factory=list)
+    created_on: list[str] = dataclasses.field(default_factory=list)
+    deleted_from: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not (self.primary_error or self.secondary_error or self.refused)
+
+
+@dataclasses.dataclass
+class DnsResult:
+    zones: list[ZoneResult]  # the zones Git places
+    deleted: list[tuple[str, str]]  # (zone, instance) the zone was removed from
+    updates_sent: int = 0
+    errors: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(z.ok for z in self.zones) and not self.errors
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    batch: int = rfc2136.DEFAULT_BATCH
+    verify_wait: float = 10
+    policy: safety.Policy = safety.Policy()
+
+
+class _Stop(Exception):
+    """Nothing more is written to this zone in this run (the reason is already in the result)."""
+
+
+class _Refused(AgentError):
+    """A re-plan after a concurrent change was refused by the gate."""
+
+
+class DnsApply:
+    def __init__(self, endpoints: Mapping[str, Endpoint], store: Store, options: Options, deadline: Deadline) -> None:
+        self.endpoints, self.store, self.options, self.deadline = endpoints, store, options, deadline
+        self.apis: dict[str, ZoneApi] = {}
+        self.updates_sent = 0
+        self._lock = threading.Lock()
+
+    def api(self, instance: str) -> ZoneApi:
+        endpoint = self.endpoints[instance]
+        with self._lock:
+            if instance not in self.apis:
+                self.apis[instance] = ZoneApi(endpoint.api_url, token=endpoint.token, instance=instance,
+                                              deadline=self.deadline)
+            return self.apis[instance]
+
+    def close(self) -> None:
+        for api in self.apis.values():
+            api.close()
+
+    # -- zone placements -------------------------------------------------------------------
+    def _body(self, zp: ZonePlan, instance: str, role: str) -> dict[str, object]:
+        assert zp.zone is not None
+        name = zp.name.rstrip(".")
+        primaries = [self.endpoints[p].dns for p in zp.primaries if p in self.endpoints]
+        if role == "secondary":
+            return {"zoneName": name, "zoneType": "secondary", "zoneConfig": {"primaries": primaries}}
+        spec, soa = zp.zone.spec, zp.zone.spec.soa_record
+        glue = {ns.hostname: ns.ipv4_address for ns in spec.name_servers or [] if ns.ipv4_address}
+        glue.update({rrsets.absolute(h): ip for h, ip in (spec.name_server_ips or {}).items()})
+        config: dict[str, object] = {
+            "ttl": zp.zone.default_ttl,
+            "soa": {"primaryNs": soa.primary_ns, "adminEmail": soa.admin_email, "serial": soa.serial,
+                    "refresh": soa.refresh, "retry": soa.retry, "expire": soa.expire,
+                    "negativeTtl": soa.negative_ttl},
+            "nameServers": [ns.hostname for ns in spec.name_servers or []] or [soa.primary_ns],
+            # glue only for name servers inside the zone
+            "nameServerIps": {h: ip for h, ip in glue.items() if h == zp.name or h.endswith("." + zp.name)},
+        }
+        secondaries = [self.endpoints[s].dns for s in zp.secondaries if s in self.endpoints]
+        if secondaries:  # transfers are allowed by the server's own allow-transfer (TSIG key + ACL)
+            config["alsoNotify"] = secondaries
+        body: dict[str, object] = {"zoneName": name, "zoneType": "primary", "zoneConfig": config}
+        tsig = self.endpoints[instance].tsig
+        if tsig:
+            body["updateKeyName"] = tsig.name
+        return body
+
+    def _create(self, zp: ZonePlan, result: ZoneResult, instance: str, role: str) -> bool:
+        try:
+            self.deadline.check(f"creating {zp.name} on {instance}")
+            if self.api(instance).create(self._body(zp, instance, role)):
+                result.created_on.append(instance)
+            result.instances[instance] = ("Configured", f"{role} zone configured")
+            return True
+        except AgentError as exc:
+            result.instances[instance] = ("Failed", str(exc))
+            return False
+
+    def _delete(self, zp: ZonePlan, result: ZoneResult, instance: str) -> bool:
+        try:
+            self.deadline.check(f"removing {zp.name} from {instance}")
+            self.api(instance).delete(zp.name.rstrip("."))
+            result.deleted_from.append(instance)
+            return True
+        except AgentError as exc:
+            result.instances[instance] = ("Failed", f"could not remove the zone: {exc}")
+            return False
+
+    def _primaries(self, zp: ZonePlan, result: ZoneResult) -> None:
+        role_changed = [i for i in zp.deletes if i in zp.primaries or i in zp.secondaries]
+        for instance in role_changed:
+            if not self._delete(zp, result, instance):
+                raise _Stop
+        for instance, role in zp.creates:
+            if role == "primary" and not self._create(zp, result, instance, role):
+                result.primary_error = result.instances[instance][1]
+                raise _Stop
+        for instance in zp.renotify:
+            try:
+                self.deadline.check(f"updating also-notify of {zp.name} on {instance}")
+                secondaries = [self.endpoints[s].dns for s in zp.secondaries if s in self.endpoints]
+                self.api(instance).modify(zp.name.rstrip("."), also_notify=secondaries)
+            except AgentError as exc:
+                result.instances[instance] = ("Failed", str(exc))
+                result.primary_error = str(exc)
+                raise _Stop from exc
+
+    # -- records -----------------------------------------------------------------------------
+    def _send(self, zp: ZonePlan, primary: Endpoint, plan: rrsetdiff.RRsetPlan) -> None:
+        for update in rfc2136.build_updates(zp.name, plan.changes, primary.tsig, batch=self.options.batch):
+            self.deadline.check(f"sending the UPDATE for {zp.name} to {primary.instance}")
+            with self._lock:
+                self.updates_sent += 1
+            rfc2136.send(primary, update, timeout=self.deadline.timeout(10))
+
+    def _replan(self, zp: ZonePlan, primary: Endpoint, managed: set[Key]) -> rrsetdiff.RRsetPlan:
+        """The zone changed meanwhile: observe it again, plan again, gate again, keep the intent true."""
+        assert zp.zone is not None
+        log.warning("%s on %s changed while planning; observing again", zp.name, primary.instance)
+        observed = rfc2136.observe(primary, zp.name, timeout=self.deadline.timeout(10))
+        plan = rrsetdiff.plan_zone(zp.name, zp.zone.rrsets, observed, managed)
+        refusal = safety.records_refusal(zp.name, plan, managed, zp.annotations, self.options.policy)
+        if refusal:
+            raise _Refused(refusal)
+        zp.records[primary.instance] = plan
+        self.store.save_zone(zp.in_flight())
+        return plan
+
+    def _records(self, zp: ZonePlan, result: ZoneResult) -> None:
+        managed = set(zp.managed_before)
+        for instance in list(zp.records):
+            primary, plan = self.endpoints[instance], zp.records[instance]
+            try:
+                try:
+                    self._send(zp, primary, plan)
+                except rfc2136.PrerequisiteFailed:
+                    plan = self._replan(zp, primary, managed)
+                    self._send(zp, primary, plan)
+            except _Refused as refused:
+                result.refused = str(refused)
+                raise _Stop from refused
+            except AgentError as exc:
+                result.primary_error = f"records not applied: {exc}"
+                raise _Stop from exc
+            managed = plan.managed_after
+            result.applied_on.append(instance)
+        if zp.records:  # after a re-plan the outcome differs from the plan's
+            zp.managed_after = managed
+        result.changes = zp.rrset_changes
+        result.conflicts = zp.conflicts
+
+    # -- one zone ----------------------------------------------------------------------------
+    def _secondaries(self, zp: ZonePlan, result: ZoneResult) -> None:
+        for instance, role in zp.creates:
+            if role == "secondary":
+                self._create(zp, result, instance, role)
+        failed = [i for i in zp.secondaries if result.instances.get(i, ("", ""))[0] == "Failed"]
+        if failed:
+            result.secondary_error = "; ".join(result.instances[i][1] for i in failed)
+
+    def _removals(self, zp: ZonePlan, result: ZoneResult) -> None:
+        for instance in zp.deletes:
+            if instance not in zp.primaries and instance not in zp.secondaries:
+                self._delete(zp, result, instance)
+
+    def zone(self, zp: ZonePlan) -> ZoneResult:
+        result = ZoneResult(zp.key, zp.name, primaries=set(zp.primaries))
+        for instance, error in zp.errors.items():
+            result.instances[instance] = ("Failed", error)
+        for instance, role in zp.placements_before.items():
+            if instance in zp.primaries + zp.secondaries:
+                result.instances.setdefault(instance, ("Configured", f"{role} zone configured"))
+        if zp.blocked:
+            result.primary_error = "; ".join(zp.errors[p] for p in zp.primaries)
+            return result
+        try:
+            if not zp.empty or zp.recovered:
+                self.deadline.check(f"writing zone {zp.name}")
+                self.store.save_zone(zp.in_flight())
+            self._primaries(zp, result)
+            self._records(zp, result)
+            self._secondaries(zp, result)
+            self._removals(zp, result)
+            self.store.save_zone(_settled(zp, result))
+        except _Stop:
+            return result
+        except AgentError as exc:  # the deadline, or the store
+            result.primary_error = result.primary_error or str(exc)
+            return result
+        self._verify(zp, result)
+        return result
+
+    def _verify(self, zp: ZonePlan, result: ZoneResult) -> None:
+        if not result.changes:
+            return
+        serving = [self.endpoints[i] for i in result.applied_on]
+        serving += [self.endpoints[s] for s in zp.secondaries
+                    if s in self.endpoints and result.instances.get(s, ("", ""))[0] == "Configured"]
+
+        def nudge(behind: list[str]) -> None:  # named notifies by itself; this is for a secondary that is late
+            for primary in result.applied_on:
+                try:
+                    self.api(primary).notify(zp.name.rstrip("."))
+                except ZoneApiError as exc:
+                    log.warning("NOTIFY of %s via %s failed: %s", zp.name, primary, exc)
+
+        wait = min(self.options.verify_wait, max(0.0, self.deadline.remaining()))
+        result.checks = rfc2136.verify(serving, result.changes, wait=wait, nudge=nudge)
+
+
+def _settled(zp: ZonePlan, result: ZoneResult) -> ZoneOwnership:
+    """What the agent owns after this zone's steps: the plan's outcome, less what did not happen."""
+    owned = zp.settled()
+    for instance, _ in zp.creates:
+        if instance not in result.created_on and result.instances.get(instance, ("", ""))[0] == "Failed":
+            owned.placements.pop(instance, None)  # never created: the next run creates it
+    for instance in zp.deletes:
+        if instance not in result.deleted_from and instance in zp.placements_before:
+            owned.placements[instance] = zp.placements_before[instance]  # still there: delete it next time
+    return owned
+
+
+def apply(zones: list[ZonePlan], endpoints: Mapping[str, Endpoint], store: Store, *, options: Options,
+          deadline: Deadline) -> DnsResult:
+    """Executes every zone's plan; ownership is stored as it goes."""
+    runner = DnsApply(endpoints, store, options, deadline)
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=ZONE_WORKERS) as pool:
+            results = list(pool.map(runner.zone, zones))
+    finally:
+        runner.close()
+    deleted = [(r.name, i) for r, z in zip(results, zones, strict=True) for i in r.deleted_from
+               if i not in z.primaries and i not in z.secondaries]
+    placed = [r for r, z in zip(results, zones, strict=True) if z.zone is not None]
+    errors = [f"zone {r.name}: {r.primary_error}" for r, z in zip(results, zones, strict=True)
+              if z.zone is None and r.primary_error]
+    return DnsResult(placed, sorted(deleted), runner.updates_sent, errors)

@@ -1,0 +1,221 @@
+"""Executes the approved Kubernetes part of a plan, then writes CR statuses computed from the outcome.
+
+    CRDs (when they differ) -> creates/updates parents first (owner UIDs known), independent
+    objects of one tier concurrently -> prunes children first -> the inventory
+
+A failing object marks the CR it came from Degraded and does not stop unrelated objects. RNDC key
+values are generated here, once per Secret, and never logged. Namespaces are not created unless
+asked (`create_namespaces`): the agent's account need not be able to write them.
+"""
+
+from __future__ import annotations
+
+import base64
+import concurrent.futures
+import dataclasses
+import gzip
+import itertools
+import json
+import logging
+import secrets
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from agent.desired import workloads
+from agent.desired.hierarchy import CHILD_ORDER, Desired, KubeObject
+from agent.errors import ApplyError
+from agent.model import names
+from agent.model.key import ObjectKey
+from agent.plan import kubediff, statusdiff
+from agent.plan.observed import KubeObserved
+from agent.reconcile import crds, events
+from agent.reconcile.deadline import UNBOUNDED, Deadline
+from agent.reconcile.kubeapi import KubeApi
+
+log = logging.getLogger(__name__)
+WORKERS = 8  # concurrent API calls for independent objects (same tier)
+T = TypeVar("T")
+_PLAIN_LIMIT = 256 * 1024  # a larger inventory is stored gzip-compressed (a ConfigMap holds at most 1 MiB)
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    agent_namespace: str = names.DEFAULT_AGENT_NAMESPACE
+    install_crds: bool = True
+    create_namespaces: bool = False
+    rotate_rndc_keys: bool = False
+
+
+@dataclasses.dataclass
+class KubeResult:
+    changes: list[kubediff.KubeChange]
+    live: dict[ObjectKey, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    failed: dict[ObjectKey, str] = dataclasses.field(default_factory=dict)
+    applied: list[ObjectKey] = dataclasses.field(default_factory=list)
+    deleted: list[ObjectKey] = dataclasses.field(default_factory=list)
+    statuses_written: list[ObjectKey] = dataclasses.field(default_factory=list)
+    conflicts: set[ObjectKey] = dataclasses.field(default_factory=set)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+def _rndc_value(obj: KubeObject, live: dict[str, Any] | None, rotate: bool) -> dict[str, Any]:
+    """Fills a generated Secret's placeholders: kept from the live Secret unless rotating."""
+    data = (live or {}).get("data") or {}
+    filled = dict(obj.body.get("stringData") or {})
+    for k, v in filled.items():
+        if v != workloads.SECRET_PLACEHOLDER:
+            continue
+        if k in data and not rotate:
+            filled[k] = base64.b64decode(data[k]).decode()
+        else:
+            filled[k] = base64.b64encode(secrets.token_bytes(32)).decode()
+    return filled
+
+
+def _groups(changes: Iterable[kubediff.KubeChange]) -> list[list[kubediff.KubeChange]]:
+    """Consecutive changes of the same apply group (tier, child order) can run concurrently."""
+    def group(c: kubediff.KubeChange) -> tuple[int, int]:
+        return (kubediff.tier_of(c.key.kind), CHILD_ORDER.get(c.key.kind, 0))
+
+    return [list(g) for _, g in itertools.groupby(changes, key=group)]
+
+
+def parallel(fn: Callable[[T], None], items: list[T]) -> None:
+    if len(items) <= 1:
+        for item in items:
+            fn(item)
+        return
+    with concurrent.futures.ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        for future in [pool.submit(fn, item) for item in items]:
+            future.result()
+
+
+class _Apply:
+    def __init__(self, api: KubeApi, observed: KubeObserved, changes: list[kubediff.KubeChange],
+                 options: Options, deadline: Deadline) -> None:
+        self.api, self.options, self.deadline = api, options, deadline
+        self.result = KubeResult(changes, dict(observed.live))
+        self.uids = {k: v["metadata"].get("uid", "") for k, v in observed.live.items()}
+        self.result.conflicts = {c.key for c in changes if c.action == "conflict"}
+
+    def put(self, change: kubediff.KubeChange) -> None:
+        obj, result = change.desired, self.result
+        assert obj is not None
+        if obj.owner is not None and not self.uids.get(obj.owner):
+            result.failed[obj.key] = f"not applied: its owner {obj.owner} could not be applied"
+            return
+        body = kubediff.manifest(obj, self.options.agent_namespace, self.uids.get(obj.owner) if obj.owner else None)
+        if obj.key.kind == "Secret":
+            body["stringData"] = _rndc_value(obj, result.live.get(obj.key), self.options.rotate_rndc_keys)
+        try:
+            self.deadline.check(f"applying {obj.key}")
+            stored = self.api.apply(body)
+        except ApplyError as exc:  # refused by the server, or out of time
+            log.warning("apply %s failed: %s", obj.key, exc)
+            result.failed[obj.key] = str(exc)
+            return
+        result.live[obj.key] = stored
+        self.uids[obj.key] = stored["metadata"]["uid"]
+        result.applied.append(obj.key)
+
+    def remove(self, change: kubediff.KubeChange) -> None:
+        try:
+            self.deadline.check(f"deleting {change.key}")
+            if self.api.delete(change.key.kind, change.key.namespace, change.key.name):
+                self.result.deleted.append(change.key)
+            self.result.live.pop(change.key, None)
+        except ApplyError as exc:
+            self.result.failed[change.key] = str(exc)
+
+
+def _namespaces(api: KubeApi, desired: Desired, observed: KubeObserved, options: Options,
+                result: KubeResult) -> None:
+    """Creates missing namespaces when allowed; otherwise objects in them fail with the reason."""
+    wanted = {o.key.namespace for o in desired.objects if o.key.namespace} | {options.agent_namespace}
+    for ns in sorted(wanted - observed.namespaces):
+        if options.create_namespaces:
+            api.apply({"apiVersion": "v1", "kind": "Namespace",
+                       "metadata": {"name": ns, "labels": dict(names.MANAGED_BY)}})
+            continue
+        for obj in desired.objects:
+            if obj.key.namespace == ns:
+                result.failed[obj.key] = (f"namespace {ns} does not exist: create it (the agent does not create "
+                                          "namespaces unless run with --create-namespaces)")
+
+
+def apply(api: KubeApi, desired: Desired, observed: KubeObserved, changes: list[kubediff.KubeChange], *,
+          options: Options, deadline: Deadline = UNBOUNDED) -> KubeResult:
+    """Applies creates/updates parents first, then prunes children first, then the inventory.
+    Statuses are written separately (`write_statuses`), after the DNS steps."""
+    if options.install_crds:
+        crds.install_crds(api)
+    run = _Apply(api, observed, changes, options, deadline)
+    _namespaces(api, desired, observed, options, run.result)
+    blocked = set(run.result.failed)
+    for group in _groups(c for c in changes if c.action in ("create", "update") and c.desired is not None):
+        parallel(run.put, [c for c in group if c.key not in blocked])
+    for group in _groups(c for c in changes if c.action == "delete"):
+        parallel(run.remove, group)
+    order = {c.key: i for i, c in enumerate(changes)}
+    run.result.applied.sort(key=order.__getitem__)
+    run.result.deleted.sort(key=order.__getitem__)
+    if options.agent_namespace in observed.namespaces or options.create_namespaces:
+        _write_inventory(api, desired, observed, options.agent_namespace, run.result)
+    return run.result
+
+
+def _write_inventory(api: KubeApi, desired: Desired, observed: KubeObserved, namespace: str,
+                     result: KubeResult) -> None:
+    keys = sorted([o.key.kind, o.key.namespace or "", o.key.name] for o in desired.objects
+                  if o.key not in result.failed or o.key in observed.live)
+    text = json.dumps([[k, n or None, name] for k, n, name in keys], separators=(",", ":"))
+    if observed.inventory_text == text:
+        return
+    body: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap",
+                            "metadata": {"name": names.INVENTORY_NAME, "namespace": namespace,
+                                         "labels": {**names.AGENT_APP_LABELS, names.AGENT_LABEL: namespace}}}
+    if len(text) > _PLAIN_LIMIT:
+        body["binaryData"] = {"objects.gz": base64.b64encode(gzip.compress(text.encode(), 6)).decode()}
+    else:
+        body["data"] = {"objects": text}
+    api.apply(body)
+
+
+def write_statuses(api: KubeApi, wanted: dict[ObjectKey, dict[str, Any]], result: KubeResult, *,
+                   revision: str | None, deadline: Deadline = UNBOUNDED) -> None:
+    """Writes every CR status in `wanted` that differs from the live one, with an Event when the
+    CR became Degraded or Ready."""
+    live, conflicts = result.live, result.conflicts
+    stamp = events.now()
+    todo = []
+    for key, new in wanted.items():
+        current = live.get(key)
+        if current is None or key in conflicts:
+            continue
+        old = current.get("status")
+        if statusdiff.changed(new, old):
+            todo.append((key, statusdiff.merge_times(new, old, stamp)))
+
+    def write(item: tuple[ObjectKey, dict[str, Any]]) -> None:
+        key, new = item
+        try:
+            deadline.check(f"writing the status of {key}")
+            api.apply_status(key.kind, key.namespace, key.name, new)
+            result.statuses_written.append(key)
+        except ApplyError as exc:
+            log.warning("status of %s not written: %s", key, exc)
+            result.failed.setdefault(key, f"status not written: {exc}")
+            return
+        conds = {c["type"]: c for c in new.get("conditions", [])}
+        degraded, ready = conds.get("Degraded", {}), conds.get("Ready", {})
+        if degraded.get("status") == "True":
+            events.emit_event(api, live[key], "Warning", degraded.get("reason", "Degraded"),
+                              degraded.get("message", ""))
+        elif ready.get("status") == "True":
+            events.emit_event(api, live[key], "Normal", "Applied", f"revision {revision}: {ready.get('message', '')}")
+
+    parallel(write, todo)
+    result.statuses_written.sort(key=str)

@@ -1,0 +1,73 @@
+"""Reads the Kubernetes side of the world before planning: the objects the agent manages, the
+same-named objects it must not touch, its inventory, and which namespaces exist."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from typing import Any
+
+from agent.desired.hierarchy import Desired
+from agent.model import kinds, names
+from agent.model.key import ObjectKey
+from agent.plan import kubediff
+from agent.plan.observed import KubeObserved
+from agent.reconcile.kubeapi import KubeApi
+
+# what the agent creates and prunes (not: namespaces, CRDs, its Lease, Events)
+MANAGED_KINDS = [*kinds.KINDS, "ServiceAccount", "Secret", "ConfigMap", "Service", "Deployment"]
+
+
+def inventory_text(body: dict[str, Any] | None) -> str | None:
+    """The inventory ConfigMap's list of objects (JSON), gzip-compressed in binaryData when large."""
+    if not body:
+        return None
+    binary = body.get("binaryData") or {}
+    if "objects.gz" in binary:
+        return gzip.decompress(base64.b64decode(binary["objects.gz"])).decode()
+    text = (body.get("data") or {}).get("objects")
+    return str(text) if text is not None else None
+
+
+def _inventory_keys(text: str | None) -> set[ObjectKey]:
+    return {ObjectKey(k, n, name) for k, n, name in json.loads(text or "[]")}
+
+
+def _managed(api: KubeApi, agent_namespace: str, namespaces: set[str] | None) -> dict[ObjectKey, dict[str, Any]]:
+    """Everything carrying the agent's labels: cluster-wide, or only in `namespaces` when the agent
+    may only see those (cluster-scoped kinds are always listed)."""
+    live: dict[ObjectKey, dict[str, Any]] = {}
+    selector = kubediff.selector(agent_namespace)
+    for kind in MANAGED_KINDS:
+        namespaced = kind not in kinds.KINDS or kinds.KINDS[kind].namespaced
+        scopes: list[str | None] = [*sorted(namespaces)] if namespaces is not None and namespaced else [None]
+        for scope in scopes:
+            for item in api.list(kind, label_selector=selector, namespace=scope):
+                if item["metadata"]["name"] != names.INVENTORY_NAME or kind != "ConfigMap":
+                    live[kubediff.key_of(item)] = item
+    return live
+
+
+def observe(api: KubeApi, desired: Desired, *, agent_namespace: str = names.DEFAULT_AGENT_NAMESPACE,
+            namespaces: set[str] | None = None) -> KubeObserved:
+    """The live objects for `plan.build`; `namespaces` limits the lists to the allowed namespaces."""
+    live = _managed(api, agent_namespace, namespaces)
+    namespaces = {o.key.namespace for o in desired.objects if o.key.namespace} | {agent_namespace}
+    existing = {ns for ns in namespaces if api.get("Namespace", None, ns) is not None}
+    # Same-named objects the agent does not manage are conflicts: one list per kind and namespace.
+    unseen = {o.key for o in desired.objects if o.key not in live}
+    for kind, ns in sorted({(k.kind, k.namespace) for k in unseen}, key=str):
+        if ns is None:
+            for key in [k for k in unseen if k.kind == kind]:
+                found = api.get(kind, None, key.name)
+                if found is not None:
+                    live[key] = found
+        elif ns in existing:
+            for item in api.list(kind, namespace=ns):
+                key = kubediff.key_of(item)
+                if key in unseen:
+                    live[key] = item
+    text = inventory_text(api.get("ConfigMap", agent_namespace, names.INVENTORY_NAME)
+                          if agent_namespace in existing else None)
+    return KubeObserved(live, _inventory_keys(text), existing, text)

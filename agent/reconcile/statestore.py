@@ -1,0 +1,194 @@
+"""Where the agent keeps what it owns between runs: a local directory, or ConfigMaps in its namespace.
+
+One small record per zone (agent/model/ownership.py) and one for the run, so a run that touches
+one zone writes one zone's record - twice: its intent before the first write, settled after.
+
+    FileStore(DIR)       DIR/run.json, DIR/zones/<zone>.json        (runs without a cluster)
+    ConfigMapStore(api)  ConfigMap bindy-agent-state (the run), one ConfigMap per zone labelled
+                         bindy.firestoned.io/state=zone, gzip-compressed when large
+
+Every write is atomic (a rename, or one server-side apply), so a kill never leaves half a
+record. The single-file / single-ConfigMap layout of earlier versions is read and converted.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import os
+import pathlib
+import re
+import threading
+from typing import Any, Protocol
+
+from agent.errors import ConfigError
+from agent.model import names
+from agent.model.ownership import RunState, ZoneOwnership, from_legacy
+from agent.reconcile.kubeapi import KubeApi
+
+STATE_LABEL = "bindy.firestoned.io/state"
+_PLAIN_LIMIT = 256 * 1024  # larger zone records are stored gzip-compressed (a ConfigMap holds at most 1 MiB)
+_SAFE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+
+class Store(Protocol):
+    def load_run(self) -> RunState: ...
+    def save_run(self, state: RunState) -> None: ...
+    def load_zones(self) -> dict[str, ZoneOwnership]: ...
+    def save_zone(self, zone: ZoneOwnership) -> None: ...
+
+
+def _file_name(zone: str) -> str:
+    base = zone.rstrip(".")
+    return base if _SAFE.match(base) and len(base) < 200 else hashlib.sha256(zone.encode()).hexdigest()[:32]
+
+
+def _write_atomic(path: pathlib.Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)  # a kill leaves the old or the new record, never half of one
+
+
+class FileStore:
+    """The state as files in a directory (created on first save)."""
+
+    def __init__(self, path: pathlib.Path) -> None:
+        self.root = path
+        self._legacy: tuple[RunState, dict[str, ZoneOwnership]] | None = None
+        if path.is_file():  # an earlier version's single state file
+            try:
+                self._legacy = from_legacy(path.read_text())
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                raise self._unreadable(path, exc) from exc
+
+    @staticmethod
+    def _unreadable(path: pathlib.Path, exc: Exception) -> ConfigError:
+        return ConfigError(f"{path}: unreadable state ({exc}); move it away to start over (the agent then manages "
+                           "only what Git says and deletes nothing it did not write)")
+
+    def _migrate(self) -> None:
+        if self._legacy is None:
+            return
+        run, zones = self._legacy
+        self._legacy = None
+        self.root.rename(self.root.with_name(self.root.name + ".legacy"))
+        self.save_run(run)
+        for zone in zones.values():
+            self.save_zone(zone)
+
+    def load_run(self) -> RunState:
+        if self._legacy is not None:
+            return self._legacy[0]
+        path = self.root / "run.json"
+        try:
+            return RunState.from_json(path.read_text()) if path.exists() else RunState()
+        except (OSError, ValueError) as exc:
+            raise self._unreadable(path, exc) from exc
+
+    def save_run(self, state: RunState) -> None:
+        self._migrate()
+        self.root.mkdir(parents=True, exist_ok=True)
+        _write_atomic(self.root / "run.json", state.to_json())
+
+    def load_zones(self) -> dict[str, ZoneOwnership]:
+        if self._legacy is not None:
+            return dict(self._legacy[1])
+        out: dict[str, ZoneOwnership] = {}
+        folder = self.root / "zones"
+        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            try:
+                zone = ZoneOwnership.from_json(path.read_text())
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                raise self._unreadable(path, exc) from exc
+            out[zone.zone] = zone
+        return out
+
+    def save_zone(self, zone: ZoneOwnership) -> None:
+        self._migrate()
+        folder = self.root / "zones"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{_file_name(zone.zone)}.json"
+        if zone.empty:
+            path.unlink(missing_ok=True)
+        else:
+            _write_atomic(path, zone.to_json())
+
+
+class ConfigMapStore:
+    """The state as ConfigMaps in the agent's namespace; written only when a record changed."""
+
+    NAME = names.STATE_NAME
+
+    def __init__(self, api: KubeApi, namespace: str) -> None:
+        self.api, self.namespace = api, namespace
+        self._saved: dict[str, str] = {}  # ConfigMap name -> the text last read or written
+        self._lock = threading.Lock()
+        self._legacy_zones: dict[str, ZoneOwnership] | None = None
+
+    def _labels(self, kind: str) -> dict[str, str]:
+        return {**names.AGENT_APP_LABELS, names.AGENT_LABEL: self.namespace, STATE_LABEL: kind}
+
+    def load_run(self) -> RunState:
+        body = self.api.get("ConfigMap", self.namespace, self.NAME)
+        data = (body or {}).get("data") or {}
+        if "run" not in data and data.get("state"):  # an earlier version's single document
+            run, self._legacy_zones = from_legacy(data["state"])
+            return run
+        self._saved[self.NAME] = data.get("run", "")
+        return RunState.from_json(data.get("run", ""))
+
+    def save_run(self, state: RunState) -> None:
+        if self._legacy_zones is not None:  # converting: every zone gets its own record first
+            legacy, self._legacy_zones = self._legacy_zones, None
+            for zone in legacy.values():
+                self.save_zone(zone)
+        text = state.to_json()
+        if self._saved.get(self.NAME) == text:
+            return
+        self.api.apply({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": self.NAME, "namespace": self.namespace, "labels": self._labels("run")},
+                        "data": {"run": text}})
+        self._saved[self.NAME] = text
+
+    @staticmethod
+    def _zone_name(zone: str) -> str:
+        return f"{names.STATE_NAME}-zone-{hashlib.sha256(zone.encode()).hexdigest()[:16]}"
+
+    @staticmethod
+    def _decode(body: dict[str, Any]) -> str:
+        data, binary = body.get("data") or {}, body.get("binaryData") or {}
+        if "state.gz" in binary:
+            return gzip.decompress(base64.b64decode(binary["state.gz"])).decode()
+        return str(data.get("state", ""))
+
+    def load_zones(self) -> dict[str, ZoneOwnership]:
+        out = dict(self._legacy_zones or {})
+        for body in self.api.list("ConfigMap", namespace=self.namespace, label_selector=f"{STATE_LABEL}=zone"):
+            text = self._decode(body)
+            zone = ZoneOwnership.from_json(text)
+            out[zone.zone] = zone
+            with self._lock:
+                self._saved[body["metadata"]["name"]] = text
+        return out
+
+    def save_zone(self, zone: ZoneOwnership) -> None:
+        name, text = self._zone_name(zone.zone), zone.to_json()
+        with self._lock:
+            if self._saved.get(name) == ("" if zone.empty else text):
+                return
+        if zone.empty:
+            self.api.delete("ConfigMap", self.namespace, name)
+            text = ""
+        else:
+            body: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap",
+                                    "metadata": {"name": name, "namespace": self.namespace,
+                                                 "labels": self._labels("zone"),
+                                                 "annotations": {"bindy.firestoned.io/zone": zone.zone}}}
+            if len(text) > _PLAIN_LIMIT:
+                body["binaryData"] = {"state.gz": base64.b64encode(gzip.compress(text.encode(), 6)).decode()}
+            else:
+                body["data"] = {"state": text}
+            self.api.apply(body)
+        with self._lock:
+            self._saved[name] = text

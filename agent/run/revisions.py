@@ -1,0 +1,108 @@
+"""The revision a run works on, from a Git remote or a local directory, behind one small interface.
+
+    head()                  the newest revision, cheaply (Git: ls-remote; a directory: unknown)
+    snapshot()              that revision's files and commit details
+    superseded(old, new)    commits after `old` that `new` replaces unseen
+    publish(reports)        attach the reports to their commits (Git notes; a directory: nowhere)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import pathlib
+from collections.abc import Sequence
+from typing import Protocol
+
+from agent.errors import SourceError
+from agent.load.loader import SourceFile
+from agent.model import names
+from agent.outcome import report
+from agent.sources import localdir
+from agent.sources.git import GitSource
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class Snapshot:
+    revision: str
+    files: Sequence[SourceFile]
+    commit: dict[str, str]
+
+
+class Revisions(Protocol):
+    label: str  # for messages: the URL or the directory
+    lock_path: pathlib.Path  # two runs on the same source never overlap
+
+    def head(self) -> str | None: ...
+    def snapshot(self) -> Snapshot: ...
+    def superseded(self, old: str | None, new: str) -> list[str]: ...
+    def commit(self, sha: str) -> dict[str, str]: ...
+    def publish(self, reports: list[report.Report], *, push: bool) -> bool | None: ...
+
+
+def _lock_for(key: str) -> pathlib.Path:
+    return names.CACHE_DIR / "locks" / f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.lock"
+
+
+class DirectoryRevisions:
+    def __init__(self, root: pathlib.Path, *, revision: str | None = None) -> None:
+        self.root = root
+        self.label = str(root)
+        self.lock_path = _lock_for(str(root.resolve()))
+        self.revision = revision  # a name for this revision instead of the computed one
+
+    def head(self) -> str | None:
+        return None  # always read: a directory has no cheap "nothing changed" signal
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot(self.revision or localdir.revision(self.root), localdir.files(self.root), {})
+
+    def superseded(self, old: str | None, new: str) -> list[str]:
+        return []
+
+    def commit(self, sha: str) -> dict[str, str]:
+        return {}
+
+    def publish(self, reports: list[report.Report], *, push: bool) -> bool | None:
+        return None
+
+
+class GitRevisions:
+    def __init__(self, source: GitSource) -> None:
+        self.source = source
+        self.label = source.url
+        self.lock_path = source.workdir.with_name(source.workdir.name + ".lock")
+
+    def head(self) -> str | None:
+        return self.source.remote_head()
+
+    def snapshot(self) -> Snapshot:
+        self.source.clear_stale_locks()  # safe: the run lock is held
+        snap = self.source.fetch()
+        return Snapshot(snap.revision, localdir.files(snap.root), dataclasses.asdict(snap.commit))
+
+    def superseded(self, old: str | None, new: str) -> list[str]:
+        return self.source.commits_between(old, new)
+
+    def commit(self, sha: str) -> dict[str, str]:
+        return dataclasses.asdict(self.source.commit(self.source.repo(), sha))
+
+    def publish(self, reports: list[report.Report], *, push: bool) -> bool | None:
+        """Writes each report as notes; pushes them if asked. Failing to push is logged, not fatal."""
+        try:
+            self.source.fetch_notes()
+        except SourceError as exc:
+            log.warning("could not fetch existing notes: %s", exc)
+        for item in reports:
+            self.source.add_note(item.revision, report.to_note(item), report.to_full(item))
+        if not push:
+            return None
+        try:
+            self.source.push_notes()
+            return True
+        except SourceError as exc:
+            log.warning("could not push the reports (refs/notes/bindy-agent*): %s", exc)
+            return False

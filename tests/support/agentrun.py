@@ -1,0 +1,32 @@
+"""Runs the agent's one orchestrator the way the CLI and the scheduler do, for tests."""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any
+
+from agent.gate import safety
+from agent.reconcile.kubeapi import KubeApi
+from agent.reconcile.statestore import FileStore, Store
+from agent.run import orchestrator, revisions
+from agent.sources.git import GitSource
+
+
+def options(*, force: bool = False, allow_prune: bool = False, **kwargs: Any) -> orchestrator.Options:
+    return orchestrator.Options(policy=safety.Policy(force=force, allow_prune=allow_prune), **kwargs)
+
+
+def sync_dir(root: pathlib.Path, *, store: Store | None = None, state: pathlib.Path | None = None,
+             kube_api: KubeApi | None = None, endpoints: Any = None, revision: str | None = None,
+             **kwargs: Any) -> orchestrator.RunOutcome:
+    """`bindy-agent sync DIR`: `state` is a FileStore directory when no `store` is given."""
+    store = store or FileStore(state or root.parent / "state")
+    source = revisions.DirectoryRevisions(root, revision=revision)
+    return orchestrator.run(source, orchestrator.Targets(store, kube_api, endpoints), options(**kwargs))
+
+
+def sync_git(source: GitSource, *, store: Store, kube_api: KubeApi | None = None, endpoints: Any = None,
+             forge: Any = None, alerts: Any = None, **kwargs: Any) -> orchestrator.RunOutcome:
+    """`bindy-agent sync --repo URL` (or one run of `bindy-agent run`, with statuses and alerts)."""
+    targets = orchestrator.Targets(store, kube_api, endpoints, forge, alerts)
+    return orchestrator.run(revisions.GitRevisions(source), targets, options(**kwargs))
