@@ -206,8 +206,9 @@ def _parser() -> argparse.ArgumentParser:
     ic.set_defaults(func=sync.install_crds)
 
     s = verbs.add_parser("schemas", help="write the JSON Schemas and CRDs generated from the models",
-                         description="Write schemas/json/<Kind>.json and schemas/crds/<crd>.yaml from "
-                         "the models. With --check, write nothing and exit 1 if they differ.")
+                         description="Write schemas/json/<Kind>.json, schemas/crds/<crd>.yaml and "
+                         "schemas/crds/kustomization.yaml from the models. With --check, write nothing and "
+                         "exit 1 if they differ.")
     s.set_defaults(func=offline.schemas)
     s.add_argument("--dir", type=pathlib.Path, default=offline.DEFAULT_SCHEMAS, metavar="DIR",
                    help="output directory (default: %(default)s)")

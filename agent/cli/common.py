@@ -101,4 +101,5 @@ def valid_state(args: argparse.Namespace, verb: str) -> desired.Desired | None:
 def kube_api(args: argparse.Namespace) -> Any:
     from agent.reconcile import kubeapi
 
-    return kubeapi.KubeApi.from_kubeconfig(args.kubeconfig, context=args.context)
+    scope = policy_settings(args).kube_scope()
+    return kubeapi.KubeApi.from_kubeconfig(args.kubeconfig, context=args.context, namespaces=scope)

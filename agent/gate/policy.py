@@ -136,6 +136,14 @@ class PolicySettings:
     def namespace_allowed(self, namespace: str) -> bool:
         return ANY in self.allowed_namespaces or namespace in self.allowed_namespaces
 
+    def kube_scope(self) -> list[str] | None:
+        """The namespaces the agent lists what it manages in: where its Roles are (its own namespace
+        holds only its state, read by name). None: any namespace, so cluster-wide lists (which need
+        a ClusterRole)."""
+        if ANY in self.allowed_namespaces:
+            return None
+        return sorted(self.allowed_namespaces)
+
     def image_allowed(self, repo: str) -> bool:
         entries = [_allowlist_entry(e) for e in self.allowed_registries]
         return ANY in entries or any(repo == e or repo.startswith(e + "/") for e in entries)

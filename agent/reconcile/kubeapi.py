@@ -4,6 +4,8 @@ Server-side apply (`application/apply-patch+yaml`, field manager `bindy-agent`, 
 way objects are written. Every write is counted in `writes`, so tests and metrics can prove that
 a second sync of the same revision writes nothing. Library exceptions stop here and become the
 project's `KubeError` (forbidden / not_found / conflict / invalid / server), keeping their cause.
+An agent whose RBAC is namespaced Roles (deploy/) may not list a kind across the cluster: a
+connection given `namespaces` lists each of those instead.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 import logging
 import threading
 import urllib.parse
+from collections.abc import Iterable
 from typing import Any
 
 import kubernetes.client
@@ -66,18 +69,22 @@ _VERBS = {"GET": "get", "PATCH": "patch", "DELETE": "delete", "POST": "create", 
 
 
 class KubeApi:
-    """One connection to an API server. `reads` and `writes` count calls by verb."""
+    """One connection to an API server. `reads` and `writes` count calls by verb. With `namespaces`,
+    the namespaced kinds are only ever listed in those namespaces (never cluster-wide)."""
 
-    def __init__(self, api_client: kubernetes.client.ApiClient, *, timeout: float = 30) -> None:
+    def __init__(self, api_client: kubernetes.client.ApiClient, *, timeout: float = 30,
+                 namespaces: Iterable[str] | None = None) -> None:
         self.client = api_client
         self.timeout = timeout
+        self.namespaces = tuple(sorted(set(namespaces))) if namespaces is not None else None
         self.reads: collections.Counter[str] = collections.Counter()
         self.writes: collections.Counter[str] = collections.Counter()
         self._lock = threading.Lock()  # calls may come from several threads
         self.deadline: Deadline = UNBOUNDED  # the current run's; every call's timeout is cut to it
 
     @classmethod
-    def from_kubeconfig(cls, path: str | None, *, context: str | None = None) -> KubeApi:
+    def from_kubeconfig(cls, path: str | None, *, context: str | None = None,
+                        namespaces: Iterable[str] | None = None) -> KubeApi:
         try:
             if path:
                 client = kubernetes.config.new_client_from_config(config_file=path, context=context)
@@ -88,7 +95,7 @@ class KubeApi:
         except (kubernetes.config.ConfigException, OSError) as exc:
             raise KubeError(f"cannot load Kubernetes credentials from {path or 'the pod'}: {exc}",
                             reason="config") from exc
-        return cls(client)
+        return cls(client, namespaces=namespaces)
 
     def close(self) -> None:
         self.client.close()
@@ -138,8 +145,12 @@ class KubeApi:
 
     def list(self, kind: str, *, label_selector: str | None = None,
              namespace: str | None = None) -> list[dict[str, Any]]:
-        """Objects of a kind, in one namespace or all (the items carry apiVersion/kind)."""
+        """Objects of a kind, in one namespace or all (the items carry apiVersion/kind). "All" means
+        the cluster, or each of `self.namespaces` when the connection is scoped to them."""
         res = RESOURCES[kind]
+        if namespace is None and res.namespaced and self.namespaces is not None:
+            return [item for ns in self.namespaces for item in self.list(kind, label_selector=label_selector,
+                                                                          namespace=ns)]
         query = [("labelSelector", label_selector)] if label_selector else []
         try:
             result = self._call("GET", res.path(namespace), query=query)

@@ -13,6 +13,7 @@ from agent.errors import ConfigError
 from agent.gate import policy
 from agent.model import names
 from agent.outcome import delivery, forge, notify
+from agent.reconcile import endpoints as zone_endpoints
 
 ENV_PREFIX = "BINDY_AGENT_"
 MIB = 1024 * 1024
@@ -58,10 +59,17 @@ class Settings(pydantic.BaseModel):
     """reach the cluster with the pod's ServiceAccount (instead of --kubeconfig)"""
     agent_namespace: str = names.DEFAULT_AGENT_NAMESPACE
     """namespace of the agent's state, inventory and Lease"""
+    install_crds: bool = pydantic.Field(True, description="apply the 12 CRDs before each sync (off when an admin "
+                                        "installs them and the agent may only read them)")
     endpoints: pathlib.Path | None = None
     """instance -> DNS/zone API/key map (see README); enables the DNS steps"""
     in_cluster_dns: bool = False
     """reach the instances through their Services and RNDC Secrets (needs a cluster); instead of --endpoints"""
+    zone_api_token_file: pathlib.Path = pydantic.Field(
+        zone_endpoints.ZONE_API_TOKEN, description="projected ServiceAccount token for the zone HTTP APIs "
+        "(never the Kubernetes API token)")
+    zone_api_audience: str = pydantic.Field(zone_endpoints.ZONE_API_AUDIENCE,
+                                            description="the audience the zone API token must be bound to")
     state: pathlib.Path | None = None
     """directory of the agent's state when there is no cluster (default: state in --cache)"""
     namespace: str = names.DEFAULT_NAMESPACE

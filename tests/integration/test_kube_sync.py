@@ -25,7 +25,7 @@ from agent.reconcile.kubeapi import KubeApi
 from agent.run import orchestrator
 from tests.conftest import ROOT, SAMPLE, load_dir
 from tests.support import agentrun
-from tests.support.kube import KubeCluster
+from tests.support.kube import KubeCluster, service_account_token
 from tests.support.procs import wait_for
 
 GROUP, VERSION = "bindy.firestoned.io", "v1beta1"
@@ -284,12 +284,21 @@ def test_in_cluster_endpoints_come_from_services_and_rndc_secrets(
     root = _repo(tmp_path, namespace)
     api, _ = _sync(kube, root, namespace)
     token = tmp_path / "token"
-    token.write_text("sa-token\n")
+    bound = service_account_token(kube_client, namespace, "bind9", audiences=["bindcar"])
+    token.write_text(bound + "\n")  # as the kubelet projects it
     found = endpoints.from_cluster(api, desired.build(load_dir(root)), token_file=token)
     primary = found[f"{namespace}/dns-primary-0"]
     assert (primary.dns_host, primary.dns_port) == (f"dns-primary-0.{namespace}.svc.cluster.local", 53)
     assert primary.api_url == f"http://dns-primary-0.{namespace}.svc.cluster.local:8080"
-    assert primary.token == "sa-token"
+    assert primary.token == bound
+    # the kubelet rotates the projected token: every run reads the file again
+    rotated = service_account_token(kube_client, namespace, "bind9", audiences=["bindcar"], seconds=3601)
+    token.write_text(rotated)
+    state = desired.build(load_dir(root))
+    assert endpoints.from_cluster(api, state, token_file=token)[f"{namespace}/dns-primary-0"].token == rotated != bound
+    # the seam that decides which instances get a token at all
+    chosen = endpoints.from_cluster(api, state, token_file=token, send_token_to=lambda key: "primary" in key.name)
+    assert (chosen[f"{namespace}/dns-primary-0"].token, chosen[f"{namespace}/dns-secondary-0"].token) == (rotated, "")
     secret = client.CoreV1Api(kube_client).read_namespaced_secret("dns-primary-0-rndc-key", namespace)
     assert primary.tsig is not None
     assert (primary.tsig.name, primary.tsig.algorithm) == ("dns-primary-0-rndc-key", "hmac-sha256")
