@@ -2,13 +2,15 @@
 
 Cloned once into a cache directory, then fetched; follows a branch, or pins a tag or commit;
 shallow by default; an optional sub-path holds the CRs. Auth: an SSH deploy key (host keys checked
-against a known_hosts file unless explicitly disabled), an HTTPS token (passed to git through its
+against a known_hosts file unless explicitly disabled), an HTTPS token sent as HTTP Basic auth with
+the user `x-access-token` as GitHub, GitLab and Gitea accept (passed to git through its
 environment, never on a command line or in a log), or none. Every network operation has a
 timeout. A force-pushed branch is simply followed: the work tree is reset to what the remote says.
 """
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import hashlib
 import logging
@@ -26,6 +28,7 @@ log = logging.getLogger(__name__)
 NOTES_REF = "refs/notes/bindy-agent"
 _AUTH_FAILURES = ("could not read Username", "Authentication failed", "Permission denied (publickey", "401", "403")
 _HOST_KEY_FAILURES = ("REMOTE HOST IDENTIFICATION HAS CHANGED", "Host key verification failed")
+TOKEN_USER = "x-access-token"  # GitHub needs exactly this user; GitLab and Gitea accept any
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,13 +77,22 @@ class GitSource:
                 opts += ["-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={self.known_hosts}"]
             env["GIT_SSH_COMMAND"] = shlex.join(opts)
         if self.token_file:
-            try:
-                token = self.token_file.read_text().strip()
-            except OSError as exc:
-                raise ConfigError(f"cannot read the Git token file {self.token_file}: {exc}") from exc
             env.update({"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.extraHeader",
-                        "GIT_CONFIG_VALUE_0": f"Authorization: Bearer {token}"})
+                        "GIT_CONFIG_VALUE_0": f"Authorization: Basic {self._basic_credentials()}"})
         return env
+
+    def _basic_credentials(self) -> str:
+        """base64 of `user:token` from --token-file, which holds the token (user x-access-token)
+        or `user:token` for a forge that wants a particular user."""
+        assert self.token_file is not None
+        try:
+            text = self.token_file.read_text().strip()
+        except OSError as exc:
+            raise ConfigError(f"cannot read the Git token file {self.token_file}: {exc}") from exc
+        if not text:
+            raise ConfigError(f"the Git token file {self.token_file} is empty")
+        user, _, token = text.partition(":") if ":" in text else (TOKEN_USER, "", text)
+        return base64.b64encode(f"{user or TOKEN_USER}:{token}".encode()).decode()
 
     def _git(self, repo: git.Repo | None, *args: str) -> str:
         runner = repo.git if repo is not None else git.Git()
