@@ -21,14 +21,12 @@ import yaml
 
 from agent.errors import SourceError
 from agent.load import shorthand
-from agent.model import kinds, names
+from agent.model import kinds, names, syntax
 from agent.model.base import Resource
 from agent.model.key import ObjectKey
 from agent.model.problems import Origin, Problem, Severity
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
-_DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,6 +185,21 @@ class _Document:
         self.problems.append(Problem(Origin(self.file, line), self.obj, _dotted(loc), message, severity))
 
 
+def _check_metadata(doc: _Document, meta: dict[str, Any]) -> None:
+    """What the API server would refuse in metadata: names, namespaces, label and annotation keys."""
+    for field, check, longest in (("name", syntax.subdomain_error, 253), ("namespace", syntax.label_error, 63)):
+        value = meta.get(field)  # longer ones: ObjectMeta's max_length reports them
+        if isinstance(value, str) and 0 < len(value) <= longest and (error := check(value)):
+            doc.report(("metadata", field), f"invalid {field} {value!r}: {error}")
+    for field in ("labels", "annotations"):
+        mapping = meta.get(field)
+        for key, value in (mapping.items() if isinstance(mapping, dict) else ()):
+            if isinstance(key, str) and (error := syntax.label_key_error(key)):
+                doc.report(("metadata", field, key), f"invalid key {key!r}: {error}")
+            elif field == "labels" and isinstance(value, str) and (error := syntax.label_value_error(value)):
+                doc.report(("metadata", field, key), f"invalid label value {value!r}: {error}")
+
+
 def _check_document(doc: _Document, default_namespace: str) -> Loaded | None:
     data = doc.data
     if not isinstance(data, dict):
@@ -217,13 +230,10 @@ def _check_document(doc: _Document, default_namespace: str) -> Loaded | None:
     if kind.namespaced and namespace is None and isinstance(name, str):
         meta["namespace"] = namespace = default_namespace
     key = ObjectKey(kind.name, namespace if kind.namespaced else None, str(name))
-    doc.obj = str(key) if isinstance(name, str) else kind.name
+    doc.obj = syntax.printable(str(key)) if isinstance(name, str) else kind.name
     if not kind.namespaced and namespace is not None:
         doc.report(("metadata", "namespace"), f"{kind.name} is cluster-scoped; remove metadata.namespace")
-    for field, value, label in (("name", name, "name"), ("namespace", namespace, "namespace")):
-        if isinstance(value, str) and value and not (_DNS1123 if field == "name" else _DNS1123_LABEL).match(value):
-            doc.report(("metadata", field), f"invalid {label} {value!r}: use lowercase letters, digits, "
-                       "'-' (and '.' in names), starting and ending with a letter or digit")
+    _check_metadata(doc, meta)
 
     if "status" in data:
         del data["status"]
