@@ -85,3 +85,15 @@ def test_a_burst_of_triggers_during_a_run_collapses_into_one_more_run(tmp_path: 
     finally:
         release.set()
         agent.stop()
+
+
+def test_read_limits_are_settings_with_their_defaults_and_reasons() -> None:
+    from agent.model.limits import Limits
+
+    settings = config.load_settings({"repo": "x", "max_documents": "1000"},
+                                    environ={"BINDY_AGENT_MAX_FILE_BYTES": "4096"})
+    assert settings.limits() == Limits(max_file_bytes=4096, max_documents=1000)
+    assert config.load_settings({"repo": "x"}, environ={}).limits() == Limits()
+    assert "100,000 records" in config.Settings.model_fields["max_revision_bytes"].description  # type: ignore[operator]
+    with pytest.raises(ConfigError, match="setting max_alias_nodes: .* environment BINDY_AGENT_MAX_ALIAS_NODES"):
+        config.load_settings({"repo": "x", "max_alias_nodes": "0"}, environ={})

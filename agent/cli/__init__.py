@@ -39,6 +39,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="directory of CR YAML files (searched recursively)")
     shared.add_argument("--namespace", default=names.DEFAULT_NAMESPACE, metavar="NS",
                         help="namespace for namespaced objects that name none (default: %(default)s)")
+    common.add_limit_flags(shared)
 
     v = verbs.add_parser("validate", parents=[shared], help="check a directory of CRs",
                          description="Parse and validate every YAML document below DIR; report every "
@@ -92,6 +93,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="apply plans the safety gate refuses (mass deletes, apex NS changes)")
     sy.add_argument("--batch", type=int, default=1000, metavar="N",
                     help="changes per DNS UPDATE message (default: %(default)s)")
+    common.add_limit_flags(sy)
     git_args = sy.add_argument_group("Git source")
     git_args.add_argument("--repo", metavar="URL", help="Git repository (URL or local path) instead of DIR")
     git_args.add_argument("--branch", default="main", help="branch to follow (default: %(default)s)")

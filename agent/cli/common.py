@@ -4,6 +4,7 @@ problems. The CLI is the only part of the agent that prints."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import pathlib
 import sys
 from collections.abc import Sequence
@@ -11,6 +12,7 @@ from typing import Any, TextIO
 
 from agent.desired import hierarchy as desired
 from agent.load import loader
+from agent.model import limits as read_limits
 from agent.model import problems
 from agent.sources import localdir
 
@@ -32,6 +34,31 @@ def directory(value: str) -> pathlib.Path:
     return path
 
 
+def positive(value: str) -> int:
+    try:
+        number = int(value.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} must be at least 1")
+    return number
+
+
+def add_limit_flags(parser: argparse.ArgumentParser) -> None:
+    """--max-file-bytes, --max-revision-bytes, --max-documents, --max-alias-nodes."""
+    group = parser.add_argument_group("limits on what a revision may make the agent read")
+    for field in dataclasses.fields(read_limits.Limits):
+        group.add_argument(read_limits.flag(field.name), dest=field.name, type=positive, default=field.default,
+                           metavar="N", help=read_limits.help_of(field.name))
+
+
+def limits(args: argparse.Namespace) -> read_limits.Limits:
+    """The limits given by the flags (defaults for any not given)."""
+    defaults = read_limits.Limits()
+    return read_limits.Limits(**{f.name: int(getattr(args, f.name, getattr(defaults, f.name)))
+                                 for f in dataclasses.fields(read_limits.Limits)})
+
+
 def print_problems(items: Sequence[problems.Problem], root: pathlib.Path, out: TextIO,
                     *, quiet: bool = False) -> None:
     for p in problems.sorted_problems(items):
@@ -45,7 +72,8 @@ def print_problems(items: Sequence[problems.Problem], root: pathlib.Path, out: T
 
 
 def load(args: argparse.Namespace) -> tuple[loader.Manifest, desired.Desired | None]:
-    manifest = loader.load_files(localdir.files(args.directory), default_namespace=args.namespace)
+    manifest = loader.load_files(localdir.files(args.directory), default_namespace=args.namespace,
+                                 limits=limits(args))
     if not manifest.ok:
         return manifest, None
     return manifest, desired.build(manifest)

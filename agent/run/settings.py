@@ -9,6 +9,7 @@ import pydantic
 import yaml
 
 from agent.errors import ConfigError
+from agent.model import limits as read_limits
 from agent.model import names
 
 ENV_PREFIX = "BINDY_AGENT_"
@@ -48,6 +49,19 @@ class Settings(pydantic.BaseModel):
     leader_election: bool = pydantic.Field(True, description="with a cluster: only the Lease holder syncs")
     lease_name: str = "bindy-agent"
     lease_duration: int = pydantic.Field(15, ge=2, description="seconds before a silent leader is replaced")
+    max_file_bytes: int = pydantic.Field(read_limits.Limits.max_file_bytes, ge=1,
+                                         description=read_limits.help_of("max_file_bytes"))
+    max_revision_bytes: int = pydantic.Field(read_limits.Limits.max_revision_bytes, ge=1,
+                                             description=read_limits.help_of("max_revision_bytes"))
+    max_documents: int = pydantic.Field(read_limits.Limits.max_documents, ge=1,
+                                        description=read_limits.help_of("max_documents"))
+    max_alias_nodes: int = pydantic.Field(read_limits.Limits.max_alias_nodes, ge=1,
+                                          description=read_limits.help_of("max_alias_nodes"))
+
+    def limits(self) -> read_limits.Limits:
+        """What a revision may make the agent read (agent/model/limits.py)."""
+        return read_limits.Limits(self.max_file_bytes, self.max_revision_bytes, self.max_documents,
+                                  self.max_alias_nodes)
 
     def masked(self) -> dict[str, object]:
         """The effective settings for --print-config (file paths only; no secret values exist here)."""
