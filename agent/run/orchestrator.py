@@ -33,7 +33,6 @@ from agent.reconcile.endpoints import Endpoint
 from agent.reconcile.kubeapi import KubeApi
 from agent.reconcile.state import AgentState, Store
 from agent.run import logs
-from agent.sources import localdir
 from agent.sources.git import GitSource
 
 log = logging.getLogger(__name__)
@@ -150,7 +149,7 @@ def sync_git(source: GitSource, *, store: Store, kube_api: KubeApi | None = None
     except SourceError as exc:
         return GitRun(run_id, head, "unreachable", message=str(exc))
     skipped = [] if dry_run else source.commits_between(agent_state.seen, snap.revision)
-    manifest = loader.load_files(localdir.files(snap.root), default_namespace=default_namespace)
+    manifest = loader.load_files(snap.files(), default_namespace=default_namespace, limits=snap.limits)
     found = list(manifest.problems)
     state = desired.build(manifest) if manifest.ok else None
     found += state.problems if state else []

@@ -1,11 +1,13 @@
 """A Git remote as a revision source (GitPython).
 
 Cloned once into a cache directory, then fetched; follows a branch, or pins a tag or commit;
-shallow by default; an optional sub-path holds the CRs. Auth: an SSH deploy key (host keys checked
+shallow by default; an optional sub-path holds the CRs. Files are read from the fetched commit's
+tree (agent/sources/gittree.py), never from a work tree, so a symbolic link in the repository can
+only ever resolve to another blob of the same commit. Auth: an SSH deploy key (host keys checked
 against a known_hosts file unless explicitly disabled), an HTTPS token sent as HTTP Basic auth with
 the user `x-access-token` as GitHub, GitLab and Gitea accept (passed to git through its
 environment, never on a command line or in a log), or none. Every network operation has a
-timeout. A force-pushed branch is simply followed: the work tree is reset to what the remote says.
+timeout. A force-pushed branch is simply followed: each fetch names the commit to read.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import hashlib
 import logging
 import os
 import pathlib
+import posixpath
 import shlex
 import shutil
 from typing import Any
@@ -23,6 +26,8 @@ from typing import Any
 import git
 
 from agent.errors import ConfigError, SourceError
+from agent.model.limits import Limits
+from agent.sources import gittree
 
 log = logging.getLogger(__name__)
 NOTES_REF = "refs/notes/bindy-agent"
@@ -41,9 +46,19 @@ class Commit:
 
 @dataclasses.dataclass(frozen=True)
 class Snapshot:
+    """A fetched commit: its files are listed and read straight from its tree."""
+
     revision: str
-    root: pathlib.Path  # the directory holding the CRs (sub-path applied)
     commit: Commit
+    path: str = ""  # the directory of CRs inside the repository ("" for the top)
+    limits: Limits = dataclasses.field(default_factory=Limits)  # how much the loader may read of it
+    repo: git.Repo | None = dataclasses.field(default=None, repr=False, compare=False)
+
+    def files(self) -> list[gittree.GitFile]:
+        """The commit's YAML files below `path`: path, blob id, size and read()."""
+        if self.repo is None:
+            raise SourceError(f"{self.revision[:12]}: no repository to read the files from")
+        return gittree.files(self.repo, f"{self.revision}:{self.path}" if self.path else self.revision)
 
 
 @dataclasses.dataclass
@@ -59,10 +74,12 @@ class GitSource:
     insecure_ignore_host_key: bool = False
     token_file: pathlib.Path | None = None
     timeout: float = 60
+    limits: Limits = dataclasses.field(default_factory=Limits)
 
     def __post_init__(self) -> None:
         if self.ssh_key and not self.known_hosts and not self.insecure_ignore_host_key:
             raise ConfigError("an SSH deploy key needs --known-hosts (or, knowingly, --insecure-ignore-host-key)")
+        self.path = "" if posixpath.normpath(self.path or ".") == "." else posixpath.normpath(self.path).strip("/")
         digest = hashlib.sha256(self.url.encode()).hexdigest()[:12]
         self.workdir = self.cache / f"repo-{digest}"
 
@@ -138,7 +155,7 @@ class GitSource:
         return repo
 
     def fetch(self) -> Snapshot:
-        """Brings the work tree to the remote's current commit (force-pushes included)."""
+        """Fetches the remote's current commit (force-pushes included); nothing is checked out."""
         repo = self.repo()
         depth = ["--depth", str(self.depth)] if self.depth else []
         target = self._target()
@@ -149,12 +166,16 @@ class GitSource:
             refspec = f"+{tag}:{tag}" if self.ref else f"+{target}:refs/remotes/origin/{target}"
             self._git(repo, "fetch", "--quiet", "--force", *depth, "origin", refspec)
         sha = self._git(repo, "rev-parse", "FETCH_HEAD^{commit}").strip()
-        self._git(repo, "checkout", "--quiet", "--force", "--detach", sha)
-        self._git(repo, "clean", "-q", "-ffdx")
-        root = self.workdir / self.path if self.path else self.workdir
-        if not root.is_dir():
+        if self.path and self._object_type(repo, f"{sha}:{self.path}") != "tree":
             raise SourceError(f"{self._safe_url()}@{sha[:12]}: no directory {self.path!r} in the repository")
-        return Snapshot(sha, root, self.commit(repo, sha))
+        return Snapshot(sha, self.commit(repo, sha), self.path, self.limits, repo)
+
+    @staticmethod
+    def _object_type(repo: git.Repo, spec: str) -> str | None:
+        try:
+            return str(repo.git.cat_file("-t", spec)).strip()
+        except git.GitCommandError:
+            return None
 
     @staticmethod
     def commit(repo: git.Repo, sha: str) -> Commit:
