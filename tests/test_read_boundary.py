@@ -253,3 +253,39 @@ def test_revision_and_document_limits_stop_reading(hostile: Repo) -> None:
     assert done.returncode == 2 and "r2.yaml:6: more than 7 YAML documents" in done.stderr
     bad = _cli("validate", str(hostile.root), "--max-documents", "0")
     assert bad.returncode == 2 and "--max-documents: '0' must be at least 1" in bad.stderr
+
+
+def test_a_document_of_tiny_nodes_is_refused_before_it_is_composed(hostile: Repo) -> None:
+    # two bytes a node: 8 MiB of this took 87 s and 7.4 GB before (1.2 GB of it composing the nodes)
+    hostile.add("wide.yaml", TXT % ("wide", ",".join(["1"] * 200_000)))
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        problems = _messages(hostile.root)
+        elapsed, peak = time.perf_counter() - started, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert problems == ["wide.yaml:4: a YAML document of more than 100,000 nodes (keys, values, lists, mappings); no "
+                        "Bindy object needs as many, so the file is not loaded - split it"]
+    assert elapsed < 5 and peak < 10_000_000
+
+
+def test_schema_errors_of_one_document_are_capped(hostile: Repo) -> None:
+    hostile.add("many.yaml", TXT % ("many", ",".join(["1"] * 5_000)))
+    problems = _messages(hostile.root)
+    assert len(problems) == 51
+    assert problems[0] == "many.yaml:4: TXTRecord/dns/many: spec.text[0]: input should be a valid string (got 1)"
+    assert problems[-1] == ("many.yaml:1: TXTRecord/dns/many: and 4,950 more schema errors in this document (the "
+                            "first 50 are shown)")
+
+
+def test_the_revision_node_limit(hostile: Repo) -> None:
+    for i in range(3):
+        hostile.add(f"r{i}.yaml", TXT % (f"t{i}", '"x"'))
+    per_document = 18  # the mapping, 8 keys, 6 scalar values, 2 mappings, a list and its string
+    assert _messages(hostile.root, limits=Limits(max_nodes=3 * per_document)) == []
+    assert _messages(hostile.root, limits=Limits(max_nodes=3 * per_document - 1)) == [
+        "r2.yaml:4: more than 53 YAML nodes (keys, values, lists, mappings) in the revision; the rest was not read "
+        "(raise the limit: --max-nodes)"]
+    done = _cli("validate", str(hostile.root), "--max-nodes", "20")
+    assert done.returncode == 1 and "r1.yaml:1: more than 20 YAML nodes" in done.stderr

@@ -6,10 +6,12 @@ whose distinct nodes are bounded by its size while its expansion - what construc
 or serialising it visits - can be exponential (the "billion laughs"). Counting the expansion over
 the graph, with each node's expanded size remembered, takes one visit per distinct node.
 
-Depth: the libyaml binding composes recursively in C and crashes the process (SIGSEGV) at some
-tens of thousands of levels. A cheap bound over the text rules out deep nesting for ordinary files
+Before composing: the libyaml binding composes recursively in C and crashes the process (SIGSEGV)
+at some tens of thousands of levels, and a composed node costs about 300 bytes, so two bytes per
+node (`[1,1,1,...]`) would turn 8 MiB into 1.2 GB. Cheap bounds over the text rule out deep nesting
 (block nesting needs indentation or '- ' / '? ' indicators at the start of a line, flow nesting a
-'[' or '{' per level); only when the bound cannot, the parser's events are counted.
+'[' or '{' per level) and too many nodes (each needs one of a few characters) for ordinary files;
+only when they cannot, the parser's events are counted, stopping at the first limit passed.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import re
 
 import yaml
 
-from agent.model.limits import MAX_DEPTH, Limits, MiB, flag
+from agent.model.limits import MAX_DEPTH, MAX_DOCUMENT_NODES, Limits, MiB, flag
 from agent.model.problems import Origin, Problem
 
 _PREFIX = 24  # no line starting with this many of ' -?:' -> block nesting <= 2 * (_PREFIX - 1) + 2 levels
@@ -27,6 +29,9 @@ _DOC_MARKER = re.compile(r"^(?:---|\.\.\.)(?=\s|$)", re.M)
 _ALIAS = re.compile(r"(?<=[\s,\[{])\*[^\s,\[\]{}]")  # an alias token (or, harmlessly, text that looks like one)
 TOO_DEEP = (f"nested more than {MAX_DEPTH} levels deep; no Bindy or Kubernetes object is, so the file is "
             "not loaded - flatten it")
+TOO_BIG = (f"a YAML document of more than {MAX_DOCUMENT_NODES:,} nodes (keys, values, lists, mappings); no Bindy "
+           "object needs as many, so the file is not loaded - split it")
+_FLOW = MAX_DEPTH - 2 * _PREFIX  # levels flow collections ('[', '{') may add to the block levels
 
 
 def _size(n: int) -> str:
@@ -46,6 +51,7 @@ class Budget:
         self.bytes = limits.max_revision_bytes
         self.documents = limits.max_documents
         self.alias_nodes = limits.max_alias_nodes
+        self.nodes = limits.max_nodes
         self.exhausted = False  # a revision-wide limit was hit: nothing more is read
 
     def admit(self, file: str, size: int) -> Problem | None:
@@ -62,6 +68,53 @@ class Budget:
                            f"(raise the limit: {flag('max_revision_bytes')})")
         return None
 
+    def precheck(self, text: str, file: str) -> Problem | None:
+        """Before composing a file: no document too deep or too big, the revision's nodes within
+        the limit. A problem means the file is not loaded."""
+        if self._safe(text):
+            return None
+        loader = yaml.CSafeLoader(text)
+        depth = nodes = total = 0
+        try:
+            while loader.check_event():
+                event = loader.get_event()
+                if isinstance(event, yaml.DocumentStartEvent):
+                    nodes = 0
+                elif isinstance(event, yaml.ScalarEvent | yaml.SequenceStartEvent | yaml.MappingStartEvent):
+                    depth += not isinstance(event, yaml.ScalarEvent)
+                    nodes, total = nodes + 1, total + 1
+                    if problem := self._passed(file, event, depth, nodes, total):
+                        return problem
+                elif isinstance(event, yaml.SequenceEndEvent | yaml.MappingEndEvent):
+                    depth -= 1
+        except yaml.YAMLError:
+            return None  # within the limits up to the error; the parse reports the error itself
+        finally:
+            loader.dispose()
+        return None
+
+    def _safe(self, text: str) -> bool:
+        if _LONG_PREFIX.search(text) or (whole := _node_bound(text)) > self.nodes:
+            return False
+        if whole <= MAX_DOCUMENT_NODES and _flows(text) <= _FLOW:
+            return True
+        return all(_node_bound(text, a, b) <= MAX_DOCUMENT_NODES and _flows(text, a, b) <= _FLOW
+                   for a, b in _spans(text))
+
+    def _passed(self, file: str, event: yaml.Event, depth: int, nodes: int, total: int) -> Problem | None:
+        line = event.start_mark.line + 1 if event.start_mark else 1
+        if depth > MAX_DEPTH:
+            return Problem(Origin(file, line), "", "", TOO_DEEP)
+        if nodes > MAX_DOCUMENT_NODES:
+            return Problem(Origin(file, line), "", "", TOO_BIG)
+        return self._too_many_nodes(file, line) if total > self.nodes else None
+
+    def _too_many_nodes(self, file: str, line: int) -> Problem:
+        self.exhausted = True
+        return Problem(Origin(file, line), "", "", f"more than {self.limits.max_nodes:,} YAML nodes (keys, values, "
+                       f"lists, mappings) in the revision; the rest was not read (raise the limit: "
+                       f"{flag('max_nodes')})")
+
     def spend(self, node: yaml.Node, text: str, file: str) -> Problem | None:
         """Counts one composed document; a problem when it may not be constructed."""
         line = node.start_mark.line + 1
@@ -70,13 +123,14 @@ class Budget:
             return Problem(Origin(file, line), "", "", f"more than {self.limits.max_documents:,} YAML documents "
                            f"in the revision; the rest was not read (raise the limit: {flag('max_documents')})")
         self.documents -= 1
-        if not _ALIAS.search(text, node.start_mark.index, node.end_mark.index):
-            return None
-        return self._aliases(node, file)
+        if _ALIAS.search(text, node.start_mark.index, node.end_mark.index):
+            return self._aliases(node, file)
+        self.nodes -= _count(node)
+        return self._too_many_nodes(file, line) if self.nodes < 0 else None
 
     def _aliases(self, node: yaml.Node, file: str) -> Problem | None:
         try:
-            added, depth, culprit = expansion(node, self.alias_nodes)
+            added, depth, culprit, distinct = expansion(node, self.alias_nodes)
         except _Recursive as exc:
             return Problem(Origin(file, exc.line), "", "", "a YAML alias inside the anchor it refers to makes "
                            "a structure contain itself; no Bindy or Kubernetes object can - write the value out")
@@ -91,12 +145,14 @@ class Budget:
                            f"Write the values out instead of repeating aliases (or raise the limit: "
                            f"{flag('max_alias_nodes')})")
         self.alias_nodes -= added
-        return None
+        self.nodes -= distinct
+        return self._too_many_nodes(file, node.start_mark.line + 1) if self.nodes < 0 else None
 
 
-def expansion(root: yaml.Node, allowed: int) -> tuple[int, int, int]:
+def expansion(root: yaml.Node, allowed: int) -> tuple[int, int, int, int]:
     """(nodes the aliases add when expanded, expanded depth, line of the anchor whose repetition
-    first went over `allowed`, else 0). One visit per distinct node; raises _Recursive on a cycle."""
+    first went over `allowed` else 0, distinct nodes). One visit per distinct node; raises
+    _Recursive on a cycle."""
     sizes: dict[int, tuple[int, int]] = {}
     active: set[int] = set()
     added, culprit = 0, 0
@@ -123,41 +179,35 @@ def expansion(root: yaml.Node, allowed: int) -> tuple[int, int, int]:
         return sizes[key]
 
     _, depth = visit(root)
-    return added, depth, culprit
+    return added, depth, culprit, len(sizes)
 
 
-def too_deep(text: str) -> int | None:
-    """The line at which `text` nests more than MAX_DEPTH levels, or None."""
-    if _shallow(text):
-        return None
-    loader = yaml.CSafeLoader(text)
-    depth = 0
-    try:
-        while loader.check_event():
-            event = loader.get_event()
-            if isinstance(event, yaml.SequenceStartEvent | yaml.MappingStartEvent):
-                depth += 1
-                if depth > MAX_DEPTH:
-                    return event.start_mark.line + 1 if event.start_mark else 1
-            elif isinstance(event, yaml.SequenceEndEvent | yaml.MappingEndEvent):
-                depth -= 1
-    except yaml.YAMLError:
-        return None  # not too deep before the error; the parse reports the error itself
-    finally:
-        loader.dispose()
-    return None
+def _node_bound(text: str, start: int = 0, end: int | None = None) -> int:
+    """At most this many nodes in text[start:end]: a collection needs one of ':?-[{', a scalar
+    sits by one of ':?-,[{' (a mapping entry's two by one ':')."""
+    end = len(text) if end is None else end
+    return 3 * sum(text.count(c, start, end) for c in ":?-,[{") + 2
 
 
-def _shallow(text: str) -> bool:
-    """True when the text cannot nest deeper than MAX_DEPTH (block + flow levels of any document)."""
-    if _LONG_PREFIX.search(text):
-        return False
-    flow = MAX_DEPTH - 2 * _PREFIX  # what flow collections ('[', '{') may add
-    if text.count("[") + text.count("{") <= flow:
-        return True
-    start = 0
-    for marker in _DOC_MARKER.finditer(text):
-        if text.count("[", start, marker.start()) + text.count("{", start, marker.start()) > flow:
-            return False
-        start = marker.start()
-    return text.count("[", start) + text.count("{", start) <= flow
+def _spans(text: str) -> list[tuple[int, int]]:
+    """Where the documents of `text` are (split at '---' / '...' lines)."""
+    cuts = [m.start() for m in _DOC_MARKER.finditer(text)]
+    return list(zip([0, *cuts], [*cuts, len(text)], strict=True))
+
+
+def _flows(text: str, start: int = 0, end: int | None = None) -> int:
+    end = len(text) if end is None else end
+    return text.count("[", start, end) + text.count("{", start, end)
+
+
+def _count(root: yaml.Node) -> int:
+    """Distinct nodes of a document without aliases."""
+    count, todo = 0, [root]
+    while todo:
+        node = todo.pop()
+        count += 1
+        if isinstance(node, yaml.MappingNode):
+            todo += [n for pair in node.value for n in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            todo += node.value
+    return count

@@ -33,6 +33,7 @@ from agent.model.limits import Limits
 from agent.model.problems import Origin, Problem, Severity
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_MAX_ERRORS = 50  # schema errors shown per document: a list of 100,000 wrong items is one mistake
 
 
 @dataclasses.dataclass(frozen=True)
@@ -252,9 +253,13 @@ def _check_document(doc: _Document, default_namespace: str) -> Loaded | None:
     try:
         model = kind.model.model_validate(data)
     except pydantic.ValidationError as exc:
-        for err in exc.errors():
+        errors = exc.errors()
+        for err in errors[:_MAX_ERRORS]:
             loc, message = _message(err, kind.model)
             doc.report(loc, message)
+        if len(errors) > _MAX_ERRORS:
+            doc.report((), f"and {len(errors) - _MAX_ERRORS:,} more schema errors in this document "
+                       f"(the first {_MAX_ERRORS} are shown)")
         return None
     return None if doc.failed else Loaded(key, model, doc.origin, doc.source())
 
@@ -264,9 +269,9 @@ def load_text(text: str, file: str, *, default_namespace: str = names.DEFAULT_NA
     """Loads one file's text (multi-document), spending `budget` (a fresh default one if None)."""
     budget = budget or bounds.Budget(Limits())
     manifest = Manifest(objects=[], problems=[], files=1)
-    deep = bounds.too_deep(text)
-    if deep is not None:
-        manifest.problems.append(Problem(Origin(file, deep), "", "", bounds.TOO_DEEP))
+    refused = budget.precheck(text, file)
+    if refused is not None:
+        manifest.problems.append(refused)
         return manifest
     loader = _Loader(text)
     loader.duplicates = []

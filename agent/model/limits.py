@@ -12,6 +12,7 @@ import dataclasses
 
 MiB = 1024 * 1024
 MAX_DEPTH = 100  # nesting levels of one YAML document; a Deployment's deepest field is about 15
+MAX_DOCUMENT_NODES = 100_000  # YAML nodes of one document; the largest RRset that fits an UPDATE has ~2,000
 MAX_PATH_BYTES = 4096  # a file's path inside the revision (Linux PATH_MAX)
 
 
@@ -26,6 +27,9 @@ class Limits:
     max_documents: int = dataclasses.field(default=250_000, metadata={"help": (
         "most YAML documents in one revision (default 250,000: 100,000 records plus zones and "
         "clusters, 2.5x over)")})
+    max_nodes: int = dataclasses.field(default=5_000_000, metadata={"help": (
+        "most YAML nodes (keys, values, lists, mappings) in one revision, which bound its memory "
+        "(default 5,000,000: 100,000 records have 2.3 million)")})
     max_alias_nodes: int = dataclasses.field(default=100_000, metadata={"help": (
         "most YAML nodes that aliases (*anchor, <<: *anchor) may add to one revision when "
         "expanded (default 100,000; a 619-byte alias bomb adds 6 million)")})

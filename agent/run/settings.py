@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pathlib
 
@@ -55,13 +56,13 @@ class Settings(pydantic.BaseModel):
                                              description=read_limits.help_of("max_revision_bytes"))
     max_documents: int = pydantic.Field(read_limits.Limits.max_documents, ge=1,
                                         description=read_limits.help_of("max_documents"))
+    max_nodes: int = pydantic.Field(read_limits.Limits.max_nodes, ge=1, description=read_limits.help_of("max_nodes"))
     max_alias_nodes: int = pydantic.Field(read_limits.Limits.max_alias_nodes, ge=1,
                                           description=read_limits.help_of("max_alias_nodes"))
 
     def limits(self) -> read_limits.Limits:
         """What a revision may make the agent read (agent/model/limits.py)."""
-        return read_limits.Limits(self.max_file_bytes, self.max_revision_bytes, self.max_documents,
-                                  self.max_alias_nodes)
+        return read_limits.Limits(**{f.name: getattr(self, f.name) for f in dataclasses.fields(read_limits.Limits)})
 
     def masked(self) -> dict[str, object]:
         """The effective settings for --print-config (file paths only; no secret values exist here)."""
