@@ -242,3 +242,13 @@ def test_policy_settings_come_from_flags_environment_or_file_never_the_repositor
         config.load_settings({"repo": "x", "allowed_service_types": "Ingress"}, environ={})
     with pytest.raises(ConfigError, match="setting pod_security: .* \\(flag --pod-security"):
         config.load_settings({"repo": "x"}, environ={"BINDY_AGENT_POD_SECURITY": "privileged"})
+def test_read_limits_are_settings_with_their_defaults_and_reasons() -> None:
+    from agent.model.limits import Limits
+
+    settings = config.load_settings({"repo": "x", "max_documents": "1000"},
+                                    environ={"BINDY_AGENT_MAX_FILE_BYTES": "4096"})
+    assert settings.limits() == Limits(max_file_bytes=4096, max_documents=1000)
+    assert config.load_settings({"repo": "x"}, environ={}).limits() == Limits()
+    assert "100,000 records" in config.Settings.model_fields["max_revision_bytes"].description  # type: ignore[operator]
+    with pytest.raises(ConfigError, match="setting max_alias_nodes: .* environment BINDY_AGENT_MAX_ALIAS_NODES"):
+        config.load_settings({"repo": "x", "max_alias_nodes": "0"}, environ={})

@@ -88,6 +88,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="directory of CR YAML files (searched recursively)")
     shared.add_argument("--namespace", default=names.DEFAULT_NAMESPACE, metavar="NS",
                         help="namespace for namespaced objects that name none (default: %(default)s)")
+    common.add_limit_flags(shared)
 
     guard = common.Parser(add_help=False)
     _policy_flags(guard)
@@ -155,6 +156,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="how long to wait for another sync of the same source to finish (default: %(default)s)")
     sy.add_argument("--batch", type=int, default=1000, metavar="N",
                     help="changes per DNS UPDATE message (default: %(default)s)")
+    common.add_limit_flags(sy)
     git_args = sy.add_argument_group("Git source")
     git_args.add_argument("--repo", metavar="URL", help="Git repository (URL or local path) instead of DIR")
     git_args.add_argument("--branch", default="main", help="branch to follow (default: %(default)s)")
@@ -166,7 +168,9 @@ def _parser() -> argparse.ArgumentParser:
     git_args.add_argument("--known-hosts", type=pathlib.Path, metavar="FILE", help="known_hosts for the SSH key")
     git_args.add_argument("--insecure-ignore-host-key", action="store_true",
                           help="do not check the Git server's SSH host key (not recommended)")
-    git_args.add_argument("--token-file", type=pathlib.Path, metavar="FILE", help="HTTPS token, read from a file")
+    git_args.add_argument("--token-file", type=pathlib.Path, metavar="FILE",
+                          help="HTTPS token, read from a file; sent as Basic auth with the user x-access-token "
+                          "(GitHub, GitLab, Gitea), or write 'user:token' in the file for another user")
     git_args.add_argument("--no-push-notes", dest="push_notes", action="store_false",
                           help="keep the commit reports local instead of pushing refs/notes/bindy-agent")
     git_args.add_argument("--resync-after", type=float, default=600, metavar="SECONDS",
@@ -198,7 +202,8 @@ def _parser() -> argparse.ArgumentParser:
     rp.set_defaults(path="", insecure_ignore_host_key=False)
     rp.add_argument("--ssh-key", type=pathlib.Path, metavar="FILE", help="SSH deploy key")
     rp.add_argument("--known-hosts", type=pathlib.Path, metavar="FILE", help="known_hosts for the SSH key")
-    rp.add_argument("--token-file", type=pathlib.Path, metavar="FILE", help="HTTPS token, read from a file")
+    rp.add_argument("--token-file", type=pathlib.Path, metavar="FILE",
+                    help="HTTPS token (or 'user:token'), read from a file; sent as Basic auth")
 
     ic = verbs.add_parser("install-crds", parents=[kube], help="apply the CRDs and wait until Established",
                           description="Apply the 12 CRDs generated from the models (schemas/crds) and wait "

@@ -13,6 +13,7 @@ from typing import Any, TextIO
 from agent.desired import hierarchy as desired
 from agent.gate import policy, tenancy
 from agent.load import loader
+from agent.model import limits as read_limits
 from agent.model import problems
 from agent.sources import localdir
 
@@ -32,6 +33,31 @@ def directory(value: str) -> pathlib.Path:
     if not path.is_dir():
         raise argparse.ArgumentTypeError(f"{value!r} is not a directory")
     return path
+
+
+def positive(value: str) -> int:
+    try:
+        number = int(value.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} must be at least 1")
+    return number
+
+
+def add_limit_flags(parser: argparse.ArgumentParser) -> None:
+    """--max-file-bytes, --max-revision-bytes, --max-documents, --max-alias-nodes."""
+    group = parser.add_argument_group("limits on what a revision may make the agent read")
+    for field in dataclasses.fields(read_limits.Limits):
+        group.add_argument(read_limits.flag(field.name), dest=field.name, type=positive, default=field.default,
+                           metavar="N", help=read_limits.help_of(field.name))
+
+
+def limits(args: argparse.Namespace) -> read_limits.Limits:
+    """The limits given by the flags (defaults for any not given)."""
+    defaults = read_limits.Limits()
+    return read_limits.Limits(**{f.name: int(getattr(args, f.name, getattr(defaults, f.name)))
+                                 for f in dataclasses.fields(read_limits.Limits)})
 
 
 def print_problems(items: Sequence[problems.Problem], root: pathlib.Path, out: TextIO,
@@ -63,7 +89,8 @@ def load(args: argparse.Namespace) -> tuple[loader.Manifest, desired.Desired | N
     """Loads DIR, expands it and checks it against the policy (its problems join the state's). Without
     a cluster, references to Secrets the agent does not generate are warnings here."""
     settings = policy_settings(args)
-    manifest = loader.load_files(localdir.files(args.directory), default_namespace=args.namespace)
+    manifest = loader.load_files(localdir.files(args.directory), default_namespace=args.namespace,
+                                 limits=limits(args))
     if not manifest.ok:
         return manifest, None
     state = desired.build(manifest)

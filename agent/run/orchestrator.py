@@ -156,7 +156,8 @@ class _Run:
         if not self.options.dry_run:
             forge.pending(self.targets.forge, snap.revision)
         skipped = [] if self.options.dry_run else self.source.superseded(self.state.seen, snap.revision)
-        manifest = loader.load_files(snap.files, default_namespace=self.options.default_namespace)
+        manifest = loader.load_files(snap.files, default_namespace=self.options.default_namespace,
+                                     limits=snap.limits)
         desired = hierarchy.build(manifest) if manifest.ok else None
         if desired is not None:
             desired.problems += self._policy_problems(manifest, desired)

@@ -43,7 +43,7 @@ class Agent:
         self.source = GitSource(settings.repo, settings.cache, branch=settings.branch, ref=settings.ref,
                                 path=settings.path, ssh_key=settings.ssh_key, known_hosts=settings.known_hosts,
                                 insecure_ignore_host_key=settings.insecure_ignore_host_key,
-                                token_file=settings.token_file)
+                                token_file=settings.token_file, limits=settings.limits())
         self.api = (KubeApi.from_kubeconfig(str(settings.kubeconfig) if settings.kubeconfig else None,
                                             namespaces=settings.policy_settings().kube_scope())
                     if settings.kubeconfig or settings.in_cluster else None)

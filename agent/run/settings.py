@@ -11,6 +11,7 @@ import yaml
 
 from agent.errors import ConfigError
 from agent.gate import policy
+from agent.model import limits as read_limits
 from agent.model import names
 from agent.outcome import delivery, forge, notify
 from agent.reconcile import endpoints as zone_endpoints
@@ -181,6 +182,21 @@ class Settings(pydantic.BaseModel):
         """The policy settings the gate checks every revision with."""
         fields = dataclasses.fields(policy.PolicySettings)
         return policy.PolicySettings.of(**{f.name: getattr(self, f.name) for f in fields})
+
+    # What a revision may make the agent read (agent/model/limits.py).
+    max_file_bytes: int = pydantic.Field(read_limits.Limits.max_file_bytes, ge=1,
+                                         description=read_limits.help_of("max_file_bytes"))
+    max_revision_bytes: int = pydantic.Field(read_limits.Limits.max_revision_bytes, ge=1,
+                                             description=read_limits.help_of("max_revision_bytes"))
+    max_documents: int = pydantic.Field(read_limits.Limits.max_documents, ge=1,
+                                        description=read_limits.help_of("max_documents"))
+    max_nodes: int = pydantic.Field(read_limits.Limits.max_nodes, ge=1, description=read_limits.help_of("max_nodes"))
+    max_alias_nodes: int = pydantic.Field(read_limits.Limits.max_alias_nodes, ge=1,
+                                          description=read_limits.help_of("max_alias_nodes"))
+
+    def limits(self) -> read_limits.Limits:
+        """What a revision may make the agent read (agent/model/limits.py)."""
+        return read_limits.Limits(**{f.name: getattr(self, f.name) for f in dataclasses.fields(read_limits.Limits)})
 
     def masked(self) -> dict[str, object]:
         """The effective settings for --print-config (file paths only; no secret values exist here)."""
