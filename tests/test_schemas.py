@@ -74,7 +74,8 @@ def test_crds_are_structural_with_status_and_printer_columns() -> None:
         version = crd["spec"]["versions"][0]
         assert version["subresources"] == {"status": {}}
         names = [c["name"] for c in version["additionalPrinterColumns"]]
-        assert names[-1] == "Ready", path.name
+        revision = crd["spec"]["names"]["kind"] in ("ClusterBind9Provider", "Bind9Cluster", "DNSZone")
+        assert names[-2:] == ["Ready", "Revision"] if revision else names[-1] == "Ready", path.name
     provider = yaml.safe_load((ROOT / "schemas/crds/clusterbind9providers.bindy.firestoned.io.yaml").read_text())
     assert provider["spec"]["scope"] == "Cluster"
     assert provider["spec"]["names"]["shortNames"] == ["cb9p", "cb9ps"]

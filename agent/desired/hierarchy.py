@@ -14,9 +14,13 @@ semantic problem is collected, never raised.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
+import json
 from typing import Any
 
 from agent.desired import admission, placement, rrsets, workloads
+from agent.desired.memo import Memo
 from agent.load.loader import Loaded, Manifest
 from agent.model import kinds, names
 from agent.model.infra import (
@@ -45,6 +49,11 @@ class KubeObject:
     owner: ObjectKey | None = None
     origin: Origin | None = None  # set for objects written in Git
     source: ObjectKey | None = None  # the Git object it was generated from
+
+    @functools.cached_property
+    def hash(self) -> str:
+        """A fingerprint of the body (the applied-hash annotation), computed once per object."""
+        return hashlib.sha256(json.dumps(self.body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
 
 
 @dataclasses.dataclass
@@ -271,8 +280,21 @@ def _children(desired: Desired, clusters: dict[ObjectKey, Cluster], problems: _P
                        TIER_CHILD, key, source=inst.source))
 
 
-def build(manifest: Manifest) -> Desired:
-    """Expands a loaded revision into everything the agent should make true."""
+def _git_objects(manifest: Manifest, objects: list[KubeObject], memo: Memo | None) -> None:
+    """The DNSZone and record CRs as written in Git (each body made once per unchanged object)."""
+    record_kinds = {k.name for k in kinds.RECORD_KINDS}
+    for obj in manifest.objects:
+        tier = TIER_ZONE if obj.key.kind == "DNSZone" else TIER_RECORD
+        if tier == TIER_ZONE or obj.key.kind in record_kinds:
+            def make(obj: Loaded = obj, tier: int = tier) -> KubeObject:
+                return KubeObject(obj.key, _cr_body(obj), tier, origin=obj.origin)
+
+            objects.append(memo.get(("cr", obj.key), (obj,), make) if memo is not None else make())
+
+
+def build(manifest: Manifest, memo: Memo | None = None) -> Desired:
+    """Expands a loaded revision into everything the agent should make true. With a `memo` (a
+    long-running agent), what did not change since the last revision is reused, not recomputed."""
     problems = _Problems()
     objects: list[KubeObject] = []
     clusters = _clusters(manifest, objects, problems)
@@ -282,14 +304,13 @@ def build(manifest: Manifest) -> Desired:
     cluster_view = {k: placement.ClusterView(k, c.provider) for k, c in clusters.items()}
     inst_view = [placement.InstanceView(i.key, i.cluster, i.role, i.labels, i.zones_from)
                  for i in instances.values()]
-    zones, zone_problems = placement.place(manifest, cluster_view, inst_view)
+    zones, zone_problems = placement.place(manifest, cluster_view, inst_view, memo)
     desired.zones = zones
     problems.items += zone_problems
-    for obj in manifest.objects:
-        tier = TIER_ZONE if obj.key.kind == "DNSZone" else TIER_RECORD
-        if tier == TIER_ZONE or obj.key.kind in {k.name for k in kinds.RECORD_KINDS}:
-            objects.append(KubeObject(obj.key, _cr_body(obj), tier, origin=obj.origin))
+    _git_objects(manifest, objects, memo)
     objects.sort(key=lambda o: (o.tier, CHILD_ORDER.get(o.key.kind, 0), o.key.kind, o.key.namespace or "", o.key.name))
     problems.items += admission.check(((o.key, o.body, o.source) for o in objects if o.origin is None),
                                       {o.key: o for o in manifest.objects})
+    if memo is not None:
+        memo.sweep()
     return desired

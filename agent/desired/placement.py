@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from agent.desired import rrsets
+from agent.desired.memo import Memo
 from agent.load.loader import Loaded, Manifest
 from agent.model import kinds, syntax
 from agent.model.base import LabelSelector
@@ -315,11 +316,27 @@ def _check_targets(zone: Zone, sources: dict[tuple[str, str], list[Loaded]], own
                             "record; BIND refuses such an update (check-integrity). Add an ARecord for it")
 
 
+def _zone_rrsets(zone: Zone, obj: Loaded, members: list[Loaded], out: _Out, memo: Memo | None) -> None:
+    """The zone's RRsets and the problems found building them; reused when nothing they come from changed."""
+    def compute() -> tuple[dict[tuple[str, str], rrsets.RRset], dict[ObjectKey, tuple[str, str]], list[Problem]]:
+        scratch = _Out()
+        _add_rrsets(zone, members, scratch)
+        return zone.rrsets, zone.records, scratch.problems
+
+    if memo is None:
+        _add_rrsets(zone, members, out)
+        return
+    found, records, problems = memo.get(("rrsets", zone.name), (obj, *members), compute)
+    zone.rrsets, zone.records = found, records
+    out.problems += problems
+
+
 def place(manifest: Manifest, clusters: dict[ObjectKey, ClusterView],
-          instances: list[InstanceView]) -> tuple[list[Zone], list[Problem]]:
+          instances: list[InstanceView], memo: Memo | None = None) -> tuple[list[Zone], list[Problem]]:
     out = _Out()
     fleet = _Fleet.of(clusters, instances)
     zones: list[Zone] = []
+    sources: dict[ObjectKey, Loaded] = {}
     first_seen: dict[str, Zone] = {}
     record_kinds = {k.name for k in kinds.RECORD_KINDS}
     for obj in manifest.objects:
@@ -333,6 +350,7 @@ def place(manifest: Manifest, clusters: dict[ObjectKey, ClusterView],
                     f"declared by {first_seen[zone.name].key} at {first_seen[zone.name].origin}")
             continue
         first_seen[zone.name] = zone
+        sources[zone.key] = obj
         _check_zone(zone, obj, out)
         _select_instances(zone, obj, fleet, out)
         zones.append(zone)
@@ -344,5 +362,5 @@ def place(manifest: Manifest, clusters: dict[ObjectKey, ClusterView],
         if len(zs) == 1:
             members[zs[0].key].append(r)
     for zone in zones:
-        _add_rrsets(zone, members.get(zone.key, []), out)
+        _zone_rrsets(zone, sources[zone.key], members.get(zone.key, []), out, memo)
     return zones, out.problems

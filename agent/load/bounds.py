@@ -54,6 +54,21 @@ class Budget:
         self.nodes = limits.max_nodes
         self.exhausted = False  # a revision-wide limit was hit: nothing more is read
 
+    def counters(self) -> tuple[int, int, int, int]:
+        return (self.bytes, self.documents, self.nodes, self.alias_nodes)
+
+    def spent_since(self, before: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
+        b, d, n, a = before
+        return (b - self.bytes, d - self.documents, n - self.nodes, a - self.alias_nodes)
+
+    def afford(self, spent: tuple[int, int, int, int]) -> bool:
+        """Whether a file that took `spent` before fits what is left (then nothing is reported)."""
+        return all(left >= cost for left, cost in zip(self.counters(), spent, strict=True))
+
+    def charge(self, spent: tuple[int, int, int, int]) -> None:
+        self.bytes, self.documents, self.nodes, self.alias_nodes = (
+            left - cost for left, cost in zip(self.counters(), spent, strict=True))
+
     def admit(self, file: str, size: int) -> Problem | None:
         """Whether a file of `size` bytes may be read; spends nothing."""
         limits = self.limits

@@ -354,28 +354,77 @@ def _read(file: SourceFile, budget: bounds.Budget, problems: list[Problem]) -> s
     return None
 
 
+@dataclasses.dataclass(frozen=True)
+class _Parsed:
+    part: Manifest
+    spent: tuple[int, int, int, int]  # what it took of the budget: bytes, documents, nodes, alias nodes
+
+
+class FileCache:
+    """The files of the last revision, parsed and validated, by path and content id (a Git blob id):
+    a file whose content did not change is neither read nor parsed again. Only the latest
+    revision's files are kept; a change of default namespace or limits starts afresh."""
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[str, str], _Parsed] = {}
+        self._context: tuple[object, ...] = ()
+        self.hits = self.misses = 0
+
+    def _take(self, key: tuple[str, str], budget: bounds.Budget) -> Manifest | None:
+        parsed = self._entries.get(key)
+        if parsed is None or not budget.afford(parsed.spent):
+            return None  # read and parsed again, so that an exceeded limit is reported as usual
+        budget.charge(parsed.spent)
+        self.hits += 1
+        return parsed.part
+
+
+def _content_id(file: SourceFile) -> str:
+    return str(getattr(file, "blob", "") or "")
+
+
+def _merge(total: Manifest, part: Manifest, seen: dict[ObjectKey, Origin]) -> None:
+    total.documents += part.documents
+    total.problems += part.problems
+    for obj in part.objects:
+        first = seen.get(obj.key)
+        if first is not None:
+            total.problems.append(Problem(obj.origin, str(obj.key), "",
+                                          f"duplicate object: already defined at {first}"))
+            continue
+        seen[obj.key] = obj.origin
+        total.objects.append(obj)
+
+
 def load_files(files: Iterable[SourceFile], *, default_namespace: str = names.DEFAULT_NAMESPACE,
-               limits: Limits | None = None) -> Manifest:
-    """Loads every file of a revision within `limits`; paths in problems are the files' relative paths."""
+               limits: Limits | None = None, cache: FileCache | None = None) -> Manifest:
+    """Loads every file of a revision within `limits`; paths in problems are the files' relative
+    paths. With a `cache`, files whose content id did not change since the last call are reused."""
+    limits = limits or Limits()
     total = Manifest(objects=[], problems=[])
-    budget = bounds.Budget(limits or Limits())
+    budget = bounds.Budget(limits)
     seen: dict[ObjectKey, Origin] = {}
+    fresh: dict[tuple[str, str], _Parsed] = {}
+    if cache is not None and cache._context != (default_namespace, limits):
+        cache._entries, cache._context = {}, (default_namespace, limits)
     for file in files:
         if budget.exhausted:
             break
         total.files += 1
-        text = _read(file, budget, total.problems)
-        if text is None:
-            continue
-        part = load_text(text, file.path, default_namespace=default_namespace, budget=budget)
-        total.documents += part.documents
-        total.problems += part.problems
-        for obj in part.objects:
-            first = seen.get(obj.key)
-            if first is not None:
-                total.problems.append(Problem(obj.origin, str(obj.key), "",
-                                              f"duplicate object: already defined at {first}"))
+        key = (file.path, _content_id(file))
+        part = cache._take(key, budget) if cache is not None and key[1] else None
+        if part is None:
+            before = budget.counters()
+            text = _read(file, budget, total.problems)
+            if text is None:
                 continue
-            seen[obj.key] = obj.origin
-            total.objects.append(obj)
+            part = load_text(text, file.path, default_namespace=default_namespace, budget=budget)
+            if cache is not None and key[1]:
+                cache.misses += 1
+                fresh[key] = _Parsed(part, budget.spent_since(before))
+        elif cache is not None:
+            fresh[key] = cache._entries[key]
+        _merge(total, part, seen)
+    if cache is not None:
+        cache._entries = fresh
     return total

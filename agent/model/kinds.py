@@ -32,11 +32,15 @@ class Kind:
         return f"{self.plural}.{GROUP}"
 
 
+# The Git revision a cluster serves, and the one that last changed a zone (agent/outcome/status.py).
+REVISION_COLUMN = ("Revision", "string", ".status.lastAppliedRevision")
+
 _CLUSTER_COLUMNS = (
     ("Version", "string", ".spec.version"),
     ("Primary", "integer", ".spec.primary.replicas"),
     ("Secondary", "integer", ".spec.secondary.replicas"),
     READY_COLUMN,
+    REVISION_COLUMN,
 )
 
 
@@ -72,6 +76,7 @@ KINDS: dict[str, Kind] = {
             ("Instances", "integer", ".status.bind9InstancesCount"),
             ("TTL", "integer", ".spec.ttl"),
             READY_COLUMN,
+            REVISION_COLUMN,
         )),
         _record("ARecord", records.ARecord, "a", "A", ("Addresses", "string", ".status.addresses")),
         _record("AAAARecord", records.AAAARecord, "aaaa", "AAAA",

@@ -10,10 +10,15 @@ from typing import Any
 
 from agent.desired import rrsets
 from agent.desired.hierarchy import Desired
+from agent.desired.placement import Zone
 from agent.model import kinds
 from agent.model.key import ObjectKey
+from agent.plan.model import Plan
 from agent.reconcile.dnsapply import DnsResult, ZoneResult
 from agent.reconcile.kubeapply import KubeResult
+
+RECORD_KINDS = {k.name for k in kinds.RECORD_KINDS}
+INFRA_KINDS = {"ClusterBind9Provider", "Bind9Cluster", "Bind9Instance"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,87 +89,148 @@ def _record_conditions(zr: ZoneResult | None, owner: str, rtype: str) -> list[di
     return conditions(Outcome(True, f"Record configured on {served} endpoint(s)"))
 
 
-def statuses(desired: Desired, outcomes: dict[ObjectKey, Outcome], *, revision: str | None,
-             generations: dict[ObjectKey, int], service_ips: dict[ObjectKey, str],
-             dns: DnsResult | None = None) -> dict[ObjectKey, dict[str, Any]]:
-    """The status of every CR in `desired`, keyed by the CR."""
-    out: dict[ObjectKey, dict[str, Any]] = {}
-    zones_by_instance: dict[ObjectKey, list[Any]] = {}
-    for zone in desired.zones:
-        for inst in zone.instances:
-            zones_by_instance.setdefault(inst, []).append(zone)
-    record_zone = {rk: z for z in desired.zones for rk in z.records}
-    zones_by_key = {z.key: z for z in desired.zones}
+# The revision a cluster serves is shown where one object carries it: the newest revision on each
+# Bind9Cluster and ClusterBind9Provider, and on each DNSZone the revision that last changed it. No
+# other CR carries it, so a commit rewrites the statuses of what it changed, not of every CR.
+REVISION_KINDS = {"Bind9Cluster", "ClusterBind9Provider", "DNSZone"}
 
-    zone_results = {z.key: z for z in dns.zones} if dns else {}
-    record_kinds = {k.name for k in kinds.RECORD_KINDS}
+
+@dataclasses.dataclass
+class _Index:
+    """Lookups over one revision, built once for all the statuses of a run."""
+
+    desired: Desired
+    outcomes: dict[ObjectKey, Outcome]
+    zones_by_instance: dict[ObjectKey, list[Zone]]
+    record_zone: dict[ObjectKey, Zone]
+    zones_by_key: dict[ObjectKey, Zone]
+    zone_results: dict[ObjectKey | None, ZoneResult]
+    dns: bool  # zones and records were synced in this run
+
+    @classmethod
+    def of(cls, desired: Desired, outcomes: dict[ObjectKey, Outcome], dns: DnsResult | None) -> _Index:
+        by_instance: dict[ObjectKey, list[Zone]] = {}
+        for zone in desired.zones:
+            for inst in zone.instances:
+                by_instance.setdefault(inst, []).append(zone)
+        record_zone = {rk: z for z in desired.zones for rk in z.records}
+        results = {z.key: z for z in dns.zones} if dns else {}
+        return cls(desired, outcomes, by_instance, record_zone, {z.key: z for z in desired.zones}, results,
+                   dns is not None)
+
+
+def _conditions_of(key: ObjectKey, index: _Index) -> list[dict[str, str]]:
+    outcome = index.outcomes.get(key, Outcome(True))
+    in_dns = key.kind == "DNSZone" or key.kind in RECORD_KINDS
+    if not in_dns or not outcome.ok:
+        return conditions(outcome)
+    if not index.dns:
+        return conditions(outcome, dns_pending=True)
+    if key.kind == "DNSZone":
+        return _zone_conditions(index.zone_results.get(key))
+    home = index.record_zone.get(key)
+    if home is None:
+        return conditions(outcome)
+    owner, rtype = home.records[key]
+    return _record_conditions(index.zone_results.get(home.key), owner, rtype)
+
+
+def _cluster_fields(key: ObjectKey, index: _Index) -> dict[str, Any]:
+    names = sorted(i.key.name for i in index.desired.instances.values()
+                   if i.key.namespace == key.namespace and i.cluster == key.name)
+    ready = [n for n in names if index.outcomes.get(ObjectKey("Bind9Instance", key.namespace, n), Outcome(True)).ok]
+    return {"instances": names, "instanceCount": len(names), "readyInstances": len(ready)}
+
+
+def _provider_fields(key: ObjectKey, index: _Index) -> dict[str, Any]:
+    names = sorted(f"{i.key.namespace}/{i.key.name}" for i in index.desired.instances.values()
+                   if i.provider == key.name)
+    return {"instances": names, "instanceCount": len(names), "readyInstances": len(names)}
+
+
+def _instance_fields(key: ObjectKey, index: _Index, service_ip: str | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    instance = index.desired.instances.get(key)
+    if instance is not None:
+        out["clusterRef"] = {"apiVersion": kinds.API_VERSION, "kind": "Bind9Cluster", "name": instance.cluster,
+                             "namespace": key.namespace}
+    zones = index.zones_by_instance.get(key, [])
+    out["zones"] = [_ref(z.key, zoneName=z.name.rstrip(".")) for z in zones]
+    out["zonesCount"] = len(zones)
+    selected = [z for z in zones if z.selection_method == "labelSelector"]
+    if selected:
+        out["selectedZones"] = [{"name": z.key.name, "namespace": z.key.namespace, "zoneName": z.name.rstrip(".")}
+                                for z in selected]
+    if service_ip:
+        out["serviceAddress"] = service_ip
+    return out
+
+
+def _zone_fields(key: ObjectKey, index: _Index) -> dict[str, Any]:
+    placed = index.zones_by_key.get(key)
+    if placed is None:
+        return {}
+    zr = index.zone_results.get(key)
+    states = zr.instances if zr else {}
+
+    def state(i: ObjectKey) -> tuple[str, str]:
+        return states.get(f"{i.namespace}/{i.name}", ("Claimed", ""))
+
+    out: dict[str, Any] = {
+        "bind9Instances": [_ref(i, status=state(i)[0], message=state(i)[1] or None) for i in placed.instances],
+        "bind9InstancesCount": len(placed.instances),
+        "records": [_ref(rk, recordName=owner) for rk, (owner, _) in sorted(placed.records.items(),
+                                                                            key=lambda kv: str(kv[0]))],
+        "recordsCount": len(placed.records)}
+    if placed.selection_method:
+        out["selectionMethod"] = placed.selection_method
+    if placed.selected_by_instance:
+        out["selectedByInstance"] = placed.selected_by_instance
+    return out
+
+
+def _record_fields(key: ObjectKey, index: _Index) -> dict[str, Any]:
+    home = index.record_zone.get(key)
+    if home is None:
+        return {}
+    owner, rtype = home.records[key]
+    out: dict[str, Any] = {"zone": home.name.rstrip("."), "zoneRef": _ref(home.key, zoneName=home.name.rstrip(".")),
+                           "publishedName": owner}
+    rrset = home.rrsets.get((owner, rtype))
+    if rrset is not None:
+        out["addresses"] = rrsets.addresses(rrset)
+    return out
+
+
+def _fields(key: ObjectKey, index: _Index, service_ips: dict[ObjectKey, str]) -> dict[str, Any]:
+    if key.kind == "Bind9Cluster":
+        return _cluster_fields(key, index)
+    if key.kind == "ClusterBind9Provider":
+        return _provider_fields(key, index)
+    if key.kind == "Bind9Instance":
+        return _instance_fields(key, index, service_ips.get(key))
+    if key.kind == "DNSZone":
+        return _zone_fields(key, index)
+    return _record_fields(key, index)
+
+
+def statuses(desired: Desired, outcomes: dict[ObjectKey, Outcome], *, revisions: dict[ObjectKey, str],
+             generations: dict[ObjectKey, int], service_ips: dict[ObjectKey, str],
+             dns: DnsResult | None = None, only: set[ObjectKey] | None = None) -> dict[ObjectKey, dict[str, Any]]:
+    """The status of every CR in `desired` (or of those in `only`), keyed by the CR; `revisions` is
+    the lastAppliedRevision of the CRs that carry one."""
+    index = _Index.of(desired, outcomes, dns)
+    out: dict[ObjectKey, dict[str, Any]] = {}
     for obj in desired.objects:
         key = obj.key
-        if key.kind not in kinds.KINDS:
+        if key.kind not in kinds.KINDS or (only is not None and key not in only):
             continue
-        outcome = outcomes.get(key, Outcome(True))
-        in_dns = key.kind == "DNSZone" or key.kind in record_kinds
-        status: dict[str, Any] = {"conditions": conditions(outcome, dns_pending=in_dns and dns is None and outcome.ok)}
-        if in_dns and dns is not None and outcome.ok:
-            if key.kind == "DNSZone":
-                status["conditions"] = _zone_conditions(zone_results.get(key))
-            elif key in record_zone:
-                owner, rtype = record_zone[key].records[key]
-                status["conditions"] = _record_conditions(zone_results.get(record_zone[key].key), owner, rtype)
+        status: dict[str, Any] = {"conditions": _conditions_of(key, index)}
         if key in generations:
             status["observedGeneration"] = generations[key]
-        if revision:
-            status["lastAppliedRevision"] = revision
-        if key.kind == "Bind9Cluster":
-            names = sorted(i.key.name for i in desired.instances.values()
-                           if i.key.namespace == key.namespace and i.cluster == key.name)
-            ready = [n for n in names if outcomes.get(ObjectKey("Bind9Instance", key.namespace, n), Outcome(True)).ok]
-            status.update(instances=names, instanceCount=len(names), readyInstances=len(ready))
-        elif key.kind == "ClusterBind9Provider":
-            names = sorted(f"{i.key.namespace}/{i.key.name}" for i in desired.instances.values()
-                           if i.provider == key.name)
-            status.update(instances=names, instanceCount=len(names), readyInstances=len(names))
-        elif key.kind == "Bind9Instance":
-            instance = desired.instances.get(key)
-            if instance is not None:
-                status["clusterRef"] = {"apiVersion": kinds.API_VERSION, "kind": "Bind9Cluster",
-                                        "name": instance.cluster, "namespace": key.namespace}
-            zones = zones_by_instance.get(key, [])
-            status["zones"] = [_ref(z.key, zoneName=z.name.rstrip(".")) for z in zones]
-            status["zonesCount"] = len(zones)
-            selected = [z for z in zones if z.selection_method == "labelSelector"]
-            if selected:
-                status["selectedZones"] = [{"name": z.key.name, "namespace": z.key.namespace,
-                                            "zoneName": z.name.rstrip(".")} for z in selected]
-            if key in service_ips:
-                status["serviceAddress"] = service_ips[key]
-        elif key.kind == "DNSZone":
-            placed = zones_by_key.get(key)
-            if placed is not None:
-                zr = zone_results.get(key)
-                states = zr.instances if zr else {}
-                status["bind9Instances"] = [
-                    _ref(i, status=states.get(f"{i.namespace}/{i.name}", ("Claimed", ""))[0],
-                         message=states.get(f"{i.namespace}/{i.name}", ("Claimed", ""))[1] or None)
-                    for i in placed.instances]
-                status["bind9InstancesCount"] = len(placed.instances)
-                status["records"] = [_ref(rk, recordName=owner) for rk, (owner, _) in sorted(
-                    placed.records.items(), key=lambda kv: str(kv[0]))]
-                status["recordsCount"] = len(placed.records)
-                if placed.selection_method:
-                    status["selectionMethod"] = placed.selection_method
-                if placed.selected_by_instance:
-                    status["selectedByInstance"] = placed.selected_by_instance
-        else:
-            home = record_zone.get(key)
-            if home is not None:
-                owner, rtype = home.records[key]
-                status["zone"] = home.name.rstrip(".")
-                status["zoneRef"] = _ref(home.key, zoneName=home.name.rstrip("."))
-                status["publishedName"] = owner
-                rrset = home.rrsets.get((owner, rtype))
-                if rrset is not None:
-                    status["addresses"] = rrsets.addresses(rrset)
+        if key in revisions:
+            status["lastAppliedRevision"] = revisions[key]
+        status.update(_fields(key, index, service_ips))
         out[key] = status
     return out
 
@@ -182,12 +248,66 @@ def _outcomes(desired: Desired, result: KubeResult) -> dict[ObjectKey, Outcome]:
     return outcomes
 
 
+def _revisions(desired: Desired, live: dict[ObjectKey, dict[str, Any]], revision: str | None,
+               changed: set[ObjectKey] | None) -> dict[ObjectKey, str]:
+    """Clusters and providers carry the revision applied; a zone carries the one that last changed it
+    (this one if it changed now, else what it already shows)."""
+    out: dict[ObjectKey, str] = {}
+    if not revision:
+        return out
+    for obj in desired.objects:
+        key = obj.key
+        if key.kind not in REVISION_KINDS:
+            continue
+        shown = ((live.get(key) or {}).get("status") or {}).get("lastAppliedRevision")
+        if key.kind != "DNSZone" or not shown or changed is None or key in changed:
+            out[key] = revision
+        else:
+            out[key] = shown
+    return out
+
+
 def wanted(desired: Desired, result: KubeResult, *, revision: str | None, dns: DnsResult | None = None,
+           only: set[ObjectKey] | None = None, changed: set[ObjectKey] | None = None,
            ) -> dict[ObjectKey, dict[str, Any]]:
-    """Every CR's status after a sync, from what the Kubernetes and DNS steps did."""
+    """Every CR's status after a sync (or that of the CRs in `only`), from what the Kubernetes and
+    DNS steps did; `changed` are the zones this revision changed (None: all)."""
     live = result.live
     generations = {k: v["metadata"].get("generation", 0) for k, v in live.items() if k.kind in kinds.KINDS}
     service_ips = {ObjectKey("Bind9Instance", k.namespace, k.name): v.get("spec", {}).get("clusterIP", "")
                    for k, v in live.items() if k.kind == "Service" and v.get("spec", {}).get("clusterIP")}
-    return statuses(desired, _outcomes(desired, result), revision=revision, generations=generations,
-                    service_ips=service_ips, dns=dns)
+    return statuses(desired, _outcomes(desired, result), revisions=_revisions(desired, live, revision, changed),
+                    generations=generations, service_ips=service_ips, dns=dns, only=only)
+
+
+def _zone_touched(zr: ZoneResult) -> bool:
+    return bool(zr.changes or zr.created_on or zr.deleted_from or zr.conflicts or not zr.ok
+                or any(not c.ok for c in zr.checks))
+
+
+def changed_zones(plan: Plan) -> set[ObjectKey]:
+    """The DNSZones this revision changes: their RRsets or placements, or the CR itself."""
+    out = {zp.key for zp in plan.zones or [] if zp.key is not None and not zp.empty}
+    out |= {c.key for c in plan.kube or [] if c.key.kind == "DNSZone" and c.action in ("create", "update")}
+    return out
+
+
+def affected(desired: Desired, plan: Plan, kube: KubeResult | None, dns: DnsResult | None) -> set[ObjectKey]:
+    """The CRs whose status this run may have changed: what it changed or failed, the zones it
+    touched and their records that changed, and the infrastructure CRs (few)."""
+    out = {o.key for o in desired.objects if o.key.kind in INFRA_KINDS}
+    out |= {c.key for c in plan.kube or [] if c.action in ("create", "update")}
+    out |= set(kube.failed) if kube else set()
+    out |= changed_zones(plan)
+    zones = {z.key: z for z in desired.zones}
+    for zr in dns.zones if dns else []:
+        zone = zones.get(zr.key) if zr.key else None
+        if zone is None or not _zone_touched(zr):
+            continue
+        out.add(zone.key)
+        if not zr.ok or any(not c.ok for c in zr.checks):
+            out |= set(zone.records)  # a zone-wide failure shows on every record
+            continue
+        keys = {c.key for c in zr.changes} | {tuple(c.split(":", 1)[0].split(" ", 1)) for c in zr.conflicts}
+        out |= {rk for rk, rrset in zone.records.items() if rrset in keys}
+    return out

@@ -26,9 +26,9 @@ def empty_world(desired: Desired) -> Observed:
     return Observed(KubeObserved({}, set(), set()), DnsObserved({}, {}, instances))
 
 
-def kube_changes(desired: Desired, observed: KubeObserved, *, agent: str,
-                 rotate_rndc_keys: bool = False) -> list[kubediff.KubeChange]:
-    changes = kubediff.diff(desired.objects, observed.live, observed.inventory, agent=agent)
+def kube_changes(desired: Desired, observed: KubeObserved, *, agent: str, rotate_rndc_keys: bool = False,
+                 trust_hash: bool = False) -> list[kubediff.KubeChange]:
+    changes = kubediff.diff(desired.objects, observed.live, observed.inventory, agent=agent, trust_hash=trust_hash)
     if rotate_rndc_keys:  # every generated key Secret gets a new value
         touched = {c.key for c in changes}
         changes += [kubediff.KubeChange("update", o.key, o, ("data.secret",), reason="RNDC key rotation")
@@ -47,9 +47,11 @@ def zone_plans(desired: Desired, observed: DnsObserved) -> list[zonediff.ZonePla
 
 
 def build(desired: Desired, observed: Observed, *, revision: str | None = None,
-          agent: str = names.DEFAULT_AGENT_NAMESPACE, rotate_rndc_keys: bool = False) -> Plan:
-    kube = (kube_changes(desired, observed.kube, agent=agent, rotate_rndc_keys=rotate_rndc_keys)
-            if observed.kube is not None else None)
+          agent: str = names.DEFAULT_AGENT_NAMESPACE, rotate_rndc_keys: bool = False,
+          trust_hash: bool = False) -> Plan:
+    """`trust_hash`: the Kubernetes objects were remembered, not read back (see kubediff.diff)."""
+    kube = (kube_changes(desired, observed.kube, agent=agent, rotate_rndc_keys=rotate_rndc_keys,
+                         trust_hash=trust_hash) if observed.kube is not None else None)
     zones = zone_plans(desired, observed.dns) if observed.dns is not None else None
     plan = Plan([], list(desired.problems), revision, kube=kube, zones=zones)
     if observed.kube is not None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import hashlib
 import json
 from collections.abc import Iterable
 from typing import Any
@@ -63,10 +62,6 @@ def is_managed(live: dict[str, Any], agent: str) -> bool:
     return bool(labels.get(MANAGED_BY_KEY) == MANAGED_BY_VALUE and labels.get(AGENT_LABEL) == agent)
 
 
-def content_hash(body: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
-
-
 def manifest(obj: KubeObject, agent: str, owner_uid: str | None = None) -> dict[str, Any]:
     """The body to apply: the desired object plus the agent's labels, hash and owner reference."""
     body: dict[str, Any] = json.loads(json.dumps(obj.body))
@@ -76,7 +71,7 @@ def manifest(obj: KubeObject, agent: str, owner_uid: str | None = None) -> dict[
         owner_api = kinds.API_VERSION if obj.owner.kind in kinds.KINDS else "v1"
         meta["ownerReferences"] = [{"apiVersion": owner_api, "kind": obj.owner.kind, "name": obj.owner.name,
                                     "uid": owner_uid or "", "controller": True, "blockOwnerDeletion": True}]
-    meta["annotations"] = {**(meta.get("annotations") or {}), HASH_ANNOTATION: content_hash(obj.body)}
+    meta["annotations"] = {**(meta.get("annotations") or {}), HASH_ANNOTATION: obj.hash}
     return body
 
 
@@ -135,14 +130,24 @@ class KubeChange:
     reason: str = ""
 
 
+def _applied_hash(live: dict[str, Any]) -> str | None:
+    return (live.get("metadata", {}).get("annotations") or {}).get(HASH_ANNOTATION)
+
+
 def diff(desired: Iterable[KubeObject], live: dict[ObjectKey, dict[str, Any]],
-         inventory: set[ObjectKey], *, agent: str) -> list[KubeChange]:
-    """Changes in apply order: creates/updates parents first, then deletes children first."""
+         inventory: set[ObjectKey], *, agent: str, trust_hash: bool = False) -> list[KubeChange]:
+    """Changes in apply order: creates/updates parents first, then deletes children first.
+
+    With `trust_hash` (live is what this agent applied, remembered rather than read back), an object
+    whose applied hash equals the desired one is taken as unchanged without comparing its fields:
+    the next full observe compares them and finds hand edits."""
     changes: list[KubeChange] = []
     wanted: set[ObjectKey] = set()
     for obj in desired:
         wanted.add(obj.key)
         current = live.get(obj.key)
+        if trust_hash and current is not None and _applied_hash(current) == obj.hash:
+            continue
         if current is None:
             changes.append(KubeChange("create", obj.key, obj, drift=obj.key in inventory,
                                       reason="deleted by hand" if obj.key in inventory else ""))
@@ -154,8 +159,7 @@ def diff(desired: Iterable[KubeObject], live: dict[ObjectKey, dict[str, Any]],
         body = manifest(obj, agent)
         fields = secret_differences(body, current) if obj.key.kind == "Secret" else differences(body, current)
         if fields:
-            applied = (current.get("metadata", {}).get("annotations") or {}).get(HASH_ANNOTATION)
-            drift = applied == content_hash(obj.body)
+            drift = _applied_hash(current) == obj.hash
             changes.append(KubeChange("update", obj.key, obj, tuple(fields), drift=drift,
                                       reason="edited by hand" if drift else ""))
     prune = [k for k, body in live.items() if k not in wanted and is_managed(body, agent)]

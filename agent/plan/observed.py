@@ -29,6 +29,8 @@ class ZoneObserved:
 
     rrsets: dict[Key, RRset] | None  # None: the server does not have the zone
     error: str = ""  # set when the server could not be asked: nothing may be planned for it
+    serial: int | None = None  # the SOA serial these RRsets are of
+    remembered: bool = False  # not transferred: the serial had not moved since the agent last saw the zone
 
 
 @dataclasses.dataclass

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+DROPPED = ("lastAppliedRevision",)  # once on every CR; now only where agent/outcome/status.py puts it
+
 
 def _strip_times(status: dict[str, Any]) -> dict[str, Any]:
     copy = dict(status)
@@ -46,4 +48,5 @@ def changed(new: dict[str, Any], live: dict[str, Any] | None) -> bool:
     if not live:
         return True
     want, have = _strip_times(new), _strip_times(live)
-    return any(have.get(k) != v for k, v in want.items())
+    dropped = any(k in have and k not in want for k in DROPPED)  # fields the agent no longer sets there
+    return dropped or any(have.get(k) != v for k, v in want.items())

@@ -47,6 +47,7 @@ class ZonePlan:
     placements_after: dict[str, str] = dataclasses.field(default_factory=dict)
     annotations: dict[str, str] = dataclasses.field(default_factory=dict)  # gate annotations in force
     recovered: bool = False  # an interrupted run's intent was folded back in
+    observed: dict[str, ZoneObserved] = dataclasses.field(default_factory=dict)  # primary -> what it served
 
     @property
     def key(self) -> ObjectKey | None:
@@ -171,7 +172,7 @@ def plan_zone(name: str, zone: Zone | None, dns: DnsObserved) -> ZonePlan:
     primaries = [instance_id(k) for k in zone.primaries] if zone else []
     secondaries = [instance_id(k) for k in zone.secondaries] if zone else []
     plan = ZonePlan(name, zone, primaries, secondaries, managed_before=managed, placements_before=placed,
-                    annotations=_gate_annotations(zone, owned), recovered=owned.pending is not None)
+                    annotations=_gate_annotations(zone, owned), recovered=owned.pending is not None, observed=seen)
     _placements(plan, placed, unsure, seen, dns.reachable)
     if plan.blocked:  # nothing moves: keep what is known, including the interrupted run's intent
         plan.creates, plan.deletes, plan.renotify = [], [], []

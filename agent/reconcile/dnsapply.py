@@ -26,6 +26,7 @@ from agent.gate import safety
 from agent.model.key import ObjectKey
 from agent.model.ownership import Key, ZoneOwnership
 from agent.plan import rrsetdiff
+from agent.plan.observed import ZoneObserved
 from agent.plan.zonediff import ZonePlan
 from agent.reconcile import rfc2136
 from agent.reconcile.deadline import Deadline
@@ -52,6 +53,7 @@ class ZoneResult:
     checks: list[rfc2136.Check] = dataclasses.field(default_factory=list)
     created_on: list[str] = dataclasses.field(default_factory=list)
     deleted_from: list[str] = dataclasses.field(default_factory=list)
+    after: dict[str, ZoneObserved] = dataclasses.field(default_factory=dict)  # primary -> what it now serves
 
     @property
     def ok(self) -> bool:
@@ -201,6 +203,7 @@ class DnsApply:
                 try:
                     self._send(zp, primary, plan)
                 except rfc2136.PrerequisiteFailed:
+                    zp.observed.pop(instance, None)  # re-observed: what the first look saw is stale
                     plan = self._replan(zp, primary, managed)
                     self._send(zp, primary, plan)
             except _Refused as refused:
@@ -249,6 +252,7 @@ class DnsApply:
             self._secondaries(zp, result)
             self._removals(zp, result)
             self.store.save_zone(_settled(zp, result))
+            self._remember(zp, result)
         except _Stop:
             return result
         except AgentError as exc:  # the deadline, or the store
@@ -256,6 +260,24 @@ class DnsApply:
             return result
         self._verify(zp, result)
         return result
+
+    def _remember(self, zp: ZonePlan, result: ZoneResult) -> None:
+        """What each primary serves now and its serial, so that the next run need not transfer it."""
+        for primary, plan in zp.records.items():
+            seen = zp.observed.get(primary)
+            if seen is None or seen.error:
+                continue
+            if not plan.changes:
+                result.after[primary] = seen
+                continue
+            rrsets = dict(seen.rrsets or {})
+            for change in plan.changes:
+                if change.after is None:
+                    rrsets.pop(change.key, None)
+                else:
+                    rrsets[change.key] = change.after
+            serial = rfc2136.serials(self.endpoints[primary], [zp.name], timeout=self.deadline.timeout(2))
+            result.after[primary] = ZoneObserved(rrsets, serial=serial.get(zp.name))
 
     def _verify(self, zp: ZonePlan, result: ZoneResult) -> None:
         if not result.changes:

@@ -8,6 +8,7 @@ then planned for that zone). Zones run concurrently; every transfer is bounded b
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import logging
 from collections.abc import Mapping
 
@@ -24,11 +25,25 @@ log = logging.getLogger(__name__)
 WORKERS = 8  # transfers in flight; named answers them concurrently
 
 
+class DnsMemory:
+    """What each primary served when the agent last read or wrote a zone, with that SOA serial: a
+    zone whose serial has not moved since is not transferred again."""
+
+    def __init__(self) -> None:
+        self.zones: dict[tuple[str, str], ZoneObserved] = {}  # (zone, primary) -> rrsets and serial
+
+    def forget(self, zone: str) -> None:
+        for key in [k for k in self.zones if k[0] == zone]:
+            del self.zones[key]
+
+
 def _transfer(endpoint: Endpoint, zone: str, deadline: Deadline) -> ZoneObserved:
     try:
         if deadline.expired:
             return ZoneObserved(None, error="the run's deadline passed before this zone was read")
-        return ZoneObserved(rfc2136.observe(endpoint, zone, timeout=deadline.timeout(10)))
+        found = rfc2136.observe(endpoint, zone, timeout=deadline.timeout(10))
+        return ZoneObserved(found, serial=rfc2136.serial_of(found[(zone, "SOA")].rdatas)
+                            if (zone, "SOA") in found else None)
     except rfc2136.ZoneMissing:
         return ZoneObserved(None)
     except DnsUpdateError as exc:
@@ -36,14 +51,38 @@ def _transfer(endpoint: Endpoint, zone: str, deadline: Deadline) -> ZoneObserved
         return ZoneObserved(None, error=str(exc))
 
 
-def observe(desired: Desired, store: Store, endpoints: Mapping[str, Endpoint], *,
-            deadline: Deadline) -> DnsObserved:
-    ownership = store.load_zones()
+def _unmoved(jobs: list[tuple[str, str]], endpoints: Mapping[str, Endpoint], memory: DnsMemory,
+             deadline: Deadline) -> dict[tuple[str, str], ZoneObserved]:
+    """The zones whose serial on their primary is the one the agent last saw: what it saw then."""
+    out: dict[tuple[str, str], ZoneObserved] = {}
+    by_primary: dict[str, list[str]] = {}
+    for zone, inst in jobs:
+        if (zone, inst) in memory.zones:
+            by_primary.setdefault(inst, []).append(zone)
+    for inst, zones in by_primary.items():
+        if deadline.expired:
+            break
+        now = rfc2136.serials(endpoints[inst], zones, timeout=deadline.timeout(2))
+        for zone in zones:
+            seen = memory.zones[(zone, inst)]
+            if now.get(zone) is not None and now[zone] == seen.serial:
+                out[(zone, inst)] = dataclasses.replace(seen, remembered=True)
+    return out
+
+
+def observe(desired: Desired, store: Store, endpoints: Mapping[str, Endpoint], *, deadline: Deadline,
+            memory: DnsMemory | None = None, refresh: bool = True) -> DnsObserved:
+    """With `memory`, only zones whose serial moved (or that it has not seen) are transferred;
+    `refresh` reads the ownership records back from the store."""
+    ownership = store.load_zones(refresh=refresh)
     wanted = [(z.name, instance_id(k)) for z in desired.zones for k in z.primaries]
     jobs = [(zone, inst) for zone, inst in wanted if inst in endpoints]
+    known = _unmoved(jobs, endpoints, memory, deadline) if memory is not None else {}
     zones: dict[str, dict[str, ZoneObserved]] = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        futures = {job: pool.submit(_transfer, endpoints[job[1]], job[0], deadline) for job in jobs}
-        for (zone, inst), future in futures.items():
-            zones.setdefault(zone, {})[inst] = future.result()
+        futures = {job: pool.submit(_transfer, endpoints[job[1]], job[0], deadline) for job in jobs
+                   if job not in known}
+        for (zone, inst) in jobs:
+            zones.setdefault(zone, {})[inst] = known[(zone, inst)] if (zone, inst) in known \
+                else futures[(zone, inst)].result()
     return DnsObserved(ownership, zones, set(endpoints))

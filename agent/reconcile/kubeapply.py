@@ -55,6 +55,8 @@ class KubeResult:
     deleted: list[ObjectKey] = dataclasses.field(default_factory=list)
     statuses_written: list[ObjectKey] = dataclasses.field(default_factory=list)
     conflicts: set[ObjectKey] = dataclasses.field(default_factory=set)
+    inventory: set[ObjectKey] = dataclasses.field(default_factory=set)  # as written (or kept) by this run
+    inventory_text: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -162,6 +164,7 @@ def apply(api: KubeApi, desired: Desired, observed: KubeObserved, changes: list[
     order = {c.key: i for i, c in enumerate(changes)}
     run.result.applied.sort(key=order.__getitem__)
     run.result.deleted.sort(key=order.__getitem__)
+    run.result.inventory, run.result.inventory_text = set(observed.inventory), observed.inventory_text
     if options.agent_namespace in observed.namespaces or options.create_namespaces:
         _write_inventory(api, desired, observed, options.agent_namespace, run.result)
     return run.result
@@ -172,6 +175,8 @@ def _write_inventory(api: KubeApi, desired: Desired, observed: KubeObserved, nam
     keys = sorted([o.key.kind, o.key.namespace or "", o.key.name] for o in desired.objects
                   if o.key not in result.failed or o.key in observed.live)
     text = json.dumps([[k, n or None, name] for k, n, name in keys], separators=(",", ":"))
+    result.inventory = {ObjectKey(k, n or None, name) for k, n, name in keys}
+    result.inventory_text = text
     if observed.inventory_text == text:
         return
     body: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap",
@@ -182,6 +187,21 @@ def _write_inventory(api: KubeApi, desired: Desired, observed: KubeObserved, nam
     else:
         body["data"] = {"objects": text}
     api.apply(body)
+
+
+def _event(api: KubeApi, obj: dict[str, Any], new: dict[str, Any], old: dict[str, Any], revision: str | None,
+           ) -> None:
+    """An Event when a CR becomes Degraded (or its reason changes) or becomes Ready: transitions only,
+    so that a commit costs events for what it changed."""
+    conds = {c["type"]: c for c in new.get("conditions", [])}
+    before = {c.get("type"): c for c in old.get("conditions") or []}
+    degraded, ready = conds.get("Degraded", {}), conds.get("Ready", {})
+    was_degraded, was_ready = before.get("Degraded", {}), before.get("Ready", {})
+    if degraded.get("status") == "True":
+        if (was_degraded.get("status"), was_degraded.get("reason")) != ("True", degraded.get("reason")):
+            events.emit_event(api, obj, "Warning", degraded.get("reason", "Degraded"), degraded.get("message", ""))
+    elif ready.get("status") == "True" and was_ready.get("status") != "True":
+        events.emit_event(api, obj, "Normal", "Applied", f"revision {revision}: {ready.get('message', '')}")
 
 
 def write_statuses(api: KubeApi, wanted: dict[ObjectKey, dict[str, Any]], result: KubeResult, *,
@@ -197,25 +217,20 @@ def write_statuses(api: KubeApi, wanted: dict[ObjectKey, dict[str, Any]], result
             continue
         old = current.get("status")
         if statusdiff.changed(new, old):
-            todo.append((key, statusdiff.merge_times(new, old, stamp)))
+            todo.append((key, statusdiff.merge_times(new, old, stamp), old or {}))
 
-    def write(item: tuple[ObjectKey, dict[str, Any]]) -> None:
-        key, new = item
+    def write(item: tuple[ObjectKey, dict[str, Any], dict[str, Any]]) -> None:
+        key, new, old = item
         try:
             deadline.check(f"writing the status of {key}")
             api.apply_status(key.kind, key.namespace, key.name, new)
             result.statuses_written.append(key)
+            live[key] = {**live[key], "status": new}  # what the cluster now holds (memory of a long run)
         except ApplyError as exc:
             log.warning("status of %s not written: %s", key, exc)
             result.failed.setdefault(key, f"status not written: {exc}")
             return
-        conds = {c["type"]: c for c in new.get("conditions", [])}
-        degraded, ready = conds.get("Degraded", {}), conds.get("Ready", {})
-        if degraded.get("status") == "True":
-            events.emit_event(api, live[key], "Warning", degraded.get("reason", "Degraded"),
-                              degraded.get("message", ""))
-        elif ready.get("status") == "True":
-            events.emit_event(api, live[key], "Normal", "Applied", f"revision {revision}: {ready.get('message', '')}")
+        _event(api, live[key], new, old, revision)
 
     parallel(write, todo)
     result.statuses_written.sort(key=str)

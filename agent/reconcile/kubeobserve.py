@@ -68,13 +68,8 @@ def _managed(api: KubeApi, agent_namespace: str, namespaces: set[str] | None) ->
     return live
 
 
-def observe(api: KubeApi, desired: Desired, *, agent_namespace: str = names.DEFAULT_AGENT_NAMESPACE,
-            namespaces: set[str] | None = None) -> KubeObserved:
-    """The live objects for `plan.build`; `namespaces` limits the lists to the allowed namespaces."""
-    live = _managed(api, agent_namespace, namespaces)
-    namespaces = {o.key.namespace for o in desired.objects if o.key.namespace} | {agent_namespace}
-    existing = {ns for ns in namespaces if api.get("Namespace", None, ns) is not None}
-    # Same-named objects the agent does not manage are conflicts: one list per kind and namespace.
+def _conflicts(api: KubeApi, desired: Desired, live: dict[ObjectKey, dict[str, Any]], existing: set[str]) -> None:
+    """Same-named objects the agent does not manage are conflicts: one list per kind and namespace."""
     unseen = {o.key for o in desired.objects if o.key not in live}
     for kind, ns in sorted({(k.kind, k.namespace) for k in unseen}, key=str):
         if ns is None:
@@ -87,6 +82,33 @@ def observe(api: KubeApi, desired: Desired, *, agent_namespace: str = names.DEFA
                 key = kubediff.key_of(item)
                 if key in unseen:
                     live[key] = item
+
+
+def observe(api: KubeApi, desired: Desired, *, agent_namespace: str = names.DEFAULT_AGENT_NAMESPACE,
+            namespaces: set[str] | None = None) -> KubeObserved:
+    """The live objects for `plan.build`; `namespaces` limits the lists to the allowed namespaces."""
+    live = _managed(api, agent_namespace, namespaces)
+    wanted = {o.key.namespace for o in desired.objects if o.key.namespace} | {agent_namespace}
+    existing = {ns for ns in wanted if api.get("Namespace", None, ns) is not None}
+    _conflicts(api, desired, live, existing)
     text = inventory_text(api.get("ConfigMap", agent_namespace, names.INVENTORY_NAME)
                           if agent_namespace in existing else None)
     return KubeObserved(live, _inventory_keys(text), existing, text)
+
+
+def recall(api: KubeApi, desired: Desired, remembered: KubeObserved, *,
+           agent_namespace: str = names.DEFAULT_AGENT_NAMESPACE) -> KubeObserved:
+    """What the last run left in the cluster, without listing it again (a long-running agent between
+    full observes): only objects and namespaces new to this revision are looked up. Hand edits are
+    found by the next full observe."""
+    live = dict(remembered.live)
+    namespaces = set(remembered.namespaces)
+    for ns in sorted({o.key.namespace for o in desired.objects if o.key.namespace} - namespaces):
+        if api.get("Namespace", None, ns) is not None:
+            namespaces.add(ns)
+    for obj in desired.objects:
+        if obj.key not in live and obj.key.namespace in namespaces | {None}:
+            found = api.get(obj.key.kind, obj.key.namespace, obj.key.name)
+            if found is not None:
+                live[obj.key] = found
+    return KubeObserved(live, set(remembered.inventory), namespaces, remembered.inventory_text)

@@ -241,6 +241,21 @@ def query_many(endpoint: Endpoint, questions: Sequence[tuple[str, str]], *, time
     return answers
 
 
+def serial_of(values: Iterable[str]) -> int | None:
+    """The serial of an SOA in presentation form ("mname rname serial refresh ...")."""
+    for value in values:
+        fields = value.split()
+        if len(fields) >= 3 and fields[2].isdigit():
+            return int(fields[2])
+    return None
+
+
+def serials(endpoint: Endpoint, zones: Sequence[str], *, timeout: float = 2) -> dict[str, int | None]:
+    """Each zone's SOA serial on `endpoint`, asked all at once (None: no answer, or no such zone)."""
+    answers = query_many(endpoint, [(z, "SOA") for z in zones], timeout=timeout)
+    return {z: serial_of(a) if isinstance(a, tuple) else None for (z, _), a in answers.items()}
+
+
 def verify(servers: Iterable[Endpoint], changes: list[RRChange], *, wait: float = 10,
            nudge: Callable[[list[str]], None] | None = None) -> list[Check]:
     """Asks every server for every changed RRset until it answers the new data or `wait` runs out.

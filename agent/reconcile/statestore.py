@@ -35,8 +35,34 @@ _SAFE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 class Store(Protocol):
     def load_run(self) -> RunState: ...
     def save_run(self, state: RunState) -> None: ...
-    def load_zones(self) -> dict[str, ZoneOwnership]: ...
+    def load_zones(self, *, refresh: bool = True) -> dict[str, ZoneOwnership]: ...
     def save_zone(self, zone: ZoneOwnership) -> None: ...
+
+
+class _Remembered:
+    """The zone records as last read or written by this process: a long-running agent (the only
+    writer, by leader election) reads them back only when asked to refresh."""
+
+    def __init__(self) -> None:
+        self._zones: dict[str, ZoneOwnership] | None = None
+        self._zones_lock = threading.Lock()
+
+    def _recall(self, refresh: bool) -> dict[str, ZoneOwnership] | None:
+        with self._zones_lock:
+            return None if refresh or self._zones is None else dict(self._zones)
+
+    def _remember_all(self, zones: dict[str, ZoneOwnership]) -> dict[str, ZoneOwnership]:
+        with self._zones_lock:
+            self._zones = dict(zones)
+        return zones
+
+    def _remember(self, zone: ZoneOwnership) -> None:
+        with self._zones_lock:
+            if self._zones is not None:
+                if zone.empty:
+                    self._zones.pop(zone.zone, None)
+                else:
+                    self._zones[zone.zone] = zone
 
 
 def _file_name(zone: str) -> str:
@@ -50,10 +76,11 @@ def _write_atomic(path: pathlib.Path, text: str) -> None:
     os.replace(tmp, path)  # a kill leaves the old or the new record, never half of one
 
 
-class FileStore:
+class FileStore(_Remembered):
     """The state as files in a directory (created on first save)."""
 
     def __init__(self, path: pathlib.Path) -> None:
+        super().__init__()
         self.root = path
         self._legacy: tuple[RunState, dict[str, ZoneOwnership]] | None = None
         if path.is_file():  # an earlier version's single state file
@@ -91,9 +118,12 @@ class FileStore:
         self.root.mkdir(parents=True, exist_ok=True)
         _write_atomic(self.root / "run.json", state.to_json())
 
-    def load_zones(self) -> dict[str, ZoneOwnership]:
+    def load_zones(self, *, refresh: bool = True) -> dict[str, ZoneOwnership]:
         if self._legacy is not None:
             return dict(self._legacy[1])
+        remembered = self._recall(refresh)
+        if remembered is not None:
+            return remembered
         out: dict[str, ZoneOwnership] = {}
         folder = self.root / "zones"
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
@@ -102,7 +132,7 @@ class FileStore:
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 raise self._unreadable(path, exc) from exc
             out[zone.zone] = zone
-        return out
+        return self._remember_all(out)
 
     def save_zone(self, zone: ZoneOwnership) -> None:
         self._migrate()
@@ -113,14 +143,16 @@ class FileStore:
             path.unlink(missing_ok=True)
         else:
             _write_atomic(path, zone.to_json())
+        self._remember(zone)
 
 
-class ConfigMapStore:
+class ConfigMapStore(_Remembered):
     """The state as ConfigMaps in the agent's namespace; written only when a record changed."""
 
     NAME = names.STATE_NAME
 
     def __init__(self, api: KubeApi, namespace: str) -> None:
+        super().__init__()
         self.api, self.namespace = api, namespace
         self._saved: dict[str, str] = {}  # ConfigMap name -> the text last read or written
         self._lock = threading.Lock()
@@ -162,7 +194,10 @@ class ConfigMapStore:
             return gzip.decompress(base64.b64decode(binary["state.gz"])).decode()
         return str(data.get("state", ""))
 
-    def load_zones(self) -> dict[str, ZoneOwnership]:
+    def load_zones(self, *, refresh: bool = True) -> dict[str, ZoneOwnership]:
+        remembered = self._recall(refresh)
+        if remembered is not None:
+            return remembered
         out = dict(self._legacy_zones or {})
         for body in self.api.list("ConfigMap", namespace=self.namespace, label_selector=f"{STATE_LABEL}=zone"):
             text = self._decode(body)
@@ -170,7 +205,7 @@ class ConfigMapStore:
             out[zone.zone] = zone
             with self._lock:
                 self._saved[body["metadata"]["name"]] = text
-        return out
+        return self._remember_all(out)
 
     def save_zone(self, zone: ZoneOwnership) -> None:
         name, text = self._zone_name(zone.zone), zone.to_json()
@@ -192,3 +227,4 @@ class ConfigMapStore:
             self.api.apply(body)
         with self._lock:
             self._saved[name] = text
+        self._remember(zone)

@@ -31,13 +31,14 @@ from agent.model.ownership import RunState
 from agent.outcome import forge, notify, report, status
 from agent.plan import build
 from agent.plan.model import Plan
-from agent.plan.observed import Observed
+from agent.plan.observed import KubeObserved, Observed
 from agent.reconcile import dnsapply, dnsobserve, events, kubeapply, kubeobserve
 from agent.reconcile.deadline import UNBOUNDED, Deadline
 from agent.reconcile.endpoints import Endpoint
 from agent.reconcile.kubeapi import KubeApi
 from agent.reconcile.statestore import Store
 from agent.run import lock, logs
+from agent.run.memory import Memory
 from agent.run.revisions import Revisions, Snapshot
 
 log = logging.getLogger(__name__)
@@ -69,7 +70,8 @@ class Options:
     verify_wait: float = 10
     deadline: float | None = 300  # seconds a run may take; None: unbounded
     push_notes: bool = True
-    resync_after: float = 600  # an unchanged head is re-reconciled after this long
+    resync_after: float = 600  # an unchanged head is re-reconciled, and the cluster read in full, after this long
+    sweep_after: float = 3600  # every zone is transferred and compared in full after this long
     lock_wait: float = 30
 
 
@@ -114,12 +116,14 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def run(source: Revisions, targets: Targets, options: Options, *, run_id: str | None = None) -> RunOutcome:
-    """Runs the newest revision of `source` against `targets`, at most one run per source at a time."""
+def run(source: Revisions, targets: Targets, options: Options, *, run_id: str | None = None,
+        memory: Memory | None = None) -> RunOutcome:
+    """Runs the newest revision of `source` against `targets`, at most one run per source at a time.
+    A long-running agent passes its `memory`, so that a run costs what changed (agent/run/memory.py)."""
     run_id = run_id or uuid.uuid4().hex[:12]
     logs.run_id.set(run_id)  # every log line of this run carries it (and the revision, once known)
     logs.revision.set("")
-    one = _Run(source, targets, options, run_id)
+    one = _Run(source, targets, options, run_id, memory)
     if targets.kube_api is not None:
         targets.kube_api.deadline = one.deadline  # every API call of this run is cut to its deadline
     try:
@@ -133,8 +137,12 @@ def run(source: Revisions, targets: Targets, options: Options, *, run_id: str | 
 
 
 class _Run:
-    def __init__(self, source: Revisions, targets: Targets, options: Options, run_id: str) -> None:
+    def __init__(self, source: Revisions, targets: Targets, options: Options, run_id: str,
+                 memory: Memory | None) -> None:
         self.source, self.targets, self.options, self.run_id = source, targets, options, run_id
+        self.memory = memory
+        self.kube_fast = self.dns_fast = False  # the world is remembered, not read in full (see Memory)
+        self.endpoints: Mapping[str, Endpoint] | None = None
         self.started, self.started_at = time.monotonic(), _now()
         self.deadline = Deadline(options.deadline)
         self.state = RunState()
@@ -156,9 +164,10 @@ class _Run:
         if not self.options.dry_run:
             forge.pending(self.targets.forge, snap.revision)
         skipped = [] if self.options.dry_run else self.source.superseded(self.state.seen, snap.revision)
+        memory = self.memory
         manifest = loader.load_files(snap.files, default_namespace=self.options.default_namespace,
-                                     limits=snap.limits)
-        desired = hierarchy.build(manifest) if manifest.ok else None
+                                     limits=snap.limits, cache=memory.files if memory else None)
+        desired = hierarchy.build(manifest, memory.desired if memory else None) if manifest.ok else None
         if desired is not None:
             desired.problems += self._policy_problems(manifest, desired)
         found = list(manifest.problems) + (desired.problems if desired else [])
@@ -193,20 +202,28 @@ class _Run:
         return head == self.state.seen and done and fresh and not self.options.dry_run
 
     def _endpoints(self, desired: Desired) -> Mapping[str, Endpoint] | None:
-        endpoints = self.targets.endpoints
-        return endpoints(desired) if callable(endpoints) else endpoints
+        if self.endpoints is None:
+            endpoints = self.targets.endpoints
+            self.endpoints = endpoints(desired) if callable(endpoints) else endpoints
+        return self.endpoints
 
     def _plan(self, desired: Desired, revision: str) -> Plan:
         """Observes everything the revision touches, then plans it whole and gates it."""
-        observed = self.observed
-        api = self.targets.kube_api
+        observed, memory, options = self.observed, self.memory, self.options
+        api, namespace = self.targets.kube_api, options.agent_namespace
+        self.kube_fast = memory is not None and memory.kube_fresh(options.resync_after, namespace)
+        self.dns_fast = memory is not None and memory.dns_fresh(options.sweep_after)
         if api is not None:
-            observed.kube = kubeobserve.observe(api, desired, agent_namespace=self.options.agent_namespace)
+            observed.kube = (kubeobserve.recall(api, desired, memory.kube, agent_namespace=namespace)
+                             if memory is not None and memory.kube is not None and self.kube_fast
+                             else kubeobserve.observe(api, desired, agent_namespace=namespace))
         endpoints = self._endpoints(desired)
         if endpoints is not None:
-            observed.dns = dnsobserve.observe(desired, self.targets.store, endpoints, deadline=self.deadline)
-        plan = build.build(desired, observed, revision=revision, agent=self.options.agent_namespace,
-                           rotate_rndc_keys=self.options.rotate_rndc_keys)
+            observed.dns = dnsobserve.observe(desired, self.targets.store, endpoints, deadline=self.deadline,
+                                              memory=memory.dns if memory and self.dns_fast else None,
+                                              refresh=not self.dns_fast)
+        plan = build.build(desired, observed, revision=revision, agent=namespace,
+                           rotate_rndc_keys=options.rotate_rndc_keys, trust_hash=self.kube_fast)
         plan.refusals = safety.check(plan, self.options.policy)
         return plan
 
@@ -215,7 +232,7 @@ class _Run:
         assert plan is not None
         try:
             if api is not None and plan.kube is not None:
-                kube_options = kubeapply.Options(options.agent_namespace, options.install_crds,
+                kube_options = kubeapply.Options(options.agent_namespace, options.install_crds and not self.kube_fast,
                                                  options.create_namespaces, options.rotate_rndc_keys)
                 assert self.observed.kube is not None
                 result.kube = kubeapply.apply(api, desired, self.observed.kube, plan.kube, options=kube_options,
@@ -226,12 +243,39 @@ class _Run:
                 result.dns = dnsapply.apply(plan.zones, endpoints, self.targets.store, options=dns_options,
                                             deadline=self.deadline)
             if api is not None and result.kube is not None:
-                wanted = status.wanted(desired, result.kube, revision=result.revision, dns=result.dns)
+                only = status.affected(desired, plan, result.kube, result.dns) if self.kube_fast else None
+                wanted = status.wanted(desired, result.kube, revision=result.revision, dns=result.dns, only=only,
+                                       changed=status.changed_zones(plan))
                 kubeapply.write_statuses(api, wanted, result.kube, revision=result.revision, deadline=self.deadline)
         except AgentError as exc:  # a whole step failed (CRDs, the store, the deadline): the rest waits
             log.warning("apply stopped: %s", exc)
             result.errors.append(str(exc))
         result.outcome = "partial" if result.failures or result.conflicts else "applied"
+        if self.memory is not None:
+            self._remember(desired, result)
+
+    def _remember(self, desired: Desired, result: RunOutcome) -> None:
+        """What this run left in the world, for the next run of a long-running agent to start from."""
+        memory, now = self.memory, time.monotonic()
+        assert memory is not None
+        if result.errors:
+            memory.forget_world()
+            return
+        if result.kube is not None and self.observed.kube is not None:
+            live = {k: v for k, v in result.kube.live.items() if k not in result.kube.failed}
+            memory.kube = KubeObserved(live, result.kube.inventory, set(self.observed.kube.namespaces),
+                                       result.kube.inventory_text)
+            memory.agent_namespace = self.options.agent_namespace
+            memory.kube_at = memory.kube_at if self.kube_fast else now
+        if result.dns is not None:
+            wanted = {z.name for z in desired.zones}
+            for zone in {z for z, _ in memory.dns.zones} - wanted:
+                memory.dns.forget(zone)
+            for zr in result.dns.zones:
+                memory.dns.forget(zr.name)
+                if zr.ok:
+                    memory.dns.zones.update({(zr.name, p): seen for p, seen in zr.after.items()})
+            memory.dns_at = memory.dns_at if self.dns_fast else now
 
     # -- outcomes -----------------------------------------------------------------------------
     def _reject(self, snap: Snapshot, result: RunOutcome, message: str, *, reason: str = "RevisionRejected",

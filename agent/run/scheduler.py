@@ -27,7 +27,7 @@ from agent.gate import safety
 from agent.reconcile import endpoints as cluster_endpoints
 from agent.reconcile.kubeapi import KubeApi
 from agent.reconcile.statestore import ConfigMapStore, FileStore, Store
-from agent.run import httpserver, lease, metrics, revisions, throttle, webhook
+from agent.run import httpserver, lease, memory, metrics, revisions, throttle, webhook
 from agent.run import orchestrator as runner
 from agent.run import settings as config
 from agent.sources.git import GitSource
@@ -57,6 +57,7 @@ class Agent:
         self.stopping = threading.Event()
         self.ready = self.store.load_run().applied is not None  # serving the last good revision
         self.runs = 0
+        self.memory = memory.Memory()  # so that a run costs what changed (agent/run/memory.py)
         self.scheduler = BackgroundScheduler()
         self.worker = threading.Thread(target=self._loop, name="sync", daemon=True)
         self.httpd = self._http_server()
@@ -110,7 +111,8 @@ class Agent:
         started = time.monotonic()
         before = dict(self.api.reads + self.api.writes) if self.api else {}
         targets = runner.Targets(self.store, self.api, self._endpoints(), self.forge, self.alerts)
-        run = runner.run(revisions.GitRevisions(self.source), targets, self.options(), run_id=uuid.uuid4().hex[:12])
+        run = runner.run(revisions.GitRevisions(self.source), targets, self.options(), run_id=uuid.uuid4().hex[:12],
+                         memory=self.memory)
         after = dict(self.api.reads + self.api.writes) if self.api else {}
         calls = {verb: after.get(verb, 0) - before.get(verb, 0) for verb in after}
         self.metrics.record(run, time.monotonic() - started, calls)
@@ -125,6 +127,7 @@ class Agent:
         while not self.stopping.wait(self.settings.lease_duration / 3):
             was = self.elector.leader
             if self.elector.tick() and not was:
+                self.memory.forget_world()  # another replica may have written meanwhile
                 self.trigger("leadership")
 
     def _loop(self) -> None:

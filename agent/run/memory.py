@@ -1,0 +1,45 @@
+"""What a long-running agent keeps between runs so that a run costs what changed, not the repository.
+
+    files      parsed and validated files, by content id (a file that did not change is not parsed)
+    desired    expansion results whose inputs did not change (a zone's RRsets, a CR's body)
+    kube       the objects this agent left in the cluster (not listed again until a full observe)
+    dns        what each primary served when the agent last saw it, with its SOA serial
+
+The CLI's one-shot runs start with an empty memory. A full observe (Kubernetes listed and compared
+field by field) happens every `resync_after`; a full DNS comparison (every zone transferred) every
+`sweep_after`; and after any run that did not apply cleanly, so that nothing is trusted that the
+last run could not confirm.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+from agent.desired.memo import Memo
+from agent.load.loader import FileCache
+from agent.plan.observed import KubeObserved
+from agent.reconcile.dnsobserve import DnsMemory
+
+
+@dataclasses.dataclass
+class Memory:
+    files: FileCache = dataclasses.field(default_factory=FileCache)
+    desired: Memo = dataclasses.field(default_factory=Memo)
+    kube: KubeObserved | None = None
+    kube_at: float = 0.0  # monotonic time of the last full Kubernetes observe
+    dns: DnsMemory = dataclasses.field(default_factory=DnsMemory)
+    dns_at: float = 0.0  # monotonic time of the last full DNS comparison
+    agent_namespace: str = ""
+
+    def kube_fresh(self, resync_after: float, agent_namespace: str) -> bool:
+        return (self.kube is not None and self.agent_namespace == agent_namespace
+                and time.monotonic() - self.kube_at < resync_after)
+
+    def dns_fresh(self, sweep_after: float) -> bool:
+        return bool(self.dns.zones) and time.monotonic() - self.dns_at < sweep_after
+
+    def forget_world(self) -> None:
+        """Trust nothing remembered of the cluster or the servers (after a failure, a new leader)."""
+        self.kube, self.kube_at = None, 0.0
+        self.dns, self.dns_at = DnsMemory(), 0.0
