@@ -18,7 +18,7 @@ import concurrent.futures
 import dataclasses
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from agent.desired import rrsets
 from agent.errors import AgentError, ZoneApiError
@@ -288,12 +288,16 @@ def _settled(zp: ZonePlan, result: ZoneResult) -> ZoneOwnership:
 
 
 def apply(zones: list[ZonePlan], endpoints: Mapping[str, Endpoint], store: Store, *, options: Options,
-          deadline: Deadline) -> DnsResult:
-    """Executes every zone's plan; ownership is stored as it goes."""
+          deadline: Deadline, progress: Callable[[int, int], None] | None = None) -> DnsResult:
+    """Executes every zone's plan; ownership is stored as it goes. `progress` hears (zones done, zones)."""
     runner = DnsApply(endpoints, store, options, deadline)
+    results: list[ZoneResult] = []
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=ZONE_WORKERS) as pool:
-            results = list(pool.map(runner.zone, zones))
+            for result in pool.map(runner.zone, zones):
+                results.append(result)
+                if progress is not None:
+                    progress(len(results), len(zones))
     finally:
         runner.close()
     deleted = [(r.name, i) for r, z in zip(results, zones, strict=True) for i in r.deleted_from

@@ -7,9 +7,10 @@ then planned for that zone). Zones run concurrently; every transfer is bounded b
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from agent.desired.hierarchy import Desired
 from agent.errors import DnsUpdateError
@@ -37,13 +38,19 @@ def _transfer(endpoint: Endpoint, zone: str, deadline: Deadline) -> ZoneObserved
 
 
 def observe(desired: Desired, store: Store, endpoints: Mapping[str, Endpoint], *,
-            deadline: Deadline) -> DnsObserved:
+            deadline: Deadline, progress: Callable[[int, int], None] | None = None) -> DnsObserved:
+    """`progress` hears (zones observed, zones to observe) as each zone's transfers finish."""
     ownership = store.load_zones()
     wanted = [(z.name, instance_id(k)) for z in desired.zones for k in z.primaries]
     jobs = [(zone, inst) for zone, inst in wanted if inst in endpoints]
+    left, finished = collections.Counter(zone for zone, _ in jobs), 0  # transfers left per zone
     zones: dict[str, dict[str, ZoneObserved]] = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=WORKERS) as pool:
         futures = {job: pool.submit(_transfer, endpoints[job[1]], job[0], deadline) for job in jobs}
         for (zone, inst), future in futures.items():
             zones.setdefault(zone, {})[inst] = future.result()
+            left[zone] -= 1
+            finished += not left[zone]
+            if progress is not None and not left[zone]:
+                progress(finished, len(left))
     return DnsObserved(ownership, zones, set(endpoints))

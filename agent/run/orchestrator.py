@@ -17,7 +17,8 @@ import datetime
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TypeVar
 
 from agent.desired import hierarchy
 from agent.desired.hierarchy import Desired
@@ -40,7 +41,21 @@ from agent.run import lock, logs
 from agent.run.revisions import Revisions, Snapshot
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 Endpoints = Mapping[str, Endpoint] | Callable[[Desired], Mapping[str, Endpoint]]
+# Progress of a long step: (verb, unit, done, total or None), e.g. ("observed", "zones", 100, 500).
+Progress = Callable[[str, str, int, int | None], None]
+
+
+def _quiet(verb: str, unit: str, done: int, total: int | None) -> None:
+    """The default Progress: nobody is watching."""
+
+
+def _counted(items: Sequence[T], report: Callable[[int], None]) -> Iterator[T]:
+    """`items`, reporting how many were consumed so far."""
+    for i, item in enumerate(items):
+        yield item
+        report(i + 1)
 
 
 @dataclasses.dataclass
@@ -112,12 +127,14 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def run(source: Revisions, targets: Targets, options: Options, *, run_id: str | None = None) -> RunOutcome:
-    """Runs the newest revision of `source` against `targets`, at most one run per source at a time."""
+def run(source: Revisions, targets: Targets, options: Options, *, run_id: str | None = None,
+        progress: Progress = _quiet) -> RunOutcome:
+    """Runs the newest revision of `source` against `targets`, at most one run per source at a time.
+    `progress` hears the counts of the long steps (files loaded, zones observed and applied)."""
     run_id = run_id or uuid.uuid4().hex[:12]
     logs.run_id.set(run_id)  # every log line of this run carries it (and the revision, once known)
     logs.revision.set("")
-    one = _Run(source, targets, options, run_id)
+    one = _Run(source, targets, options, run_id, progress)
     if targets.kube_api is not None:
         targets.kube_api.deadline = one.deadline  # every API call of this run is cut to its deadline
     try:
@@ -131,8 +148,10 @@ def run(source: Revisions, targets: Targets, options: Options, *, run_id: str | 
 
 
 class _Run:
-    def __init__(self, source: Revisions, targets: Targets, options: Options, run_id: str) -> None:
+    def __init__(self, source: Revisions, targets: Targets, options: Options, run_id: str,
+                 progress: Progress = _quiet) -> None:
         self.source, self.targets, self.options, self.run_id = source, targets, options, run_id
+        self.progress = progress
         self.started, self.started_at = time.monotonic(), _now()
         self.deadline = Deadline(options.deadline)
         self.state = RunState()
@@ -154,7 +173,8 @@ class _Run:
         if not self.options.dry_run:
             forge.pending(self.targets.forge, snap.revision)
         skipped = [] if self.options.dry_run else self.source.superseded(self.state.seen, snap.revision)
-        manifest = loader.load_files(snap.files, default_namespace=self.options.default_namespace)
+        files = _counted(snap.files, lambda n: self.progress("loaded", "files", n, len(snap.files)))
+        manifest = loader.load_files(files, default_namespace=self.options.default_namespace)
         desired = hierarchy.build(manifest) if manifest.ok else None
         found = list(manifest.problems) + (desired.problems if desired else [])
         result = RunOutcome(self.run_id, snap.revision, "rejected", found, superseded=skipped, parsed=True)
@@ -191,7 +211,9 @@ class _Run:
             observed.kube = kubeobserve.observe(api, desired, agent_namespace=self.options.agent_namespace)
         endpoints = self._endpoints(desired)
         if endpoints is not None:
-            observed.dns = dnsobserve.observe(desired, self.targets.store, endpoints, deadline=self.deadline)
+            observed.dns = dnsobserve.observe(
+                desired, self.targets.store, endpoints, deadline=self.deadline,
+                progress=lambda done, total: self.progress("observed", "zones", done, total))
         plan = build.build(desired, observed, revision=revision, agent=self.options.agent_namespace,
                            rotate_rndc_keys=self.options.rotate_rndc_keys)
         plan.refusals = safety.check(plan, self.options.policy)
@@ -206,12 +228,14 @@ class _Run:
                                                  options.create_namespaces, options.rotate_rndc_keys)
                 assert self.observed.kube is not None
                 result.kube = kubeapply.apply(api, desired, self.observed.kube, plan.kube, options=kube_options,
-                                              deadline=self.deadline)
+                                              deadline=self.deadline, progress=lambda done, total: self.progress(
+                                                  "applied", "objects", done, total))
             endpoints = self._endpoints(desired)
             if plan.zones is not None and endpoints is not None:
                 dns_options = dnsapply.Options(options.batch, options.verify_wait, options.policy)
                 result.dns = dnsapply.apply(plan.zones, endpoints, self.targets.store, options=dns_options,
-                                            deadline=self.deadline)
+                                            deadline=self.deadline, progress=lambda done, total: self.progress(
+                                                "applied", "zones", done, total))
             if api is not None and result.kube is not None:
                 wanted = status.wanted(desired, result.kube, revision=result.revision, dns=result.dns)
                 kubeapply.write_statuses(api, wanted, result.kube, revision=result.revision, deadline=self.deadline)
