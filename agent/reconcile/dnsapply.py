@@ -132,11 +132,16 @@ class DnsApply:
             body["updateKeyName"] = tsig.name
         return body
 
+    def _secondary_dns(self, zp: ZonePlan) -> list[str]:
+        return [self.endpoints[s].dns for s in zp.secondaries if s in self.endpoints]
+
     def _create(self, zp: ZonePlan, result: ZoneResult, instance: str, role: str) -> bool:
         try:
             self.deadline.check(f"creating {zp.name} on {instance}")
             if self.api(instance).create(self._body(zp, instance, role)):
                 result.created_on.append(instance)
+            elif role == "primary" and zp.secondaries:  # it was there already (adopted): tell it its secondaries
+                self.api(instance).modify(zp.name.rstrip("."), also_notify=self._secondary_dns(zp))
             result.instances[instance] = ("Configured", f"{role} zone configured")
             return True
         except AgentError as exc:
@@ -165,8 +170,7 @@ class DnsApply:
         for instance in zp.renotify:
             try:
                 self.deadline.check(f"updating also-notify of {zp.name} on {instance}")
-                secondaries = [self.endpoints[s].dns for s in zp.secondaries if s in self.endpoints]
-                self.api(instance).modify(zp.name.rstrip("."), also_notify=secondaries)
+                self.api(instance).modify(zp.name.rstrip("."), also_notify=self._secondary_dns(zp))
             except AgentError as exc:
                 result.instances[instance] = ("Failed", str(exc))
                 result.primary_error = str(exc)
