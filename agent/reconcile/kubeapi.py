@@ -19,6 +19,7 @@ from typing import Any
 import kubernetes.client
 import kubernetes.config
 import urllib3.exceptions
+import yaml
 
 from agent.errors import KubeError
 from agent.model import kinds
@@ -88,6 +89,8 @@ class KubeApi:
         except (kubernetes.config.ConfigException, OSError) as exc:
             raise KubeError(f"cannot load Kubernetes credentials from {path or 'the pod'}: {exc}",
                             reason="config") from exc
+        except (yaml.YAMLError, TypeError, ValueError, AttributeError, KeyError) as exc:  # not a kubeconfig at all
+            raise KubeError(f"{path}: not a kubeconfig file ({' '.join(str(exc).split())})", reason="config") from exc
         return cls(client)
 
     def close(self) -> None:
