@@ -109,10 +109,10 @@ def valid_state(args: argparse.Namespace, verb: str) -> desired.Desired | None:
     return state
 
 
-def kubeconfig(explicit: str | None) -> str | None:
+def kubeconfig(explicit: str | os.PathLike[str] | None) -> str | None:
     """The kubeconfig kubectl would use: the flag, $KUBECONFIG, or ~/.kube/config if it exists."""
     if explicit:
-        return explicit
+        return os.fspath(explicit)
     from_env = os.environ.get("KUBECONFIG", "")
     if from_env.strip(os.pathsep).strip():
         return from_env

@@ -12,6 +12,8 @@ import collections
 import dataclasses
 import json
 import logging
+import os
+import pathlib
 import threading
 import urllib.parse
 from typing import Any
@@ -66,6 +68,21 @@ RESOURCES: dict[str, ApiResource] = {
 _VERBS = {"GET": "get", "PATCH": "patch", "DELETE": "delete", "POST": "create", "PUT": "update"}
 
 
+def _check_kubeconfig(path: str) -> None:
+    """Each file of a kubeconfig path (':'-separated, as $KUBECONFIG) that exists must be a YAML mapping:
+    the client library fails on anything else with errors that do not say which file or why."""
+    for one in path.split(os.pathsep):
+        try:
+            doc = yaml.safe_load(pathlib.Path(one).read_text())
+        except FileNotFoundError:
+            continue  # kubectl skips a missing file of the list; one missing file is reported by the library
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise KubeError(f"{one}: not a kubeconfig file ({' '.join(str(exc).split())})", reason="config") from exc
+        if not isinstance(doc, dict):
+            raise KubeError(f"{one}: not a kubeconfig file (expected a mapping with clusters, users and contexts)",
+                            reason="config")
+
+
 class KubeApi:
     """One connection to an API server. `reads` and `writes` count calls by verb."""
 
@@ -81,6 +98,7 @@ class KubeApi:
     def from_kubeconfig(cls, path: str | None, *, context: str | None = None) -> KubeApi:
         try:
             if path:
+                _check_kubeconfig(path)
                 client = kubernetes.config.new_client_from_config(config_file=path, context=context)
             else:
                 configuration = kubernetes.client.Configuration()
@@ -89,8 +107,6 @@ class KubeApi:
         except (kubernetes.config.ConfigException, OSError) as exc:
             raise KubeError(f"cannot load Kubernetes credentials from {path or 'the pod'}: {exc}",
                             reason="config") from exc
-        except (yaml.YAMLError, TypeError, ValueError, AttributeError, KeyError) as exc:  # not a kubeconfig at all
-            raise KubeError(f"{path}: not a kubeconfig file ({' '.join(str(exc).split())})", reason="config") from exc
         return cls(client)
 
     def close(self) -> None:
