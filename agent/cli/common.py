@@ -99,16 +99,6 @@ def load(args: argparse.Namespace) -> tuple[loader.Manifest, desired.Desired | N
     return load_files(localdir.files(args.directory), args)
 
 
-def valid_state(args: argparse.Namespace, verb: str) -> desired.Desired | None:
-    manifest, state = load(args)
-    found = manifest.problems + (state.problems if state else [])
-    print_problems(found, args.directory, sys.stderr)
-    if state is None or problems.errors(found):
-        print(f"{args.directory}: invalid: nothing {verb} ({len(problems.errors(found))} errors)", file=sys.stderr)
-        return None
-    return state
-
-
 def kubeconfig(explicit: str | os.PathLike[str] | None) -> str | None:
     """The kubeconfig kubectl would use: the flag, $KUBECONFIG, or ~/.kube/config if it exists."""
     if explicit:
