@@ -1,5 +1,5 @@
 # bindy-agent: small, non-root, no build tools in the final image.
-# Build: docker build -t bindy-agent:0.1.0 .    Run: bindy-agent run (settings via BINDY_AGENT_*)
+# Build: docker build -t ghcr.io/bindy-gitops/bindy-agent:<pyproject version> .  (README, "Install"); deploy/ runs it
 
 FROM python:3.11.7-slim-bookworm AS build
 WORKDIR /src

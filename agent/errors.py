@@ -7,6 +7,8 @@ trying again can help.
     AgentError
      ├── ConfigError            bad flags, settings or endpoint files
      ├── SourceError            the revision could not be fetched or read        (retryable)
+     │    └── FileRefused       one file of the revision may not be read: outside the repository,
+     │                          not a regular file, a bad name (not retryable; a problem, not a crash)
      └── ApplyError             a write to the outside world failed
           ├── KubeError         Kubernetes API (forbidden, not found, conflict, invalid, server)
           ├── ZoneApiError      the BIND9 sidecar's zone HTTP API
@@ -34,6 +36,17 @@ class SourceError(AgentError):
     """A revision could not be fetched or read from its source."""
 
     retryable = True
+
+
+class FileRefused(SourceError):
+    """A file of the revision that the agent will not read; the loader reports it as a problem of
+    that file (a warning when `warning` is set, e.g. a submodule that is skipped)."""
+
+    retryable = False
+
+    def __init__(self, message: str, *, warning: bool = False) -> None:
+        super().__init__(message)
+        self.warning = warning
 
 
 class ApplyError(AgentError):

@@ -12,6 +12,7 @@ import pytest
 
 from agent import cli
 from agent.errors import ConfigError
+from agent.gate import policy
 from agent.run import logs, scheduler, throttle, webhook
 from agent.run import settings as config
 
@@ -222,3 +223,34 @@ def test_an_empty_or_short_webhook_secret_is_refused(tmp_path: pathlib.Path, con
         webhook.read_secret(path)
     path.write_bytes(b"x" * 32 + b"\n")
     assert webhook.read_secret(path) == b"x" * 32
+
+
+def test_policy_settings_come_from_flags_environment_or_file_never_the_repository(tmp_path: pathlib.Path) -> None:
+    file = tmp_path / "agent.yaml"
+    file.write_text("repo: x\nallowed-namespaces: [dns-system, team-a]\nallowed-registries: registry.example.com\n")
+    env = {"BINDY_AGENT_ALLOWED_EXTERNAL_IPS": "192.0.2.0/24,198.51.100.7",
+           "BINDY_AGENT_ALLOW_CROSS_NAMESPACE_REFS": "true"}
+    settings = config.load_settings({"pod_security": "baseline", "allowed_service_types": "ClusterIP,LoadBalancer"},
+                                    config_file=file, environ=env)
+    assert settings.policy_settings() == policy.PolicySettings(
+        pod_security="baseline", allowed_registries=("registry.example.com",),
+        allowed_service_types=("ClusterIP", "LoadBalancer"), allowed_external_ips=("192.0.2.0/24", "198.51.100.7"),
+        allowed_namespaces=("dns-system", "team-a"), allow_cross_namespace_refs=True)
+    defaults = config.load_settings({"repo": "x"}, environ={})
+    assert defaults.policy_settings() == policy.PolicySettings()
+    assert (defaults.allowed_namespaces, defaults.allowed_registries) == (
+        ["dns-system"], ["docker.io/internetsystemsconsortium", "ghcr.io/firestoned"])
+    with pytest.raises(ConfigError, match=r"setting allowed_service_types: .*'Ingress' is not a Service type"):
+        config.load_settings({"repo": "x", "allowed_service_types": "Ingress"}, environ={})
+    with pytest.raises(ConfigError, match="setting pod_security: .* \\(flag --pod-security"):
+        config.load_settings({"repo": "x"}, environ={"BINDY_AGENT_POD_SECURITY": "privileged"})
+def test_read_limits_are_settings_with_their_defaults_and_reasons() -> None:
+    from agent.model.limits import Limits
+
+    settings = config.load_settings({"repo": "x", "max_documents": "1000"},
+                                    environ={"BINDY_AGENT_MAX_FILE_BYTES": "4096"})
+    assert settings.limits() == Limits(max_file_bytes=4096, max_documents=1000)
+    assert config.load_settings({"repo": "x"}, environ={}).limits() == Limits()
+    assert "100,000 records" in config.Settings.model_fields["max_revision_bytes"].description  # type: ignore[operator]
+    with pytest.raises(ConfigError, match="setting max_alias_nodes: .* environment BINDY_AGENT_MAX_ALIAS_NODES"):
+        config.load_settings({"repo": "x", "max_alias_nodes": "0"}, environ={})

@@ -59,6 +59,28 @@ def _setting_flag(parser: argparse.ArgumentParser, name: str, field: FieldInfo) 
         parser.add_argument(flag, dest=name, default=None, help=text, metavar=_metavar(name, field))
 
 
+POLICY_FLAGS = ("pod_security", "allowed_registries", "allowed_service_types", "allowed_external_ips",
+                "allowed_namespaces", "allow_cross_namespace_refs")
+
+
+def _policy_flags(parser: argparse.ArgumentParser) -> None:
+    """The policy settings (agent/gate/policy.py) as flags, named and described like `run`'s."""
+    group = parser.add_argument_group("policy", "what the repository may do; the agent's settings, which "
+                                      "the repository cannot change")
+    for name in POLICY_FLAGS:
+        field = config.Settings.model_fields[name]
+        flag, default = "--" + name.replace("_", "-"), field.default
+        if field.annotation is bool:
+            group.add_argument(flag, dest=name, action="store_true", default=None, help=field.description)
+        elif name == "pod_security":
+            group.add_argument(flag, dest=name, choices=["restricted", "baseline"],
+                               help=f"{field.description} (default: {default})")
+        else:
+            shown = ",".join(default) or "none"
+            group.add_argument(flag, dest=name, action="append", metavar="A[,B]",
+                               help=f"{field.description}; repeatable (default: {shown})")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = common.Parser(prog="bindy-agent", description="GitOps agent for Bindy DNS custom resources: "
                      "validates a repository of bindy.firestoned.io/v1beta1 CRs and plans or applies "
@@ -73,8 +95,12 @@ def _parser() -> argparse.ArgumentParser:
                         help="directory of CR YAML files (searched recursively)")
     shared.add_argument("--namespace", default=names.DEFAULT_NAMESPACE, metavar="NS",
                         help="namespace for namespaced objects that name none (default: %(default)s)")
+    common.add_limit_flags(shared)
 
-    v = verbs.add_parser("validate", parents=[shared], help="check a directory of CRs",
+    guard = common.Parser(add_help=False)
+    _policy_flags(guard)
+
+    v = verbs.add_parser("validate", parents=[shared, guard], help="check a directory of CRs",
                          description="Parse and validate every YAML document below DIR; report every "
                          "problem with file:line. Exit 0 valid, 1 invalid, 2 usage error.")
     v.set_defaults(func=offline.validate)
@@ -88,7 +114,7 @@ def _parser() -> argparse.ArgumentParser:
     kube.add_argument("--agent-namespace", default=names.DEFAULT_AGENT_NAMESPACE, metavar="NS",
                       help="namespace of the agent's inventory (default: %(default)s)")
 
-    p = verbs.add_parser("plan", parents=[kube], help="show what a sync would change (dry run), or what a "
+    p = verbs.add_parser("plan", parents=[kube, guard], help="show what a sync would change (dry run), or what a "
                          "pull request changes",
                          description="Compute the plan for DIR. Offline (without --kubeconfig or --context; a "
                          "kubeconfig in $KUBECONFIG or ~/.kube/config is not used unless asked for), the world is "
@@ -100,8 +126,9 @@ def _parser() -> argparse.ArgumentParser:
                          "exit 0 no changes, 2 changes, 1 error, like `terraform plan -detailed-exitcode`.")
     p.set_defaults(func=plan_verb.show_plan)
     plan_verb.add_arguments(p)
+    common.add_limit_flags(p)
 
-    sy = verbs.add_parser("sync", parents=[kube], help="apply a directory or a Git repository",
+    sy = verbs.add_parser("sync", parents=[kube, guard], help="apply a directory or a Git repository",
                           description="Validate a revision as a whole, then apply it: CRDs (unless "
                           "--no-install-crds), the hierarchy of objects with server-side apply, prune of what the "
                           "agent created and Git no longer has, zones and records (with --endpoints or "
@@ -139,8 +166,9 @@ def _parser() -> argparse.ArgumentParser:
                     "default: %(default)s)")
     sy.add_argument("--lock-wait", type=common.seconds, default=30, metavar="SECONDS",
                     help="how long to wait for another sync of the same source to finish (default: %(default)s)")
-    sy.add_argument("--batch", type=common.positive_int, default=1000, metavar="N",
+    sy.add_argument("--batch", type=common.positive, default=1000, metavar="N",
                     help="changes per DNS UPDATE message (default: %(default)s)")
+    common.add_limit_flags(sy)
     git_args = sy.add_argument_group("Git source")
     git_args.add_argument("--repo", metavar="URL", help="Git repository (URL or local path) instead of DIR")
     git_args.add_argument("--branch", default="main", help="branch to follow (default: %(default)s)")
@@ -154,7 +182,8 @@ def _parser() -> argparse.ArgumentParser:
     git_args.add_argument("--insecure-ignore-host-key", action="store_true",
                           help="do not check the Git server's SSH host key (not recommended)")
     git_args.add_argument("--token-file", type=common.readable_file, metavar="FILE",
-                          help="HTTPS token, read from a file")
+                          help="HTTPS token, read from a file; sent as Basic auth with the user x-access-token "
+                          "(GitHub, GitLab, Gitea), or write 'user:token' in the file for another user")
     git_args.add_argument("--no-push-notes", dest="push_notes", action="store_false",
                           help="keep the commit reports local instead of pushing refs/notes/bindy-agent")
     git_args.add_argument("--resync-after", type=common.seconds, default=600, metavar="SECONDS",
@@ -187,7 +216,8 @@ def _parser() -> argparse.ArgumentParser:
     rp.set_defaults(path="", insecure_ignore_host_key=False)
     rp.add_argument("--ssh-key", type=common.readable_file, metavar="FILE", help="SSH deploy key")
     rp.add_argument("--known-hosts", type=common.readable_file, metavar="FILE", help="known_hosts for the SSH key")
-    rp.add_argument("--token-file", type=common.readable_file, metavar="FILE", help="HTTPS token, read from a file")
+    rp.add_argument("--token-file", type=common.readable_file, metavar="FILE",
+                    help="HTTPS token (or 'user:token'), read from a file; sent as Basic auth")
 
     ic = verbs.add_parser("install-crds", parents=[kube], help="apply the CRDs and wait until Established",
                           description="Apply the 12 CRDs generated from the models (schemas/crds) and wait "
@@ -196,8 +226,9 @@ def _parser() -> argparse.ArgumentParser:
     ic.set_defaults(func=sync.install_crds)
 
     s = verbs.add_parser("schemas", help="write the JSON Schemas and CRDs generated from the models",
-                         description="Write schemas/json/<Kind>.json and schemas/crds/<crd>.yaml from "
-                         "the models. With --check, write nothing and exit 1 if they differ.")
+                         description="Write schemas/json/<Kind>.json, schemas/crds/<crd>.yaml and "
+                         "schemas/crds/kustomization.yaml from the models. With --check, write nothing and "
+                         "exit 1 if they differ.")
     s.set_defaults(func=offline.schemas)
     s.add_argument("--dir", type=pathlib.Path, default=offline.DEFAULT_SCHEMAS, metavar="DIR",
                    help="output directory (default: %(default)s)")

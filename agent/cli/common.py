@@ -10,6 +10,7 @@ offline plan into an online one, nor a DNS-only sync into one that writes to a c
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import pathlib
 import sys
@@ -17,7 +18,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any, TextIO
 
 from agent.desired import hierarchy as desired
+from agent.gate import policy, tenancy
 from agent.load import loader
+from agent.model import limits as read_limits
 from agent.model import problems
 from agent.sources import localdir
 
@@ -53,9 +56,9 @@ def readable_file(value: str) -> pathlib.Path:
     return path
 
 
-def positive_int(value: str) -> int:
+def positive(value: str) -> int:
     try:
-        number = int(value)
+        number = int(value.replace("_", ""))
     except ValueError:
         raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
     if number < 1:
@@ -73,6 +76,21 @@ def seconds(value: str) -> float:
     return number
 
 
+def add_limit_flags(parser: argparse.ArgumentParser) -> None:
+    """--max-file-bytes, --max-revision-bytes, --max-documents, --max-alias-nodes."""
+    group = parser.add_argument_group("limits on what a revision may make the agent read")
+    for field in dataclasses.fields(read_limits.Limits):
+        group.add_argument(read_limits.flag(field.name), dest=field.name, type=positive, default=field.default,
+                           metavar="N", help=read_limits.help_of(field.name))
+
+
+def limits(args: argparse.Namespace) -> read_limits.Limits:
+    """The limits given by the flags (defaults for any not given)."""
+    defaults = read_limits.Limits()
+    return read_limits.Limits(**{f.name: int(getattr(args, f.name, getattr(defaults, f.name)))
+                                 for f in dataclasses.fields(read_limits.Limits)})
+
+
 def print_problems(items: Sequence[problems.Problem], root: pathlib.Path | str, out: TextIO,
                    *, quiet: bool = False, errors_only: bool = False) -> None:
     """Every problem as `file:line: ...`, the file under `root` (a directory, or a prefix such as `main:`)."""
@@ -86,13 +104,47 @@ def print_problems(items: Sequence[problems.Problem], root: pathlib.Path | str, 
         print(f"{prefix}{p}", file=out)
 
 
+def policy_settings(args: argparse.Namespace) -> policy.PolicySettings:
+    """The policy flags of validate, plan and sync (repeatable or comma-separated; unset: the defaults)."""
+    values: dict[str, Any] = {}
+    for field in dataclasses.fields(policy.PolicySettings):
+        value = getattr(args, field.name, None)
+        values[field.name] = ",".join(value) if isinstance(value, list) else value
+    try:
+        return policy.PolicySettings.of(**values)
+    except ValueError as exc:
+        print(f"bindy-agent: error: {exc}", file=sys.stderr)
+        raise SystemExit(Parser.usage_status) from exc
+
+
 def load_files(files: Iterable[loader.SourceFile],
                args: argparse.Namespace) -> tuple[loader.Manifest, desired.Desired | None]:
-    """One revision's files -> its desired state (None when it does not load); problems on both."""
-    manifest = loader.load_files(files, default_namespace=args.namespace)
+    """One revision's files -> its desired state, checked against the policy (None when it does not load);
+    problems on both. Without a cluster, references to Secrets the agent does not generate are warnings."""
+    settings = policy_settings(args)
+    manifest = loader.load_files(files, default_namespace=args.namespace, limits=limits(args))
     if not manifest.ok:
         return manifest, None
-    return manifest, desired.build(manifest)
+    state = desired.build(manifest)
+    labels = secret_labels(args, manifest) if cluster_requested(args) else None
+    state.problems += policy.check(manifest, state, settings, secret_labels=labels)
+    return manifest, state
+
+
+def secret_labels(args: argparse.Namespace, manifest: loader.Manifest) -> policy.SecretLabels:
+    """The live labels of every Secret the revision references (None: it does not exist). One that
+    cannot be read is left out, which the policy reports as not observed (the revision is refused)."""
+    from agent.errors import AgentError
+    from agent.reconcile import kubeobserve
+
+    wanted = tenancy.secrets_to_observe(manifest)
+    if not wanted:
+        return {}
+    try:
+        return kubeobserve.secret_labels(kube_api(args), wanted)
+    except AgentError as exc:
+        print(f"error: cannot read the Secrets the revision references: {exc}", file=sys.stderr)
+        return {}
 
 
 def load(args: argparse.Namespace) -> tuple[loader.Manifest, desired.Desired | None]:
@@ -124,4 +176,5 @@ def kube_api(args: argparse.Namespace) -> Any:
     if path is None and "KUBERNETES_SERVICE_HOST" not in os.environ:
         raise KubeError("no kubeconfig: give --kubeconfig FILE, set $KUBECONFIG, or create ~/.kube/config "
                         "(inside a pod, its ServiceAccount is used)", reason="config")
-    return kubeapi.KubeApi.from_kubeconfig(path, context=args.context)
+    scope = policy_settings(args).kube_scope()
+    return kubeapi.KubeApi.from_kubeconfig(path, context=args.context, namespaces=scope)

@@ -14,7 +14,7 @@ from typing import Any
 from agent.cli import common, progress
 from agent.errors import AgentError, KubeError
 from agent.gate import safety
-from agent.model import kinds, names, problems
+from agent.model import kinds, names
 from agent.plan import render
 from agent.reconcile import crds, statestore
 from agent.reconcile import endpoints as cluster_endpoints
@@ -86,12 +86,13 @@ def _wants_cluster(args: argparse.Namespace) -> bool:
 def git_source(args: argparse.Namespace) -> GitSource:
     return GitSource(args.repo, args.cache, branch=args.branch, ref=args.ref, path=args.path, ssh_key=args.ssh_key,
                      known_hosts=args.known_hosts, insecure_ignore_host_key=args.insecure_ignore_host_key,
-                     token_file=args.token_file)
+                     token_file=args.token_file, limits=common.limits(args))
 
 
 def options(args: argparse.Namespace) -> orchestrator.Options:
     return orchestrator.Options(
         dry_run=args.dry_run, policy=safety.Policy(force=args.force, allow_prune=args.allow_prune),
+        repo_policy=common.policy_settings(args),
         agent_namespace=args.agent_namespace, default_namespace=args.namespace, install_crds=args.install_crds,
         create_namespaces=args.create_namespaces, rotate_rndc_keys=args.rotate_rndc_keys, batch=args.batch,
         deadline=args.deadline or None, push_notes=getattr(args, "push_notes", True),
@@ -118,7 +119,7 @@ def sync(args: argparse.Namespace) -> int:
     try:
         targets = _targets(args)
         source: revisions.Revisions = (revisions.GitRevisions(git_source(args)) if args.repo
-                                       else revisions.DirectoryRevisions(args.directory))
+                                       else revisions.DirectoryRevisions(args.directory, limits=common.limits(args)))
     except AgentError as exc:
         print(f"error: could not run: {exc}", file=sys.stderr)
         return common.EXIT_UNREACHABLE
@@ -143,8 +144,7 @@ def _show(run: orchestrator.RunOutcome, args: argparse.Namespace, api: Any) -> i
     for sha in run.superseded:
         print(f"{prefix}: {sha[:12]} superseded by {run.revision[:12] if run.revision else '?'}", file=sys.stderr)
     if run.plan is None:
-        print(f"{args.directory or args.repo}: invalid: nothing applied "
-              f"({len(problems.errors(run.problems))} errors); the last good revision keeps serving",
+        print(f"{prefix}: rejected {run.revision}: {run.message}; the last good revision keeps serving",
               file=sys.stderr)
         return common.EXIT_REJECTED
     sys.stdout.write(render.render_text(run.plan))

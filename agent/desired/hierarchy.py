@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from agent.desired import placement, rrsets, workloads
+from agent.desired import admission, placement, rrsets, workloads
 from agent.load.loader import Loaded, Manifest
 from agent.model import kinds, names
 from agent.model.infra import (
@@ -207,6 +207,7 @@ def _settings(inst: Instance, cluster: Cluster | None) -> workloads.InstanceSett
         volumes=list(spec.volumes if spec.volumes is not None else cspec.volumes or []),
         volume_mounts=list(spec.volume_mounts if spec.volume_mounts is not None else cspec.volume_mounts or []),
         named_conf_ref=refs.named_conf if refs else None,
+        resources=spec.resources if spec.resources is not None else cspec.resources,
     )
 
 
@@ -289,4 +290,6 @@ def build(manifest: Manifest) -> Desired:
         if tier == TIER_ZONE or obj.key.kind in {k.name for k in kinds.RECORD_KINDS}:
             objects.append(KubeObject(obj.key, _cr_body(obj), tier, origin=obj.origin))
     objects.sort(key=lambda o: (o.tier, CHILD_ORDER.get(o.key.kind, 0), o.key.kind, o.key.namespace or "", o.key.name))
+    problems.items += admission.check(((o.key, o.body, o.source) for o in objects if o.origin is None),
+                                      {o.key: o for o in manifest.objects})
     return desired

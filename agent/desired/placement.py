@@ -20,7 +20,7 @@ from typing import Any
 
 from agent.desired import rrsets
 from agent.load.loader import Loaded, Manifest
-from agent.model import kinds
+from agent.model import kinds, syntax
 from agent.model.base import LabelSelector
 from agent.model.infra import ZoneSource
 from agent.model.key import ObjectKey
@@ -158,6 +158,13 @@ def _select_instances(zone: Zone, obj: Loaded, fleet: _Fleet, out: _Out) -> None
 
 
 def _check_zone(zone: Zone, obj: Loaded, out: _Out) -> None:
+    spec = zone.spec
+    names = [("spec.zoneName", spec.zone_name), ("spec.soaRecord.primaryNs", spec.soa_record.primary_ns),
+             ("spec.soaRecord.adminEmail", spec.soa_record.admin_email)]
+    names += [(f"spec.nameServers[{i}].hostname", ns_.hostname) for i, ns_ in enumerate(spec.name_servers or [])]
+    for path, name in names:
+        if error := syntax.dns_name_error(name):
+            out.add(obj, path, f"{syntax.brief(name)} {error}")
     for host, ip in (zone.spec.name_server_ips or {}).items():
         try:
             ipaddress.ip_address(ip)
@@ -281,7 +288,12 @@ def _add_rrsets(zone: Zone, members: list[Loaded], out: _Out) -> None:
             first = sources[key][0]
             out.add(first, "spec.ttl", f"records of {owner} {rtype} disagree on TTL "
                     f"({sorted(ttls[key])}); using the lowest", Severity.WARNING)
-        zone.rrsets[key] = rrsets.build(zone.name, owner, rtype, min(ttls[key]), vals, objects[key].values())
+        rrset = rrsets.build(zone.name, owner, rtype, min(ttls[key]), vals, objects[key].values())
+        if too_big := rrsets.oversized(rrset):
+            for r in sources[key]:
+                out.add(r, "spec", too_big)
+            continue
+        zone.rrsets[key] = rrset
 
 
 _TARGET_FIELD = {"MX": "spec.mailServer", "SRV": "spec.target", "NS": "spec.nameserver"}

@@ -1,6 +1,12 @@
 """Record CRs -> normalised RRsets (pure). Values are rendered by dnspython's rdata classes, so
 Git and an AXFR of the live zone compare equal when they mean the same thing (case, trailing
-dots, TXT quoting and 255-byte splitting, IPv6 forms)."""
+dots, TXT quoting and 255-byte splitting, IPv6 forms).
+
+Whatever a DNS server or the wire format would refuse is a RecordError here, with the field at
+fault: labels over 63 octets, names over 255 octets on the wire (owners and every target), TXT
+data over what one record holds. A long TXT string is split into 255-octet strings, as BIND and
+every DNS provider do, not refused.
+"""
 
 from __future__ import annotations
 
@@ -23,11 +29,16 @@ import dns.rdtypes.IN.A
 import dns.rdtypes.IN.AAAA
 import dns.rdtypes.IN.SRV
 
-from agent.model import records
+from agent.model import records, syntax
 
 IN = dns.rdataclass.IN
 DEFAULT_TTL = 3600
-_LABEL = re.compile(r"^(\*|[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)$")
+_LABEL = re.compile(r"\*|[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
+_CAA_TAG = re.compile(r"[A-Za-z0-9]{1,15}")
+MAX_RDATA = 65535  # octets of one record's data (RDLENGTH is 16 bits)
+# An UPDATE changing an RRset carries the old one (prerequisite) and the new one in one DNS message of
+# at most 65,535 octets: an RRset of at most half that always fits.
+MAX_RRSET_OCTETS = 32_000
 CONFIG_UNSAFE = re.compile(r'["{};]')
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -77,8 +88,11 @@ def check_hostname(value: str, path: str, *, require_fqdn: bool) -> dns.name.Nam
                           f"(write '{value}.'); without it a DNS server appends the zone name")
     labels = value.rstrip(".").split(".")
     for label in labels:
-        if not _LABEL.match(label) or label == "*":
-            raise RecordError(path, f"{value!r} is not a valid host name (label {label!r})")
+        if not _LABEL.fullmatch(label) or label == "*":
+            too_long = " is longer than 63 octets" if len(label) > 63 else ""
+            raise RecordError(path, f"{value!r} is not a valid host name (label {label[:63]!r}{too_long})")
+    if error := syntax.dns_name_error(value):
+        raise RecordError(path, f"{syntax.brief(value)} {error}")
     try:
         return dns.name.from_text(absolute(value))
     except dns.exception.DNSException as exc:
@@ -94,11 +108,12 @@ def owner_name(name: str, zone: str) -> str:
     fqdn = absolute(name) if name.endswith(".") else absolute(f"{name}.{zone}")
     labels = fqdn[:-1].split(".")
     for i, label in enumerate(labels):
-        if not _LABEL.match(label) or (label == "*" and i != 0):
-            raise RecordError("spec.name", f"{name!r} is not a valid DNS name (label {label!r}: "
+        if not _LABEL.fullmatch(label) or (label == "*" and i != 0):
+            raise RecordError("spec.name", f"{name!r} is not a valid DNS name (label {label[:63]!r}: "
                               "1-63 letters, digits, '-' or '_'; '*' only as the first label)")
-    if len(fqdn) > 254:
-        raise RecordError("spec.name", f"{name!r} is longer than 253 characters")
+    if error := syntax.dns_name_error(fqdn):
+        raise RecordError("spec.name", f"{syntax.brief(name)} in zone {syntax.brief(zone)} makes the owner name "
+                          f"{syntax.brief(fqdn)}, which {error}")
     if fqdn != zone and not fqdn.endswith("." + zone):
         raise RecordError("spec.name", f"{name!r} is outside its zone {zone}")
     return fqdn
@@ -146,13 +161,19 @@ def _rdatas(spec: records.RecordSpec) -> list[dns.rdata.Rdata]:
             chunks += _txt_chunks(text)
         if not chunks:
             raise RecordError("spec.text", "needs at least one string")
+        octets = sum(len(c) + 1 for c in chunks)
+        if octets > MAX_RDATA:
+            raise RecordError("spec.text", f"is {octets:,} octets as TXT data (strings split at 255); one "
+                              f"record holds at most {MAX_RDATA:,} - publish less, or split it across names")
         return [dns.rdtypes.ANY.TXT.TXT(IN, dns.rdatatype.TXT, chunks)]
     if isinstance(spec, records.CAARecordSpec):
-        if not re.match(r"^[A-Za-z0-9]{1,15}$", spec.tag):
+        if not _CAA_TAG.fullmatch(spec.tag):
             raise RecordError("spec.tag", f"{spec.tag!r} is not a CAA tag (1-15 letters or digits, "
                               "such as issue, issuewild, iodef)")
         if CONTROL.search(spec.value):
             raise RecordError("spec.value", "contains a control character")
+        if len(spec.value.encode()) + len(spec.tag) + 2 > MAX_RDATA:
+            raise RecordError("spec.value", f"is longer than the {MAX_RDATA:,} octets one record holds")
         return [dns.rdtypes.ANY.CAA.CAA(IN, dns.rdatatype.CAA, spec.flags, spec.tag.encode(),
                                         spec.value.encode())]
     raise RecordError("spec", f"not a record spec: {type(spec).__name__}")
@@ -162,7 +183,9 @@ def rdatas(record: records.AnyRecord) -> list[dns.rdata.Rdata]:
     """The rdata values of a record CR (raises RecordError on a bad value)."""
     try:
         return _rdatas(record.spec)
-    except dns.exception.DNSException as exc:
+    except (dns.exception.DNSException, ValueError) as exc:
+        if isinstance(exc, RecordError):
+            raise
         raise RecordError("spec", f"invalid record data: {exc}") from exc
 
 
@@ -173,6 +196,21 @@ def rtype_of(kind: str) -> str:
 def build(zone: str, name: str, rtype: str, ttl: int, values: Iterable[str],
           objects: Iterable[dns.rdata.Rdata] = ()) -> RRset:
     return RRset(zone, name, rtype, ttl, tuple(sorted(set(values))), tuple(objects))
+
+
+def oversized(rrset: RRset) -> str | None:
+    """Why an RRset cannot travel in a DNS UPDATE, or None. A bound from the presentation forms
+    first (never smaller than the wire form but for short addresses), the wire form when near."""
+    per_record = 12  # compressed owner, type, class, TTL, RDLENGTH
+    bound = syntax.wire_octets(rrset.name) + sum(per_record + max(len(t) + 1, 16) for t in rrset.rdatas)
+    if bound <= MAX_RRSET_OCTETS:
+        return None
+    octets = syntax.wire_octets(rrset.name) + sum(per_record + len(r.to_wire() or b"") for r in rrset.objects)
+    if octets <= MAX_RRSET_OCTETS:
+        return None
+    return (f"the RRset {syntax.brief(rrset.name)} {rrset.rtype} is {octets:,} octets on the wire; at most "
+            f"{MAX_RRSET_OCTETS:,} fit in a DNS UPDATE next to the RRset it replaces - spread the values over "
+            "more names")
 
 
 def addresses(rrset: RRset) -> str:

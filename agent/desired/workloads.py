@@ -1,28 +1,48 @@
 """A Bind9Instance -> the Kubernetes objects that run it (pure): ServiceAccount, RNDC key Secret,
 ConfigMap with named.conf, Deployment (bind9 + the zone HTTP API sidecar) and Service.
 
-Images, ports and volume layout follow Bindy's. The RNDC secret value is never known here: the
-Secret carries `SECRET_PLACEHOLDER`, which the Kubernetes reconciler replaces with a generated key
-on first creation and never shows in a plan.
+Images and volume layout follow Bindy's; the pods meet Pod Security "restricted" (named runs as
+ISC's `bind` user on unprivileged ports, which the Service maps to 53). The RNDC secret value is
+never known here: the Secret carries `SECRET_PLACEHOLDER`, which the Kubernetes reconciler
+replaces with a generated key on first creation and never shows in a plan.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from typing import Any
 
-from agent.model.infra import Bind9Config, Bind9InstanceSpec, RndcSecretRef
+from agent.model.infra import Bind9Config, Bind9InstanceSpec, BindcarConfig, RndcSecretRef
 from agent.model.names import CLUSTER_LABEL, MANAGED_BY, ROLE_LABEL
 
 BIND9_IMAGE = "internetsystemsconsortium/bind9"
 BINDCAR_IMAGE = "ghcr.io/firestoned/bindcar:v0.5.0"
 DEFAULT_VERSION = "9.18"
-DNS_PORT = 53
-RNDC_PORT = 953
+DNS_PORT = 53  # what the Service offers
+# Where named listens in the pod. It runs as a non-root user with every capability dropped, and a
+# capability added to a non-root container never reaches the process's effective set (Kubernetes
+# sets no ambient capabilities; ISC's named binary carries no file capabilities), so it cannot bind
+# below 1024: the Service maps 53 to these unprivileged ports.
+DNS_CONTAINER_PORT = 5353
+RNDC_PORT = 8953  # on 127.0.0.1 only, for the sidecar
 API_PORT = 8080
+BIND_UID = 53  # the `bind` user and group of ISC's image (internetsystemsconsortium/bind9)
 SERVICE_ACCOUNT = "bind9"
 SECRET_PLACEHOLDER = "<secret>"
 ZONES_DIR = "/var/cache/bind"
+RUN_DIR = "/run/named"
+# Pod Security "restricted", met by the generated pods themselves (see agent/gate/podsecurity.py).
+POD_SECURITY: dict[str, Any] = {"runAsNonRoot": True, "runAsUser": BIND_UID, "runAsGroup": BIND_UID,
+                                "fsGroup": BIND_UID, "seccompProfile": {"type": "RuntimeDefault"}}
+CONTAINER_SECURITY: dict[str, Any] = {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                                      "capabilities": {"drop": ["ALL"]}}
+# Defaults in the API server's canonical form (so a live object never differs from them); a CR's
+# `resources` (bind9) or `bindcarConfig.resources` replaces them whole.
+BIND9_RESOURCES: dict[str, Any] = {"requests": {"cpu": "100m", "memory": "128Mi"},
+                                   "limits": {"cpu": "1", "memory": "512Mi"}}
+BINDCAR_RESOURCES: dict[str, Any] = {"requests": {"cpu": "50m", "memory": "32Mi"},
+                                     "limits": {"cpu": "250m", "memory": "128Mi"}}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +59,11 @@ class InstanceSettings:
     volumes: list[dict[str, Any]]
     volume_mounts: list[dict[str, Any]]
     named_conf_ref: str | None
+    resources: dict[str, Any] | None = None  # the bind9 container's; None: the defaults
+
+
+def _copy(value: dict[str, Any]) -> dict[str, Any]:
+    return copy.deepcopy(value)
 
 
 def rndc_key_name(instance: str) -> str:
@@ -72,8 +97,8 @@ def named_conf(instance: str, settings: InstanceSettings, key_name: str) -> str:
     lines += [
         "options {",
         f'    directory "{ZONES_DIR}";',
-        f"    listen-on port {DNS_PORT} {{ {_acl(cfg.listen_on, 'any')} }};",
-        f"    listen-on-v6 port {DNS_PORT} {{ {_acl(cfg.listen_on_v6, 'any')} }};",
+        f"    listen-on port {DNS_CONTAINER_PORT} {{ {_acl(cfg.listen_on, 'any')} }};",
+        f"    listen-on-v6 port {DNS_CONTAINER_PORT} {{ {_acl(cfg.listen_on_v6, 'any')} }};",
         f"    allow-query {{ {_acl(cfg.allow_query, 'any')} }};",
         # the agent reads zones with AXFR signed by this key; secondaries per the cluster's ACL
         f"    allow-transfer {{ key \"{key_name}\"; {_acl(cfg.allow_transfer, 'none')} }};",
@@ -93,7 +118,7 @@ def _meta(name: str, namespace: str, lbl: dict[str, str]) -> dict[str, Any]:
 
 
 def service_account(namespace: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ServiceAccount",
+    return {"apiVersion": "v1", "kind": "ServiceAccount", "automountServiceAccountToken": False,
             "metadata": _meta(SERVICE_ACCOUNT, namespace, {**MANAGED_BY, "app.kubernetes.io/name": "bind9"})}
 
 
@@ -107,31 +132,52 @@ def config_map(name: str, namespace: str, lbl: dict[str, str], conf: str) -> dic
             "data": {"named.conf": conf}}
 
 
-def deployment(instance: str, namespace: str, lbl: dict[str, str], spec: Bind9InstanceSpec,
-               settings: InstanceSettings, secret_name: str, config_name: str) -> dict[str, Any]:
-    cfg = settings.config
-    bindcar = spec.bindcar_config or cfg.bindcar_config
-    api_port = (bindcar.port if bindcar and bindcar.port else None) or API_PORT
-    selector = {"app.kubernetes.io/instance": instance, "app.kubernetes.io/name": "bind9"}
+def _volumes(instance: str, spec: Bind9InstanceSpec, settings: InstanceSettings, secret_name: str,
+             config_name: str) -> list[dict[str, Any]]:
     storage = spec.storage
     if storage and storage.storage_type == "persistentVolumeClaim" and storage.persistent_volume_claim:
         zones_volume: dict[str, Any] = {"name": "zones", "persistentVolumeClaim": {
             "claimName": storage.persistent_volume_claim.claim_name or f"{instance}-zones"}}
     else:
         zones_volume = {"name": "zones", "emptyDir": dict(storage.empty_dir or {}) if storage else {}}
-    volumes = [
+    return [
         {"name": "config", "configMap": {"name": config_name}},
         {"name": "rndc-key", "secret": {"secretName": secret_name}},
         zones_volume,
+        {"name": "run", "emptyDir": {}},  # named's pid file and session key: the root filesystem is read-only
+        {"name": "tmp", "emptyDir": {}},
         *settings.volumes,
     ]
-    bind_mounts = [
-        {"name": "config", "mountPath": "/etc/bind/named.conf", "subPath": "named.conf"},
-        {"name": "rndc-key", "mountPath": "/etc/bind/keys", "readOnly": True},
-        {"name": "zones", "mountPath": ZONES_DIR},
-        *settings.volume_mounts,
-    ]
-    key_ref = settings.rndc_ref
+
+
+def _bind9(spec: Bind9InstanceSpec, settings: InstanceSettings) -> dict[str, Any]:
+    container: dict[str, Any] = {
+        "name": "bind9",
+        "image": settings.image,
+        "args": ["-g", "-c", "/etc/bind/named.conf"],
+        "ports": [
+            {"name": "dns-udp", "containerPort": DNS_CONTAINER_PORT, "protocol": "UDP"},
+            {"name": "dns-tcp", "containerPort": DNS_CONTAINER_PORT, "protocol": "TCP"},
+            {"name": "rndc", "containerPort": RNDC_PORT, "protocol": "TCP"},
+        ],
+        "volumeMounts": [
+            {"name": "config", "mountPath": "/etc/bind/named.conf", "subPath": "named.conf"},
+            {"name": "rndc-key", "mountPath": "/etc/bind/keys", "readOnly": True},
+            {"name": "zones", "mountPath": ZONES_DIR},
+            {"name": "run", "mountPath": RUN_DIR},
+            *settings.volume_mounts,
+        ],
+        "readinessProbe": {"tcpSocket": {"port": DNS_CONTAINER_PORT}, "periodSeconds": 10},
+        "resources": dict(settings.resources) if settings.resources is not None else _copy(BIND9_RESOURCES),
+        "securityContext": _copy(CONTAINER_SECURITY),
+    }
+    if spec.image and spec.image.image_pull_policy:
+        container["imagePullPolicy"] = spec.image.image_pull_policy
+    return container
+
+
+def _bindcar(bindcar: BindcarConfig | None, api_port: int, secret_name: str,
+             key_ref: RndcSecretRef | None) -> dict[str, Any]:
     env = [
         {"name": "BIND_ZONE_DIR", "value": ZONES_DIR},
         {"name": "RNDC_SERVER", "value": f"127.0.0.1:{RNDC_PORT}"},
@@ -143,36 +189,38 @@ def deployment(instance: str, namespace: str, lbl: dict[str, str], spec: Bind9In
     ]
     if bindcar and bindcar.log_level:
         env.append({"name": "RUST_LOG", "value": bindcar.log_level})
-    sidecar: dict[str, Any] = {
+    container: dict[str, Any] = {
         "name": "bindcar",
         "image": (bindcar.image if bindcar and bindcar.image else BINDCAR_IMAGE),
         "ports": [{"name": "http", "containerPort": api_port, "protocol": "TCP"}],
         "env": env,
-        "volumeMounts": [{"name": "zones", "mountPath": ZONES_DIR}],
+        "volumeMounts": [{"name": "zones", "mountPath": ZONES_DIR}, {"name": "tmp", "mountPath": "/tmp"}],
+        "resources": dict(bindcar.resources) if bindcar and bindcar.resources is not None
+        else _copy(BINDCAR_RESOURCES),
+        "securityContext": _copy(CONTAINER_SECURITY),
     }
     if bindcar and bindcar.image_pull_policy:
-        sidecar["imagePullPolicy"] = bindcar.image_pull_policy
-    if bindcar and bindcar.resources:
-        sidecar["resources"] = bindcar.resources
-    bind9: dict[str, Any] = {
-        "name": "bind9",
-        "image": settings.image,
-        "args": ["-g", "-c", "/etc/bind/named.conf"],
-        "ports": [
-            {"name": "dns-udp", "containerPort": DNS_PORT, "protocol": "UDP"},
-            {"name": "dns-tcp", "containerPort": DNS_PORT, "protocol": "TCP"},
-            {"name": "rndc", "containerPort": RNDC_PORT, "protocol": "TCP"},
-        ],
-        "volumeMounts": bind_mounts,
-        "readinessProbe": {"tcpSocket": {"port": DNS_PORT}, "periodSeconds": 10},
+        container["imagePullPolicy"] = bindcar.image_pull_policy
+    return container
+
+
+def deployment(instance: str, namespace: str, lbl: dict[str, str], spec: Bind9InstanceSpec,
+               settings: InstanceSettings, secret_name: str, config_name: str) -> dict[str, Any]:
+    """bind9 + the zone API sidecar, meeting Pod Security "restricted": non-root, no privilege
+    escalation, every capability dropped, RuntimeDefault seccomp, read-only root filesystems,
+    no ServiceAccount token (neither container talks to the Kubernetes API)."""
+    bindcar = spec.bindcar_config or settings.config.bindcar_config
+    api_port = (bindcar.port if bindcar and bindcar.port else None) or API_PORT
+    selector = {"app.kubernetes.io/instance": instance, "app.kubernetes.io/name": "bind9"}
+    pod_spec: dict[str, Any] = {
+        "serviceAccountName": SERVICE_ACCOUNT,
+        "automountServiceAccountToken": False,
+        "securityContext": _copy(POD_SECURITY),
+        "containers": [_bind9(spec, settings), _bindcar(bindcar, api_port, secret_name, settings.rndc_ref)],
+        "volumes": _volumes(instance, spec, settings, secret_name, config_name),
     }
-    pod_spec: dict[str, Any] = {"serviceAccountName": SERVICE_ACCOUNT, "containers": [bind9, sidecar],
-                                "volumes": volumes}
-    image_cfg = spec.image
-    if image_cfg and image_cfg.image_pull_policy:
-        bind9["imagePullPolicy"] = image_cfg.image_pull_policy
-    if image_cfg and image_cfg.image_pull_secrets:
-        pod_spec["imagePullSecrets"] = [{"name": s} for s in image_cfg.image_pull_secrets]
+    if spec.image and spec.image.image_pull_secrets:
+        pod_spec["imagePullSecrets"] = [{"name": s} for s in spec.image.image_pull_secrets]
     return {
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(instance, namespace, lbl),
         "spec": {
@@ -190,8 +238,8 @@ def service(instance: str, namespace: str, lbl: dict[str, str], settings: Instan
         **settings.service_spec,
         "selector": {"app.kubernetes.io/instance": instance, "app.kubernetes.io/name": "bind9"},
         "ports": [
-            {"name": "dns-udp", "port": DNS_PORT, "targetPort": DNS_PORT, "protocol": "UDP"},
-            {"name": "dns-tcp", "port": DNS_PORT, "targetPort": DNS_PORT, "protocol": "TCP"},
+            {"name": "dns-udp", "port": DNS_PORT, "targetPort": DNS_CONTAINER_PORT, "protocol": "UDP"},
+            {"name": "dns-tcp", "port": DNS_PORT, "targetPort": DNS_CONTAINER_PORT, "protocol": "TCP"},
             {"name": "http", "port": API_PORT, "targetPort": api_port, "protocol": "TCP"},
         ],
     }

@@ -90,8 +90,8 @@ _IPV4 = re.compile(r"((25[0-5]|2[0-4][0-9]|[01]?[0-9][0-9]?)\.){3}(25[0-5]|2[0-4
 
 def _name_length(name: str) -> str | None:
     if len(name) > MAX_NAME:
-        return (f"{name[:40]!r}... is {len(name)} characters; a DNS name has at most {MAX_NAME} (RFC 1035): "
-                "shorten it")
+        return (f"{name[:40]!r}... is {len(name)} characters; Bindy allows at most {MAX_NAME}, a final dot "
+                "included: shorten it")
     return None
 
 
@@ -223,8 +223,8 @@ def _target_charset(target: str) -> str | None:
 
 def _target_length(target: str) -> str | None:
     if len(target) > MAX_NAME:
-        return (f"{target[:40]!r}... is {len(target)} characters; a target has at most {MAX_NAME} "
-                "(RFC 1035): shorten it")
+        return (f"{target[:40]!r}... is {len(target)} characters; Bindy allows at most {MAX_NAME}, a final dot "
+                "included: shorten it")
     return None
 
 

@@ -4,6 +4,11 @@ The libyaml C parser builds each document's node tree; we keep the root node (it
 marks) and construct plain Python data from it, so locating an error costs nothing unless there
 is one. Unknown apiVersions are skipped with a warning (kustomization.yaml and friends live in
 the same repositories); everything else that is wrong is an error.
+
+A revision is untrusted input, so reading it is bounded (agent/model/limits.py): bytes per file
+and per revision (checked against each file's listed size before it is read), documents per
+revision, nesting depth, and the nodes YAML aliases may add when expanded - a few hundred bytes of
+anchors can otherwise stand for millions of nodes. Each limit hit is a problem at file:line.
 """
 
 from __future__ import annotations
@@ -19,16 +24,16 @@ from typing import Any, Protocol
 import pydantic
 import yaml
 
-from agent.errors import SourceError
-from agent.load import admission, shorthand
-from agent.model import kinds, names
+from agent.errors import FileRefused, SourceError
+from agent.load import admission, bounds, shorthand
+from agent.model import kinds, names, syntax
 from agent.model.base import Resource
 from agent.model.key import ObjectKey
+from agent.model.limits import Limits
 from agent.model.problems import Origin, Problem, Severity
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
-_DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_MAX_ERRORS = 50  # schema errors shown per document: a list of 100,000 wrong items is one mistake
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,6 +192,21 @@ class _Document:
         self.problems.append(Problem(Origin(self.file, line), self.obj, _dotted(loc), message, severity))
 
 
+def _check_metadata(doc: _Document, meta: dict[str, Any]) -> None:
+    """What the API server would refuse in metadata: names, namespaces, label and annotation keys."""
+    for field, check, longest in (("name", syntax.subdomain_error, 253), ("namespace", syntax.label_error, 63)):
+        value = meta.get(field)  # longer ones: ObjectMeta's max_length reports them
+        if isinstance(value, str) and 0 < len(value) <= longest and (error := check(value)):
+            doc.report(("metadata", field), f"invalid {field} {value!r}: {error}")
+    for field in ("labels", "annotations"):
+        mapping = meta.get(field)
+        for key, value in (mapping.items() if isinstance(mapping, dict) else ()):
+            if isinstance(key, str) and (error := syntax.label_key_error(key)):
+                doc.report(("metadata", field, key), f"invalid key {key!r}: {error}")
+            elif field == "labels" and isinstance(value, str) and (error := syntax.label_value_error(value)):
+                doc.report(("metadata", field, key), f"invalid label value {value!r}: {error}")
+
+
 def _check_document(doc: _Document, default_namespace: str) -> Loaded | None:
     data = doc.data
     if not isinstance(data, dict):
@@ -217,13 +237,10 @@ def _check_document(doc: _Document, default_namespace: str) -> Loaded | None:
     if kind.namespaced and namespace is None and isinstance(name, str):
         meta["namespace"] = namespace = default_namespace
     key = ObjectKey(kind.name, namespace if kind.namespaced else None, str(name))
-    doc.obj = str(key) if isinstance(name, str) else kind.name
+    doc.obj = syntax.printable(str(key)) if isinstance(name, str) else kind.name
     if not kind.namespaced and namespace is not None:
         doc.report(("metadata", "namespace"), f"{kind.name} is cluster-scoped; remove metadata.namespace")
-    for field, value, label in (("name", name, "name"), ("namespace", namespace, "namespace")):
-        if isinstance(value, str) and value and not (_DNS1123 if field == "name" else _DNS1123_LABEL).match(value):
-            doc.report(("metadata", field), f"invalid {label} {value!r}: use lowercase letters, digits, "
-                       "'-' (and '.' in names), starting and ending with a letter or digit")
+    _check_metadata(doc, meta)
 
     if "status" in data:
         del data["status"]
@@ -236,18 +253,28 @@ def _check_document(doc: _Document, default_namespace: str) -> Loaded | None:
     try:
         model = kind.model.model_validate(data)
     except pydantic.ValidationError as exc:
-        for err in exc.errors():
+        errors = exc.errors()
+        for err in errors[:_MAX_ERRORS]:
             loc, message = _message(err, kind.model)
             doc.report(loc, message)
+        if len(errors) > _MAX_ERRORS:
+            doc.report((), f"and {len(errors) - _MAX_ERRORS:,} more schema errors in this document "
+                       f"(the first {_MAX_ERRORS} are shown)")
         return None
     for violation in admission.violations(kind.name, data):  # after the schema, as the API server does
         doc.report(violation.loc, violation.message)
     return None if doc.failed else Loaded(key, model, doc.origin, doc.source())
 
 
-def load_text(text: str, file: str, *, default_namespace: str = names.DEFAULT_NAMESPACE) -> Manifest:
-    """Loads one file's text (multi-document)."""
+def load_text(text: str, file: str, *, default_namespace: str = names.DEFAULT_NAMESPACE,
+              budget: bounds.Budget | None = None) -> Manifest:
+    """Loads one file's text (multi-document), spending `budget` (a fresh default one if None)."""
+    budget = budget or bounds.Budget(Limits())
     manifest = Manifest(objects=[], problems=[], files=1)
+    refused = budget.precheck(text, file)
+    if refused is not None:
+        manifest.problems.append(refused)
+        return manifest
     loader = _Loader(text)
     loader.duplicates = []
     try:
@@ -255,18 +282,13 @@ def load_text(text: str, file: str, *, default_namespace: str = names.DEFAULT_NA
             node = loader.get_node()
             if node is None:
                 continue
-            start = len(loader.duplicates)
-            data = loader.construct_document(node)
-            manifest.documents += 1
-            doc = _Document(file, node, data, manifest.problems, text)
-            for line, key in loader.duplicates[start:]:
-                manifest.problems.append(
-                    Problem(Origin(file, line), "", "", f"duplicate key {key!r} in a mapping"))
-            if data is None:
+            problem = budget.spend(node, text, file)
+            if problem is not None:
+                manifest.problems.append(problem)
+                if budget.exhausted:
+                    break
                 continue
-            loaded = _check_document(doc, default_namespace)
-            if loaded is not None and len(loader.duplicates) == start:
-                manifest.objects.append(loaded)
+            _load_document(loader, node, text, file, default_namespace, manifest)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
@@ -282,6 +304,21 @@ def load_text(text: str, file: str, *, default_namespace: str = names.DEFAULT_NA
     return manifest
 
 
+def _load_document(loader: _Loader, node: yaml.Node, text: str, file: str, default_namespace: str,
+                   manifest: Manifest) -> None:
+    start = len(loader.duplicates)
+    data = loader.construct_document(node)
+    manifest.documents += 1
+    doc = _Document(file, node, data, manifest.problems, text)
+    for line, key in loader.duplicates[start:]:
+        manifest.problems.append(Problem(Origin(file, line), "", "", f"duplicate key {key!r} in a mapping"))
+    if data is None:
+        return
+    loaded = _check_document(doc, default_namespace)
+    if loaded is not None and len(loader.duplicates) == start:
+        manifest.objects.append(loaded)
+
+
 class SourceFile(Protocol):
     """One file of a revision, as a source (agent/sources/) hands it over."""
 
@@ -289,23 +326,48 @@ class SourceFile(Protocol):
     def path(self) -> str:
         """Relative to the revision root, with '/' separators."""
 
+    @property
+    def size(self) -> int:
+        """Its size in bytes as listed, known before reading (limits are checked against it)."""
+
     def read(self) -> bytes:
-        """The file's bytes; raises SourceError (or OSError) if it may not or cannot be read."""
+        """The file's bytes (at most `size`); raises FileRefused when it may not be read (a
+        problem of that file), or SourceError / OSError when it cannot be."""
 
 
-def load_files(files: Iterable[SourceFile], *, default_namespace: str = names.DEFAULT_NAMESPACE) -> Manifest:
-    """Loads every file of a revision; paths in problems are the files' relative paths."""
+def _read(file: SourceFile, budget: bounds.Budget, problems: list[Problem]) -> str | None:
+    """The file's text, or None after reporting why it was not read."""
+    problem = budget.admit(file.path, file.size)
+    if problem is None:
+        try:
+            data = file.read()
+            problem = budget.admit(file.path, len(data))  # in case a source listed too small a size
+            if problem is None:
+                budget.bytes -= len(data)
+                return data.decode("utf-8")
+        except FileRefused as exc:
+            severity = Severity.WARNING if exc.warning else Severity.ERROR
+            problem = Problem(Origin(file.path, 1), "", "", str(exc), severity)
+        except (UnicodeDecodeError, OSError, SourceError) as exc:
+            problem = Problem(Origin(file.path, 1), "", "", f"cannot read file: {exc}")
+    problems.append(problem)
+    return None
+
+
+def load_files(files: Iterable[SourceFile], *, default_namespace: str = names.DEFAULT_NAMESPACE,
+               limits: Limits | None = None) -> Manifest:
+    """Loads every file of a revision within `limits`; paths in problems are the files' relative paths."""
     total = Manifest(objects=[], problems=[])
+    budget = bounds.Budget(limits or Limits())
     seen: dict[ObjectKey, Origin] = {}
     for file in files:
-        rel = file.path
+        if budget.exhausted:
+            break
         total.files += 1
-        try:
-            text = file.read().decode("utf-8")
-        except (UnicodeDecodeError, OSError, SourceError) as exc:
-            total.problems.append(Problem(Origin(rel, 1), "", "", f"cannot read file: {exc}"))
+        text = _read(file, budget, total.problems)
+        if text is None:
             continue
-        part = load_text(text, rel, default_namespace=default_namespace)
+        part = load_text(text, file.path, default_namespace=default_namespace, budget=budget)
         total.documents += part.documents
         total.problems += part.problems
         for obj in part.objects:

@@ -21,6 +21,8 @@ from agent.model.base import (
 DurationToken = Annotated[str, Field(pattern=r"^[A-Za-z0-9]{1,32}$")]
 PolicyName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")]
 Replicas = Annotated[int, Field(ge=0, le=100)]
+RESOURCES_DOC = ("Resource requirements of the bind9 container; replace the agent's defaults "
+                 "(agent extension; Bindy's CRD has none)")
 
 
 class RndcSecretRef(Model):
@@ -152,6 +154,7 @@ class ClusterCommonSpec(Model):
     global_: Bind9Config | None = Field(None, alias="global")
     image: ImageConfig | None = None
     primary: RoleConfig | None = None
+    resources: K8sObject | None = Field(None, description=RESOURCES_DOC)
     rndc_secret_refs: list[RndcSecretRef] | None = None
     secondary: RoleConfig | None = None
     version: str | None = Field("9.18", description="Shared BIND9 version for the cluster")
@@ -220,6 +223,7 @@ class Bind9InstanceSpec(Model):
     image: ImageConfig | None = None
     primary_servers: list[str] | None = None
     replicas: Replicas | None = None
+    resources: K8sObject | None = Field(None, description=RESOURCES_DOC)
     rndc_key: RndcKeyConfig | None = None
     rndc_secret_ref: RndcSecretRef | None = None
     role: Literal["primary", "secondary"]

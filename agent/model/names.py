@@ -32,3 +32,8 @@ INVENTORY_NAME = "bindy-agent-inventory"
 STATE_NAME = "bindy-agent-state"
 AGENT_APP_LABELS = {"app.kubernetes.io/name": "bindy-agent"}
 CACHE_DIR = pathlib.Path.home() / ".cache" / "bindy-agent"  # clones, local state, locks
+
+# Tenancy: the agent's settings decide where a repository may reach, never the repository.
+DEFAULT_ALLOWED_NAMESPACES = (DEFAULT_PROVIDER_NAMESPACE,)  # Bindy's own namespace; widen with settings
+ALLOW_REFERENCE_LABEL = "bindy.firestoned.io/allow-reference"  # on a Secret the agent did not make:
+ALLOW_REFERENCE_VALUE = "true"  # CRs in the repository may reference it

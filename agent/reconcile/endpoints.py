@@ -1,5 +1,5 @@
 """How to reach each Bind9Instance: an explicit endpoint map (runs outside a cluster, tests), or,
-inside a cluster, its Service and the TSIG key in its RNDC Secret.
+inside a cluster, its Service, the TSIG key in its RNDC Secret, and an audience-bound token.
 
 The endpoint map tells a run outside a cluster (and the tests) how to reach each Bind9Instance:
 
@@ -17,10 +17,13 @@ Secrets (tokens, TSIG keys) come from files only; relative paths are relative to
 from __future__ import annotations
 
 import base64
+import binascii
 import dataclasses
+import json
 import logging
 import pathlib
 import re
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -28,6 +31,7 @@ import yaml
 from agent.desired import workloads
 from agent.desired.hierarchy import Desired
 from agent.errors import ConfigError
+from agent.model.key import ObjectKey
 from agent.reconcile.kubeapi import KubeApi
 
 _KEY = re.compile(r'key\s+"?(?P<name>[^"\s{]+)"?\s*\{(?P<body>[^}]*)\}', re.S)
@@ -118,19 +122,65 @@ def _read(base: pathlib.Path, rel: str, where: str) -> str:
 
 
 log = logging.getLogger(__name__)
-SERVICE_ACCOUNT_TOKEN = pathlib.Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
+# The agent's Kubernetes API token (automounted): for the API server only, never sent anywhere else.
+SERVICE_ACCOUNT_DIR = pathlib.Path("/var/run/secrets/kubernetes.io/serviceaccount")
+# The zone API token: a projected ServiceAccount token bound to the zone API's audience (deploy/deployment.yaml).
+ZONE_API_TOKEN = pathlib.Path("/var/run/secrets/bindy-agent/zone-api/token")
+ZONE_API_AUDIENCE = "bindcar"
+
+
+def _audiences(token: str) -> list[str] | None:
+    """The `aud` claim of a JWT (read, not verified: the zone API verifies it), None if not a JWT."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except (ValueError, binascii.Error):
+        return None
+    aud = claims.get("aud") if isinstance(claims, dict) else None
+    if isinstance(aud, str):
+        return [aud]
+    return [a for a in aud if isinstance(a, str)] if isinstance(aud, list) else []
+
+
+def zone_api_token(path: pathlib.Path, *, audience: str = ZONE_API_AUDIENCE) -> str:
+    """The bearer token for the zone HTTP APIs, read afresh on every call (the kubelet rotates the
+    projected token). "" when the file does not exist (no token is sent). A token not bound to
+    `audience` - the agent's Kubernetes API token above all - is refused: a zone API that received
+    it could replay it against the Kubernetes API with every right the agent has."""
+    if SERVICE_ACCOUNT_DIR in path.absolute().parents:
+        raise ConfigError(f"zone API token {path}: that is the agent's Kubernetes API token; mount a projected "
+                          f"ServiceAccount token with audience {audience!r} instead (deploy/deployment.yaml)")
+    try:
+        token = path.read_text().strip()
+    except FileNotFoundError:
+        log.warning("zone API token %s not found: zone API requests carry no token", path)
+        return ""
+    except OSError as exc:
+        raise ConfigError(f"cannot read the zone API token {path}: {exc}") from exc
+    audiences = _audiences(token)
+    if not audiences or audience not in audiences:
+        found = "not a ServiceAccount token" if audiences is None else f"audiences {audiences}"
+        raise ConfigError(f"zone API token {path}: {found}; expected a projected ServiceAccount token with "
+                          f"audience {audience!r}, so it cannot be used against the Kubernetes API")
+    return token
 
 
 def _decode(data: dict[str, str], key: str) -> str:
     return base64.b64decode(data.get(key, "")).decode() if data.get(key) else ""
 
 
-def from_cluster(api: KubeApi, desired: Desired, *, token_file: pathlib.Path = SERVICE_ACCOUNT_TOKEN,
-                 cluster_domain: str = "cluster.local") -> dict[str, Endpoint]:
+def from_cluster(api: KubeApi, desired: Desired, *, token_file: pathlib.Path = ZONE_API_TOKEN,
+                 audience: str = ZONE_API_AUDIENCE, cluster_domain: str = "cluster.local",
+                 send_token_to: Callable[[ObjectKey], bool] | None = None) -> dict[str, Endpoint]:
     """Every instance's endpoint: `<instance>.<namespace>.svc.<domain>` on ports 53 and 8080, the
-    zone API token of the agent's ServiceAccount, and the key from the instance's RNDC Secret (the
-    generated `<instance>-rndc-key`, or the Secret its rndcSecretRef names)."""
-    token = token_file.read_text().strip() if token_file.exists() else ""
+    audience-bound zone API token (see `zone_api_token`), and the key from the instance's RNDC Secret
+    (the generated `<instance>-rndc-key`, or the Secret its rndcSecretRef names).
+
+    `send_token_to` decides which instances get the token at all (default: every instance of the
+    revision); the others are reached without one."""
+    token = zone_api_token(token_file, audience=audience)
     out: dict[str, Endpoint] = {}
     for key in desired.instances:
         namespace, name = key.namespace or "", key.name
@@ -139,19 +189,23 @@ def from_cluster(api: KubeApi, desired: Desired, *, token_file: pathlib.Path = S
             continue
         volumes = deployment.body["spec"]["template"]["spec"]["volumes"]
         secret_name = next(v["secret"]["secretName"] for v in volumes if v["name"] == "rndc-key")
-        secret = api.get("Secret", namespace, secret_name)
-        tsig = None
-        if secret is None:
-            log.warning("%s/%s: RNDC Secret %s not found; DNS UPDATE will be unsigned", namespace, name, secret_name)
-        else:
-            data = secret.get("data") or {}
-            instance = desired.instances[key]
-            ref = instance.spec.rndc_secret_ref
-            key_field, secret_field = (ref.key_name_key, ref.secret_key) if ref else ("key-name", "secret")
-            tsig = TsigKey(_decode(data, key_field) or workloads.rndc_key_name(name),
-                           _decode(data, "algorithm") or (ref.algorithm if ref else "hmac-sha256"),
-                           _decode(data, secret_field))
         host = f"{name}.{namespace}.svc.{cluster_domain}"
+        granted = token if send_token_to is None or send_token_to(key) else ""
         out[f"{namespace}/{name}"] = Endpoint(f"{namespace}/{name}", host, workloads.DNS_PORT,
-                                              f"http://{host}:{workloads.API_PORT}", token, tsig)
+                                              f"http://{host}:{workloads.API_PORT}", granted,
+                                              _tsig(api, desired, key, secret_name))
     return out
+
+
+def _tsig(api: KubeApi, desired: Desired, key: ObjectKey, secret_name: str) -> TsigKey | None:
+    namespace, name = key.namespace or "", key.name
+    secret = api.get("Secret", namespace, secret_name)
+    if secret is None:
+        log.warning("%s/%s: RNDC Secret %s not found; DNS UPDATE will be unsigned", namespace, name, secret_name)
+        return None
+    data = secret.get("data") or {}
+    ref = desired.instances[key].spec.rndc_secret_ref
+    key_field, secret_field = (ref.key_name_key, ref.secret_key) if ref else ("key-name", "secret")
+    return TsigKey(_decode(data, key_field) or workloads.rndc_key_name(name),
+                   _decode(data, "algorithm") or (ref.algorithm if ref else "hmac-sha256"),
+                   _decode(data, secret_field))

@@ -4,6 +4,8 @@ Server-side apply (`application/apply-patch+yaml`, field manager `bindy-agent`, 
 way objects are written. Every write is counted in `writes`, so tests and metrics can prove that
 a second sync of the same revision writes nothing. Library exceptions stop here and become the
 project's `KubeError` (forbidden / not_found / conflict / invalid / server), keeping their cause.
+An agent whose RBAC is namespaced Roles (deploy/) may not list a kind across the cluster: a
+connection given `namespaces` lists each of those instead.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import os
 import pathlib
 import threading
 import urllib.parse
+from collections.abc import Iterable
 from typing import Any
 
 import kubernetes.client
@@ -84,18 +87,22 @@ def _check_kubeconfig(path: str) -> None:
 
 
 class KubeApi:
-    """One connection to an API server. `reads` and `writes` count calls by verb."""
+    """One connection to an API server. `reads` and `writes` count calls by verb. With `namespaces`,
+    the namespaced kinds are only ever listed in those namespaces (never cluster-wide)."""
 
-    def __init__(self, api_client: kubernetes.client.ApiClient, *, timeout: float = 30) -> None:
+    def __init__(self, api_client: kubernetes.client.ApiClient, *, timeout: float = 30,
+                 namespaces: Iterable[str] | None = None) -> None:
         self.client = api_client
         self.timeout = timeout
+        self.namespaces = tuple(sorted(set(namespaces))) if namespaces is not None else None
         self.reads: collections.Counter[str] = collections.Counter()
         self.writes: collections.Counter[str] = collections.Counter()
         self._lock = threading.Lock()  # calls may come from several threads
         self.deadline: Deadline = UNBOUNDED  # the current run's; every call's timeout is cut to it
 
     @classmethod
-    def from_kubeconfig(cls, path: str | None, *, context: str | None = None) -> KubeApi:
+    def from_kubeconfig(cls, path: str | None, *, context: str | None = None,
+                        namespaces: Iterable[str] | None = None) -> KubeApi:
         try:
             if path:
                 _check_kubeconfig(path)
@@ -107,7 +114,7 @@ class KubeApi:
         except (kubernetes.config.ConfigException, OSError) as exc:
             raise KubeError(f"cannot load Kubernetes credentials from {path or 'the pod'}: {exc}",
                             reason="config") from exc
-        return cls(client)
+        return cls(client, namespaces=namespaces)
 
     def close(self) -> None:
         self.client.close()
@@ -117,8 +124,8 @@ class KubeApi:
         return sum(self.writes.values())
 
     def _call(self, method: str, path: str, *, query: list[tuple[str, str]] | None = None,
-              body: Any = None, content_type: str = "application/json") -> Any:
-        headers = {"Accept": "application/json", "Content-Type": content_type}
+              body: Any = None, content_type: str = "application/json", accept: str = "application/json") -> Any:
+        headers = {"Accept": accept, "Content-Type": content_type}
         with self._lock:
             (self.writes if method in ("PATCH", "DELETE", "POST", "PUT") else self.reads)[method] += 1
         params = self.client.param_serialize(method, path, query_params=query or [], header_params=headers,
@@ -144,10 +151,25 @@ class KubeApi:
                 return None
             raise
 
+    def get_metadata(self, kind: str, namespace: str | None, name: str) -> dict[str, Any] | None:
+        """An object's metadata only (PartialObjectMetadata): a Secret's labels without its values."""
+        accept = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+        try:
+            result: dict[str, Any] = self._call("GET", RESOURCES[kind].path(namespace, name), accept=accept)
+            return result
+        except KubeError as exc:
+            if exc.reason == "not_found":
+                return None
+            raise
+
     def list(self, kind: str, *, label_selector: str | None = None,
              namespace: str | None = None) -> list[dict[str, Any]]:
-        """Objects of a kind, in one namespace or all (the items carry apiVersion/kind)."""
+        """Objects of a kind, in one namespace or all (the items carry apiVersion/kind). "All" means
+        the cluster, or each of `self.namespaces` when the connection is scoped to them."""
         res = RESOURCES[kind]
+        if namespace is None and res.namespaced and self.namespaces is not None:
+            return [item for ns in self.namespaces for item in self.list(kind, label_selector=label_selector,
+                                                                          namespace=ns)]
         query = [("labelSelector", label_selector)] if label_selector else []
         try:
             result = self._call("GET", res.path(namespace), query=query)

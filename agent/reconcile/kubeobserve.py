@@ -6,14 +6,18 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import logging
 from typing import Any
 
 from agent.desired.hierarchy import Desired
+from agent.errors import KubeError
 from agent.model import kinds, names
 from agent.model.key import ObjectKey
 from agent.plan import kubediff
 from agent.plan.observed import KubeObserved
 from agent.reconcile.kubeapi import KubeApi
+
+log = logging.getLogger(__name__)
 
 # what the agent creates and prunes (not: namespaces, CRDs, its Lease, Events)
 MANAGED_KINDS = [*kinds.KINDS, "ServiceAccount", "Secret", "ConfigMap", "Service", "Deployment"]
@@ -32,6 +36,21 @@ def inventory_text(body: dict[str, Any] | None) -> str | None:
 
 def _inventory_keys(text: str | None) -> set[ObjectKey]:
     return {ObjectKey(k, n, name) for k, n, name in json.loads(text or "[]")}
+
+
+def secret_labels(api: KubeApi, wanted: set[tuple[str, str]]) -> dict[tuple[str, str], dict[str, str] | None]:
+    """The live labels of each referenced Secret (None: it does not exist), read as metadata only so
+    that no Secret value is ever fetched. One that cannot be read is left out: the policy then
+    refuses the reference as not observed."""
+    labels: dict[tuple[str, str], dict[str, str] | None] = {}
+    for namespace, name in sorted(wanted):
+        try:
+            meta = api.get_metadata("Secret", namespace, name)
+        except KubeError as exc:
+            log.warning("cannot read Secret %s/%s to check the reference to it: %s", namespace, name, exc)
+            continue
+        labels[(namespace, name)] = dict((meta or {}).get("metadata", {}).get("labels") or {}) if meta else None
+    return labels
 
 
 def _managed(api: KubeApi, agent_namespace: str, namespaces: set[str] | None) -> dict[ObjectKey, dict[str, Any]]:

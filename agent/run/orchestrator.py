@@ -23,7 +23,8 @@ from typing import TypeVar
 from agent.desired import hierarchy
 from agent.desired.hierarchy import Desired
 from agent.errors import AgentError
-from agent.gate import safety
+from agent.gate import policy as repo_rules
+from agent.gate import safety, tenancy
 from agent.load import loader
 from agent.model import names, problems
 from agent.model.key import ObjectKey
@@ -72,7 +73,8 @@ class Targets:
 @dataclasses.dataclass(frozen=True)
 class Options:
     dry_run: bool = False
-    policy: safety.Policy = safety.Policy()
+    policy: safety.Policy = safety.Policy()  # the safety gate's limits and overrides
+    repo_policy: repo_rules.PolicySettings = repo_rules.PolicySettings()  # what a repository may ask for
     agent_namespace: str = names.DEFAULT_AGENT_NAMESPACE
     default_namespace: str = names.DEFAULT_NAMESPACE
     install_crds: bool = True
@@ -174,8 +176,10 @@ class _Run:
             forge.pending(self.targets.forge, snap.revision)
         skipped = [] if self.options.dry_run else self.source.superseded(self.state.seen, snap.revision)
         files = _counted(snap.files, lambda n: self.progress("loaded", "files", n, len(snap.files)))
-        manifest = loader.load_files(files, default_namespace=self.options.default_namespace)
+        manifest = loader.load_files(files, default_namespace=self.options.default_namespace, limits=snap.limits)
         desired = hierarchy.build(manifest) if manifest.ok else None
+        if desired is not None:
+            desired.problems += self._policy_problems(manifest, desired)
         found = list(manifest.problems) + (desired.problems if desired else [])
         result = RunOutcome(self.run_id, snap.revision, "rejected", found, superseded=skipped, parsed=True)
         if desired is None or problems.errors(found):
@@ -193,6 +197,14 @@ class _Run:
                                 "reasons); nothing applied", reason="PlanRefused")
         self._apply(desired, result)
         return self._finish(snap, result)
+
+    def _policy_problems(self, manifest: loader.Manifest, desired: Desired) -> list[problems.Problem]:
+        """The agent's policy for what a repository may ask for, with the live labels of the Secrets
+        it references (without a cluster, such references are only warned about)."""
+        api, labels = self.targets.kube_api, None
+        if api is not None:
+            labels = kubeobserve.secret_labels(api, tenancy.secrets_to_observe(manifest))
+        return repo_rules.check(manifest, desired, self.options.repo_policy, secret_labels=labels)
 
     def _unchanged(self, head: str) -> bool:
         fresh = time.time() - self.state.reconciled_at < self.options.resync_after

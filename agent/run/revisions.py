@@ -18,6 +18,7 @@ from typing import Protocol
 from agent.errors import SourceError
 from agent.load.loader import SourceFile
 from agent.model import names
+from agent.model.limits import Limits
 from agent.outcome import report
 from agent.sources import localdir
 from agent.sources.git import GitSource
@@ -30,6 +31,7 @@ class Snapshot:
     revision: str
     files: Sequence[SourceFile]
     commit: dict[str, str]
+    limits: Limits = dataclasses.field(default_factory=Limits)  # how much the loader may read of it
 
 
 class Revisions(Protocol):
@@ -48,17 +50,18 @@ def _lock_for(key: str) -> pathlib.Path:
 
 
 class DirectoryRevisions:
-    def __init__(self, root: pathlib.Path, *, revision: str | None = None) -> None:
+    def __init__(self, root: pathlib.Path, *, revision: str | None = None, limits: Limits | None = None) -> None:
         self.root = root
         self.label = str(root)
         self.lock_path = _lock_for(str(root.resolve()))
         self.revision = revision  # a name for this revision instead of the computed one
+        self.limits = limits or Limits()
 
     def head(self) -> str | None:
         return None  # always read: a directory has no cheap "nothing changed" signal
 
     def snapshot(self) -> Snapshot:
-        return Snapshot(self.revision or localdir.revision(self.root), localdir.files(self.root), {})
+        return Snapshot(self.revision or localdir.revision(self.root), localdir.files(self.root), {}, self.limits)
 
     def superseded(self, old: str | None, new: str) -> list[str]:
         return []
@@ -81,8 +84,8 @@ class GitRevisions:
 
     def snapshot(self) -> Snapshot:
         self.source.clear_stale_locks()  # safe: the run lock is held
-        snap = self.source.fetch()
-        return Snapshot(snap.revision, localdir.files(snap.root), dataclasses.asdict(snap.commit))
+        snap = self.source.fetch()  # the files are read from the commit's tree, never a work tree
+        return Snapshot(snap.revision, snap.files(), dataclasses.asdict(snap.commit), snap.limits)
 
     def superseded(self, old: str | None, new: str) -> list[str]:
         return self.source.commits_between(old, new)

@@ -43,8 +43,9 @@ class Agent:
         self.source = GitSource(settings.repo, settings.cache, branch=settings.branch, ref=settings.ref,
                                 path=settings.path, ssh_key=settings.ssh_key, known_hosts=settings.known_hosts,
                                 insecure_ignore_host_key=settings.insecure_ignore_host_key,
-                                token_file=settings.token_file)
-        self.api = (KubeApi.from_kubeconfig(str(settings.kubeconfig) if settings.kubeconfig else None)
+                                token_file=settings.token_file, limits=settings.limits())
+        self.api = (KubeApi.from_kubeconfig(str(settings.kubeconfig) if settings.kubeconfig else None,
+                                            namespaces=settings.policy_settings().kube_scope())
                     if settings.kubeconfig or settings.in_cluster else None)
         self.store: Store = (ConfigMapStore(self.api, settings.agent_namespace) if self.api is not None
                              else FileStore(settings.state or settings.cache / "state"))
@@ -92,15 +93,17 @@ class Agent:
         if self.settings.endpoints:
             return cluster_endpoints.load_endpoints(self.settings.endpoints)
         if self.settings.in_cluster_dns and self.api is not None:
-            api = self.api
-            return lambda state: cluster_endpoints.from_cluster(api, state)
+            api, token, audience = self.api, self.settings.zone_api_token_file, self.settings.zone_api_audience
+            return lambda state: cluster_endpoints.from_cluster(api, state, token_file=token, audience=audience)
         return None
 
     def options(self) -> runner.Options:
         s = self.settings
         return runner.Options(policy=safety.Policy(force=s.force, allow_prune=s.allow_prune),
+                              repo_policy=s.policy_settings(),
                               agent_namespace=s.agent_namespace, default_namespace=s.namespace,
-                              create_namespaces=s.create_namespaces, deadline=s.deadline or None,
+                              install_crds=s.install_crds, create_namespaces=s.create_namespaces,
+                              deadline=s.deadline or None,
                               push_notes=s.push_notes, resync_after=s.resync_after)
 
     def run_once(self) -> runner.RunOutcome:

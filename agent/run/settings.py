@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pathlib
 
@@ -9,11 +10,15 @@ import pydantic
 import yaml
 
 from agent.errors import ConfigError
+from agent.gate import policy
+from agent.model import limits as read_limits
 from agent.model import names
 from agent.outcome import delivery, forge, notify
+from agent.reconcile import endpoints as zone_endpoints
 
 ENV_PREFIX = "BINDY_AGENT_"
 MIB = 1024 * 1024
+_POLICY = policy.PolicySettings()  # the policy's defaults are the settings' defaults
 
 
 class Settings(pydantic.BaseModel):
@@ -55,10 +60,17 @@ class Settings(pydantic.BaseModel):
     """reach the cluster with the pod's ServiceAccount (instead of --kubeconfig)"""
     agent_namespace: str = names.DEFAULT_AGENT_NAMESPACE
     """namespace of the agent's state, inventory and Lease"""
+    install_crds: bool = pydantic.Field(True, description="apply the 12 CRDs before each sync (off when an admin "
+                                        "installs them and the agent may only read them)")
     endpoints: pathlib.Path | None = None
     """instance -> DNS/zone API/key map (see README); enables the DNS steps"""
     in_cluster_dns: bool = False
     """reach the instances through their Services and RNDC Secrets (needs a cluster); instead of --endpoints"""
+    zone_api_token_file: pathlib.Path = pydantic.Field(
+        zone_endpoints.ZONE_API_TOKEN, description="projected ServiceAccount token for the zone HTTP APIs "
+        "(never the Kubernetes API token)")
+    zone_api_audience: str = pydantic.Field(zone_endpoints.ZONE_API_AUDIENCE,
+                                            description="the audience the zone API token must be bound to")
     state: pathlib.Path | None = None
     """directory of the agent's state when there is no cluster (default: state in --cache)"""
     namespace: str = names.DEFAULT_NAMESPACE
@@ -129,6 +141,62 @@ class Settings(pydantic.BaseModel):
     """seconds one commit status or alert may take in all, retries included"""
     notify_retries: int = pydantic.Field(3, ge=0, le=10)
     """retries of a commit status or alert after a connection error, 429 or 5xx"""
+
+    # The policy a repository is held to (agent/gate/policy.py); lists also take "a,b" in flags and env.
+    pod_security: str = pydantic.Field(
+        _POLICY.pod_security, pattern="^(restricted|baseline)$",
+        description="Pod Security level the generated pods must meet with what the repository adds: restricted "
+        "or baseline")
+    allowed_registries: list[str] = pydantic.Field(
+        list(_POLICY.allowed_registries),
+        description="image prefixes the repository may use for bind9 and bindcar: a registry (quay.io) or a "
+        "registry and path (ghcr.io/org); * for any")
+    allowed_service_types: list[str] = pydantic.Field(
+        list(_POLICY.allowed_service_types), description="Service types the repository may ask for (ClusterIP, "
+        "NodePort, LoadBalancer)")
+    allowed_external_ips: list[str] = pydantic.Field(
+        list(_POLICY.allowed_external_ips), description="CIDRs a Service's externalIPs may come from")
+    allowed_namespaces: list[str] = pydantic.Field(
+        list(_POLICY.allowed_namespaces), description="namespaces the repository's CRs and generated objects may "
+        "be in; * for any")
+    allow_cross_namespace_refs: bool = pydantic.Field(
+        _POLICY.allow_cross_namespace_refs, description="let records join a DNSZone of another namespace and "
+        "references name a Secret of another namespace")
+
+    @pydantic.field_validator("allowed_registries", "allowed_service_types", "allowed_external_ips",
+                              "allowed_namespaces", mode="before")
+    @classmethod
+    def _split(cls, value: object) -> object:
+        return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+
+    @pydantic.field_validator("allowed_service_types", "allowed_external_ips")
+    @classmethod
+    def _valid_for_the_policy(cls, value: list[str], info: pydantic.ValidationInfo) -> list[str]:
+        try:
+            policy.PolicySettings.of(**{str(info.field_name): value})
+        except ValueError as exc:
+            raise ValueError(str(exc).split(": ", 1)[-1]) from exc
+        return value
+
+    def policy_settings(self) -> policy.PolicySettings:
+        """The policy settings the gate checks every revision with."""
+        fields = dataclasses.fields(policy.PolicySettings)
+        return policy.PolicySettings.of(**{f.name: getattr(self, f.name) for f in fields})
+
+    # What a revision may make the agent read (agent/model/limits.py).
+    max_file_bytes: int = pydantic.Field(read_limits.Limits.max_file_bytes, ge=1,
+                                         description=read_limits.help_of("max_file_bytes"))
+    max_revision_bytes: int = pydantic.Field(read_limits.Limits.max_revision_bytes, ge=1,
+                                             description=read_limits.help_of("max_revision_bytes"))
+    max_documents: int = pydantic.Field(read_limits.Limits.max_documents, ge=1,
+                                        description=read_limits.help_of("max_documents"))
+    max_nodes: int = pydantic.Field(read_limits.Limits.max_nodes, ge=1, description=read_limits.help_of("max_nodes"))
+    max_alias_nodes: int = pydantic.Field(read_limits.Limits.max_alias_nodes, ge=1,
+                                          description=read_limits.help_of("max_alias_nodes"))
+
+    def limits(self) -> read_limits.Limits:
+        """What a revision may make the agent read (agent/model/limits.py)."""
+        return read_limits.Limits(**{f.name: getattr(self, f.name) for f in dataclasses.fields(read_limits.Limits)})
 
     def masked(self) -> dict[str, object]:
         """The effective settings for --print-config (file paths only; no secret values exist here)."""

@@ -1,19 +1,24 @@
 """A Git remote as a revision source (GitPython).
 
 Cloned once into a cache directory, then fetched; follows a branch, or pins a tag or commit;
-shallow by default; an optional sub-path holds the CRs. Auth: an SSH deploy key (host keys checked
-against a known_hosts file unless explicitly disabled), an HTTPS token (passed to git through its
+shallow by default; an optional sub-path holds the CRs. Files are read from the fetched commit's
+tree (agent/sources/gittree.py), never from a work tree, so a symbolic link in the repository can
+only ever resolve to another blob of the same commit. Auth: an SSH deploy key (host keys checked
+against a known_hosts file unless explicitly disabled), an HTTPS token sent as HTTP Basic auth with
+the user `x-access-token` as GitHub, GitLab and Gitea accept (passed to git through its
 environment, never on a command line or in a log), or none. Every network operation has a
-timeout. A force-pushed branch is simply followed: the work tree is reset to what the remote says.
+timeout. A force-pushed branch is simply followed: each fetch names the commit to read.
 """
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import hashlib
 import logging
 import os
 import pathlib
+import posixpath
 import shlex
 import shutil
 import tempfile
@@ -22,6 +27,8 @@ from typing import Any
 import git
 
 from agent.errors import ConfigError, SourceError
+from agent.model.limits import Limits
+from agent.sources import gittree
 
 log = logging.getLogger(__name__)
 NOTES_REF = "refs/notes/bindy-agent"
@@ -30,6 +37,7 @@ NOTES_REFS = (NOTES_REF, FULL_NOTES_REF)
 REMOTE_NOTES = "refs/notes/origin/bindy-agent"  # what the remote had, before merging
 _AUTH_FAILURES = ("could not read Username", "Authentication failed", "Permission denied (publickey", "401", "403")
 _HOST_KEY_FAILURES = ("REMOTE HOST IDENTIFICATION HAS CHANGED", "Host key verification failed")
+TOKEN_USER = "x-access-token"  # GitHub needs exactly this user; GitLab and Gitea accept any
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,9 +50,19 @@ class Commit:
 
 @dataclasses.dataclass(frozen=True)
 class Snapshot:
+    """A fetched commit: its files are listed and read straight from its tree."""
+
     revision: str
-    root: pathlib.Path  # the directory holding the CRs (sub-path applied)
     commit: Commit
+    path: str = ""  # the directory of CRs inside the repository ("" for the top)
+    limits: Limits = dataclasses.field(default_factory=Limits)  # how much the loader may read of it
+    repo: git.Repo | None = dataclasses.field(default=None, repr=False, compare=False)
+
+    def files(self) -> list[gittree.GitFile]:
+        """The commit's YAML files below `path`: path, blob id, size and read()."""
+        if self.repo is None:
+            raise SourceError(f"{self.revision[:12]}: no repository to read the files from")
+        return gittree.files(self.repo, f"{self.revision}:{self.path}" if self.path else self.revision)
 
 
 @dataclasses.dataclass
@@ -60,10 +78,12 @@ class GitSource:
     insecure_ignore_host_key: bool = False
     token_file: pathlib.Path | None = None
     timeout: float = 60
+    limits: Limits = dataclasses.field(default_factory=Limits)
 
     def __post_init__(self) -> None:
         if self.ssh_key and not self.known_hosts and not self.insecure_ignore_host_key:
             raise ConfigError("an SSH deploy key needs --known-hosts (or, knowingly, --insecure-ignore-host-key)")
+        self.path = "" if posixpath.normpath(self.path or ".") == "." else posixpath.normpath(self.path).strip("/")
         digest = hashlib.sha256(self.url.encode()).hexdigest()[:12]
         self.workdir = self.cache / f"repo-{digest}"
 
@@ -78,13 +98,22 @@ class GitSource:
                 opts += ["-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={self.known_hosts}"]
             env["GIT_SSH_COMMAND"] = shlex.join(opts)
         if self.token_file:
-            try:
-                token = self.token_file.read_text().strip()
-            except OSError as exc:
-                raise ConfigError(f"cannot read the Git token file {self.token_file}: {exc}") from exc
             env.update({"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.extraHeader",
-                        "GIT_CONFIG_VALUE_0": f"Authorization: Bearer {token}"})
+                        "GIT_CONFIG_VALUE_0": f"Authorization: Basic {self._basic_credentials()}"})
         return env
+
+    def _basic_credentials(self) -> str:
+        """base64 of `user:token` from --token-file, which holds the token (user x-access-token)
+        or `user:token` for a forge that wants a particular user."""
+        assert self.token_file is not None
+        try:
+            text = self.token_file.read_text().strip()
+        except OSError as exc:
+            raise ConfigError(f"cannot read the Git token file {self.token_file}: {exc}") from exc
+        if not text:
+            raise ConfigError(f"the Git token file {self.token_file} is empty")
+        user, _, token = text.partition(":") if ":" in text else (TOKEN_USER, "", text)
+        return base64.b64encode(f"{user or TOKEN_USER}:{token}".encode()).decode()
 
     def _git(self, repo: git.Repo | None, *args: str) -> str:
         runner = repo.git if repo is not None else git.Git()
@@ -130,7 +159,7 @@ class GitSource:
         return repo
 
     def fetch(self) -> Snapshot:
-        """Brings the work tree to the remote's current commit (force-pushes included)."""
+        """Fetches the remote's current commit (force-pushes included); nothing is checked out."""
         repo = self.repo()
         depth = ["--depth", str(self.depth)] if self.depth else []
         target = self._target()
@@ -141,12 +170,16 @@ class GitSource:
             refspec = f"+{tag}:{tag}" if self.ref else f"+{target}:refs/remotes/origin/{target}"
             self._git(repo, "fetch", "--quiet", "--force", *depth, "origin", refspec)
         sha = self._git(repo, "rev-parse", "FETCH_HEAD^{commit}").strip()
-        self._git(repo, "checkout", "--quiet", "--force", "--detach", sha)
-        self._git(repo, "clean", "-q", "-ffdx")
-        root = self.workdir / self.path if self.path else self.workdir
-        if not root.is_dir():
+        if self.path and self._object_type(repo, f"{sha}:{self.path}") != "tree":
             raise SourceError(f"{self._safe_url()}@{sha[:12]}: no directory {self.path!r} in the repository")
-        return Snapshot(sha, root, self.commit(repo, sha))
+        return Snapshot(sha, self.commit(repo, sha), self.path, self.limits, repo)
+
+    @staticmethod
+    def _object_type(repo: git.Repo, spec: str) -> str | None:
+        try:
+            return str(repo.git.cat_file("-t", spec)).strip()
+        except git.GitCommandError:
+            return None
 
     @staticmethod
     def commit(repo: git.Repo, sha: str) -> Commit:

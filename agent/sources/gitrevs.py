@@ -6,62 +6,26 @@
     resolve(REV)              the full commit SHA of a branch, tag, SHA (abbreviated too), HEAD~1 ...
     files(sha, path)          the commit's *.yaml / *.yml below `path`, as the loader reads them
 
-Files come from the commit's tree, never from a checkout: hidden files and directories are skipped
-as in a local directory, a symbolic link is followed only to another file of the same directory of
-CRs, and a submodule is skipped.
+Files come from the commit's tree, never from a checkout, exactly as a sync reads a fetched commit
+(agent/sources/gittree.py): the same candidates, the same refusals, sizes known before reading.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import pathlib
-import posixpath
-from collections.abc import Callable
 
 import git
 
 from agent.errors import SourceError
+from agent.sources import gittree
 from agent.sources.git import GitSource
-
-_LINK_MODE = "120000"
 
 
 class UnknownRevision(SourceError):
     """The name given is no commit of the repository (a user's typo, not a failure to reach it)."""
 
     retryable = False
-
-
-@dataclasses.dataclass(frozen=True)
-class TreeFile:
-    """One file of a commit, as the loader sees it (agent.load.loader.SourceFile)."""
-
-    path: str  # relative to the directory of CRs
-    read_blob: Callable[[], bytes] | None = dataclasses.field(repr=False, compare=False)
-    refused: str = ""  # why it is not read (read_blob is None)
-
-    def read(self) -> bytes:
-        if self.read_blob is None:
-            raise SourceError(self.refused)
-        return self.read_blob()
-
-
-@dataclasses.dataclass(frozen=True)
-class _Entry:
-    mode: str
-    kind: str  # blob / tree / commit (a submodule)
-    sha: str
-
-
-def _order(path: str) -> list[tuple[int, str]]:
-    """The order `os.walk` gives a local directory: a directory's files (sorted), then its sub-directories."""
-    parts = path.split("/")
-    return [(1, p) for p in parts[:-1]] + [(0, parts[-1])]
-
-
-def _hidden(rel: str) -> bool:
-    return any(part.startswith(".") for part in rel.split("/"))
 
 
 def _safe_label(url: str) -> str:
@@ -128,42 +92,12 @@ class Revisions:
             raise UnknownRevision(f"unknown revision {rev!r} in {self.label} (give a branch, a tag or a commit SHA)")
         return found
 
-    def _blob(self, sha: str) -> bytes:
-        return bytes(self.repo.odb.stream(bytes.fromhex(sha)).read())
-
-    def _tree(self, treeish: str) -> dict[str, _Entry]:
-        """Every entry below `treeish` (`git ls-tree -r`), by path relative to it."""
-        raw = self.repo.git.execute(["git", "ls-tree", "-r", "-z", treeish], stdout_as_string=False)
-        entries: dict[str, _Entry] = {}
-        for record in bytes(raw).split(b"\0"):
-            if record:
-                meta, _, rel = record.partition(b"\t")
-                mode, kind, sha = meta.decode().split()
-                entries[rel.decode("utf-8", "surrogateescape")] = _Entry(mode, kind, sha)
-        return entries
-
-    def _follow(self, rel: str, entries: dict[str, _Entry]) -> TreeFile:
-        """The file at `rel`; a symbolic link only to another file of the same directory of CRs."""
-        entry, seen = entries[rel], rel
-        for _ in range(8):  # links to links, a few levels at most
-            if entry.mode != _LINK_MODE:
-                return TreeFile(rel, functools.partial(self._blob, entry.sha))
-            target = posixpath.normpath(posixpath.join(posixpath.dirname(seen), self._blob(entry.sha).decode()))
-            if target not in entries or entries[target].kind != "blob":
-                return TreeFile(rel, None, f"a symbolic link to {target!r}, which is not a file of this directory "
-                                           "in the commit; not followed")
-            entry, seen = entries[target], target
-        return TreeFile(rel, None, "too many levels of symbolic links")
-
-    def files(self, sha: str, path: str = "") -> list[TreeFile]:
-        """The commit's YAML files below `path`, in the order a local directory would give them."""
-        kind = self._kind(f"{sha}:{path}" if path else sha)
-        if kind != ("tree" if path else "commit"):
+    def files(self, sha: str, path: str = "") -> list[gittree.GitFile]:
+        """The commit's YAML files below `path`, read from its tree as a sync reads them (agent/sources/gittree.py)."""
+        treeish = f"{sha}:{path}" if path else sha
+        if self._kind(treeish) != ("tree" if path else "commit"):
             raise SourceError(f"{self.label}@{sha[:12]}: no directory {path!r} in the commit")
-        entries = self._tree(f"{sha}:{path}" if path else sha)
-        wanted = [rel for rel, e in entries.items()
-                  if e.kind == "blob" and rel.endswith((".yaml", ".yml")) and not _hidden(rel)]
-        return [self._follow(rel, entries) for rel in sorted(wanted, key=_order)]
+        return gittree.files(self.repo, treeish)
 
     def _kind(self, spec: str) -> str | None:
         try:

@@ -1,6 +1,10 @@
 """A local directory as a revision source (dry runs and `sync DIR`).
 
 Its files are the `*.yaml` / `*.yml` below the directory (hidden directories such as .git skipped).
+Only regular files inside the directory are read, after resolving symbolic links: a link to a file
+outside it, a device, a FIFO or a socket is listed as refused (agent/sources/boundary.py), never
+opened. Reading opens with O_NOFOLLOW | O_NONBLOCK and checks with fstat that the file is still the
+regular file that was listed, and reads no more than its listed size.
 The revision is the HEAD commit when the directory is inside a Git work tree (with `-dirty` when
 files below it are modified), else a digest of its YAML files' paths and contents.
 """
@@ -11,35 +15,92 @@ import dataclasses
 import hashlib
 import os
 import pathlib
+import stat
 
 import git
+
+from agent.errors import FileRefused, SourceError
+from agent.sources import boundary
+
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 @dataclasses.dataclass(frozen=True)
 class LocalFile:
     root: pathlib.Path
-    path: str  # relative, '/'-separated
+    path: str  # relative, '/'-separated, printable (escaped when the name itself is refused)
+    size: int = 0  # bytes, as listed
+    real: pathlib.Path | None = None  # what is opened: the file, or a link's target inside root
+    identity: tuple[int, int] = (0, 0)  # (st_dev, st_ino) when listed
+    refused: str | None = None  # why it is not read
+    blob: str | None = None  # a local file has no Git blob id
 
     def read(self) -> bytes:
-        return (self.root / self.path).read_bytes()
+        if self.refused is not None or self.real is None:
+            raise FileRefused(self.refused or "not read")
+        try:
+            fd = os.open(self.real, _OPEN_FLAGS)
+        except OSError as exc:
+            raise SourceError(f"cannot open: {exc.strerror}") from exc
+        with os.fdopen(fd, "rb") as handle:
+            now = os.fstat(fd)
+            if not stat.S_ISREG(now.st_mode) or (now.st_dev, now.st_ino) != self.identity:
+                raise SourceError("the file was replaced while the revision was being read; run again")
+            data = handle.read(self.size + 1)
+        if len(data) > self.size:
+            raise SourceError("the file grew while the revision was being read; run again")
+        return data
+
+
+def _inspect(root: pathlib.Path, base: str, rel: str, full: str) -> LocalFile:
+    """A listed candidate: readable (size, identity) or refused with the reason."""
+    problem = boundary.name_problem(rel)
+    if problem is not None:
+        return LocalFile(root, boundary.shown(rel), refused=problem)
+    try:
+        st = os.lstat(full)
+        real = full
+        if stat.S_ISLNK(st.st_mode):
+            link = os.readlink(full)
+            real = os.path.realpath(full)
+            if os.path.commonpath([base, real]) != base:
+                return LocalFile(root, rel, refused=boundary.outside(link))
+            try:
+                st = os.stat(real)
+            except FileNotFoundError:
+                return LocalFile(root, rel, refused=f"not read: a symbolic link to a missing file "
+                                 f"(-> {boundary.shown(link)!r})")
+        if not stat.S_ISREG(st.st_mode):
+            return LocalFile(root, rel, refused=boundary.not_regular(boundary.kind_of(st.st_mode)))
+    except OSError as exc:
+        return LocalFile(root, rel, refused=f"not read: {exc.strerror}")
+    return LocalFile(root, rel, st.st_size, pathlib.Path(real), (st.st_dev, st.st_ino))
 
 
 def files(root: pathlib.Path) -> list[LocalFile]:
-    """*.yaml / *.yml below root in a stable order, skipping hidden files and directories."""
+    """*.yaml / *.yml below root in a stable order, skipping hidden files and directories; each
+    either readable or refused (read() raises FileRefused naming the reason)."""
+    base = os.path.realpath(root)
     out = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(filenames):
-            if name.endswith((".yaml", ".yml")) and not name.startswith("."):
-                out.append(LocalFile(root, pathlib.Path(dirpath, name).relative_to(root).as_posix()))
+        links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]  # never descended
+        for name in sorted(filenames + links):
+            full = os.path.join(dirpath, name)
+            rel = pathlib.Path(full).relative_to(root).as_posix()
+            if boundary.is_candidate(rel):
+                out.append(_inspect(root, base, rel, full))
     return out
 
 
 def digest(root: pathlib.Path) -> str:
     h = hashlib.sha256()
     for file in files(root):
-        h.update(file.path.encode() + b"\0")
-        h.update(file.read() + b"\0")
+        h.update(file.path.encode("utf-8", "surrogateescape") + b"\0")
+        try:
+            h.update(file.read() + b"\0")
+        except SourceError as exc:
+            h.update(f"<{exc}>".encode() + b"\0")
     return f"sha256:{h.hexdigest()[:16]}"
 
 

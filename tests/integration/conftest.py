@@ -4,6 +4,7 @@ the test with a message naming it and the command that fixes it - never a silent
 
 from __future__ import annotations
 
+import os
 import pathlib
 import uuid
 from collections.abc import Iterator
@@ -27,6 +28,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         for source in _LOG_SOURCES:
             for name, text in source.logs().items():
                 report.sections.append((f"log of {name}", text))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _kubectl_from_the_venv() -> Iterator[None]:
+    """`kubectl` in every test is the pinned one of the test extras, not whatever the machine has."""
+    before = os.environ["PATH"]
+    os.environ["PATH"] = f"{kube_support.KUBECTL.parent}{os.pathsep}{before}"
+    yield
+    os.environ["PATH"] = before
 
 
 @pytest.fixture(scope="session")

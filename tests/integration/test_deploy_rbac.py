@@ -1,52 +1,170 @@
-"""deploy/ applied to the real API server: with the agent's own ServiceAccount token, a full sync of
-sample-repo succeeds under exactly those RBAC rules, and writes outside them are forbidden."""
+"""deploy/ installed with `kubectl apply -k deploy/` on the real API server: the agent's
+ServiceAccount may do exactly what a sync needs (a full sync of sample-repo runs with its own
+token) and is denied everything the shipped RBAC used to allow (issue 15, point 6)."""
 
 from __future__ import annotations
 
-import base64
 import pathlib
 import subprocess
-import time
+import sys
 from typing import Any
 
 import pytest
 from kubernetes import client
 
 from agent.errors import KubeError
+from agent.reconcile import crds, statestore
 from agent.reconcile.kubeapi import KubeApi
 from agent.run import orchestrator
 from agent.run.lease import LeaderElector
 from tests.conftest import ROOT, SAMPLE
 from tests.support import agentrun
-from tests.support.kube import KubeCluster
+from tests.support.kube import KUBECTL, KubeCluster, service_account_token, token_client, token_kubeconfig
+
+SA = ("bindy-agent", "bindy-agent")
+BINDY = "bindy.firestoned.io"
+CRDS = "customresourcedefinitions.apiextensions.k8s.io"
+
+# (verb, resource[/name], namespace or None for cluster-scoped, subresource) -> may the agent?
+ALLOWED = [
+    ("get", "secrets", "dns-system", ""), ("list", "secrets", "dns-system", ""),
+    ("create", "secrets", "dns-system", ""), ("delete", "secrets", "dns-system", ""),
+    ("patch", "deployments.apps", "dns-system", ""), ("create", "deployments.apps", "dns-system", ""),
+    ("patch", "services", "dns-system", ""), ("patch", "configmaps", "dns-system", ""),
+    ("patch", "serviceaccounts", "dns-system", ""), ("create", "events", "dns-system", ""),
+    ("list", f"dnszones.{BINDY}", "dns-system", ""), ("patch", f"arecords.{BINDY}", "dns-system", ""),
+    ("create", f"bind9instances.{BINDY}", "dns-system", ""), ("patch", f"dnszones.{BINDY}", "dns-system", "status"),
+    ("list", f"clusterbind9providers.{BINDY}", None, ""), ("patch", f"clusterbind9providers.{BINDY}", None, ""),
+    ("patch", f"clusterbind9providers.{BINDY}", None, "status"),
+    ("get", CRDS, None, ""), ("list", CRDS, None, ""),
+    ("create", f"{CRDS}/dnszones.{BINDY}", None, ""), ("patch", f"{CRDS}/arecords.{BINDY}", None, ""),
+    ("get", "leases.coordination.k8s.io/bindy-agent", "bindy-agent", ""),
+    ("update", "leases.coordination.k8s.io/bindy-agent", "bindy-agent", ""),
+    ("create", "leases.coordination.k8s.io", "bindy-agent", ""),
+    ("get", "configmaps/bindy-agent-state", "bindy-agent", ""), ("list", "configmaps", "bindy-agent", ""),
+    ("create", "configmaps/bindy-agent-inventory", "bindy-agent", ""),
+    ("delete", "configmaps/bindy-agent-state-zone-0123456789abcdef", "bindy-agent", ""),
+    ("create", "events", "bindy-agent", ""),
+]
+DENIED = [
+    # Secrets: only in the target namespaces - not kube-system, not another team's, not its own
+    ("get", "secrets", "kube-system", ""), ("list", "secrets", "kube-system", ""),
+    ("get", "secrets", "team-a", ""), ("list", "secrets", "default", ""), ("list", "secrets", "*", ""),
+    ("get", "secrets/bindy-agent-git", "bindy-agent", ""), ("watch", "secrets", "dns-system", ""),
+    ("deletecollection", "secrets", "dns-system", ""),
+    # nothing in kube-system, and workloads only where the repository may put them
+    ("patch", "deployments.apps", "kube-system", ""), ("patch", "configmaps", "kube-system", ""),
+    ("patch", "services", "kube-system", ""), ("create", "deployments.apps", "default", ""),
+    ("create", "deployments.apps", "team-a", ""), ("create", "deployments.apps", "bindy-agent", ""),
+    ("create", "pods", "dns-system", ""), ("create", "pods", "dns-system", "exec"),
+    ("create", "serviceaccounts", "dns-system", "token"), ("patch", f"bind9clusters.{BINDY}", "team-a", ""),
+    ("patch", "services", "bindy-agent", ""), ("list", "serviceaccounts", "bindy-agent", ""),
+    # CRDs: write only the 12 bindy ones, by name; never delete
+    ("patch", f"{CRDS}/widgets.example.com", None, ""), ("create", CRDS, None, ""),
+    ("delete", f"{CRDS}/dnszones.{BINDY}", None, ""),
+    # namespaces: no writes at all
+    ("create", "namespaces", None, ""), ("patch", "namespaces/kube-system", None, ""),
+    ("delete", "namespaces/dns-system", None, ""), ("list", "namespaces", None, ""),
+    # Leases: its own only
+    ("update", "leases.coordination.k8s.io/other", "bindy-agent", ""),
+    ("update", "leases.coordination.k8s.io/kube-controller-manager", "kube-system", ""),
+    ("create", "leases.coordination.k8s.io", "kube-system", ""),
+    # no escalation
+    ("create", "clusterroles.rbac.authorization.k8s.io", None, ""),
+    ("create", "rolebindings.rbac.authorization.k8s.io", "dns-system", ""),
+    ("escalate", "roles.rbac.authorization.k8s.io", "dns-system", ""),
+    ("bind", "clusterroles.rbac.authorization.k8s.io", None, ""),
+    ("impersonate", "serviceaccounts", "kube-system", ""), ("list", "nodes", None, ""),
+]
 
 
-def _token(kube_client: Any) -> str:
-    core = client.CoreV1Api(kube_client)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        for secret in core.list_namespaced_secret("bindy-agent").items:
-            annotations = secret.metadata.annotations or {}
-            owner = annotations.get("kubernetes.io/service-account.name")
-            if secret.type == "kubernetes.io/service-account-token" and owner == "bindy-agent":
-                return base64.b64decode(secret.data["token"]).decode()
-        time.sleep(0.2)
-    raise AssertionError("the token controller never issued a token for bindy-agent")
+def _kubectl(kubeconfig: pathlib.Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(KUBECTL), "--kubeconfig", str(kubeconfig), *args], capture_output=True, text=True,
+                          timeout=120)
 
 
-def test_a_full_sync_works_under_the_shipped_rbac_and_nothing_more(kube: KubeCluster, kube_client: Any,
-                                                                   tmp_path: pathlib.Path) -> None:
-    for name in ("namespace.yaml", "serviceaccount.yaml", "rbac.yaml", "service.yaml", "deployment.yaml"):
-        subprocess.run(["kubectl", "--kubeconfig", str(kube.kubeconfig), "apply", "-f", str(ROOT / "deploy" / name)],
-                       check=True, capture_output=True)
-    config = client.Configuration()
-    config.host, config.ssl_ca_cert = kube.url, str(kube.ca)
-    config.api_key = {"authorization": f"Bearer {_token(kube_client)}"}
-    api = KubeApi(client.ApiClient(config))
+def _can_i(kubeconfig: pathlib.Path, verb: str, resource: str, namespace: str | None, sub: str) -> bool:
+    args = ["auth", "can-i", verb, resource]
+    args += ["--all-namespaces"] if namespace == "*" else ["-n", namespace] if namespace else []
+    args += [f"--subresource={sub}"] if sub else []
+    done = _kubectl(kubeconfig, *args)
+    assert done.stdout.strip() in ("yes", "no"), done.stderr
+    return done.stdout.strip() == "yes"
+
+
+@pytest.fixture(scope="module")
+def installed(kube: KubeCluster) -> subprocess.CompletedProcess[str]:
+    """`kubectl apply -k deploy/`, as the README says, with an admin's kubeconfig."""
+    done = _kubectl(kube.kubeconfig, "apply", "-k", str(ROOT / "deploy"))
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+@pytest.fixture(scope="module")
+def agent_token(kube: KubeCluster, installed: Any) -> str:
+    admin = kube.api_client()
+    try:
+        return service_account_token(admin, *reversed(SA))
+    finally:
+        admin.close()
+
+
+def test_the_install_creates_namespaces_crds_rbac_and_the_agent(kube: KubeCluster, installed: Any) -> None:
+    out = installed.stdout
+    for line in ("namespace/bindy-agent", "namespace/dns-system", f"customresourcedefinition.apiextensions.k8s.io/"
+                 f"dnszones.{BINDY}", "clusterrole.rbac.authorization.k8s.io/bindy-agent-crds",
+                 "role.rbac.authorization.k8s.io/bindy-agent", "deployment.apps/bindy-agent", "service/bindy-agent"):
+        assert line in out, out
+    again = _kubectl(kube.kubeconfig, "apply", "-k", str(ROOT / "deploy"))
+    assert again.returncode == 0 and set(again.stdout.split()) <= {"unchanged", "configured"} | set(out.split())
+    shown = _kubectl(kube.kubeconfig, "get", "deployment", "bindy-agent", "-n", "bindy-agent", "-o",
+                     "jsonpath={.spec.template.spec.volumes[?(@.name=='zone-api-token')].projected.sources[0]}")
+    assert '"audience":"bindcar"' in shown.stdout and '"expirationSeconds":600' in shown.stdout, shown.stdout
+
+
+def test_the_service_account_may_do_what_a_sync_needs_and_nothing_else(
+        kube: KubeCluster, agent_token: str, tmp_path: pathlib.Path) -> None:
+    kubeconfig = token_kubeconfig(kube, agent_token, tmp_path / "agent.kubeconfig")
+    wrong = [f"{'denied' if ok else 'allowed'}: {verb} {res}{f' -n {ns}' if ns else ''}"
+             f"{f' --subresource={sub}' if sub else ''}"
+             for rows, ok in ((ALLOWED, True), (DENIED, False)) for verb, res, ns, sub in rows
+             if _can_i(kubeconfig, verb, res, ns, sub) != ok]
+    assert wrong == [], "kubectl auth can-i as system:serviceaccount:bindy-agent:bindy-agent:\n" + "\n".join(wrong)
+
+
+def test_real_requests_outside_the_rules_are_forbidden(kube: KubeCluster, agent_token: str) -> None:
+    api = KubeApi(token_client(kube, agent_token), namespaces=["dns-system"])
+    # a Role grants `get` of its own namespace; a namespace write (Pod Security labels!) is refused
+    assert api.get("Namespace", None, "dns-system") is not None
+    for ns in ("dns-system", "kube-system"):
+        with pytest.raises(KubeError) as denied:
+            api.apply({"apiVersion": "v1", "kind": "Namespace",
+                       "metadata": {"name": ns, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}}})
+        assert denied.value.reason == "forbidden" and "may not patch namespaces" in str(denied.value)
+    with pytest.raises(KubeError, match="may not list secrets") as denied:
+        api.list("Secret", namespace="kube-system")
+    # a CRD that is not bindy's cannot be created or changed, even with server-side apply
+    foreign = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+               "metadata": {"name": "widgets.example.com"},
+               "spec": {"group": "example.com", "scope": "Namespaced",
+                        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                        "versions": [{"name": "v1", "served": True, "storage": True,
+                                      "schema": {"openAPIV3Schema": {"type": "object"}}}]}}
+    with pytest.raises(KubeError) as denied:
+        api.apply(foreign)
+    assert denied.value.reason == "forbidden" and "customresourcedefinitions" in str(denied.value)
+    # only its own Lease
+    assert LeaderElector(api, "bindy-agent", name="someone-else").tick() is False
+    assert LeaderElector(api, "kube-system", name="kube-scheduler").tick() is False
+
+
+def test_a_full_sync_works_as_the_service_account(kube: KubeCluster, kube_client: Any, agent_token: str,
+                                                  tmp_path: pathlib.Path) -> None:
+    api = KubeApi(token_client(kube, agent_token), namespaces=["dns-system"])
 
     def sync() -> orchestrator.RunOutcome:
-        return agentrun.sync_dir(SAMPLE, state=tmp_path / "state", kube_api=api, agent_namespace="bindy-agent",
-                                 revision="rbac-test", create_namespaces=True)
+        return agentrun.sync_dir(SAMPLE, store=statestore.ConfigMapStore(api, "bindy-agent"), kube_api=api,
+                                 agent_namespace="bindy-agent", revision="rbac-test")
 
     run = sync()
     outcome = run.kube
@@ -57,21 +175,36 @@ def test_a_full_sync_works_under_the_shipped_rbac_and_nothing_more(kube: KubeClu
     assert ("Bind9Cluster", "dns") in applied and ("Bind9Instance", "dns-primary-0") in applied
     again = sync()
     assert again.plan is not None and again.plan.changes == []
-    assert LeaderElector(api, "bindy-agent", name="rbac-test").tick() is True
+    state = client.CoreV1Api(kube_client).read_namespaced_config_map("bindy-agent-state", "bindy-agent")
+    assert "rbac-test" in str(state.data)  # the run's record, kept where the agent may write it
+    assert LeaderElector(api, "bindy-agent", name="bindy-agent").tick() is True
 
-    # writes outside the shipped rules are forbidden for that token
-    with pytest.raises(KubeError) as denied:
-        api.delete("Namespace", None, "kube-system")
-    assert denied.value.reason == "forbidden" and "may not delete namespaces" in str(denied.value)
-    with pytest.raises(KubeError) as denied:
-        api.get("Lease", "default", "anything")  # leases only in the agent's namespace
-    assert denied.value.reason == "forbidden"
-    as_agent = client.ApiClient(config)
-    with pytest.raises(client.ApiException) as escalate:
-        client.RbacAuthorizationV1Api(as_agent).create_cluster_role(client.V1ClusterRole(
-            metadata=client.V1ObjectMeta(name="escalate"),
-            rules=[client.V1PolicyRule(api_groups=["*"], resources=["*"], verbs=["*"])]))
-    assert escalate.value.status == 403
-    with pytest.raises(client.ApiException) as nodes:
-        client.CoreV1Api(as_agent).list_node()
-    assert nodes.value.status == 403
+    # the CLI, with the ServiceAccount's kubeconfig: it lists only where it may (the allowed namespaces) and
+    # sees that nothing changed; told that any namespace is allowed, it would need a ClusterRole
+    kubeconfig = token_kubeconfig(kube, agent_token, tmp_path / "agent.kubeconfig")
+    plan = [sys.executable, "-m", "agent", "plan", str(SAMPLE), "--kubeconfig", str(kubeconfig)]
+    scoped = subprocess.run(plan, capture_output=True, text=True, cwd=ROOT)
+    assert (scoped.returncode, scoped.stdout.splitlines()[-1:]) == (0, ["No changes: the world matches the revision."]), \
+        scoped.stderr
+    anywhere = subprocess.run([*plan, "--allowed-namespaces", "*"], capture_output=True, text=True, cwd=ROOT)
+    assert anywhere.returncode == 2 and "may not list" in anywhere.stderr, anywhere.stderr
+
+
+def test_the_agent_restores_a_bindy_crd_by_name(kube: KubeCluster, kube_client: Any, agent_token: str) -> None:
+    """create/patch on the 12 CRDs by resourceNames is enough for server-side apply."""
+    crd = f"txtrecords.{BINDY}"
+    ext = client.ApiextensionsV1Api(kube_client)
+    ext.patch_custom_resource_definition(crd, [{"op": "remove", "path": "/spec/versions/0/additionalPrinterColumns/0"}])
+    api = KubeApi(token_client(kube, agent_token), namespaces=["dns-system"])
+    assert crds.install_crds(api) == [crd]
+    assert crds.install_crds(api) == []
+
+
+def test_without_its_namespaces_the_agent_says_which_list_is_forbidden(
+        kube: KubeCluster, agent_token: str, tmp_path: pathlib.Path) -> None:
+    """Cluster-wide lists need a ClusterRole: the agent must be told the namespaces its Roles cover."""
+    api = KubeApi(token_client(kube, agent_token))
+    run = agentrun.sync_dir(SAMPLE, state=tmp_path / "state", kube_api=api, agent_namespace="bindy-agent",
+                            revision="rbac-test")
+    assert (run.outcome, run.kube) == ("unreachable", None)  # nothing written
+    assert "could not observe the world" in run.message and "may not list bind9clusters" in run.message

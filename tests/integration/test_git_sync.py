@@ -229,9 +229,12 @@ def test_a_pinned_tag_and_a_sub_path(world: dict[str, Any]) -> None:
         == "unreachable"
 
 
-def test_https_token_auth_fetches_and_pushes_the_report(world: dict[str, Any]) -> None:
+def test_https_token_auth_fetches_and_pushes_the_report(world: dict[str, Any], caplog: pytest.LogCaptureFixture) -> None:
+    """Basic auth with the user x-access-token, as GitHub's git endpoint requires (GitLab and Gitea
+    accept it too); `user:token` in the file for a forge that wants its own user."""
     from tests.support.githttp import GitHttpServer
 
+    caplog.set_level("DEBUG")
     remote = world["remote"]
     sha = remote.commit("Initial DNS", world["files"])
     remote.push()
@@ -244,6 +247,8 @@ def test_https_token_auth_fetches_and_pushes_the_report(world: dict[str, Any]) -
         run = agentrun.sync_git(source, store=FileStore(world["state"]), endpoints=world["endpoints"])
         assert (run.outcome, run.revision, run.notes_pushed) == ("applied", sha, True)
         assert report.parse(_note_from_fresh_clone(world, sha))["outcome"] == "applied"  # pushed over HTTPS
+        assert set(server.authorizations) == {server.expected}  # Basic on every request, never Bearer
+        assert "tok-123" not in caplog.text and server.expected not in caplog.text
 
         token.write_text("wrong\n")
         denied = GitSource(server.url(remote.bare.name), world["tmp"] / "cache-denied", token_file=token)
@@ -254,6 +259,17 @@ def test_https_token_auth_fetches_and_pushes_the_report(world: dict[str, Any]) -
         assert any(status == 401 for _, _, status in server.requests)
     finally:
         server.stop()
+
+    gitlab = GitHttpServer(remote.bare.parent, "glpat-456", user="oauth2").start()
+    try:
+        token.write_text("oauth2:glpat-456\n")
+        source = GitSource(gitlab.url(remote.bare.name), world["tmp"] / "cache-gitlab", token_file=token)
+        run = agentrun.sync_git(source, store=FileStore(world["tmp"] / "s-gitlab.json"), endpoints=world["endpoints"],
+                              push_notes=False)
+        assert (run.outcome, run.revision) == ("applied", sha)
+        assert set(gitlab.authorizations) == {gitlab.expected}
+    finally:
+        gitlab.stop()
 
 
 def test_ssh_deploy_key_with_host_key_checking(world: dict[str, Any]) -> None:

@@ -25,7 +25,7 @@ from agent.reconcile.kubeapi import KubeApi
 from agent.run import orchestrator
 from tests.conftest import ROOT, SAMPLE, load_dir
 from tests.support import agentrun
-from tests.support.kube import KubeCluster
+from tests.support.kube import KubeCluster, service_account_token
 from tests.support.procs import wait_for
 
 GROUP, VERSION = "bindy.firestoned.io", "v1beta1"
@@ -262,17 +262,18 @@ def test_cli_exit_codes(kube: KubeCluster, namespace: str, tmp_path: pathlib.Pat
 
     assert cli("install-crds", "--kubeconfig", str(kube.kubeconfig)).returncode == 0
     root = _repo(tmp_path, namespace)
-    ok = cli("sync", str(root), "--kubeconfig", str(kube.kubeconfig), "--agent-namespace", namespace)
+    allowed = ("--allowed-namespaces", namespace)  # the repository's namespace, which the agent must allow
+    ok = cli("sync", str(root), "--kubeconfig", str(kube.kubeconfig), "--agent-namespace", namespace, *allowed)
     assert ok.returncode == 0, ok.stderr
     assert "Kubernetes: applied 38, deleted 0" in ok.stderr
-    planned = cli("plan", str(root), "--kubeconfig", str(kube.kubeconfig), "--agent-namespace", namespace)
+    planned = cli("plan", str(root), "--kubeconfig", str(kube.kubeconfig), "--agent-namespace", namespace, *allowed)
     assert (planned.returncode, planned.stdout.splitlines()[-1]) == (0, "No changes: the world matches the revision.")
     (root / "bad.yaml").write_text("apiVersion: bindy.firestoned.io/v1beta1\nkind: Nope\nmetadata: {name: x}\n")
     assert cli("sync", str(root), "--kubeconfig", str(kube.kubeconfig)).returncode == 2
     (root / "bad.yaml").unlink()
     broken = tmp_path / "unreachable.kubeconfig"
     broken.write_text(kube.kubeconfig.read_text().replace(kube.url, "https://127.0.0.1:1"))
-    down = cli("sync", str(root), "--kubeconfig", str(broken))
+    down = cli("sync", str(root), "--kubeconfig", str(broken), *allowed)
     assert down.returncode == 3 and "cannot reach the API server" in down.stderr
 
 
@@ -283,12 +284,21 @@ def test_in_cluster_endpoints_come_from_services_and_rndc_secrets(
     root = _repo(tmp_path, namespace)
     api, _ = _sync(kube, root, namespace)
     token = tmp_path / "token"
-    token.write_text("sa-token\n")
+    bound = service_account_token(kube_client, namespace, "bind9", audiences=["bindcar"])
+    token.write_text(bound + "\n")  # as the kubelet projects it
     found = endpoints.from_cluster(api, desired.build(load_dir(root)), token_file=token)
     primary = found[f"{namespace}/dns-primary-0"]
     assert (primary.dns_host, primary.dns_port) == (f"dns-primary-0.{namespace}.svc.cluster.local", 53)
     assert primary.api_url == f"http://dns-primary-0.{namespace}.svc.cluster.local:8080"
-    assert primary.token == "sa-token"
+    assert primary.token == bound
+    # the kubelet rotates the projected token: every run reads the file again
+    rotated = service_account_token(kube_client, namespace, "bind9", audiences=["bindcar"], seconds=3601)
+    token.write_text(rotated)
+    state = desired.build(load_dir(root))
+    assert endpoints.from_cluster(api, state, token_file=token)[f"{namespace}/dns-primary-0"].token == rotated != bound
+    # the seam that decides which instances get a token at all
+    chosen = endpoints.from_cluster(api, state, token_file=token, send_token_to=lambda key: "primary" in key.name)
+    assert (chosen[f"{namespace}/dns-primary-0"].token, chosen[f"{namespace}/dns-secondary-0"].token) == (rotated, "")
     secret = client.CoreV1Api(kube_client).read_namespaced_secret("dns-primary-0-rndc-key", namespace)
     assert primary.tsig is not None
     assert (primary.tsig.name, primary.tsig.algorithm) == ("dns-primary-0-rndc-key", "hmac-sha256")

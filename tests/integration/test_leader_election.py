@@ -53,7 +53,7 @@ def test_one_leader_syncs_and_a_standby_takes_over(kube: KubeCluster, kube_clien
             [sys.executable, "-m", "agent", "run", "--repo", git_remote.url, "--kubeconfig", str(kube.kubeconfig),
              "--agent-namespace", namespace, "--cache", str(tmp_path / f"cache-{name}"), "--interval", "1",
              "--jitter", "0", "--resync-after", "0.5", "--lease-duration", "3", "--listen", f"127.0.0.1:{port}",
-             "--no-push-notes"], cwd=ROOT, stderr=log, env={"POD_NAME": f"agent-{name}", "PATH": "/usr/bin:/bin"})
+             "--no-push-notes", "--allowed-namespaces", namespace], cwd=ROOT, stderr=log, env={"POD_NAME": f"agent-{name}", "PATH": "/usr/bin:/bin"})
         agents[name] = {"proc": proc, "url": f"http://127.0.0.1:{port}"}
     try:
         wait_for(lambda: _holder(kube_client, namespace).startswith("agent-"), 30)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pathlib
 from typing import Any
 
-from agent.gate import safety
+from agent.gate import policy, safety
 from agent.reconcile.kubeapi import KubeApi
 from agent.reconcile.statestore import FileStore, Store
 from agent.run import orchestrator, revisions
@@ -13,6 +13,8 @@ from agent.sources.git import GitSource
 
 
 def options(*, force: bool = False, allow_prune: bool = False, **kwargs: Any) -> orchestrator.Options:
+    """Tests run in namespaces of their own: any namespace is allowed unless a test says otherwise."""
+    kwargs.setdefault("repo_policy", policy.PolicySettings.of(allowed_namespaces="*"))
     return orchestrator.Options(policy=safety.Policy(force=force, allow_prune=allow_prune), **kwargs)
 
 

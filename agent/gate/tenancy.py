@@ -1,0 +1,186 @@
+"""Tenancy from the agent's settings (pure): the namespaces a repository may reach, and its references.
+
+Like Flux's multi-tenancy lockdown and Argo CD's AppProject destinations, the agent, not the
+repository, decides where a repository's objects may go:
+  * every namespaced CR, and every target namespace of a ClusterBind9Provider, must be allowed;
+  * references across namespaces are off unless the settings allow them: a record joining a
+    DNSZone of another namespace (through spec.zone, or by the longest suffix of its FQDN), a
+    Secret reference naming another namespace. A ClusterBind9Provider spanning namespaces, and a
+    DNSZone served by it, are the provider's purpose and allowed (within allowed namespaces);
+  * a CR may reference only Secrets the agent generates, or that carry the opt-in label
+    `bindy.firestoned.io/allow-reference: "true"` (checked against live labels the observe step reads).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from agent.desired.hierarchy import Desired
+from agent.load.loader import Loaded, Manifest
+from agent.model import names
+from agent.model.infra import ClusterBind9Provider
+from agent.model.problems import Problem, Severity
+
+if TYPE_CHECKING:  # pragma: no cover - types only
+    from agent.gate.policy import PolicySettings, SecretLabels
+
+OPT_IN = f'{names.ALLOW_REFERENCE_LABEL}: "{names.ALLOW_REFERENCE_VALUE}"'
+
+
+@dataclasses.dataclass(frozen=True)
+class SecretRef:
+    """A Secret named by a CR: where (object, field path) and which (namespace, name)."""
+
+    obj: Loaded
+    path: str
+    namespace: str
+    name: str
+    explicit_namespace: bool  # the reference names its namespace (DNSSEC keysFrom.secretRef)
+
+
+def targets(obj: Loaded) -> list[tuple[str, str]]:
+    """The namespaces an object acts in, each with the field path that puts it there."""
+    if isinstance(obj.model, ClusterBind9Provider):
+        spec = obj.model.spec
+        if spec.namespaces:
+            return [(ns, f"spec.namespaces[{i}]") for i, ns in enumerate(spec.namespaces)]
+        return [(spec.namespace or names.DEFAULT_PROVIDER_NAMESPACE, "spec.namespace" if spec.namespace else "spec")]
+    return [(obj.key.namespace, "metadata.namespace")] if obj.key.namespace is not None else []
+
+
+def check(manifest: Manifest, state: Desired, settings: PolicySettings,
+          labels: SecretLabels | None) -> list[Problem]:
+    out = _namespaces(manifest, settings)
+    out += _records_across_namespaces(manifest, state, settings)
+    out += _secrets(secret_refs(manifest), state, settings, labels)
+    return out
+
+
+def _problem(obj: Loaded, path: str, message: str, severity: Severity = Severity.ERROR) -> Problem:
+    return Problem(obj.origin_at(path), str(obj.key), path, message, severity)
+
+
+def _namespaces(manifest: Manifest, settings: PolicySettings) -> list[Problem]:
+    out = []
+    allowed = ", ".join(settings.allowed_namespaces)
+    for obj in manifest.objects:
+        for namespace, path in targets(obj):
+            if not settings.namespace_allowed(namespace):
+                default = " (the default)" if path == "spec" else ""
+                out.append(_problem(obj, path, f"namespace {namespace}{default} is not one this agent may manage "
+                                    f"(allowed: {allowed}); the agent's setting allowed_namespaces "
+                                    "(--allowed-namespaces) decides, not the repository"))
+    return out
+
+
+def _records_across_namespaces(manifest: Manifest, state: Desired, settings: PolicySettings) -> list[Problem]:
+    if settings.allow_cross_namespace_refs:
+        return []
+    by_key = {o.key: o for o in manifest.objects}
+    out = []
+    for zone in state.zones:
+        for key in sorted(zone.records):
+            record = by_key.get(key)
+            if record is None or key.namespace == zone.key.namespace:
+                continue
+            path = "spec.zone" if record.model.spec.zone else "spec.name"  # type: ignore[attr-defined]
+            out.append(_problem(record, path, f"joins DNSZone {zone.key} ({zone.name}) in another namespace; "
+                                "references across namespaces are off (the agent's setting "
+                                "allow_cross_namespace_refs, --allow-cross-namespace-refs)"))
+    return out
+
+
+def _walk(node: Any, path: str) -> Iterator[tuple[str, str, str | None]]:
+    """(field path, name, namespace) of every Secret reference below `node`."""
+    if isinstance(node, list):
+        for i, item in enumerate(node):
+            yield from _walk(item, f"{path}[{i}]")
+        return
+    if not isinstance(node, dict):
+        return
+    for key, value in node.items():
+        here = f"{path}.{key}"
+        if key.endswith(("SecretRef", "secretRef", "secretKeyRef")) and isinstance(value, dict) \
+                and isinstance(value.get("name"), str):
+            yield f"{here}.name", value["name"], value.get("namespace")
+        elif key == "secret" and isinstance(value, dict) and isinstance(value.get("secretName"), str):
+            yield f"{here}.secretName", value["secretName"], None  # a secret volume
+        elif key == "secret" and isinstance(value, dict) and isinstance(value.get("name"), str):
+            yield f"{here}.name", value["name"], None  # a projected volume's source
+        elif key == "secretName" and isinstance(value, str):
+            yield here, value, None  # azureFile and the like
+        elif key in ("imagePullSecrets", "rndcSecretRefs") and isinstance(value, list):
+            for i, item in enumerate(value):
+                name = item.get("name") if isinstance(item, dict) else item
+                if isinstance(name, str):
+                    yield f"{here}[{i}]" + (".name" if isinstance(item, dict) else ""), name, None
+        else:
+            yield from _walk(value, here)
+
+
+def secret_refs(manifest: Manifest) -> list[SecretRef]:
+    """Every Secret the revision's CRs reference, once for each namespace it resolves in."""
+    out = []
+    for obj in manifest.objects:
+        spec = getattr(obj.model, "spec", None)
+        if spec is None or not hasattr(spec, "model_dump"):
+            continue
+        body = spec.model_dump(by_alias=True, exclude_none=True, mode="json")
+        for path, name, namespace in _walk(body, "spec"):
+            if namespace is not None:
+                out.append(SecretRef(obj, path, namespace, name, True))
+            else:
+                out += [SecretRef(obj, path, ns, name, False) for ns, _ in targets(obj)]
+    return out
+
+
+def secrets_to_observe(manifest: Manifest) -> set[tuple[str, str]]:
+    """(namespace, name) of every referenced Secret: what the observe step must read the labels of."""
+    return {(r.namespace, r.name) for r in secret_refs(manifest)}
+
+
+def _secrets(refs: list[SecretRef], state: Desired, settings: PolicySettings,
+             labels: SecretLabels | None) -> list[Problem]:
+    generated = {(o.key.namespace, o.key.name) for o in state.objects if o.key.kind == "Secret"}
+    out = []
+    for ref in refs:
+        where = f"Secret {ref.namespace}/{ref.name}"
+        if ref.explicit_namespace and ref.namespace != ref.obj.key.namespace:
+            if not settings.allow_cross_namespace_refs:
+                out.append(_problem(ref.obj, ref.path, f"{where} is in another namespace; references across "
+                                    "namespaces are off (the agent's setting allow_cross_namespace_refs, "
+                                    "--allow-cross-namespace-refs)"))
+                continue
+            if not settings.namespace_allowed(ref.namespace):
+                out.append(_problem(ref.obj, ref.path, f"{where}: namespace {ref.namespace} is not one this agent "
+                                    "may manage (the agent's setting allowed_namespaces, --allowed-namespaces)"))
+                continue
+        verdict = _secret_verdict(where, (ref.namespace, ref.name) in generated, labels, (ref.namespace, ref.name))
+        if verdict:
+            out.append(_problem(ref.obj, ref.path, *verdict))
+    return out
+
+
+def _secret_verdict(where: str, generated: bool, labels: SecretLabels | None,
+                    key: tuple[str, str]) -> tuple[str, Severity] | None:
+    """None if the reference is allowed, else why not and how bad."""
+    if labels is None:  # no cluster: what the agent generates is fine, the rest cannot be checked yet
+        return None if generated else (f"{where} is not generated by the agent; a sync accepts the reference "
+                                       f"only if that Secret is labelled {OPT_IN}", Severity.WARNING)
+    if key not in labels:
+        return f"{where} was not observed, so the reference cannot be checked", Severity.ERROR
+    live = labels[key]
+    opted_in = live is not None and live.get(names.ALLOW_REFERENCE_LABEL) == names.ALLOW_REFERENCE_VALUE
+    if generated:
+        if live is None or opted_in or live.get(names.MANAGED_BY_KEY) == names.MANAGED_BY_VALUE:
+            return None
+        return (f"{where} is one the agent generates, but a Secret of that name exists that the agent did not "
+                f"make; rename one, or label it {OPT_IN}", Severity.ERROR)
+    if live is None:
+        return f"{where} does not exist", Severity.ERROR
+    if opted_in:
+        return None
+    return (f"{where} was not generated by the agent and is not labelled {OPT_IN}; a CR may reference only "
+            "Secrets the agent generates or that opt in with that label", Severity.ERROR)

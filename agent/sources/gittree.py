@@ -1,0 +1,149 @@
+"""A commit's files, straight from its tree: no work tree, so nothing outside the commit is read.
+
+    git ls-tree -r -z --long <commit>[:<path>]   -> every entry: mode, type, blob id, size, path
+    git cat-file --batch (GitPython, persistent) -> a blob's bytes, only when the loader reads it
+
+A symbolic link (mode 120000) is a blob holding its target's path; it is resolved inside the tree
+(links to links, `..`), and the file takes the target blob's id and size. A link leaving the
+directory of CRs, to a directory or to nothing is refused; a submodule is skipped with a warning.
+Sizes come from the listing, so the loader checks its limits before a byte is read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import git
+
+from agent.errors import FileRefused, SourceError
+from agent.sources import boundary
+
+_LINK, _SUBMODULE = "120000", "160000"
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    mode: str
+    kind: str  # blob / commit
+    blob: str
+    size: int
+
+
+@dataclasses.dataclass(frozen=True)
+class GitFile:
+    """One file of a commit, as the loader sees it (agent.load.loader.SourceFile)."""
+
+    path: str  # relative to the directory of CRs, '/'-separated, printable
+    blob: str  # id of the content's blob (a link's target blob for a symbolic link); "" if refused
+    size: int
+    refused: str | None = None
+    warning: bool = False  # refused harmlessly (a skipped submodule)
+    reader: Callable[[str], bytes] | None = dataclasses.field(default=None, repr=False, compare=False)
+
+    def read(self) -> bytes:
+        if self.refused is not None or self.reader is None:
+            raise FileRefused(self.refused or "not read", warning=self.warning)
+        return self.reader(self.blob)
+
+
+def list_tree(repo: git.Repo, treeish: str) -> dict[str, Entry]:
+    """Every blob and submodule below `treeish`, by path relative to it."""
+    try:
+        raw = repo.git.execute(["git", "ls-tree", "-r", "-z", "--long", treeish], stdout_as_string=False)
+    except git.GitCommandError as exc:
+        raise SourceError(f"cannot list {treeish}: {exc.stderr.strip() if exc.stderr else exc}") from exc
+    entries: dict[str, Entry] = {}
+    for record in bytes(raw).split(b"\0"):
+        if not record:
+            continue
+        meta, _, path = record.partition(b"\t")
+        mode, kind, blob, size = meta.decode().split()
+        entries[path.decode("utf-8", "surrogateescape")] = Entry(mode, kind, blob, int(size) if size != "-" else 0)
+    return entries
+
+
+def _blob_reader(repo: git.Repo) -> Callable[[str], bytes]:
+    def read(blob: str) -> bytes:
+        try:
+            _, kind, _, data = repo.git.get_object_data(blob)
+        except (git.GitCommandError, ValueError, OSError) as exc:
+            raise SourceError(f"cannot read blob {blob}: {exc}") from exc
+        if (kind.decode() if isinstance(kind, bytes) else kind) != "blob":
+            raise SourceError(f"object {blob} is a {kind!r}, not a blob")
+        return bytes(data)
+    return read
+
+
+class _Resolver:
+    """Follows symbolic links inside one listed tree, component by component."""
+
+    def __init__(self, entries: dict[str, Entry], read: Callable[[str], bytes]) -> None:
+        self.entries, self.read = entries, read
+        self.dirs = {""} | {"/".join(p.split("/")[:i]) for p in entries for i in range(1, p.count("/") + 1)}
+
+    def target(self, rel: str) -> Entry:
+        """The regular blob `rel` stands for; raises FileRefused with the reason otherwise."""
+        todo, done, hops = rel.split("/"), list[str](), 0
+        while todo:
+            part = todo.pop(0)
+            if part in ("", "."):
+                continue
+            if part == "..":
+                if not done:
+                    raise FileRefused(boundary.outside(self._link_text(rel)))
+                done.pop()
+                continue
+            entry = self.entries.get("/".join([*done, part]))
+            if entry is not None and entry.mode == _LINK:
+                hops += 1
+                if hops > boundary.MAX_LINK_HOPS or entry.size > boundary.MAX_LINK_BYTES:
+                    raise FileRefused("not read: too many levels of symbolic links, or a link too long")
+                link = self.read(entry.blob).decode("utf-8", "surrogateescape")
+                if link.startswith("/"):
+                    raise FileRefused(boundary.outside(self._link_text(rel)))
+                todo = link.split("/") + todo
+                continue
+            done.append(part)
+        return self._regular(rel, "/".join(done))
+
+    def _regular(self, rel: str, final: str) -> Entry:
+        entry = self.entries.get(final)
+        if entry is None:
+            what = "a directory" if final in self.dirs else "a missing file"
+            raise FileRefused(boundary.not_regular(f"a symbolic link to {what} (-> "
+                                                   f"{boundary.shown(self._link_text(rel))!r})"))
+        if entry.kind != "blob":
+            raise FileRefused(boundary.not_regular("a Git submodule"))
+        return entry
+
+    def _link_text(self, rel: str) -> str:
+        entry = self.entries.get(rel)
+        return self.read(entry.blob).decode("utf-8", "surrogateescape") if entry and entry.mode == _LINK else rel
+
+
+def files(repo: git.Repo, treeish: str) -> list[GitFile]:
+    """The candidate files of a commit's directory of CRs, in load order (boundary.order)."""
+    entries = list_tree(repo, treeish)
+    read = _blob_reader(repo)
+    resolver = _Resolver(entries, read)
+    out: list[GitFile] = []
+    for rel in sorted(entries, key=boundary.order):
+        entry = entries[rel]
+        if entry.kind == "commit" and not boundary.is_hidden(rel):
+            out.append(GitFile(boundary.shown(rel), "", 0, warning=True, refused=(
+                "skipped: a Git submodule; the agent reads only files committed in this repository")))
+        elif boundary.is_candidate(rel):
+            out.append(_file(rel, entry, resolver, read))
+    return out
+
+
+def _file(rel: str, entry: Entry, resolver: _Resolver, read: Callable[[str], bytes]) -> GitFile:
+    problem = boundary.name_problem(rel)
+    if problem is not None:
+        return GitFile(boundary.shown(rel), "", 0, refused=problem)
+    try:
+        target = resolver.target(rel) if entry.mode == _LINK else entry
+    except FileRefused as exc:
+        return GitFile(rel, "", 0, refused=str(exc))
+    return GitFile(rel, target.blob, target.size, reader=read)
