@@ -4,6 +4,7 @@ files, alias bombs, deep nesting, odd file names - and the limits that bound a r
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import socket
@@ -175,7 +176,9 @@ def test_an_alias_bomb_fails_fast_in_little_memory_at_its_line(hostile: Repo) ->
         "may add 100,000 (an alias bomb?). Write the values out instead of repeating aliases (or raise the limit: "
         "--max-alias-nodes)"]
     done = _cli("plan", str(hostile.root), "-o", "json", timeout=30)
-    assert done.returncode == 2 and f"{hostile.root}/bomb.yaml:13: YAML aliases" in done.stderr and done.stdout == ""
+    assert done.returncode == 2 and f"{hostile.root}/bomb.yaml:13: YAML aliases" in done.stderr
+    doc = json.loads(done.stdout)  # invalid input still gets a whole JSON document, with the error
+    assert doc["invalid"] == ["revision"] and doc["problems"][0]["line"] == 13
 
 
 def test_anchors_and_merge_keys_within_the_limit_keep_working(hostile: Repo) -> None:

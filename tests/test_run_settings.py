@@ -169,9 +169,11 @@ def test_scheduled_runs_keep_their_rhythm_and_serve_waiting_deliveries() -> None
 
 
 @pytest.fixture
-def no_agent_env(monkeypatch: pytest.MonkeyPatch) -> None:
+def no_agent_env(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> None:
     for name in config.Settings.model_fields:
         monkeypatch.delenv(f"BINDY_AGENT_{name.upper()}", raising=False)
+    monkeypatch.delenv("KUBECONFIG", raising=False)  # and no kubeconfig kubectl would find
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
 
 
 @pytest.mark.usefixtures("no_agent_env")

@@ -2,13 +2,20 @@
 
     bindy-agent validate DIR               exit 0 valid, 1 invalid, 2 usage error
     bindy-agent plan DIR [--output FMT]    exit 0 no changes, 1 changes, 2 error (like `flux diff`)
+    bindy-agent plan [DIR] --base REV [--head REV] | DIR --base-dir OLD
+                                           the delta a pull request makes: exit 0 no changes,
+                                           2 changes, 1 error (`terraform plan -detailed-exitcode`)
     bindy-agent schemas [--check]          write (or check) schemas/ from the models
-    bindy-agent install-crds --kubeconfig F      apply the CRDs, wait until Established
+    bindy-agent install-crds [--kubeconfig F]    apply the CRDs, wait until Established
     bindy-agent sync DIR --kubeconfig F [--dry-run]
                                            exit 0 applied/nothing to do, 1 partial,
                                            2 rejected (invalid), 3 could not run
+    bindy-agent import --zone Z --server HOST:PORT   CR YAML from a live zone (AXFR)
 
-Problems go to stderr as `file:line: Kind/ns/name: field.path: message`; the plan goes to stdout."""
+Problems go to stderr as `file:line: Kind/ns/name: field.path: message`; the plan goes to stdout.
+No traceback reaches a user: bad input is a message and an exit status (a bug still says so, and
+`-v` shows its traceback).
+"""
 
 from __future__ import annotations
 
@@ -21,9 +28,9 @@ from collections.abc import Sequence
 from pydantic.fields import FieldInfo
 
 from agent import __version__
-from agent.cli import common, offline, run, sync
+from agent.cli import common, importzone, offline, run, sync
+from agent.cli import plan as plan_verb
 from agent.model import names
-from agent.plan import render
 from agent.run import settings as config
 
 _METAVARS = {"repo": "URL", "listen": "HOST:PORT", "cache": "DIR", "webhook_max_body": "BYTES",
@@ -100,21 +107,26 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("-q", "--quiet", action="store_true", help="do not print warnings")
 
     kube = common.Parser(add_help=False)
-    kube.add_argument("--kubeconfig", metavar="FILE",
-                      help="kubeconfig of the cluster; without it Kubernetes is neither observed nor changed")
+    kube.add_argument("--kubeconfig", metavar="FILE", type=common.readable_file,
+                      help="kubeconfig of the cluster (default, as kubectl: $KUBECONFIG, then ~/.kube/config - "
+                      "only where a cluster is the verb's one target, or with --context)")
     kube.add_argument("--context", help="kubeconfig context (default: the current one)")
     kube.add_argument("--agent-namespace", default=names.DEFAULT_AGENT_NAMESPACE, metavar="NS",
                       help="namespace of the agent's inventory (default: %(default)s)")
 
-    p = verbs.add_parser("plan", parents=[shared, kube, guard], help="show what a sync would change (dry run)",
-                         description="Compute the plan for DIR. Offline (no --kubeconfig), the world "
-                         "is empty, so the plan lists every Kubernetes object, every zone on every "
-                         "instance and every RRset. With --kubeconfig, the Kubernetes layer is diffed "
-                         "against the live cluster (creates, field-level updates, drift, deletes, "
-                         "conflicts). Exit 0 no changes, 1 changes, 2 error.")
-    p.set_defaults(func=offline.show_plan)
-    p.add_argument("-o", "--output", choices=sorted(render.RENDERERS), default="text",
-                   help="plan format (default: %(default)s)")
+    p = verbs.add_parser("plan", parents=[kube, guard], help="show what a sync would change (dry run), or what a "
+                         "pull request changes",
+                         description="Compute the plan for DIR. Offline (without --kubeconfig or --context; a "
+                         "kubeconfig in $KUBECONFIG or ~/.kube/config is not used unless asked for), the world is "
+                         "empty, so the plan lists every Kubernetes object, every zone on every instance and every "
+                         "RRset. With --kubeconfig or --context, the Kubernetes layer is diffed against the live "
+                         "cluster (creates, field-level updates, drift, deletes, conflicts). Exit 0 no changes, "
+                         "1 changes, 2 error. With --base REV or --base-dir DIR: the delta from that base to the "
+                         "head (--head REV, or DIR), offline, as a pull-request comment with -o markdown; then "
+                         "exit 0 no changes, 2 changes, 1 error, like `terraform plan -detailed-exitcode`.")
+    p.set_defaults(func=plan_verb.show_plan)
+    plan_verb.add_arguments(p)
+    common.add_limit_flags(p)
 
     sy = verbs.add_parser("sync", parents=[kube, guard], help="apply a directory or a Git repository",
                           description="Validate a revision as a whole, then apply it: CRDs (unless "
@@ -133,7 +145,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="do not apply the CRDs first")
     sy.add_argument("--rotate-rndc-keys", action="store_true",
                     help="generate new RNDC keys for every generated key Secret")
-    sy.add_argument("--endpoints", type=pathlib.Path, metavar="FILE",
+    sy.add_argument("--endpoints", type=common.readable_file, metavar="FILE",
                     help="instance -> DNS/zone API/key map (see agent/reconcile/endpoints.py); enables the DNS steps")
     sy.add_argument("--in-cluster-dns", action="store_true",
                     help="reach instances through their Services and RNDC Secrets (when the agent runs in "
@@ -149,12 +161,12 @@ def _parser() -> argparse.ArgumentParser:
                     help="allow deleting more than 30%% of the Kubernetes objects the agent manages (only that)")
     sy.add_argument("--create-namespaces", action="store_true",
                     help="create missing namespaces (by default the agent never writes namespaces)")
-    sy.add_argument("--deadline", type=float, default=300, metavar="SECONDS",
+    sy.add_argument("--deadline", type=common.seconds, default=300, metavar="SECONDS",
                     help="the most a run may take; a stalled server ends it as partial (0: no limit; "
                     "default: %(default)s)")
-    sy.add_argument("--lock-wait", type=float, default=30, metavar="SECONDS",
+    sy.add_argument("--lock-wait", type=common.seconds, default=30, metavar="SECONDS",
                     help="how long to wait for another sync of the same source to finish (default: %(default)s)")
-    sy.add_argument("--batch", type=int, default=1000, metavar="N",
+    sy.add_argument("--batch", type=common.positive, default=1000, metavar="N",
                     help="changes per DNS UPDATE message (default: %(default)s)")
     common.add_limit_flags(sy)
     git_args = sy.add_argument_group("Git source")
@@ -164,16 +176,17 @@ def _parser() -> argparse.ArgumentParser:
     git_args.add_argument("--path", default="", help="sub-directory of the repository holding the CRs")
     git_args.add_argument("--cache", type=pathlib.Path, default=names.CACHE_DIR / "git",
                           help="where the clone is kept (default: %(default)s)")
-    git_args.add_argument("--ssh-key", type=pathlib.Path, metavar="FILE", help="SSH deploy key")
-    git_args.add_argument("--known-hosts", type=pathlib.Path, metavar="FILE", help="known_hosts for the SSH key")
+    git_args.add_argument("--ssh-key", type=common.readable_file, metavar="FILE", help="SSH deploy key")
+    git_args.add_argument("--known-hosts", type=common.readable_file, metavar="FILE",
+                          help="known_hosts for the SSH key")
     git_args.add_argument("--insecure-ignore-host-key", action="store_true",
                           help="do not check the Git server's SSH host key (not recommended)")
-    git_args.add_argument("--token-file", type=pathlib.Path, metavar="FILE",
+    git_args.add_argument("--token-file", type=common.readable_file, metavar="FILE",
                           help="HTTPS token, read from a file; sent as Basic auth with the user x-access-token "
                           "(GitHub, GitLab, Gitea), or write 'user:token' in the file for another user")
     git_args.add_argument("--no-push-notes", dest="push_notes", action="store_false",
                           help="keep the commit reports local instead of pushing refs/notes/bindy-agent")
-    git_args.add_argument("--resync-after", type=float, default=600, metavar="SECONDS",
+    git_args.add_argument("--resync-after", type=common.seconds, default=600, metavar="SECONDS",
                           help="an unchanged revision is a no-op until this long after the last full "
                           "reconcile (default: %(default)s)")
 
@@ -183,7 +196,7 @@ def _parser() -> argparse.ArgumentParser:
                           "BINDY_AGENT_* environment variables, then --config FILE. SIGTERM finishes the "
                           "current run and exits.")
     rn.set_defaults(func=run.run)
-    rn.add_argument("--config", type=pathlib.Path, metavar="FILE", help="YAML file of settings")
+    rn.add_argument("--config", type=common.readable_file, metavar="FILE", help="YAML file of settings")
     rn.add_argument("--print-config", action="store_true", help="print the effective settings and exit")
     for name, field in config.Settings.model_fields.items():
         _setting_flag(rn, name, field)
@@ -192,7 +205,8 @@ def _parser() -> argparse.ArgumentParser:
                           description="Fetch refs/notes/bindy-agent from the repository and print the report on "
                           "REV (default: the head of --branch). Exit 0 shown, 1 no report, 3 could not run.")
     rp.set_defaults(func=sync.report)
-    rp.add_argument("revision", nargs="?", metavar="REV", help="commit (default: the branch head)")
+    rp.add_argument("revision", nargs="?", metavar="REV",
+                    help="a commit (full or abbreviated SHA), branch or tag (default: the head of --branch)")
     rp.add_argument("--repo", required=True, metavar="URL", help="Git repository (URL or local path)")
     rp.add_argument("--branch", default="main", help="branch whose head is shown by default")
     rp.add_argument("-o", "--output", choices=["text", "json"], default="text")
@@ -200,14 +214,15 @@ def _parser() -> argparse.ArgumentParser:
     for name in ("ref", "ssh_key", "known_hosts", "token_file"):
         rp.set_defaults(**{name: None})
     rp.set_defaults(path="", insecure_ignore_host_key=False)
-    rp.add_argument("--ssh-key", type=pathlib.Path, metavar="FILE", help="SSH deploy key")
-    rp.add_argument("--known-hosts", type=pathlib.Path, metavar="FILE", help="known_hosts for the SSH key")
-    rp.add_argument("--token-file", type=pathlib.Path, metavar="FILE",
+    rp.add_argument("--ssh-key", type=common.readable_file, metavar="FILE", help="SSH deploy key")
+    rp.add_argument("--known-hosts", type=common.readable_file, metavar="FILE", help="known_hosts for the SSH key")
+    rp.add_argument("--token-file", type=common.readable_file, metavar="FILE",
                     help="HTTPS token (or 'user:token'), read from a file; sent as Basic auth")
 
     ic = verbs.add_parser("install-crds", parents=[kube], help="apply the CRDs and wait until Established",
                           description="Apply the 12 CRDs generated from the models (schemas/crds) and wait "
-                          "until the API server serves them. Exit 0 done, 3 could not run.")
+                          "until the API server serves them. The cluster: --kubeconfig, else $KUBECONFIG, else "
+                          "~/.kube/config, as kubectl finds it. Exit 0 done, 3 could not run.")
     ic.set_defaults(func=sync.install_crds)
 
     s = verbs.add_parser("schemas", help="write the JSON Schemas and CRDs generated from the models",
@@ -218,12 +233,33 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--dir", type=pathlib.Path, default=offline.DEFAULT_SCHEMAS, metavar="DIR",
                    help="output directory (default: %(default)s)")
     s.add_argument("--check", action="store_true", help="exit 1 if the files differ from the models")
+
+    im = verbs.add_parser("import", help="write CR YAML from a live zone (AXFR), to adopt it",
+                          description=importzone.DESCRIPTION)
+    im.set_defaults(func=importzone.run)
+    importzone.add_arguments(im)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    common.Parser.usage_status = plan_verb.DELTA_ERROR if plan_verb.is_delta(argv) else common.EXIT_ERROR
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    return int(args.func(args))
-
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        print("bindy-agent: interrupted", file=sys.stderr)
+        return 130
+    except OSError as exc:  # the machine refused: a full disk, a directory that cannot be written, ...
+        print(f"bindy-agent {args.verb}: error: {exc.strerror or exc}"
+              + (f": {exc.filename}" if exc.filename else ""), file=sys.stderr)
+        return common.EXIT_UNREACHABLE if args.verb in ("sync", "install-crds", "report", "run", "import") \
+            else common.Parser.usage_status
+    except Exception as exc:  # the loop boundary of a command line: a bug, told as one
+        if args.verbose:
+            raise
+        print(f"bindy-agent {args.verb}: internal error: {type(exc).__name__}: {exc} (a bug; run again with -v "
+              "for the traceback, and report it)", file=sys.stderr)
+        return 70

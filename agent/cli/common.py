@@ -1,13 +1,20 @@
 """What the CLI verbs share: exit codes, the argument parser class, loading a directory, printing
-problems. The CLI is the only part of the agent that prints."""
+problems, finding the kubeconfig. The CLI is the only part of the agent that prints.
+
+The kubeconfig is found the way kubectl finds it: `--kubeconfig FILE`, else `$KUBECONFIG` (a
+':'-separated list is merged), else `~/.kube/config` if it exists; inside a pod with none of them,
+the pod's ServiceAccount. A verb whose cluster is optional (`plan`, `sync --endpoints`) uses one
+only when asked (`--kubeconfig` or `--context`), so a kubeconfig lying around never turns an
+offline plan into an online one, nor a DNS-only sync into one that writes to a cluster."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import pathlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, TextIO
 
 from agent.desired import hierarchy as desired
@@ -23,15 +30,29 @@ EXIT_PARTIAL, EXIT_REJECTED, EXIT_UNREACHABLE = 1, 2, 3
 
 
 class Parser(argparse.ArgumentParser):
+    usage_status = EXIT_ERROR  # `plan --base` exits 1 on a usage error, like every other error of it
+
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
-        self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
+        self.exit(Parser.usage_status, f"{self.prog}: error: {message}\n")
 
 
 def directory(value: str) -> pathlib.Path:
     path = pathlib.Path(value)
     if not path.is_dir():
         raise argparse.ArgumentTypeError(f"{value!r} is not a directory")
+    return path
+
+
+def readable_file(value: str) -> pathlib.Path:
+    """A flag naming a file to read: it must be a regular file (a FIFO or a directory would hang or fail later)."""
+    path = pathlib.Path(value)
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"{value!r}: no such file")
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"{value!r} is not a regular file")
+    if not os.access(path, os.R_OK):
+        raise argparse.ArgumentTypeError(f"{value!r} is not readable")
     return path
 
 
@@ -42,6 +63,16 @@ def positive(value: str) -> int:
         raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
     if number < 1:
         raise argparse.ArgumentTypeError(f"{value!r} must be at least 1")
+    return number
+
+
+def seconds(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if not number >= 0 or number == float("inf"):
+        raise argparse.ArgumentTypeError(f"{value!r} must be a finite number of seconds, 0 or more")
     return number
 
 
@@ -60,15 +91,16 @@ def limits(args: argparse.Namespace) -> read_limits.Limits:
                                  for f in dataclasses.fields(read_limits.Limits)})
 
 
-def print_problems(items: Sequence[problems.Problem], root: pathlib.Path, out: TextIO,
-                    *, quiet: bool = False) -> None:
+def print_problems(items: Sequence[problems.Problem], root: pathlib.Path | str, out: TextIO,
+                   *, quiet: bool = False, errors_only: bool = False) -> None:
+    """Every problem as `file:line: ...`, the file under `root` (a directory, or a prefix such as `main:`)."""
     for p in problems.sorted_problems(items):
-        if quiet and p.severity is problems.Severity.WARNING:
+        if (quiet or errors_only) and p.severity is problems.Severity.WARNING:
             continue
         prefix = "warning: " if p.severity is problems.Severity.WARNING else ""
         if p.origin:
-            p = problems.Problem(problems.Origin(str(root / p.origin.file), p.origin.line), p.obj,
-                                 p.path, p.message, p.severity)
+            where = root + p.origin.file if isinstance(root, str) else str(root / p.origin.file)
+            p = problems.Problem(problems.Origin(where, p.origin.line), p.obj, p.path, p.message, p.severity)
         print(f"{prefix}{p}", file=out)
 
 
@@ -82,19 +114,19 @@ def policy_settings(args: argparse.Namespace) -> policy.PolicySettings:
         return policy.PolicySettings.of(**values)
     except ValueError as exc:
         print(f"bindy-agent: error: {exc}", file=sys.stderr)
-        raise SystemExit(EXIT_ERROR) from exc
+        raise SystemExit(Parser.usage_status) from exc
 
 
-def load(args: argparse.Namespace) -> tuple[loader.Manifest, desired.Desired | None]:
-    """Loads DIR, expands it and checks it against the policy (its problems join the state's). Without
-    a cluster, references to Secrets the agent does not generate are warnings here."""
+def load_files(files: Iterable[loader.SourceFile],
+               args: argparse.Namespace) -> tuple[loader.Manifest, desired.Desired | None]:
+    """One revision's files -> its desired state, checked against the policy (None when it does not load);
+    problems on both. Without a cluster, references to Secrets the agent does not generate are warnings."""
     settings = policy_settings(args)
-    manifest = loader.load_files(localdir.files(args.directory), default_namespace=args.namespace,
-                                 limits=limits(args))
+    manifest = loader.load_files(files, default_namespace=args.namespace, limits=limits(args))
     if not manifest.ok:
         return manifest, None
     state = desired.build(manifest)
-    labels = secret_labels(args, manifest) if getattr(args, "kubeconfig", None) else None
+    labels = secret_labels(args, manifest) if cluster_requested(args) else None
     state.problems += policy.check(manifest, state, settings, secret_labels=labels)
     return manifest, state
 
@@ -115,18 +147,34 @@ def secret_labels(args: argparse.Namespace, manifest: loader.Manifest) -> policy
         return {}
 
 
-def valid_state(args: argparse.Namespace, verb: str) -> desired.Desired | None:
-    manifest, state = load(args)
-    found = manifest.problems + (state.problems if state else [])
-    print_problems(found, args.directory, sys.stderr)
-    if state is None or problems.errors(found):
-        print(f"{args.directory}: invalid: nothing {verb} ({len(problems.errors(found))} errors)", file=sys.stderr)
-        return None
-    return state
+def load(args: argparse.Namespace) -> tuple[loader.Manifest, desired.Desired | None]:
+    return load_files(localdir.files(args.directory), args)
+
+
+def kubeconfig(explicit: str | os.PathLike[str] | None) -> str | None:
+    """The kubeconfig kubectl would use: the flag, $KUBECONFIG, or ~/.kube/config if it exists."""
+    if explicit:
+        return os.fspath(explicit)
+    from_env = os.environ.get("KUBECONFIG", "")
+    if from_env.strip(os.pathsep).strip():
+        return from_env
+    default = pathlib.Path.home() / ".kube" / "config"
+    return str(default) if default.is_file() else None
+
+
+def cluster_requested(args: argparse.Namespace) -> bool:
+    """For verbs whose cluster is optional: asked for with --kubeconfig or --context."""
+    return bool(getattr(args, "kubeconfig", None) or getattr(args, "context", None))
 
 
 def kube_api(args: argparse.Namespace) -> Any:
+    """A client for the cluster of `args` (see the module docstring); KubeError when there is none."""
+    from agent.errors import KubeError
     from agent.reconcile import kubeapi
 
+    path = kubeconfig(args.kubeconfig)
+    if path is None and "KUBERNETES_SERVICE_HOST" not in os.environ:
+        raise KubeError("no kubeconfig: give --kubeconfig FILE, set $KUBECONFIG, or create ~/.kube/config "
+                        "(inside a pod, its ServiceAccount is used)", reason="config")
     scope = policy_settings(args).kube_scope()
-    return kubeapi.KubeApi.from_kubeconfig(args.kubeconfig, context=args.context, namespaces=scope)
+    return kubeapi.KubeApi.from_kubeconfig(path, context=args.context, namespaces=scope)

@@ -1,5 +1,4 @@
-"""The verbs that need no cluster: validate, plan (offline, or the Kubernetes layer with
---kubeconfig) and schemas."""
+"""The verbs that need no cluster: validate and schemas (plan: agent/cli/plan.py)."""
 
 from __future__ import annotations
 
@@ -8,10 +7,7 @@ import pathlib
 import sys
 
 from agent.cli import common
-from agent.errors import KubeError
 from agent.model import problems, schema
-from agent.plan import build, render
-from agent.plan.observed import Observed
 
 DEFAULT_SCHEMAS = pathlib.Path("schemas")
 
@@ -27,27 +23,6 @@ def validate(args: argparse.Namespace) -> int:
         return common.EXIT_INVALID
     print(f"{where}: valid ({warns} warnings)", file=sys.stderr)
     return common.EXIT_OK
-
-
-def show_plan(args: argparse.Namespace) -> int:
-    state = common.valid_state(args, "planned")
-    if state is None:
-        return common.EXIT_ERROR
-    if not args.kubeconfig:
-        result = build.offline(state)
-    else:
-        from agent.reconcile import kubeobserve
-        from agent.sources import localdir
-
-        try:
-            api = common.kube_api(args)
-            observed = Observed(kube=kubeobserve.observe(api, state, agent_namespace=args.agent_namespace))
-        except KubeError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return common.EXIT_ERROR
-        result = build.build(state, observed, revision=localdir.revision(args.directory), agent=args.agent_namespace)
-    sys.stdout.write(render.RENDERERS[args.output](result))
-    return common.EXIT_OK if result.empty else common.EXIT_CHANGES
 
 
 def schemas(args: argparse.Namespace) -> int:

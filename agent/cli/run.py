@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import pathlib
 import sys
 
 from agent.cli import common
@@ -29,6 +30,17 @@ def print_config(flags: dict[str, object], args: argparse.Namespace) -> int:
     return common.EXIT_OK
 
 
+def _with_found_kubeconfig(settings: config.Settings) -> config.Settings:
+    """With no target at all, the cluster kubectl would use ($KUBECONFIG, ~/.kube/config) is the target."""
+    if settings.kubeconfig or settings.in_cluster or settings.endpoints or settings.in_cluster_dns:
+        return settings
+    found = common.kubeconfig(None)
+    if found is None:
+        return settings
+    print(f"bindy-agent run: using the cluster of {found} (as kubectl would)", file=sys.stderr)
+    return settings.model_copy(update={"kubeconfig": pathlib.Path(found)})
+
+
 def run(args: argparse.Namespace) -> int:
     import signal
     import threading
@@ -39,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     if args.print_config:
         return print_config(flags, args)
     try:
-        settings = config.load_settings(flags, config_file=args.config)
+        settings = _with_found_kubeconfig(config.load_settings(flags, config_file=args.config))
         config.check_runnable(settings)
     except AgentError as exc:
         return _fail(exc, common.EXIT_ERROR)

@@ -11,15 +11,16 @@ import pathlib
 import sys
 from typing import Any
 
-from agent.cli import common
+from agent.cli import common, progress
 from agent.errors import AgentError, KubeError
 from agent.gate import safety
-from agent.model import names
+from agent.model import kinds, names
 from agent.plan import render
 from agent.reconcile import crds, statestore
 from agent.reconcile import endpoints as cluster_endpoints
 from agent.run import orchestrator, revisions
-from agent.sources.git import GitSource
+from agent.sources import gitrevs
+from agent.sources.git import NOTES_REF, GitSource
 
 
 def install_crds(args: argparse.Namespace) -> int:
@@ -29,7 +30,7 @@ def install_crds(args: argparse.Namespace) -> int:
     except KubeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return common.EXIT_UNREACHABLE
-    print(f"CRDs: {len(changed)} applied, all {12} Established", file=sys.stderr)
+    print(f"CRDs: {len(changed)} applied, all {len(kinds.KINDS)} Established", file=sys.stderr)
     return common.EXIT_OK
 
 
@@ -59,17 +60,27 @@ def _summary(run: orchestrator.RunOutcome, api: Any, dry_run: bool) -> str:
                      f"{len(run.dns.deleted)} zone deletions, verified {verified}/{checks}")
     if api is not None:
         parts.append(f"{api.write_count} API writes")
-    return f"{'Dry run' if dry_run else 'Sync'} of revision {run.revision}: " + "; ".join(parts)
+    failed = len(run.failures) + len(run.conflicts)
+    outcome = f"{run.outcome} ({failed} failures and conflicts above)" if run.outcome == "partial" else run.outcome
+    return f"{'Dry run' if dry_run else 'Sync'} of revision {run.revision}: {outcome}; " + "; ".join(parts)
 
 
 def _usage(args: argparse.Namespace) -> str | None:
     if bool(args.directory) == bool(args.repo):
         return "give either DIR or --repo"
-    if not args.kubeconfig and not args.endpoints and not args.in_cluster_dns:
-        return "nothing to sync to: give --kubeconfig (Kubernetes) and/or --endpoints (DNS)"
     if args.endpoints and args.in_cluster_dns:
         return "--endpoints and --in-cluster-dns exclude each other"
+    if not _wants_cluster(args) and not args.endpoints:
+        return ("nothing to sync to: give --kubeconfig (Kubernetes; $KUBECONFIG or ~/.kube/config are used when "
+                "there is no other target) and/or --endpoints (DNS)")
     return None
+
+
+def _wants_cluster(args: argparse.Namespace) -> bool:
+    """A cluster when asked for, when DNS is found through it, or as the only target (found as kubectl does)."""
+    if common.cluster_requested(args) or args.in_cluster_dns:
+        return True
+    return not args.endpoints and common.kubeconfig(None) is not None
 
 
 def git_source(args: argparse.Namespace) -> GitSource:
@@ -89,7 +100,9 @@ def options(args: argparse.Namespace) -> orchestrator.Options:
 
 
 def _targets(args: argparse.Namespace) -> orchestrator.Targets:
-    api = common.kube_api(args) if args.kubeconfig or args.in_cluster_dns else None
+    api = common.kube_api(args) if _wants_cluster(args) else None
+    if api is not None and not args.kubeconfig:
+        print(f"using the cluster of {common.kubeconfig(None) or 'the pod'} (as kubectl would)", file=sys.stderr)
     endpoints: Any = cluster_endpoints.load_endpoints(args.endpoints) if args.endpoints else None
     if args.in_cluster_dns:
         assert api is not None
@@ -110,7 +123,11 @@ def sync(args: argparse.Namespace) -> int:
     except AgentError as exc:
         print(f"error: could not run: {exc}", file=sys.stderr)
         return common.EXIT_UNREACHABLE
-    run = orchestrator.run(source, targets, options(args))
+    report = progress.Reporter.for_stderr()
+    try:
+        run = orchestrator.run(source, targets, options(args), progress=report)
+    finally:
+        report.done()
     return _show(run, args, targets.kube_api)
 
 
@@ -135,7 +152,8 @@ def _show(run: orchestrator.RunOutcome, args: argparse.Namespace, api: Any) -> i
         print(f"{prefix}: warning: the report could not be pushed (kept in the local clone; pushed on a later run)",
               file=sys.stderr)
     if api is None:
-        print("notice: no --kubeconfig: Kubernetes steps skipped (zones and records only)", file=sys.stderr)
+        print(f"notice: no --kubeconfig: Kubernetes steps skipped (zones and records only){_unused_kubeconfig()}",
+              file=sys.stderr)
     for line in run.failures:
         print(f"failed: {line}", file=sys.stderr)
     for line in run.refusals:
@@ -148,16 +166,22 @@ def _show(run: orchestrator.RunOutcome, args: argparse.Namespace, api: Any) -> i
     return common.EXIT_PARTIAL if run.outcome == "partial" else common.EXIT_OK
 
 
+def _unused_kubeconfig() -> str:
+    found = common.kubeconfig(None)
+    return f"; {found} was not used: add --kubeconfig or --context to include its cluster" if found else ""
+
+
 def report(args: argparse.Namespace) -> int:
     from agent.outcome import report
 
-    source = git_source(args)
     try:
+        source = git_source(args)
         source.repo()
         source.fetch_notes()
-        rev = args.revision or source.remote_head()
-        if len(rev) != 40:
-            rev = str(source.repo().git.rev_parse(rev)) if rev != "HEAD" else source.remote_head()
+        rev = gitrevs.noted_revision(source, args.revision, NOTES_REF)
+    except gitrevs.UnknownRevision as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return common.EXIT_ERROR
     except AgentError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return common.EXIT_UNREACHABLE

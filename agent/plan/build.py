@@ -99,7 +99,7 @@ def _zone_view(plan: Plan, zones: list[zonediff.ZonePlan]) -> None:
             plan.changes.append(Change(Action.UPDATE, ZoneTarget(zp.name, instance, "primary"),
                                        after={"alsoNotify": list(zp.secondaries)}, fields=("alsoNotify",),
                                        reason="secondaries changed"))
-        plan.notes += [f"zone {zp.name} on {i}: {e}" for i, e in sorted(zp.errors.items())]
+        plan.unplanned += [f"{zp.name} on {i}: {e.removeprefix(f'{i}: ')}" for i, e in sorted(zp.errors.items())]
         plan.conflicts += [f"{zp.name}: {c}" for c in zp.conflicts]
     for zp in zones:
         for c in sorted(zp.rrset_changes, key=lambda c: (c.key[0].count("."), c.key)):

@@ -18,6 +18,14 @@ JSON output (`--output json`), format version 1:
                   "reason": str|null}],  # e.g. "drift: edited by hand"
      "conflicts": [str],  # objects with a desired name that the agent does not own
      "problems": [{"file", "line", "object", "path", "message", "severity"}]}
+
+Optional keys, present only when they apply:
+     "base": str,          # `plan --base/--base-dir`: the revision compared against; `revision` is
+                           # then the head, and every problem carries "revision": "base"|"head"
+     "refusals": [str],    # the safety gate would refuse this plan: a sync would apply nothing
+     "unplanned": [str],   # zones on servers that could not be observed: nothing is planned there
+     "invalid": [str],     # the inputs that did not validate ("revision", or "base"/"head"):
+                           # nothing was planned; `problems` says why, `summary` is all zeros
 """
 
 from __future__ import annotations
@@ -115,6 +123,11 @@ class Plan:
     zones: list[zonediff.ZonePlan] | None = None
     refusals: list[str] = dataclasses.field(default_factory=list)
     kube_managed: int = 0  # objects the agent manages in the cluster before this revision
+    unplanned: list[str] = dataclasses.field(default_factory=list)  # zones on servers that could not be observed
+    base: str | None = None  # a delta (`plan --base`): the revision `revision` is compared against
+    base_problems: list[Problem] = dataclasses.field(default_factory=list)
+    invalid: tuple[str, ...] = ()  # inputs that did not validate ("revision", "base", "head"): nothing planned
+    labels: dict[str, str] = dataclasses.field(default_factory=dict)  # revision -> how people name it ("main (1a2b)")
 
     @property
     def summary(self) -> dict[str, int]:

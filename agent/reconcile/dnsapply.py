@@ -18,7 +18,7 @@ import concurrent.futures
 import dataclasses
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from agent.desired import rrsets
 from agent.errors import AgentError, ZoneApiError
@@ -134,11 +134,16 @@ class DnsApply:
             body["updateKeyName"] = tsig.name
         return body
 
+    def _secondary_dns(self, zp: ZonePlan) -> list[str]:
+        return [self.endpoints[s].dns for s in zp.secondaries if s in self.endpoints]
+
     def _create(self, zp: ZonePlan, result: ZoneResult, instance: str, role: str) -> bool:
         try:
             self.deadline.check(f"creating {zp.name} on {instance}")
             if self.api(instance).create(self._body(zp, instance, role)):
                 result.created_on.append(instance)
+            elif role == "primary" and zp.secondaries:  # it was there already (adopted): tell it its secondaries
+                self.api(instance).modify(zp.name.rstrip("."), also_notify=self._secondary_dns(zp))
             result.instances[instance] = ("Configured", f"{role} zone configured")
             return True
         except AgentError as exc:
@@ -167,8 +172,7 @@ class DnsApply:
         for instance in zp.renotify:
             try:
                 self.deadline.check(f"updating also-notify of {zp.name} on {instance}")
-                secondaries = [self.endpoints[s].dns for s in zp.secondaries if s in self.endpoints]
-                self.api(instance).modify(zp.name.rstrip("."), also_notify=secondaries)
+                self.api(instance).modify(zp.name.rstrip("."), also_notify=self._secondary_dns(zp))
             except AgentError as exc:
                 result.instances[instance] = ("Failed", str(exc))
                 result.primary_error = str(exc)
@@ -310,12 +314,16 @@ def _settled(zp: ZonePlan, result: ZoneResult) -> ZoneOwnership:
 
 
 def apply(zones: list[ZonePlan], endpoints: Mapping[str, Endpoint], store: Store, *, options: Options,
-          deadline: Deadline) -> DnsResult:
-    """Executes every zone's plan; ownership is stored as it goes."""
+          deadline: Deadline, progress: Callable[[int, int], None] | None = None) -> DnsResult:
+    """Executes every zone's plan; ownership is stored as it goes. `progress` hears (zones done, zones)."""
     runner = DnsApply(endpoints, store, options, deadline)
+    results: list[ZoneResult] = []
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=ZONE_WORKERS) as pool:
-            results = list(pool.map(runner.zone, zones))
+            for result in pool.map(runner.zone, zones):
+                results.append(result)
+                if progress is not None:
+                    progress(len(results), len(zones))
     finally:
         runner.close()
     deleted = [(r.name, i) for r, z in zip(results, zones, strict=True) for i in r.deleted_from

@@ -7,10 +7,11 @@ then planned for that zone). Zones run concurrently; every transfer is bounded b
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import dataclasses
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from agent.desired.hierarchy import Desired
 from agent.errors import DnsUpdateError
@@ -71,18 +72,25 @@ def _unmoved(jobs: list[tuple[str, str]], endpoints: Mapping[str, Endpoint], mem
 
 
 def observe(desired: Desired, store: Store, endpoints: Mapping[str, Endpoint], *, deadline: Deadline,
-            memory: DnsMemory | None = None, refresh: bool = True) -> DnsObserved:
+            memory: DnsMemory | None = None, refresh: bool = True,
+            progress: Callable[[int, int], None] | None = None) -> DnsObserved:
     """With `memory`, only zones whose serial moved (or that it has not seen) are transferred;
-    `refresh` reads the ownership records back from the store."""
+    `refresh` reads the ownership records back from the store; `progress` hears (zones observed,
+    zones to observe) as each zone's transfers finish."""
     ownership = store.load_zones(refresh=refresh)
     wanted = [(z.name, instance_id(k)) for z in desired.zones for k in z.primaries]
     jobs = [(zone, inst) for zone, inst in wanted if inst in endpoints]
     known = _unmoved(jobs, endpoints, memory, deadline) if memory is not None else {}
+    left, finished = collections.Counter(zone for zone, _ in jobs), 0  # transfers left per zone
     zones: dict[str, dict[str, ZoneObserved]] = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=WORKERS) as pool:
         futures = {job: pool.submit(_transfer, endpoints[job[1]], job[0], deadline) for job in jobs
                    if job not in known}
-        for (zone, inst) in jobs:
-            zones.setdefault(zone, {})[inst] = known[(zone, inst)] if (zone, inst) in known \
-                else futures[(zone, inst)].result()
+        for job in jobs:
+            zone, inst = job
+            zones.setdefault(zone, {})[inst] = known[job] if job in known else futures[job].result()
+            left[zone] -= 1
+            finished += not left[zone]
+            if progress is not None and not left[zone]:
+                progress(finished, len(left))
     return DnsObserved(ownership, zones, set(endpoints))

@@ -14,6 +14,8 @@ import collections
 import dataclasses
 import json
 import logging
+import os
+import pathlib
 import threading
 import urllib.parse
 from collections.abc import Iterable
@@ -22,6 +24,7 @@ from typing import Any
 import kubernetes.client
 import kubernetes.config
 import urllib3.exceptions
+import yaml
 
 from agent.errors import KubeError
 from agent.model import kinds
@@ -68,6 +71,21 @@ RESOURCES: dict[str, ApiResource] = {
 _VERBS = {"GET": "get", "PATCH": "patch", "DELETE": "delete", "POST": "create", "PUT": "update"}
 
 
+def _check_kubeconfig(path: str) -> None:
+    """Each file of a kubeconfig path (':'-separated, as $KUBECONFIG) that exists must be a YAML mapping:
+    the client library fails on anything else with errors that do not say which file or why."""
+    for one in path.split(os.pathsep):
+        try:
+            doc = yaml.safe_load(pathlib.Path(one).read_text())
+        except FileNotFoundError:
+            continue  # kubectl skips a missing file of the list; one missing file is reported by the library
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise KubeError(f"{one}: not a kubeconfig file ({' '.join(str(exc).split())})", reason="config") from exc
+        if not isinstance(doc, dict):
+            raise KubeError(f"{one}: not a kubeconfig file (expected a mapping with clusters, users and contexts)",
+                            reason="config")
+
+
 class KubeApi:
     """One connection to an API server. `reads` and `writes` count calls by verb. With `namespaces`,
     the namespaced kinds are only ever listed in those namespaces (never cluster-wide)."""
@@ -87,6 +105,7 @@ class KubeApi:
                         namespaces: Iterable[str] | None = None) -> KubeApi:
         try:
             if path:
+                _check_kubeconfig(path)
                 client = kubernetes.config.new_client_from_config(config_file=path, context=context)
             else:
                 configuration = kubernetes.client.Configuration()

@@ -149,18 +149,32 @@ def _namespaces(api: KubeApi, desired: Desired, observed: KubeObserved, options:
 
 
 def apply(api: KubeApi, desired: Desired, observed: KubeObserved, changes: list[kubediff.KubeChange], *,
-          options: Options, deadline: Deadline = UNBOUNDED) -> KubeResult:
+          options: Options, deadline: Deadline = UNBOUNDED,
+          progress: Callable[[int, int], None] | None = None) -> KubeResult:
     """Applies creates/updates parents first, then prunes children first, then the inventory.
-    Statuses are written separately (`write_statuses`), after the DNS steps."""
+    Statuses are written separately (`write_statuses`), after the DNS steps. `progress` hears
+    (changes done, changes) after each group."""
     if options.install_crds:
         crds.install_crds(api)
     run = _Apply(api, observed, changes, options, deadline)
     _namespaces(api, desired, observed, options, run.result)
     blocked = set(run.result.failed)
-    for group in _groups(c for c in changes if c.action in ("create", "update") and c.desired is not None):
+    puts = _groups(c for c in changes if c.action in ("create", "update") and c.desired is not None)
+    deletes = _groups(c for c in changes if c.action == "delete")
+    done, total = 0, sum(len(g) for g in puts + deletes)
+
+    def tick(group: list[kubediff.KubeChange]) -> None:
+        nonlocal done
+        done += len(group)
+        if progress is not None:
+            progress(done, total)
+
+    for group in puts:
         parallel(run.put, [c for c in group if c.key not in blocked])
-    for group in _groups(c for c in changes if c.action == "delete"):
+        tick(group)
+    for group in deletes:
         parallel(run.remove, group)
+        tick(group)
     order = {c.key: i for i, c in enumerate(changes)}
     run.result.applied.sort(key=order.__getitem__)
     run.result.deleted.sort(key=order.__getitem__)

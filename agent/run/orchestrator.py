@@ -17,7 +17,8 @@ import datetime
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TypeVar
 
 from agent.desired import hierarchy
 from agent.desired.hierarchy import Desired
@@ -42,7 +43,21 @@ from agent.run.memory import Memory
 from agent.run.revisions import Revisions, Snapshot
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 Endpoints = Mapping[str, Endpoint] | Callable[[Desired], Mapping[str, Endpoint]]
+# Progress of a long step: (verb, unit, done, total or None), e.g. ("observed", "zones", 100, 500).
+Progress = Callable[[str, str, int, int | None], None]
+
+
+def _quiet(verb: str, unit: str, done: int, total: int | None) -> None:
+    """The default Progress: nobody is watching."""
+
+
+def _counted(items: Sequence[T], report: Callable[[int], None]) -> Iterator[T]:
+    """`items`, reporting how many were consumed so far."""
+    for i, item in enumerate(items):
+        yield item
+        report(i + 1)
 
 
 @dataclasses.dataclass
@@ -117,13 +132,14 @@ def _now() -> str:
 
 
 def run(source: Revisions, targets: Targets, options: Options, *, run_id: str | None = None,
-        memory: Memory | None = None) -> RunOutcome:
+        memory: Memory | None = None, progress: Progress = _quiet) -> RunOutcome:
     """Runs the newest revision of `source` against `targets`, at most one run per source at a time.
-    A long-running agent passes its `memory`, so that a run costs what changed (agent/run/memory.py)."""
+    A long-running agent passes its `memory`, so that a run costs what changed (agent/run/memory.py);
+    `progress` hears the counts of the long steps (files loaded, zones observed and applied)."""
     run_id = run_id or uuid.uuid4().hex[:12]
     logs.run_id.set(run_id)  # every log line of this run carries it (and the revision, once known)
     logs.revision.set("")
-    one = _Run(source, targets, options, run_id, memory)
+    one = _Run(source, targets, options, run_id, memory, progress)
     if targets.kube_api is not None:
         targets.kube_api.deadline = one.deadline  # every API call of this run is cut to its deadline
     try:
@@ -138,9 +154,9 @@ def run(source: Revisions, targets: Targets, options: Options, *, run_id: str | 
 
 class _Run:
     def __init__(self, source: Revisions, targets: Targets, options: Options, run_id: str,
-                 memory: Memory | None) -> None:
+                 memory: Memory | None, progress: Progress = _quiet) -> None:
         self.source, self.targets, self.options, self.run_id = source, targets, options, run_id
-        self.memory = memory
+        self.memory, self.progress = memory, progress
         self.kube_fast = self.dns_fast = False  # the world is remembered, not read in full (see Memory)
         self.endpoints: Mapping[str, Endpoint] | None = None
         self.started, self.started_at = time.monotonic(), _now()
@@ -165,7 +181,8 @@ class _Run:
             forge.pending(self.targets.forge, snap.revision)
         skipped = [] if self.options.dry_run else self.source.superseded(self.state.seen, snap.revision)
         memory = self.memory
-        manifest = loader.load_files(snap.files, default_namespace=self.options.default_namespace,
+        files = _counted(snap.files, lambda n: self.progress("loaded", "files", n, len(snap.files)))
+        manifest = loader.load_files(files, default_namespace=self.options.default_namespace,
                                      limits=snap.limits, cache=memory.files if memory else None)
         desired = hierarchy.build(manifest, memory.desired if memory else None) if manifest.ok else None
         if desired is not None:
@@ -219,9 +236,10 @@ class _Run:
                              else kubeobserve.observe(api, desired, agent_namespace=namespace))
         endpoints = self._endpoints(desired)
         if endpoints is not None:
-            observed.dns = dnsobserve.observe(desired, self.targets.store, endpoints, deadline=self.deadline,
-                                              memory=memory.dns if memory and self.dns_fast else None,
-                                              refresh=not self.dns_fast)
+            observed.dns = dnsobserve.observe(
+                desired, self.targets.store, endpoints, deadline=self.deadline,
+                memory=memory.dns if memory and self.dns_fast else None, refresh=not self.dns_fast,
+                progress=lambda done, total: self.progress("observed", "zones", done, total))
         plan = build.build(desired, observed, revision=revision, agent=namespace,
                            rotate_rndc_keys=options.rotate_rndc_keys, trust_hash=self.kube_fast)
         plan.refusals = safety.check(plan, self.options.policy)
@@ -236,12 +254,14 @@ class _Run:
                                                  options.create_namespaces, options.rotate_rndc_keys)
                 assert self.observed.kube is not None
                 result.kube = kubeapply.apply(api, desired, self.observed.kube, plan.kube, options=kube_options,
-                                              deadline=self.deadline)
+                                              deadline=self.deadline, progress=lambda done, total: self.progress(
+                                                  "applied", "objects", done, total))
             endpoints = self._endpoints(desired)
             if plan.zones is not None and endpoints is not None:
                 dns_options = dnsapply.Options(options.batch, options.verify_wait, options.policy)
                 result.dns = dnsapply.apply(plan.zones, endpoints, self.targets.store, options=dns_options,
-                                            deadline=self.deadline)
+                                            deadline=self.deadline, progress=lambda done, total: self.progress(
+                                                "applied", "zones", done, total))
             if api is not None and result.kube is not None:
                 only = status.affected(desired, plan, result.kube, result.dns) if self.kube_fast else None
                 wanted = status.wanted(desired, result.kube, revision=result.revision, dns=result.dns, only=only,

@@ -206,12 +206,30 @@ class ZoneApi:
         fields = {k: body.get(k) for k in ("alsoNotify", "allowTransfer", "allowUpdate") if body.get(k) is not None}
         if not fields:
             raise _Error(400, "PATCH needs at least one of alsoNotify, allowTransfer, allowUpdate")
-        info = self._info(zone)
-        options = f'type {info["zoneType"]}; file "{zone}.db";'
+        # like bindcar: the zone's current configuration (`rndc showzone`) with only the given fields replaced
+        options = ""
         for key, clause in (("alsoNotify", "also-notify"), ("allowTransfer", "allow-transfer"),
                             ("allowUpdate", "allow-update")):
             if key in fields:
                 values = " ".join(f"{self._addr(v)};" for v in self._ips(fields[key], key))
                 options += f" {clause} {{ {values} }};"
+        replaced = {clause for key, clause in (("alsoNotify", "also-notify"), ("allowTransfer", "allow-transfer"),
+                                               ("allowUpdate", "allow-update")) if key in fields}
+        kept = [c for c in _clauses(self.bind.rndc("showzone", zone)) if c.split()[0] not in replaced]
+        options = " ".join(f"{c};" for c in kept) + options
         self.bind.rndc("modzone", zone, f"{{ {options} }};")
         return 200, {"success": True, "message": f"zone {zone} modified"}
+
+
+def _clauses(showzone: str) -> list[str]:
+    """The top-level clauses of `rndc showzone` output: 'type primary', 'allow-update { key "k"; }', ..."""
+    inner = showzone[showzone.index("{") + 1: showzone.rindex("}")]
+    out, depth, current = [], 0, ""
+    for char in inner:
+        depth += {"{": 1, "}": -1}.get(char, 0)
+        if char == ";" and depth == 0:
+            out.append(current.strip())
+            current = ""
+        else:
+            current += char
+    return [c for c in out if c]

@@ -1,0 +1,224 @@
+"""`bindy-agent plan`: one revision (offline, or its Kubernetes layer against a cluster), or the delta
+between two revisions - what a pull request would change.
+
+    plan DIR                                   exit 0 no changes, 1 changes, 2 error (like `flux diff`)
+    plan DIR --base-dir OLD                    the delta OLD -> DIR             \\
+    plan [DIR] --base REV [--head REV]         the delta REV -> REV (or -> DIR)  } exit 0 no changes, 2 changes,
+    plan --repo URL --base REV --head REV      the same from a remote          /  1 error (`terraform plan
+                                                                                   -detailed-exitcode`)
+
+A delta never reaches a cluster or a DNS server: base is planned against an empty world, head
+against the world base leaves (agent/plan/delta.py). Invalid input still yields a whole JSON or
+Markdown document on stdout, with the errors; the text form prints them on stderr only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import pathlib
+import sys
+from collections.abc import Sequence
+
+from agent.cli import common, progress
+from agent.desired.hierarchy import Desired
+from agent.errors import AgentError, KubeError
+from agent.gate import safety
+from agent.load import loader
+from agent.model import names, problems
+from agent.plan import build, delta, render
+from agent.plan.model import Plan
+from agent.plan.observed import Observed
+from agent.sources import gitrevs, localdir
+from agent.sources.git import GitSource
+
+DELTA_OK, DELTA_ERROR, DELTA_CHANGES = 0, 1, 2  # terraform plan -detailed-exitcode
+
+
+def is_delta(argv: Sequence[str]) -> bool:
+    """Whether a command line asks for a delta (decided before parsing, for the exit status of usage errors)."""
+    return "plan" in argv and any(a in ("--base", "--base-dir") or a.startswith(("--base=", "--base-dir="))
+                                  for a in argv)
+
+
+def _emit(plan: Plan, args: argparse.Namespace) -> None:
+    sys.stdout.write(render.RENDERERS[args.output](plan))
+
+
+def _invalid(args: argparse.Namespace, plan: Plan) -> None:
+    """An invalid revision: the errors went to stderr; JSON and Markdown still get a whole document."""
+    if args.output != "text":
+        _emit(plan, args)
+
+
+def show_plan(args: argparse.Namespace) -> int:
+    if args.base is not None or args.base_dir is not None:
+        return show_delta(args)
+    usage = _single_usage(args)
+    if usage:
+        print(f"bindy-agent plan: error: {usage}", file=sys.stderr)
+        return common.EXIT_ERROR
+    report = progress.Reporter.for_stderr()
+    manifest, state = common.load_files(report.files(localdir.files(args.directory)), args)
+    report.done()
+    found = manifest.problems + (state.problems if state else [])
+    common.print_problems(found, args.directory, sys.stderr)
+    if state is None or problems.errors(found):
+        print(f"{args.directory}: invalid: nothing planned ({len(problems.errors(found))} errors)", file=sys.stderr)
+        _invalid(args, Plan([], found, invalid=("revision",)))
+        return common.EXIT_ERROR
+    try:
+        result = _single(args, state)
+    except KubeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return common.EXIT_ERROR
+    _emit(result, args)
+    return common.EXIT_OK if result.empty else common.EXIT_CHANGES
+
+
+def _single_usage(args: argparse.Namespace) -> str | None:
+    if args.directory is None:
+        return "give DIR (or --base REV / --base-dir DIR to compare two revisions)"
+    extra = [flag for flag, value in (("--head", args.head), ("--repo", args.repo), ("--path", args.path)) if value]
+    return f"{', '.join(extra)} only go with --base REV" if extra else None
+
+
+def _single(args: argparse.Namespace, state: Desired) -> Plan:
+    """Offline unless a cluster is asked for: a kubeconfig in the environment never makes it online."""
+    if not common.cluster_requested(args):
+        return build.offline(state)
+    from agent.reconcile import kubeobserve
+
+    api = common.kube_api(args)
+    observed = Observed(kube=kubeobserve.observe(api, state, agent_namespace=args.agent_namespace))
+    return build.build(state, observed, revision=localdir.revision(args.directory), agent=args.agent_namespace)
+
+
+# -- the delta between two revisions ---------------------------------------------------------------
+@dataclasses.dataclass
+class Side:
+    """One input of a delta: its revision, its files, the prefix its problems are printed with, and how
+    people name it."""
+
+    revision: str
+    files: Sequence[loader.SourceFile]
+    where: pathlib.Path | str
+    label: str = ""
+
+
+def _delta_usage(args: argparse.Namespace) -> str | None:
+    if args.base is not None and args.base_dir is not None:
+        return "--base and --base-dir exclude each other"
+    if common.cluster_requested(args):
+        return "a delta is planned offline from the two revisions: --kubeconfig and --context do not apply"
+    if args.base_dir is not None:
+        if args.head or args.repo or args.path:
+            return "--base-dir compares two directories: give DIR, not --head, --repo or --path"
+        return None if args.directory is not None else "--base-dir OLD needs the new directory: plan DIR --base-dir OLD"
+    if args.repo and args.directory is not None:
+        return "give either DIR (a directory in a Git work tree) or --repo URL"
+    if args.head is None and args.directory is None:
+        return "give --head REV, or DIR to compare its files with --base"
+    if args.repo and args.head is None:
+        return "with --repo, give --head REV too"
+    return None
+
+
+def _git_side(revs: gitrevs.Revisions, rev: str, path: str) -> Side:
+    sha = revs.resolve(rev)
+    label = sha[:12] if sha.startswith(rev.lower()) else f"{rev} ({sha[:12]})"
+    return Side(sha, revs.files(sha, path), f"{rev}:{path + '/' if path else ''}", label)
+
+
+def _sides(args: argparse.Namespace) -> tuple[Side, Side]:
+    if args.base_dir is not None:
+        return _dir_side(args.base_dir), _dir_side(args.directory)
+    if args.repo:
+        source = GitSource(args.repo, args.cache, ssh_key=args.ssh_key, known_hosts=args.known_hosts,
+                           insecure_ignore_host_key=args.insecure_ignore_host_key, token_file=args.token_file)
+        revs, path = gitrevs.Revisions.remote(source), args.path.strip("/")
+    else:
+        revs, rel = gitrevs.Revisions.local(args.directory or pathlib.Path.cwd())
+        path = args.path.strip("/") if args.path else rel
+    base = _git_side(revs, args.base, path)
+    if args.head is not None:
+        return base, _git_side(revs, args.head, path)
+    return base, _dir_side(args.directory)
+
+
+def _dir_side(directory: pathlib.Path) -> Side:
+    revision = localdir.revision(directory)
+    short = revision if revision.startswith("sha256:") else revision[:12] + revision[40:]  # keeps "-dirty"
+    return Side(revision, localdir.files(directory), directory, f"{directory} ({short})")
+
+
+def _load(side: Side, args: argparse.Namespace, what: str) -> tuple[Desired | None, list[problems.Problem]]:
+    report = progress.Reporter.for_stderr(f"{what}: ")
+    manifest, state = common.load_files(report.files(side.files), args)
+    report.done()
+    found = manifest.problems + (state.problems if state else [])
+    return (state if state is not None and not problems.errors(found) else None), found
+
+
+def _labels(*sides: Side) -> dict[str, str]:
+    return {side.revision: side.label for side in sides if side.label}
+
+
+def show_delta(args: argparse.Namespace) -> int:
+    usage = _delta_usage(args)
+    if usage:
+        print(f"bindy-agent plan: error: {usage}", file=sys.stderr)
+        return DELTA_ERROR
+    try:
+        base_side, head_side = _sides(args)
+    except AgentError as exc:
+        print(f"bindy-agent plan: error: {exc}", file=sys.stderr)
+        return DELTA_ERROR
+    base, base_found = _load(base_side, args, "base")
+    head, head_found = _load(head_side, args, "head")
+    common.print_problems(base_found, base_side.where, sys.stderr, errors_only=True)
+    common.print_problems(head_found, head_side.where, sys.stderr)
+    if base is None or head is None:
+        invalid = tuple(what for what, state in (("base", base), ("head", head)) if state is None)
+        for what, found in (("base", base_found), ("head", head_found)):
+            if what in invalid:
+                side = base_side if what == "base" else head_side
+                print(f"{what} {side.label or side.revision}: invalid "
+                      f"({len(problems.errors(found))} errors)", file=sys.stderr)
+        print("nothing planned", file=sys.stderr)
+        _invalid(args, Plan([], head_found, head_side.revision, base=base_side.revision,
+                            base_problems=base_found, invalid=invalid, labels=_labels(base_side, head_side)))
+        return DELTA_ERROR
+    result = delta.delta(base, head, base_revision=base_side.revision, head_revision=head_side.revision,
+                         agent=args.agent_namespace)
+    result.labels = _labels(base_side, head_side)
+    result.refusals = safety.check(result, safety.Policy())
+    _emit(result, args)
+    return DELTA_OK if result.empty else DELTA_CHANGES
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """plan's own flags (besides --kubeconfig, --context and --agent-namespace, shared with sync)."""
+    p.add_argument("directory", type=common.directory, metavar="DIR", nargs="?",
+                   help="directory of CR YAML files (searched recursively); with --base, the head (its files "
+                   "as they are on disk, or with --head the directory's path inside the repository)")
+    p.add_argument("--namespace", default=names.DEFAULT_NAMESPACE, metavar="NS",
+                   help="namespace for namespaced objects that name none (default: %(default)s)")
+    p.add_argument("-o", "--output", choices=sorted(render.RENDERERS), default="text",
+                   help="plan format (default: %(default)s); markdown fits a pull-request comment")
+    d = p.add_argument_group("delta (what a pull request changes; exit 0 no changes, 2 changes, 1 error)")
+    d.add_argument("--base", metavar="REV", help="the revision to compare against: a branch, tag or commit")
+    d.add_argument("--head", metavar="REV", help="the revision compared (default: DIR's files on disk)")
+    d.add_argument("--base-dir", type=common.directory, metavar="DIR", help="compare DIR with this directory")
+    d.add_argument("--repo", metavar="URL", help="a remote (or the path of a repository) instead of the work "
+                   "tree holding DIR")
+    d.add_argument("--path", default="", metavar="P",
+                   help="directory of CRs inside the repository (default: DIR's, or the top)")
+    d.add_argument("--cache", type=pathlib.Path, default=names.CACHE_DIR / "git-plan", metavar="DIR",
+                   help="where a --repo clone is kept (default: %(default)s)")
+    d.add_argument("--ssh-key", type=common.readable_file, metavar="FILE", help="SSH deploy key for --repo")
+    d.add_argument("--known-hosts", type=common.readable_file, metavar="FILE", help="known_hosts for the SSH key")
+    d.add_argument("--insecure-ignore-host-key", action="store_true",
+                   help="do not check the Git server's SSH host key (not recommended)")
+    d.add_argument("--token-file", type=common.readable_file, metavar="FILE",
+                   help="HTTPS token for --repo, read from a file")
