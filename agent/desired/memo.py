@@ -34,6 +34,16 @@ class Memo:
         self._used[key] = (inputs, value)  # the inputs are held, so their ids cannot be reused
         return value
 
+    def token(self, key: Hashable, fingerprint: Hashable) -> object:
+        """An object that stays the same across revisions while `fingerprint` compares equal: for
+        inputs that are re-read (a file changed) but say the same thing."""
+        found = self._entries.get(key) or self._used.get(key)
+        if found is not None and found[0] == (fingerprint,):
+            self._used[key] = found
+            return found[1]
+        self._used[key] = ((fingerprint,), object())
+        return self._used[key][1]
+
     def sweep(self) -> None:
         """Keeps what this revision used, for the next one."""
         self._entries, self._used = self._used, {}

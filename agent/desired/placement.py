@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 from collections import defaultdict
-from collections.abc import Iterable
 from typing import Any
 
 from agent.desired import rrsets
@@ -27,6 +26,8 @@ from agent.model.infra import ZoneSource
 from agent.model.key import ObjectKey
 from agent.model.problems import Origin, Problem, Severity
 from agent.model.zone import DNSZone, DNSZoneSpec
+
+RECORD_KIND_NAMES = {k.name for k in kinds.RECORD_KINDS}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -186,61 +187,93 @@ def _check_zone(zone: Zone, obj: Loaded, out: _Out) -> None:
                             f"{value!r} is not a valid address")
 
 
-class _LabelIndex:
-    """Records by namespace and label, so matchLabels selectors need not scan every record."""
+class _ZoneSelectors:
+    """The zones that may claim a record: recordsFrom selectors indexed by the label they need first,
+    spec.zone and fully qualified names by zone name. Built once per set of zones."""
 
-    def __init__(self, records: Iterable[Loaded]) -> None:
-        self.by_ns: dict[str | None, list[Loaded]] = defaultdict(list)
-        self.by_label: dict[tuple[str | None, str, str], list[Loaded]] = defaultdict(list)
-        for r in records:
-            self.by_ns[r.key.namespace].append(r)
-            for k, v in (r.model.metadata.labels or {}).items():
-                self.by_label[(r.key.namespace, k, v)].append(r)
+    def __init__(self, zones: list[Zone]) -> None:
+        self.by_label: dict[tuple[str | None, str, str], list[tuple[int, Zone, LabelSelector]]] = defaultdict(list)
+        self.generic: dict[str | None, list[tuple[int, Zone, LabelSelector]]] = defaultdict(list)
+        self.by_name: dict[str, list[Zone]] = defaultdict(list)
+        self.origins = {z.key: z.origin for z in zones}
+        for order, zone in enumerate(zones):
+            self.by_name[zone.name].append(zone)
+            for source in zone.spec.records_from or []:
+                entry = (order, zone, source.selector)
+                if source.selector.match_labels:
+                    k, v = next(iter(source.selector.match_labels.items()))
+                    self.by_label[(zone.key.namespace, k, v)].append(entry)
+                else:
+                    self.generic[zone.key.namespace].append(entry)
 
-    def select(self, namespace: str | None, selector: LabelSelector) -> list[Loaded]:
-        if selector.match_labels:
-            k, v = next(iter(selector.match_labels.items()))
-            candidates = self.by_label.get((namespace, k, v), [])
-        else:
-            candidates = self.by_ns.get(namespace, [])
-        return [r for r in candidates if selector.matches(r.model.metadata.labels)]
+    def selecting(self, record: Loaded) -> list[Zone]:
+        labels, ns = record.model.metadata.labels or {}, record.key.namespace
+        candidates = list(self.generic.get(ns, []))
+        for k, v in labels.items():
+            candidates += self.by_label.get((ns, k, v), [])
+        matched = {order: zone for order, zone, sel in candidates if sel.matches(labels)}
+        return [matched[o] for o in sorted(matched)]
 
-
-def _assign_records(zones: list[Zone], records: list[Loaded], origins: dict[ObjectKey, Origin],
-                    out: _Out) -> dict[ObjectKey, list[Zone]]:
-    assigned: dict[ObjectKey, list[Zone]] = defaultdict(list)
-    index = _LabelIndex(records)
-    for zone in zones:
-        for source in zone.spec.records_from or []:
-            for r in index.select(zone.key.namespace, source.selector):
-                assigned[r.key].append(zone)
-    by_name: dict[str, list[Zone]] = defaultdict(list)
-    for zone in zones:
-        by_name[zone.name].append(zone)
-    for r in records:
-        spec = r.model.spec  # type: ignore[attr-defined]
+    def named(self, record: Loaded, already: list[Zone], out: _Out) -> list[Zone]:
+        """spec.zone, else adoption of a fully qualified name by the zone with the longest suffix."""
+        spec = record.model.spec  # type: ignore[attr-defined]
         if spec.zone:
-            matches = by_name.get(rrsets.absolute(spec.zone), [])
-            same_ns = [z for z in matches if z.key.namespace == r.key.namespace] or matches
+            matches = self.by_name.get(rrsets.absolute(spec.zone), [])
+            same_ns = [z for z in matches if z.key.namespace == record.key.namespace] or matches
             if not same_ns:
-                out.add(r, "spec.zone", f"no DNSZone with zoneName {spec.zone!r}")
-            assigned[r.key] += [z for z in same_ns[:1] if z not in assigned[r.key]]
-        elif spec.name.endswith(".") and not assigned.get(r.key):
+                out.add(record, "spec.zone", f"no DNSZone with zoneName {spec.zone!r}")
+            return [z for z in same_ns[:1] if z not in already]
+        if spec.name.endswith(".") and not already:
             labels = spec.name.lower().rstrip(".").split(".")
             for i in range(len(labels)):
-                candidates = by_name.get(".".join(labels[i:]) + ".")
+                candidates = self.by_name.get(".".join(labels[i:]) + ".")
                 if candidates:
-                    assigned[r.key].append(candidates[0])
-                    break
+                    return [candidates[0]]
+        return []
+
+
+def _assign_file(records: list[Loaded], zones: _ZoneSelectors) -> tuple[dict[ObjectKey, list[Loaded]], list[Problem]]:
+    """Which zone takes each record of one file (by zone key), and the problems found."""
+    out = _Out()
+    by_zone: dict[ObjectKey, list[Loaded]] = defaultdict(list)
     for r in records:
-        zs = assigned.get(r.key, [])
+        zs = zones.selecting(r)
+        zs += zones.named(r, zs, out)
         if len(zs) > 1:
-            names = ", ".join(f"{z.key} ({origins[z.key]})" for z in zs)
+            names = ", ".join(f"{z.key} ({zones.origins[z.key]})" for z in zs)
             out.add(r, "metadata.labels", f"selected by more than one zone: {names}")
         elif not zs and not out.failed(r.key):
             out.add(r, "", "belongs to no DNSZone (no recordsFrom selector matches, "
                     "no spec.zone, name not fully qualified); it will not be published", Severity.WARNING)
-    return assigned
+        elif zs:
+            by_zone[zs[0].key].append(r)
+    return dict(by_zone), out.problems
+
+
+def _assign_records(zones: list[Zone], sources: dict[ObjectKey, Loaded], by_file: list[list[Loaded]],
+                    out: _Out, memo: Memo | None) -> dict[ObjectKey, list[Loaded]]:
+    """Each zone's records, file by file; a file's assignment is reused while it and the zones are
+    the same objects as in the last revision."""
+    if memo is None:
+        token: object = object()
+        selectors = _ZoneSelectors(zones)
+    else:  # the zones as written: a file re-read for another reason leaves them the same
+        token = memo.token(("zone-set",), tuple((z.key, sources[z.key].origin, sources[z.key].source) for z in zones))
+        selectors = memo.get(("zone-selectors",), (token,), lambda: _ZoneSelectors(zones))
+    members: dict[ObjectKey, list[Loaded]] = defaultdict(list)
+    for objects in by_file:
+        records = [o for o in objects if o.key.kind in RECORD_KIND_NAMES]
+        if not records:
+            continue
+        def compute(records: list[Loaded] = records) -> tuple[dict[ObjectKey, list[Loaded]], list[Problem]]:
+            return _assign_file(records, selectors)
+
+        by_zone, problems = (memo.get(("assign", records[0].origin.file), (token, *records), compute)
+                             if memo is not None else compute())
+        out.problems += problems
+        for key, found in by_zone.items():
+            members[key] += found
+    return members
 
 
 def _add_rrsets(zone: Zone, members: list[Loaded], out: _Out) -> None:
@@ -338,10 +371,7 @@ def place(manifest: Manifest, clusters: dict[ObjectKey, ClusterView],
     zones: list[Zone] = []
     sources: dict[ObjectKey, Loaded] = {}
     first_seen: dict[str, Zone] = {}
-    record_kinds = {k.name for k in kinds.RECORD_KINDS}
-    for obj in manifest.objects:
-        if obj.key.kind != "DNSZone":
-            continue
+    for obj in manifest.of_kind("DNSZone"):
         assert isinstance(obj.model, DNSZone)
         zone = Zone(obj.key, rrsets.absolute(obj.model.spec.zone_name), obj.origin, obj.model.spec,
                     dict(obj.model.metadata.labels or {}), dict(obj.model.metadata.annotations or {}))
@@ -354,13 +384,7 @@ def place(manifest: Manifest, clusters: dict[ObjectKey, ClusterView],
         _check_zone(zone, obj, out)
         _select_instances(zone, obj, fleet, out)
         zones.append(zone)
-    records = [o for o in manifest.objects if o.key.kind in record_kinds]
-    assigned = _assign_records(zones, records, {z.key: z.origin for z in zones}, out)
-    members: dict[ObjectKey, list[Loaded]] = defaultdict(list)
-    for r in records:
-        zs = assigned.get(r.key, [])
-        if len(zs) == 1:
-            members[zs[0].key].append(r)
+    members = _assign_records(zones, sources, manifest.by_file or [manifest.objects], out, memo)
     for zone in zones:
         _zone_rrsets(zone, sources[zone.key], members.get(zone.key, []), out, memo)
     return zones, out.problems

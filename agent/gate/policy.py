@@ -155,11 +155,10 @@ def check(manifest: Manifest, state: Desired, settings: PolicySettings, *,
     Secrets `tenancy.secrets_to_observe` names; None (no cluster) turns Secret references the
     agent cannot check into warnings."""
     out: list[Problem] = []
-    for obj in manifest.objects:
-        if obj.key.kind in WORKLOAD_KINDS:
-            body = obj.model.model_dump(by_alias=True, exclude_none=True, mode="json")
-            out += [Problem(obj.origin_at(path), str(obj.key), path, message)
-                    for path, message in _workload(body, settings)]
+    for obj in manifest.of_kind(*sorted(WORKLOAD_KINDS)):
+        body = obj.model.model_dump(by_alias=True, exclude_none=True, mode="json")
+        out += [Problem(obj.origin_at(path), str(obj.key), path, message)
+                for path, message in _workload(body, settings)]
     out += tenancy.check(manifest, state, settings, secret_labels)
     return out
 

@@ -27,6 +27,8 @@ if TYPE_CHECKING:  # pragma: no cover - types only
     from agent.gate.policy import PolicySettings, SecretLabels
 
 OPT_IN = f'{names.ALLOW_REFERENCE_LABEL}: "{names.ALLOW_REFERENCE_VALUE}"'
+# the kinds whose spec can name a Secret (RNDC keys, DNSSEC keys, volumes, pull secrets, env)
+REFERRING_KINDS = {"ClusterBind9Provider", "Bind9Cluster", "Bind9Instance", "DNSZone"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,9 +65,13 @@ def _problem(obj: Loaded, path: str, message: str, severity: Severity = Severity
 
 
 def _namespaces(manifest: Manifest, settings: PolicySettings) -> list[Problem]:
-    out = []
-    allowed = ", ".join(settings.allowed_namespaces)
+    out: list[Problem] = []
+    if "*" in settings.allowed_namespaces:  # any namespace (policy.ANY)
+        return out
+    allowed, permitted = ", ".join(settings.allowed_namespaces), set(settings.allowed_namespaces)
     for obj in manifest.objects:
+        if obj.key.namespace in permitted and obj.key.kind != "ClusterBind9Provider":
+            continue  # the usual case, decided without looking further (a revision may hold 100,000)
         for namespace, path in targets(obj):
             if not settings.namespace_allowed(namespace):
                 default = " (the default)" if path == "spec" else ""
@@ -78,17 +84,19 @@ def _namespaces(manifest: Manifest, settings: PolicySettings) -> list[Problem]:
 def _records_across_namespaces(manifest: Manifest, state: Desired, settings: PolicySettings) -> list[Problem]:
     if settings.allow_cross_namespace_refs:
         return []
+    across = [(zone, key) for zone in state.zones for key in zone.records if key.namespace != zone.key.namespace]
+    if not across:
+        return []
     by_key = {o.key: o for o in manifest.objects}
-    out = []
-    for zone in state.zones:
-        for key in sorted(zone.records):
-            record = by_key.get(key)
-            if record is None or key.namespace == zone.key.namespace:
-                continue
-            path = "spec.zone" if record.model.spec.zone else "spec.name"  # type: ignore[attr-defined]
-            out.append(_problem(record, path, f"joins DNSZone {zone.key} ({zone.name}) in another namespace; "
-                                "references across namespaces are off (the agent's setting "
-                                "allow_cross_namespace_refs, --allow-cross-namespace-refs)"))
+    out: list[Problem] = []
+    for zone, key in sorted(across, key=lambda zk: (state.zones.index(zk[0]), zk[1])):
+        record = by_key.get(key)
+        if record is None:
+            continue
+        path = "spec.zone" if record.model.spec.zone else "spec.name"  # type: ignore[attr-defined]
+        out.append(_problem(record, path, f"joins DNSZone {zone.key} ({zone.name}) in another namespace; "
+                            "references across namespaces are off (the agent's setting "
+                            "allow_cross_namespace_refs, --allow-cross-namespace-refs)"))
     return out
 
 
@@ -123,7 +131,7 @@ def _walk(node: Any, path: str) -> Iterator[tuple[str, str, str | None]]:
 def secret_refs(manifest: Manifest) -> list[SecretRef]:
     """Every Secret the revision's CRs reference, once for each namespace it resolves in."""
     out = []
-    for obj in manifest.objects:
+    for obj in manifest.of_kind(*sorted(REFERRING_KINDS)):  # a record's spec names no Secret (no place for one)
         spec = getattr(obj.model, "spec", None)
         if spec is None or not hasattr(spec, "model_dump"):
             continue

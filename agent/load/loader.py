@@ -69,10 +69,23 @@ class Manifest:
     problems: list[Problem]
     files: int = 0
     documents: int = 0
+    by_file: list[list[Loaded]] = dataclasses.field(default_factory=list)  # the same objects, file by file
 
     @property
     def ok(self) -> bool:
         return not any(p.severity is Severity.ERROR for p in self.problems)
+
+    def of_kind(self, *names: str) -> list[Loaded]:
+        """The objects of these kinds, in load order (indexed once: a revision may hold 100,000)."""
+        index: dict[str, list[Loaded]] | None = self.__dict__.get("_by_kind")
+        if index is None:
+            index = {}
+            for obj in self.objects:
+                index.setdefault(obj.key.kind, []).append(obj)
+            self.__dict__["_by_kind"] = index
+        if len(names) == 1:
+            return index.get(names[0], [])
+        return [o for name in names for o in index.get(name, [])]
 
 
 class _Loader(yaml.CSafeLoader):
@@ -386,14 +399,15 @@ def _content_id(file: SourceFile) -> str:
 def _merge(total: Manifest, part: Manifest, seen: dict[ObjectKey, Origin]) -> None:
     total.documents += part.documents
     total.problems += part.problems
+    kept = part.objects  # usually the file's own list, shared: the same object run after run for a cache
     for obj in part.objects:
-        first = seen.get(obj.key)
-        if first is not None:
+        first = seen.setdefault(obj.key, obj.origin)
+        if first is not obj.origin:
             total.problems.append(Problem(obj.origin, str(obj.key), "",
                                           f"duplicate object: already defined at {first}"))
-            continue
-        seen[obj.key] = obj.origin
-        total.objects.append(obj)
+            kept = [o for o in kept if o is not obj]
+    total.objects += kept
+    total.by_file.append(kept)
 
 
 def load_files(files: Iterable[SourceFile], *, default_namespace: str = names.DEFAULT_NAMESPACE,

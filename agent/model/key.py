@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
+from typing import NamedTuple
 
 
-@dataclasses.dataclass(frozen=True, order=True)
-class ObjectKey:
+class ObjectKey(NamedTuple):
+    """A tuple underneath, so hashing and comparing it is done in C: a revision of 100,000 records
+    looks keys up millions of times."""
+
     kind: str
     namespace: str | None
     name: str
@@ -15,3 +17,6 @@ class ObjectKey:
         if self.namespace is None:
             return f"{self.kind}/{self.name}"
         return f"{self.kind}/{self.namespace}/{self.name}"
+
+    def __repr__(self) -> str:
+        return f"ObjectKey(kind={self.kind!r}, namespace={self.namespace!r}, name={self.name!r})"

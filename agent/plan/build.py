@@ -10,6 +10,8 @@ from typing import Any
 
 from agent.desired import workloads
 from agent.desired.hierarchy import Desired
+from agent.desired.memo import Memo
+from agent.desired.placement import Zone
 from agent.model import names
 from agent.plan import kubediff, zonediff
 from agent.plan.model import Action, Change, KubeTarget, Plan, RRsetTarget, ZoneTarget, mask_secrets
@@ -38,9 +40,23 @@ def kube_changes(desired: Desired, observed: KubeObserved, *, agent: str, rotate
     return changes
 
 
-def zone_plans(desired: Desired, observed: DnsObserved) -> list[zonediff.ZonePlan]:
+def _zone_plan(zone: Zone, observed: DnsObserved, reachable: object, memo: Memo | None) -> zonediff.ZonePlan:
+    """A zone's plan; with a memo, the last one when nothing it comes from changed (the same
+    desired RRsets, ownership and observed objects: a zone nobody touched)."""
+    if memo is None:
+        return zonediff.plan_zone(zone.name, zone, observed)
+    seen = observed.zones.get(zone.name, {})
+    inputs = (zone.rrsets, observed.ownership.get(zone.name), reachable, *seen.values(),
+              tuple(zone.primaries), tuple(zone.secondaries), tuple(sorted(zone.annotations.items())))
+    return memo.get(("zone-plan", zone.name), inputs, lambda: zonediff.plan_zone(zone.name, zone, observed))
+
+
+def zone_plans(desired: Desired, observed: DnsObserved, memo: Memo | None = None) -> list[zonediff.ZonePlan]:
     """A plan for every zone Git places, then for every zone the agent owns that Git dropped."""
-    plans = [zonediff.plan_zone(z.name, z, observed) for z in desired.zones]
+    reachable = memo.token(("reachable",), frozenset(observed.reachable)) if memo is not None else None
+    plans = [_zone_plan(z, observed, reachable, memo) for z in desired.zones]
+    if memo is not None:
+        memo.sweep()
     wanted = {z.name for z in desired.zones}
     plans += [zonediff.plan_zone(name, None, observed) for name in sorted(observed.ownership) if name not in wanted]
     return [p for p in plans if p.zone is not None or p.deletes or p.errors or p.managed_before]
@@ -48,11 +64,12 @@ def zone_plans(desired: Desired, observed: DnsObserved) -> list[zonediff.ZonePla
 
 def build(desired: Desired, observed: Observed, *, revision: str | None = None,
           agent: str = names.DEFAULT_AGENT_NAMESPACE, rotate_rndc_keys: bool = False,
-          trust_hash: bool = False) -> Plan:
-    """`trust_hash`: the Kubernetes objects were remembered, not read back (see kubediff.diff)."""
+          trust_hash: bool = False, memo: Memo | None = None) -> Plan:
+    """`trust_hash`: the Kubernetes objects were remembered, not read back (see kubediff.diff);
+    `memo`: the plans of the last revision, for zones nothing changed in."""
     kube = (kube_changes(desired, observed.kube, agent=agent, rotate_rndc_keys=rotate_rndc_keys,
                          trust_hash=trust_hash) if observed.kube is not None else None)
-    zones = zone_plans(desired, observed.dns) if observed.dns is not None else None
+    zones = zone_plans(desired, observed.dns, memo) if observed.dns is not None else None
     plan = Plan([], list(desired.problems), revision, kube=kube, zones=zones)
     if observed.kube is not None:
         plan.kube_managed = sum(1 for body in observed.kube.live.values() if kubediff.is_managed(body, agent))

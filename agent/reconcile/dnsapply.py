@@ -247,6 +247,11 @@ class DnsApply:
         if zp.blocked:
             result.primary_error = "; ".join(zp.errors[p] for p in zp.primaries)
             return result
+        if _settled_already(zp):  # nothing to write, nothing to record: most zones of most runs
+            result.conflicts = zp.conflicts
+            result.after = {p: seen for p, seen in zp.observed.items() if not seen.error and p in zp.records}
+            result.applied_on = list(zp.records)
+            return result
         try:
             if not zp.empty or zp.recovered:
                 self.deadline.check(f"writing zone {zp.name}")
@@ -301,6 +306,11 @@ class DnsApply:
         result.checks = rfc2136.verify(serving, result.changes, wait=wait, nudge=nudge)
 
 
+def _settled_already(zp: ZonePlan) -> bool:
+    return (zp.empty and not zp.recovered and not zp.errors and zp.managed_after == zp.managed_before
+            and zp.placements_after == zp.placements_before)
+
+
 def _settled(zp: ZonePlan, result: ZoneResult) -> ZoneOwnership:
     """What the agent owns after this zone's steps: the plan's outcome, less what did not happen."""
     owned = zp.settled()
@@ -317,15 +327,17 @@ def apply(zones: list[ZonePlan], endpoints: Mapping[str, Endpoint], store: Store
           deadline: Deadline, progress: Callable[[int, int], None] | None = None) -> DnsResult:
     """Executes every zone's plan; ownership is stored as it goes. `progress` hears (zones done, zones)."""
     runner = DnsApply(endpoints, store, options, deadline)
-    results: list[ZoneResult] = []
+    done: dict[int, ZoneResult] = {i: runner.zone(zp) for i, zp in enumerate(zones) if _settled_already(zp)}
+    work = [(i, zp) for i, zp in enumerate(zones) if i not in done]
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=ZONE_WORKERS) as pool:
-            for result in pool.map(runner.zone, zones):
-                results.append(result)
+            for (i, _), result in zip(work, pool.map(lambda item: runner.zone(item[1]), work), strict=True):
+                done[i] = result
                 if progress is not None:
-                    progress(len(results), len(zones))
+                    progress(len(done), len(zones))
     finally:
         runner.close()
+    results = [done[i] for i in range(len(zones))]
     deleted = [(r.name, i) for r, z in zip(results, zones, strict=True) for i in r.deleted_from
                if i not in z.primaries and i not in z.secondaries]
     placed = [r for r, z in zip(results, zones, strict=True) if z.zone is not None]

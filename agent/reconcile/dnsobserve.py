@@ -31,11 +31,17 @@ class DnsMemory:
     zone whose serial has not moved since is not transferred again."""
 
     def __init__(self) -> None:
-        self.zones: dict[tuple[str, str], ZoneObserved] = {}  # (zone, primary) -> rrsets and serial
+        self.zones: dict[str, dict[str, ZoneObserved]] = {}  # zone -> primary -> rrsets and serial
+
+    def remember(self, zone: str, primary: str, seen: ZoneObserved) -> None:
+        """Kept as `remembered`, the very object handed out while the serial stays (memos compare identity)."""
+        self.zones.setdefault(zone, {})[primary] = dataclasses.replace(seen, remembered=True)
 
     def forget(self, zone: str) -> None:
-        for key in [k for k in self.zones if k[0] == zone]:
-            del self.zones[key]
+        self.zones.pop(zone, None)
+
+    def seen(self, zone: str, primary: str) -> ZoneObserved | None:
+        return self.zones.get(zone, {}).get(primary)
 
 
 def _transfer(endpoint: Endpoint, zone: str, deadline: Deadline) -> ZoneObserved:
@@ -58,16 +64,16 @@ def _unmoved(jobs: list[tuple[str, str]], endpoints: Mapping[str, Endpoint], mem
     out: dict[tuple[str, str], ZoneObserved] = {}
     by_primary: dict[str, list[str]] = {}
     for zone, inst in jobs:
-        if (zone, inst) in memory.zones:
+        if memory.seen(zone, inst) is not None:
             by_primary.setdefault(inst, []).append(zone)
     for inst, zones in by_primary.items():
         if deadline.expired:
             break
         now = rfc2136.serials(endpoints[inst], zones, timeout=deadline.timeout(2))
         for zone in zones:
-            seen = memory.zones[(zone, inst)]
-            if now.get(zone) is not None and now[zone] == seen.serial:
-                out[(zone, inst)] = dataclasses.replace(seen, remembered=True)
+            seen = memory.seen(zone, inst)
+            if seen is not None and now.get(zone) is not None and now[zone] == seen.serial:
+                out[(zone, inst)] = seen
     return out
 
 

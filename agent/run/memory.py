@@ -26,6 +26,7 @@ from agent.reconcile.dnsobserve import DnsMemory
 class Memory:
     files: FileCache = dataclasses.field(default_factory=FileCache)
     desired: Memo = dataclasses.field(default_factory=Memo)
+    plans: Memo = dataclasses.field(default_factory=Memo)  # the zone plans of zones nothing changed in
     kube: KubeObserved | None = None
     kube_at: float = 0.0  # monotonic time of the last full Kubernetes observe
     dns: DnsMemory = dataclasses.field(default_factory=DnsMemory)
@@ -43,3 +44,4 @@ class Memory:
         """Trust nothing remembered of the cluster or the servers (after a failure, a new leader)."""
         self.kube, self.kube_at = None, 0.0
         self.dns, self.dns_at = DnsMemory(), 0.0
+        self.plans = Memo()

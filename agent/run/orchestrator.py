@@ -241,7 +241,8 @@ class _Run:
                 memory=memory.dns if memory and self.dns_fast else None, refresh=not self.dns_fast,
                 progress=lambda done, total: self.progress("observed", "zones", done, total))
         plan = build.build(desired, observed, revision=revision, agent=namespace,
-                           rotate_rndc_keys=options.rotate_rndc_keys, trust_hash=self.kube_fast)
+                           rotate_rndc_keys=options.rotate_rndc_keys, trust_hash=self.kube_fast,
+                           memo=memory.plans if memory is not None and self.dns_fast else None)
         plan.refusals = safety.check(plan, self.options.policy)
         return plan
 
@@ -289,12 +290,15 @@ class _Run:
             memory.kube_at = memory.kube_at if self.kube_fast else now
         if result.dns is not None:
             wanted = {z.name for z in desired.zones}
-            for zone in {z for z, _ in memory.dns.zones} - wanted:
+            for zone in set(memory.dns.zones) - wanted:
                 memory.dns.forget(zone)
             for zr in result.dns.zones:
-                memory.dns.forget(zr.name)
-                if zr.ok:
-                    memory.dns.zones.update({(zr.name, p): seen for p, seen in zr.after.items()})
+                if not zr.ok:
+                    memory.dns.forget(zr.name)
+                    continue
+                for primary, seen in zr.after.items():
+                    if memory.dns.seen(zr.name, primary) is not seen:
+                        memory.dns.remember(zr.name, primary, seen)
             memory.dns_at = memory.dns_at if self.dns_fast else now
 
     # -- outcomes -----------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from agent.gate import policy, safety
 from agent.reconcile.kubeapi import KubeApi
 from agent.reconcile.statestore import FileStore, Store
 from agent.run import orchestrator, revisions
+from agent.run.memory import Memory
 from agent.sources.git import GitSource
 
 
@@ -28,7 +29,8 @@ def sync_dir(root: pathlib.Path, *, store: Store | None = None, state: pathlib.P
 
 
 def sync_git(source: GitSource, *, store: Store, kube_api: KubeApi | None = None, endpoints: Any = None,
-             forge: Any = None, alerts: Any = None, **kwargs: Any) -> orchestrator.RunOutcome:
-    """`bindy-agent sync --repo URL` (or one run of `bindy-agent run`, with statuses and alerts)."""
+             forge: Any = None, alerts: Any = None, memory: Memory | None = None,
+             **kwargs: Any) -> orchestrator.RunOutcome:
+    """`bindy-agent sync --repo URL`, or with `memory` one run of `bindy-agent run` (statuses, alerts)."""
     targets = orchestrator.Targets(store, kube_api, endpoints, forge, alerts)
-    return orchestrator.run(revisions.GitRevisions(source), targets, options(**kwargs))
+    return orchestrator.run(revisions.GitRevisions(source), targets, options(**kwargs), memory=memory)

@@ -1,0 +1,113 @@
+"""A long-running agent's runs cost what changed: a one-record commit transfers no zone whose serial
+did not move, writes a handful of Kubernetes objects, and is served; drift is still found - in DNS
+when a zone's serial moves, in the cluster at the next full observe."""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any
+
+import dns.query
+import dns.rcode
+import dns.tsigkeyring
+import dns.update
+import pytest
+from kubernetes import client
+
+from agent.reconcile import endpoints as config
+from agent.reconcile import rfc2136 as records
+from agent.reconcile.kubeapi import KubeApi
+from agent.reconcile.statestore import ConfigMapStore
+from agent.run import orchestrator
+from agent.run.memory import Memory
+from agent.sources.git import GitSource
+from tests.support import agentrun, dnsrepo
+from tests.support import bind as bind_support
+from tests.support.gitremote import GitRemote
+from tests.support.kube import KubeCluster
+
+WEB = "records/example-com/web.yaml"
+
+
+@pytest.fixture
+def world(tmp_path: pathlib.Path, git_remote: GitRemote, bind: bind_support.BindPair, zone_api: Any,
+          kube: KubeCluster, namespace: str) -> dict[str, Any]:
+    sample, tag = dnsrepo.unique_sample(tmp_path / "sample", namespace)
+    files = {str(p.relative_to(sample)): p.read_text() for p in sample.rglob("*.yaml")}
+    endpoints = config.load_endpoints(dnsrepo.endpoint_map(tmp_path, bind, zone_api, namespace))
+    api = KubeApi.from_kubeconfig(str(kube.kubeconfig))
+    return {"remote": git_remote, "files": files, "tag": tag, "endpoints": endpoints, "api": api,
+            "namespace": namespace, "cache": tmp_path / "cache", "memory": Memory(), "bind": bind}
+
+
+def _run(world: dict[str, Any], **kwargs: Any) -> orchestrator.RunOutcome:
+    api: KubeApi = world["api"]
+    return agentrun.sync_git(GitSource(world["remote"].url, world["cache"]), store=ConfigMapStore(
+        api, world["namespace"]), kube_api=api, endpoints=world["endpoints"], agent_namespace=world["namespace"],
+        memory=world["memory"], **kwargs)
+
+
+def _commit(world: dict[str, Any], text: str) -> str:
+    sha = world["remote"].commit("change", {WEB: text})
+    world["remote"].push()
+    return sha
+
+
+def _out_of_band(bind: bind_support.BindPair, zone: str, name: str, value: str) -> None:
+    keyring = dns.tsigkeyring.from_text({bind_support.TSIG_NAME: ("hmac-sha256", bind.keys.tsig)})
+    update = dns.update.UpdateMessage(zone, keyring=keyring, keyalgorithm="hmac-sha256")
+    update.replace(name, 300, "A", value)
+    assert dns.query.tcp(update, bind.primary.address, port=bind.primary.port, timeout=5).rcode() == dns.rcode.NOERROR
+
+
+def _transferred(run: orchestrator.RunOutcome) -> list[str]:
+    assert run.plan is not None and run.plan.zones is not None
+    return sorted(zp.name for zp in run.plan.zones for seen in zp.observed.values() if not seen.remembered)
+
+
+def test_a_one_record_commit_costs_one_zone_and_a_handful_of_writes(world: dict[str, Any]) -> None:
+    tag, api, primary = world["tag"], world["api"], world["endpoints"][f"{world['namespace']}/dns-primary-0"]
+    world["remote"].commit("Initial DNS", world["files"])
+    world["remote"].push()
+    first = _run(world)
+    assert first.outcome == "applied", (first.failures, first.message)
+    assert len(_transferred(first)) == 3  # nothing is remembered yet: every zone is read
+
+    writes = api.write_count
+    _commit(world, world["files"][WEB].replace("192.0.2.12", "192.0.2.42"))
+    second = _run(world)
+    assert second.outcome == "applied", (second.failures, second.message)
+    # no serial moved since the agent last wrote: the zone is planned on what it knows the server holds
+    # (its UPDATE carries prerequisites in case that is wrong)
+    assert _transferred(second) == []
+    assert api.write_count - writes <= 10, dict(api.writes)
+    for server in world["endpoints"].values():
+        assert records.query(server, f"www.example-{tag}.com.", "A") == ("192.0.2.10", "192.0.2.11", "192.0.2.42")
+
+    # someone changes a managed record of another zone by hand: its serial moves, so it is read and repaired
+    _out_of_band(world["bind"], f"example-{tag}.org", "www", "203.0.113.9")
+    _commit(world, world["files"][WEB].replace("192.0.2.12", "192.0.2.43"))
+    third = _run(world)
+    assert third.outcome == "applied", (third.failures, third.message)
+    assert _transferred(third) == [f"example-{tag}.org."]
+    assert records.query(primary, f"www.example-{tag}.org.", "A") != ("203.0.113.9",)
+
+
+def test_a_hand_edit_in_the_cluster_is_found_at_the_next_full_observe(world: dict[str, Any]) -> None:
+    namespace = world["namespace"]
+    world["remote"].commit("Initial DNS", world["files"])
+    world["remote"].push()
+    assert _run(world).outcome == "applied"
+    core = client.CoreV1Api(world["api"].client)
+    core.patch_namespaced_config_map("dns-primary-0-config", namespace, {"data": {"named.conf": "# hacked\n"}})
+
+    _commit(world, world["files"][WEB].replace("192.0.2.12", "192.0.2.44"))
+    remembered = _run(world)  # between full observes the cluster is remembered, not listed
+    assert remembered.plan is not None and remembered.plan.kube is not None
+    assert [str(c.key) for c in remembered.plan.kube] == [f"ARecord/{namespace}/www"]
+    _commit(world, world["files"][WEB].replace("192.0.2.12", "192.0.2.45"))
+    full = _run(world, resync_after=0)  # a full observe compares every field and restores the edit
+    assert full.plan is not None and full.plan.kube is not None
+    restored = [c for c in full.plan.kube if c.key.kind == "ConfigMap"]
+    assert [(str(c.key), c.drift) for c in restored] == [(f"ConfigMap/{namespace}/dns-primary-0-config", True)]
+    assert "allow-new-zones yes;" in core.read_namespaced_config_map("dns-primary-0-config", namespace).data["named.conf"]

@@ -1,0 +1,124 @@
+"""A long-running agent loads and expands a new revision from what changed; the result must be exactly
+what loading it from scratch gives - objects, RRsets, placements, every problem - on random commits."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import random
+from typing import Any
+
+import git
+
+from agent.desired import hierarchy
+from agent.desired.memo import Memo
+from agent.load import loader
+from agent.plan import build, render
+from agent.sources import gittree
+
+HEAD = "apiVersion: bindy.firestoned.io/v1beta1\n"
+SOA = ("  soaRecord: {primaryNs: ns1.example.com., adminEmail: admin.example.com., serial: 1, refresh: 3600, "
+       "retry: 600, expire: 604800, negativeTtl: 300}\n")
+
+
+def _zone(z: int, *, label: str | None = None, ttl: int = 300) -> str:
+    label = label or f"z{z}"
+    return (HEAD + f"kind: DNSZone\nmetadata: {{name: z{z}, namespace: dns}}\nspec:\n  zoneName: zone{z}.example\n"
+            f"  clusterRef: dns\n  ttl: {ttl}\n" + SOA + f"  recordsFrom: [{{selector: {{matchLabels: {{zone: {label}}}}}}}]\n")
+
+
+def _record(i: int, zone: int, value: int) -> str:
+    kinds = [("ARecord", f"ipv4Addresses: [192.0.2.{value % 250 + 1}]"), ("TXTRecord", f"text: ['v{value}']"),
+             ("CNAMERecord", f"target: t{value}.zone{zone}.example."), ("MXRecord", "priority: 10, mailServer: mx.test.")]
+    kind, body = kinds[i % len(kinds)]
+    return (HEAD + f"kind: {kind}\nmetadata: {{name: r{i}, namespace: dns, labels: {{zone: z{zone}}}}}\n"
+            f"spec: {{name: h{i}, {body}}}\n")
+
+
+class World:
+    """A repository whose files are zones, records and a cluster; changed by random commits."""
+
+    def __init__(self, root: pathlib.Path, rng: random.Random) -> None:
+        self.root, self.rng = root, rng
+        self.repo = git.Repo.init(root)
+        self.zones = {z: {"label": f"z{z}", "ttl": 300} for z in range(4)}
+        self.records = {i: {"zone": i % 4, "value": i} for i in range(40)}
+        self.next = 40
+
+    def write(self) -> str:
+        for path in self.root.glob("*.yaml"):
+            path.unlink()
+        (self.root / "cluster.yaml").write_text(HEAD + "kind: Bind9Cluster\nmetadata: {name: dns, namespace: dns}\n"
+                                                "spec: {primary: {replicas: 1}, secondary: {replicas: 1}}\n")
+        for z, spec in self.zones.items():
+            docs = [_zone(z, label=spec["label"], ttl=spec["ttl"])]
+            docs += [_record(i, r["zone"], r["value"]) for i, r in sorted(self.records.items()) if r["zone"] == z]
+            (self.root / f"zone-{z}.yaml").write_text("---\n".join(docs))
+        orphans = [_record(i, r["zone"], r["value"]) for i, r in sorted(self.records.items())
+                   if r["zone"] not in self.zones]
+        if orphans:
+            (self.root / "orphans.yaml").write_text("---\n".join(orphans))
+        self.repo.git.add("-A")
+        self.repo.git.commit("-q", "--allow-empty", "-m", "change")
+        return self.repo.head.commit.hexsha
+
+    def mutate(self) -> str:
+        change = self.rng.choice(["value", "value", "value", "add", "delete", "move", "label", "ttl", "zone",
+                                  "dropzone", "conflict"])
+        records, rng = self.records, self.rng
+        if change == "value" and records:
+            records[rng.choice(list(records))]["value"] = rng.randrange(1000)
+        elif change == "add":
+            records[self.next] = {"zone": rng.choice(list(self.zones) or [0]), "value": rng.randrange(1000)}
+            self.next += 1
+        elif change == "delete" and records:
+            del records[rng.choice(list(records))]
+        elif change == "move" and records:
+            records[rng.choice(list(records))]["zone"] = rng.randrange(6)
+        elif change == "label" and self.zones:  # a selector change moves whole sets of records
+            self.zones[rng.choice(list(self.zones))]["label"] = f"z{rng.randrange(6)}"
+        elif change == "ttl" and self.zones:
+            self.zones[rng.choice(list(self.zones))]["ttl"] = rng.choice([60, 300, 3600])
+        elif change == "zone":
+            self.zones[rng.randrange(6)] = {"label": f"z{rng.randrange(6)}", "ttl": 300}
+        elif change == "dropzone" and self.zones:
+            del self.zones[rng.choice(list(self.zones))]
+        elif change == "conflict" and records:  # a CNAME beside other data: a problem the zone must report
+            i = rng.choice(list(records))
+            records[self.next] = {"zone": records[i]["zone"], "value": records[i]["value"]}
+            self.next += 1
+        return self.write()
+
+
+def _view(manifest: loader.Manifest, state: hierarchy.Desired | None) -> dict[str, Any]:
+    view: dict[str, Any] = {"problems": sorted(str(p) for p in manifest.problems),
+                            "objects": [str(o.key) for o in manifest.objects]}
+    if state is not None:
+        view["desired"] = sorted(str(p) for p in state.problems)
+        view["zones"] = [(z.name, [str(k) for k in z.instances], sorted(map(str, z.rrsets.values())),
+                          sorted((str(k), v) for k, v in z.records.items())) for z in state.zones]
+        view["plan"] = json.loads(render.render_json(build.offline(state)))
+    return view
+
+
+def _load(repo: git.Repo, sha: str, cache: loader.FileCache | None, memo: Memo | None) -> dict[str, Any]:
+    manifest = loader.load_files(gittree.files(repo, sha), default_namespace="dns", cache=cache)
+    state = hierarchy.build(manifest, memo) if manifest.ok else None
+    return _view(manifest, state)
+
+
+def test_incremental_loads_equal_loads_from_scratch_on_random_commits(tmp_path: pathlib.Path) -> None:
+    world = World(tmp_path / "repo", random.Random(16))
+    world.repo.git.config("user.name", "t")
+    world.repo.git.config("user.email", "t@example.com")
+    cache, memo = loader.FileCache(), Memo()
+    shas = [world.write()] + [world.mutate() for _ in range(60)]
+    invalid = 0
+    for sha in shas:
+        incremental = _load(world.repo, sha, cache, memo)
+        assert incremental == _load(world.repo, sha, None, None), sha
+        invalid += "desired" not in incremental or any(not p.startswith("warning") and "error" in p
+                                                       for p in incremental["desired"])
+    assert cache.hits > cache.misses  # most files were reused, not parsed again
+    assert memo.hits > 0
+    assert len(shas) - invalid > 0  # the sequence is not all broken revisions
