@@ -143,6 +143,8 @@ def _show(run: orchestrator.RunOutcome, args: argparse.Namespace, api: Any) -> i
     for line in run.conflicts:
         print(f"conflict: {line}", file=sys.stderr)
     print(_summary(run, api, args.dry_run), file=sys.stderr)
+    if run.outcome == "partial":
+        print(f"{prefix}: {run.message}", file=sys.stderr)
     if run.refusals:
         return common.EXIT_REJECTED
     return common.EXIT_PARTIAL if run.outcome == "partial" else common.EXIT_OK

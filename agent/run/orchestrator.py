@@ -219,6 +219,17 @@ class _Run:
             log.warning("apply stopped: %s", exc)
             result.errors.append(str(exc))
         result.outcome = "partial" if result.failures or result.conflicts else "applied"
+        if result.outcome == "partial":
+            result.message = self._partial(result)
+
+    def _partial(self, result: RunOutcome) -> str:
+        """What a partial run tells the user (the CLI prints it; the deadline also goes into the report)."""
+        if self.deadline.expired and result.failures:
+            result.errors.append(f"the run's deadline ({self.deadline.seconds:.0f} s) passed before it finished")
+        why = "; ".join(x for x in (f"{len(result.failures)} failed" if result.failures else "",
+                                    f"{len(result.conflicts)} conflicts" if result.conflicts else "") if x)
+        late = " (the run's deadline passed)" if self.deadline.expired and result.failures else ""
+        return f"partial: {why}{late}; what was applied stays, the rest is tried again on the next run"
 
     # -- outcomes -----------------------------------------------------------------------------
     def _reject(self, snap: Snapshot, result: RunOutcome, message: str, *, reason: str = "RevisionRejected",

@@ -316,3 +316,51 @@ def test_kube_apiserver_killed_mid_sync_then_restarted_converges(
 def _revision(stderr: str) -> str:
     return stderr.split("Sync of revision ", 1)[1].split(":", 2)[0] + ":" + \
         stderr.split("Sync of revision ", 1)[1].split(":", 2)[1]
+
+
+# -- 7 and 10. named SIGKILLed, or SIGSTOPped, mid-sync ----------------------------------------------
+def _fail_primary_mid_sync(tmp: pathlib.Path, world: dnsworld.Dns, fault: str, deadline: int = 6,
+                           ) -> tuple[list[str], list[str], subprocess.CompletedProcess[str], float]:
+    """Syncs A, adds foreign records, starts syncing B and, once its first UPDATE is served, applies
+    `fault` to the primary named. Returns the zones, the CLI, and how the interrupted run ended."""
+    zones = dnsworld.zone_names(6)
+    repo = tmp / "repo"
+    cli = ["sync", str(repo), "--endpoints", str(world.endpoints), "--state", str(tmp / "state"),
+           "--deadline", str(deadline)]
+    dnsworld.write_repo(repo, dnsworld.revision(zones, 60))
+    assert _agent(*cli).returncode == 0
+    dnsworld.add_foreign(world, zones)
+    b = dnsworld.revision(zones, 80, generation=1)
+    dnsworld.write_repo(repo, b)
+    base = _serials(world, zones)
+    started = time.monotonic()
+    run = _start(*cli, "--batch", "5")
+    wait_for(lambda: any(s != base[z] for z, s in _serials(world, zones).items()) or run.poll() is not None, 30,
+             every=0.002)
+    world.pair.primary.kill() if fault == "SIGKILL" else world.pair.primary.pause()
+    out, err = run.communicate(timeout=60)
+    took = time.monotonic() - started
+    print(f"\n{fault}: the run ended after {took:.1f} s with exit {run.returncode}: {err.strip().splitlines()[-1]}")
+    return zones, cli, subprocess.CompletedProcess(run.args, run.returncode, out, err), took
+
+
+def _converge_after(tmp: pathlib.Path, world: dnsworld.Dns, zones: list[str], cli: list[str], label: str) -> None:
+    b = dnsworld.revision(zones, 80, generation=1)
+    mid = dnsworld.converged(world, b, foreign_in=zones, timeout=0)
+    assert not all(d.clean for d in mid), "the fault came too late to interrupt anything"
+    c = dnsworld.revision(zones, 70, generation=2)  # changes and removes what B wrote
+    dnsworld.write_repo(tmp / "repo", c)
+    after = _agent(*cli)
+    assert after.returncode == 0 and "conflict" not in after.stderr, after.stderr
+    _assert_converged(world, c, label, foreign_in=zones)
+
+
+def test_primary_named_stopped_mid_sync_ends_the_run_within_its_deadline_then_converges(
+        tmp_path: pathlib.Path, own_dns: dnsworld.Dns) -> None:
+    zones, cli, run, took = _fail_primary_mid_sync(tmp_path, own_dns, "SIGSTOP", deadline=6)
+    assert run.returncode == 1, run.stderr
+    assert took < 6 + 2, run.stderr  # the deadline, plus starting Python
+    assert "partial: " in run.stderr and "(the run's deadline passed)" in run.stderr
+    assert "failed: the run's deadline (6 s) passed before it finished" in run.stderr
+    own_dns.pair.primary.resume()
+    _converge_after(tmp_path, own_dns, zones, cli, "10 (primary SIGSTOPped, SIGCONTed)")
