@@ -38,6 +38,9 @@ from agent.plan.rrsetdiff import RRChange
 from agent.reconcile.endpoints import Endpoint, TsigKey
 
 PREREQUISITE_FAILED = {dns.rcode.NXRRSET, dns.rcode.YXRRSET, dns.rcode.NXDOMAIN, dns.rcode.YXDOMAIN}
+# what dnspython raises when the server is gone: its own errors, socket errors, and EOFError when
+# the server closes the TCP connection before it answers (e.g. named killed mid-UPDATE)
+NETWORK_ERRORS = (dns.exception.DNSException, OSError, EOFError)
 DEFAULT_BATCH = 1000
 
 
@@ -70,8 +73,9 @@ def observe(endpoint: Endpoint, zone: str, *, timeout: float = 10) -> dict[Key, 
         if exc.rcode in (dns.rcode.NOTAUTH, dns.rcode.NOTZONE):
             raise ZoneMissing(f"{endpoint.instance}: does not serve zone {zone}") from exc
         raise DnsUpdateError(f"{endpoint.instance}: AXFR of {zone} failed: {exc}", retryable=True) from exc
-    except (dns.exception.DNSException, OSError) as exc:
-        raise DnsUpdateError(f"{endpoint.instance}: AXFR of {zone} failed: {exc}", retryable=True) from exc
+    except NETWORK_ERRORS as exc:
+        raise DnsUpdateError(f"{endpoint.instance}: AXFR of {zone} failed: {_why(exc)}",
+                             retryable=True) from exc
     out: dict[Key, rrsets.RRset] = {}
     origin = xfr.origin or dns.name.from_text(zone)
     for name, node in xfr.nodes.items():
@@ -115,8 +119,9 @@ def build_updates(zone: str, changes: list[RRChange], tsig: TsigKey | None, *,
 def send(endpoint: Endpoint, update: dns.update.UpdateMessage, *, timeout: float = 10) -> None:
     try:
         response = dns.query.tcp(update, endpoint.dns_host, port=endpoint.dns_port, timeout=timeout)
-    except (dns.exception.DNSException, OSError) as exc:
-        raise DnsUpdateError(f"{endpoint.instance}: UPDATE not delivered: {exc}", retryable=True) from exc
+    except NETWORK_ERRORS as exc:
+        raise DnsUpdateError(f"{endpoint.instance}: UPDATE not delivered (no answer; it may or may not have been "
+                             f"applied): {_why(exc)}", retryable=True) from exc
     rcode = response.rcode()
     if rcode == dns.rcode.NOERROR:
         return
@@ -127,6 +132,12 @@ def send(endpoint: Endpoint, update: dns.update.UpdateMessage, *, timeout: float
     hint = (" (the TSIG key may not update this zone, or named's integrity checks rejected the data; "
             "named's log has the reason)") if text in ("REFUSED", "NOTAUTH") else ""
     raise DnsUpdateError(f"{endpoint.instance}: UPDATE refused with {text}{hint}")
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, EOFError):
+        return "the server closed the connection"
+    return str(exc) or type(exc).__name__
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,7 +164,7 @@ def query(endpoint: Endpoint, name: str, rtype: str, *, timeout: float = 2) -> t
     q = dns.message.make_query(name, rtype)
     try:
         response = dns.query.udp(q, endpoint.dns_host, port=endpoint.dns_port, timeout=timeout)
-    except (dns.exception.DNSException, OSError):
+    except NETWORK_ERRORS:
         return None
     return _values(response, name, rtype)
 

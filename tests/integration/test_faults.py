@@ -355,6 +355,15 @@ def _converge_after(tmp: pathlib.Path, world: dnsworld.Dns, zones: list[str], cl
     _assert_converged(world, c, label, foreign_in=zones)
 
 
+def test_primary_named_killed_mid_sync_then_restarted_converges_exactly(
+        tmp_path: pathlib.Path, own_dns: dnsworld.Dns) -> None:
+    zones, cli, run, _ = _fail_primary_mid_sync(tmp_path, own_dns, "SIGKILL")
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
+    assert "partial: " in run.stderr and "UPDATE not delivered" in run.stderr
+    own_dns.pair.primary.restart()  # same config and directory: its zones (NZD) and journals come back
+    _converge_after(tmp_path, own_dns, zones, cli, "7 (primary SIGKILLed, restarted)")
+
+
 def test_primary_named_stopped_mid_sync_ends_the_run_within_its_deadline_then_converges(
         tmp_path: pathlib.Path, own_dns: dnsworld.Dns) -> None:
     zones, cli, run, took = _fail_primary_mid_sync(tmp_path, own_dns, "SIGSTOP", deadline=6)
