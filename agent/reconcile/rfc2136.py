@@ -215,41 +215,50 @@ def query_many(endpoint: Endpoint, questions: Sequence[tuple[str, str]], *, time
 
     With `expect` (question -> set of rdata wire forms) the answer for a question of a raw-comparable
     type is just True/False (matches or not); otherwise the sorted presentation values. A question
-    without an answer within `timeout` maps to None."""
+    without an answer within `timeout` maps to None, as does every question to a server that is
+    not there (the socket reports ICMP port unreachable as ECONNREFUSED)."""
     answers: dict[tuple[str, str], tuple[str, ...] | bool | None] = {q: None for q in questions}
-    pending = list(questions)
     family = socket.AF_INET6 if ":" in endpoint.dns_host else socket.AF_INET
     with socket.socket(family, socket.SOCK_DGRAM) as sock:
-        sock.connect((endpoint.dns_host, endpoint.dns_port))
-        in_flight: dict[int, tuple[str, str]] = {}
-        deadline = time.monotonic() + timeout
-        while (pending or in_flight) and time.monotonic() < deadline:
-            while pending and len(in_flight) < window:
-                question = pending.pop()
-                qid = random.randrange(65536)
-                while qid in in_flight:
-                    qid = random.randrange(65536)
-                in_flight[qid] = question
-                sock.send(_query_wire(qid, *question))
-            ready, _, _ = select.select([sock], [], [], max(0.0, deadline - time.monotonic()))
-            if not ready:
-                break
-            wire = sock.recv(65535)
-            qid = struct.unpack_from("!H", wire)[0] if len(wire) >= 12 else -1
-            asked = in_flight.pop(qid, None) if qid in in_flight else None
-            if asked is None:
-                continue
-            deadline = time.monotonic() + timeout
-            if expect is not None and asked in expect and asked[1] in _RAW_TYPES:
-                raw = _raw_rdatas(wire, dns.rdatatype.from_text(asked[1]))
-                if raw is not None:
-                    answers[asked] = len(raw) == len(expect[asked]) and set(raw) == expect[asked]
-                    continue
-            try:
-                answers[asked] = _values(dns.message.from_wire(wire), *asked)
-            except dns.exception.DNSException:
-                answers[asked] = None
+        try:
+            sock.connect((endpoint.dns_host, endpoint.dns_port))
+            _exchange(sock, list(questions), answers, timeout=timeout, window=window, expect=expect)
+        except OSError:  # nothing listens there (named down), or no route: what is unanswered stays None
+            pass
     return answers
+
+
+def _exchange(sock: socket.socket, pending: list[tuple[str, str]],
+              answers: dict[tuple[str, str], tuple[str, ...] | bool | None], *, timeout: float, window: int,
+              expect: dict[tuple[str, str], frozenset[bytes]] | None) -> None:
+    in_flight: dict[int, tuple[str, str]] = {}
+    deadline = time.monotonic() + timeout
+    while (pending or in_flight) and time.monotonic() < deadline:
+        while pending and len(in_flight) < window:
+            question = pending.pop()
+            qid = random.randrange(65536)
+            while qid in in_flight:
+                qid = random.randrange(65536)
+            in_flight[qid] = question
+            sock.send(_query_wire(qid, *question))
+        ready, _, _ = select.select([sock], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            break
+        wire = sock.recv(65535)
+        qid = struct.unpack_from("!H", wire)[0] if len(wire) >= 12 else -1
+        asked = in_flight.pop(qid, None) if qid in in_flight else None
+        if asked is None:
+            continue
+        deadline = time.monotonic() + timeout
+        if expect is not None and asked in expect and asked[1] in _RAW_TYPES:
+            raw = _raw_rdatas(wire, dns.rdatatype.from_text(asked[1]))
+            if raw is not None:
+                answers[asked] = len(raw) == len(expect[asked]) and set(raw) == expect[asked]
+                continue
+        try:
+            answers[asked] = _values(dns.message.from_wire(wire), *asked)
+        except dns.exception.DNSException:
+            answers[asked] = None
 
 
 def verify(servers: Iterable[Endpoint], changes: list[RRChange], *, wait: float = 10,

@@ -373,3 +373,22 @@ def test_primary_named_stopped_mid_sync_ends_the_run_within_its_deadline_then_co
     assert "failed: the run's deadline (6 s) passed before it finished" in run.stderr
     own_dns.pair.primary.resume()
     _converge_after(tmp_path, own_dns, zones, cli, "10 (primary SIGSTOPped, SIGCONTed)")
+
+
+def test_a_secondary_that_is_down_makes_the_run_partial(
+        tmp_path: pathlib.Path, own_dns: dnsworld.Dns) -> None:
+    zones = dnsworld.zone_names(2)
+    repo = tmp_path / "repo"
+    cli = ["sync", str(repo), "--endpoints", str(own_dns.endpoints), "--state", str(tmp_path / "state"),
+           "--deadline", "4"]
+    dnsworld.write_repo(repo, dnsworld.revision(zones, 10))
+    assert _agent(*cli).returncode == 0
+    own_dns.pair.secondary.kill()
+    b = dnsworld.revision(zones, 12, generation=1)
+    dnsworld.write_repo(repo, b)
+    down = _agent(*cli)
+    assert down.returncode == 1, down.stderr
+    assert f"failed: {zones[0]}.: dns-system/dns-secondary-0 does not answer the new h0.{zones[0]}. A" in down.stderr
+    assert "partial: 25 failed (the run's deadline passed)" in down.stderr  # 24 checks and the deadline
+    assert "Traceback" not in down.stderr
+    assert dnsworld.divergence(own_dns, own_dns.pair.primary, b).clean  # the primary took it all
