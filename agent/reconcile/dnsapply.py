@@ -5,6 +5,10 @@ Per zone (zones run concurrently), in this order:
     store intent -> role-change removals -> primaries (zone API) -> also-notify -> RRsets (UPDATE)
     -> secondaries -> removals -> store settled ownership -> verify on every server (NOTIFY nudge)
 
+Verification asks every server for every changed RRset; when nothing changed, it asks each
+secondary for the primary's SOA instead, so one that missed an earlier run is caught up (NOTIFY)
+or reported, never silently left behind.
+
 The intent (what this zone's writes may change) is stored before the first write and replaced by
 the settled ownership after the last, so a kill at any instant leaves a record the next run can
 fold back in (agent/plan/zonediff.recover). A primary failure is fatal for that zone (nothing
@@ -258,11 +262,17 @@ class DnsApply:
         return result
 
     def _verify(self, zp: ZonePlan, result: ZoneResult) -> None:
-        if not result.changes:
-            return
-        serving = [self.endpoints[i] for i in result.applied_on]
-        serving += [self.endpoints[s] for s in zp.secondaries
-                    if s in self.endpoints and result.instances.get(s, ("", ""))[0] == "Configured"]
+        """Every changed RRset on every server; with nothing changed, that every secondary serves the
+        primary's SOA (one that was down or stopped may be behind from an earlier run)."""
+        secondaries = [self.endpoints[s] for s in zp.secondaries
+                       if s in self.endpoints and result.instances.get(s, ("", ""))[0] == "Configured"]
+        changes = result.changes
+        serving = [self.endpoints[i] for i in result.applied_on] + secondaries
+        if not changes:
+            soa = self._primary_soa(zp, result) if secondaries else None
+            if soa is None:
+                return
+            changes, serving = [soa], secondaries
 
         def nudge(behind: list[str]) -> None:  # named notifies by itself; this is for a secondary that is late
             for primary in result.applied_on:
@@ -272,7 +282,17 @@ class DnsApply:
                     log.warning("NOTIFY of %s via %s failed: %s", zp.name, primary, exc)
 
         wait = min(self.options.verify_wait, max(0.0, self.deadline.remaining()))
-        result.checks = rfc2136.verify(serving, result.changes, wait=wait, nudge=nudge)
+        result.checks = rfc2136.verify(serving, changes, wait=wait, nudge=nudge)
+
+    def _primary_soa(self, zp: ZonePlan, result: ZoneResult) -> rrsetdiff.RRChange | None:
+        """The primary's SOA as a change to verify on the secondaries (None if it cannot be read)."""
+        if not result.applied_on or self.deadline.expired:
+            return None
+        values = rfc2136.query(self.endpoints[result.applied_on[0]], zp.name, "SOA",
+                               timeout=self.deadline.timeout(2))
+        if not values:
+            return None
+        return rrsetdiff.RRChange("update", None, rrsets.build(zp.name, zp.name, "SOA", 0, values))
 
 
 def _settled(zp: ZonePlan, result: ZoneResult) -> ZoneOwnership:

@@ -375,7 +375,7 @@ def test_primary_named_stopped_mid_sync_ends_the_run_within_its_deadline_then_co
     _converge_after(tmp_path, own_dns, zones, cli, "10 (primary SIGSTOPped, SIGCONTed)")
 
 
-def test_a_secondary_that_is_down_makes_the_run_partial(
+def test_a_secondary_that_is_down_makes_the_run_partial_and_is_caught_up_later(
         tmp_path: pathlib.Path, own_dns: dnsworld.Dns) -> None:
     zones = dnsworld.zone_names(2)
     repo = tmp_path / "repo"
@@ -392,3 +392,9 @@ def test_a_secondary_that_is_down_makes_the_run_partial(
     assert "partial: 25 failed (the run's deadline passed)" in down.stderr  # 24 checks and the deadline
     assert "Traceback" not in down.stderr
     assert dnsworld.divergence(own_dns, own_dns.pair.primary, b).clean  # the primary took it all
+
+    own_dns.pair.secondary.restart()
+    again = _agent(*cli)  # nothing left to write: the primary already has B
+    assert again.returncode == 0, again.stderr
+    assert "DNS: 0 RRset changes in 0 UPDATE messages, 0 zone deletions, verified 2/2" in again.stderr
+    _assert_converged(own_dns, b, "secondary down, then back")
