@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import pathlib
+import re
 import subprocess
 import sys
 import time
@@ -23,7 +24,7 @@ from kubernetes import client
 from agent.outcome import report
 from tests.conftest import ROOT
 from tests.support import bind as bind_support
-from tests.support import dnsworld
+from tests.support import dnsworld, stallpeer
 from tests.support.gitremote import GitRemote
 from tests.support.kube import KubeCluster
 from tests.support.procs import wait_for
@@ -398,3 +399,34 @@ def test_a_secondary_that_is_down_makes_the_run_partial_and_is_caught_up_later(
     assert again.returncode == 0, again.stderr
     assert "DNS: 0 RRset changes in 0 UPDATE messages, 0 zone deletions, verified 2/2" in again.stderr
     _assert_converged(own_dns, b, "secondary down, then back")
+
+
+# -- 5. a stalled zone API peer ----------------------------------------------------------------------
+def test_a_stalled_zone_api_ends_the_run_as_partial_within_its_deadline_then_converges(
+        tmp_path: pathlib.Path, bind: bind_support.BindPair, zone_api: Any) -> None:
+    world = _shared_dns(tmp_path, bind, zone_api, "dns-system")
+    zones = dnsworld.zone_names(3)
+    rev = dnsworld.revision(zones, 20)
+    repo = dnsworld.write_repo(tmp_path / "repo", rev)
+    cli = ["sync", str(repo), "--state", str(tmp_path / "state"), "--deadline", "5"]
+    peer = stallpeer.StallingPeer(every=3).start()  # accepts, then one byte every 3 s
+    try:
+        stalled = dnsworld.endpoint_map(tmp_path / "stalled", bind, zone_api, primary_api=peer.url)
+        started = time.monotonic()
+        run = _agent(*cli, "--endpoints", str(stalled))
+        took = time.monotonic() - started
+    finally:
+        peer.stop()
+    print(f"\nstalled zone API: exit {run.returncode} after {took:.1f} s: {run.stderr.strip().splitlines()[-1]}")
+    assert peer.accepted >= 1
+    assert run.returncode == 1, run.stderr
+    assert took < 5 + 2, run.stderr  # the deadline, plus starting Python
+    assert "partial: 4 failed (the run's deadline passed)" in run.stderr  # 3 zones and the deadline
+    assert re.search(rf"failed: {zones[0]}.: dns-system/dns-primary-0: POST /zones: no complete answer within [45] s "
+                     r"\(all the run's deadline left\); the zone API accepted but stalled", run.stderr), run.stderr
+    assert all(d.missing == [f"{n}.{z}. {t} (zone not served)" for z in zones for n, t in rev[z]]
+               for d in dnsworld.converged(world, rev, timeout=0))  # nothing was written
+
+    healthy = _agent(*cli, "--endpoints", str(world.endpoints))
+    assert healthy.returncode == 0, healthy.stderr
+    _assert_converged(world, rev, "5 (stalled zone API, then healthy)")
