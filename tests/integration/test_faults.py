@@ -430,3 +430,33 @@ def test_a_stalled_zone_api_ends_the_run_as_partial_within_its_deadline_then_con
     healthy = _agent(*cli, "--endpoints", str(world.endpoints))
     assert healthy.returncode == 0, healthy.stderr
     _assert_converged(world, rev, "5 (stalled zone API, then healthy)")
+
+
+# -- 6. two syncs at once on the same cache ----------------------------------------------------------
+def test_two_syncs_started_together_never_collide(tmp_path: pathlib.Path, git_remote: GitRemote,
+                                                  bind: bind_support.BindPair, zone_api: Any) -> None:
+    world = _shared_dns(tmp_path, bind, zone_api, "dns-system")
+    zones = dnsworld.zone_names(1)
+    cli = ["sync", "--repo", git_remote.url, "--cache", str(tmp_path / "cache"), "--state", str(tmp_path / "state"),
+           "--endpoints", str(world.endpoints)]
+    outcomes = []
+    for pair in range(10):
+        rev = dnsworld.revision(zones, 5, generation=pair)
+        _commit(git_remote, rev, f"revision {pair}")
+        wait = ["--lock-wait", "0"] if pair % 2 else []  # odd pairs: give up at once instead of waiting
+        runs = [_start(*cli, *wait), _start(*cli, *wait)]
+        done = [(r.pid, *r.communicate(timeout=120), r.returncode) for r in runs]
+        for pid, _, err, code in done:
+            other = next(p for p, *_ in done if p != pid)
+            assert not re.search(r"Unable to create|File exists|(shallow|index|HEAD|config)\.lock|Traceback", err), err
+            if code == 3:
+                assert wait and f"another sync is running (pid {other})" in err, err
+            else:
+                assert code == 0, err
+        outcomes.append(sorted(code for *_, code in done))
+        if not wait:  # the one that waited found the revision applied by the other
+            assert sum("nothing to do" in err for _, _, err, _ in done) == 1, [err for _, _, err, _ in done]
+        _assert_converged(world, rev, f"6 pair {pair + 1}")
+    print(f"\n6: exit codes of the 10 pairs: {outcomes}")
+    assert [0, 3] in outcomes[1::2], "no pair ever overlapped: the test proves nothing"
+    assert all(o == [0, 0] for o in outcomes[0::2])
