@@ -21,6 +21,8 @@ from agent.reconcile import endpoints as cluster_endpoints
 from agent.run import orchestrator, revisions
 from agent.sources.git import GitSource
 
+UNPUSHED = "the report could not be pushed (kept in the local clone; pushed on a later run)"
+
 
 def install_crds(args: argparse.Namespace) -> int:
     try:
@@ -120,6 +122,8 @@ def _show(run: orchestrator.RunOutcome, args: argparse.Namespace, api: Any) -> i
         return common.EXIT_UNREACHABLE
     if run.outcome == "unchanged":
         print(f"{prefix}: {run.message}", file=sys.stderr)
+        if run.notes_pushed is False:
+            print(f"{prefix}: warning: {UNPUSHED}", file=sys.stderr)
         return common.EXIT_OK
     root = args.directory if args.directory else pathlib.Path(args.path or ".")
     common.print_problems(run.problems, root, sys.stderr)
@@ -132,8 +136,7 @@ def _show(run: orchestrator.RunOutcome, args: argparse.Namespace, api: Any) -> i
         return common.EXIT_REJECTED
     sys.stdout.write(render.render_text(run.plan))
     if run.notes_pushed is False:
-        print(f"{prefix}: warning: the report could not be pushed (kept in the local clone; pushed on a later run)",
-              file=sys.stderr)
+        print(f"{prefix}: warning: {UNPUSHED}", file=sys.stderr)
     if api is None:
         print("notice: no --kubeconfig: Kubernetes steps skipped (zones and records only)", file=sys.stderr)
     for line in run.failures:

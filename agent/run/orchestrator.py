@@ -145,8 +145,7 @@ class _Run:
             head = self.source.head()
             logs.revision.set(head or "")
             if head is not None and self._unchanged(head):
-                return RunOutcome(self.run_id, head, "unchanged",
-                                  message=f"{head[:12]} was already {self.state.outcome}; nothing to do")
+                return self._nothing_to_do(head)
             snap = self.source.snapshot()
         except AgentError as exc:
             return RunOutcome(self.run_id, None, "unreachable", message=str(exc))
@@ -173,6 +172,19 @@ class _Run:
                                 "reasons); nothing applied", reason="PlanRefused")
         self._apply(desired, result)
         return self._finish(snap, result)
+
+    def _nothing_to_do(self, head: str) -> RunOutcome:
+        """The head was handled: no fetch, no parse, no writes - but a report an earlier run could not
+        push is pushed now (the remote may be back)."""
+        result = RunOutcome(self.run_id, head, "unchanged",
+                            message=f"{head[:12]} was already {self.state.outcome}; nothing to do")
+        if self.state.notes_pending and self.options.push_notes:
+            result.notes_pushed = self._publish([])
+            if result.notes_pushed:
+                self.state.notes_pending = False
+                self._save(self.state, result)
+                result.message += "; pushed the reports an earlier run could not"
+        return result
 
     def _unchanged(self, head: str) -> bool:
         fresh = time.time() - self.state.reconciled_at < self.options.resync_after
@@ -274,26 +286,35 @@ class _Run:
             new.applied = snap.revision
         elif result.refusals:
             new.outcome = "refused"  # looked at again on every run: --force or a new commit may allow it
-        same = (new.applied, new.seen, new.outcome) == (old.applied, old.seen, old.outcome)
+        same = (new.applied, new.seen, new.outcome, old.notes_pending) == (old.applied, old.seen, old.outcome, False)
         if same and new.reconciled_at - old.reconciled_at < self.options.resync_after / 2:
             new.reconciled_at = old.reconciled_at  # nothing new to remember: no write
         return new
 
-    def _finish(self, snap: Snapshot, result: RunOutcome) -> RunOutcome:
-        state = self._next_state(snap, result)
+    def _save(self, state: RunState, result: RunOutcome) -> None:
         try:
             self.targets.store.save_run(state)
         except AgentError as exc:
             result.errors.append(f"the run state was not saved: {exc}")
+
+    def _publish(self, reports: list[report.Report]) -> bool | None:
+        try:
+            return self.source.publish(reports, push=self.options.push_notes)
+        except AgentError as exc:
+            log.warning("the reports could not be written: %s", exc)
+            return False
+
+    def _finish(self, snap: Snapshot, result: RunOutcome) -> RunOutcome:
+        state = self._next_state(snap, result)
+        self._save(state, result)
         reports = [self._report(snap, result)]
         for sha in result.superseded:
             reports.append(report.Report(self.run_id, sha, "superseded", self.source.commit(sha), self.started_at, 0.0,
                                          superseded_by=snap.revision))
-        try:
-            result.notes_pushed = self.source.publish(reports, push=self.options.push_notes)
-        except AgentError as exc:
-            log.warning("the reports could not be written: %s", exc)
-            result.notes_pushed = False
+        result.notes_pushed = self._publish(reports)
+        if result.notes_pushed is False:  # kept in the local clone: pushed by the next run, whatever it finds
+            state.notes_pending = True
+            self._save(state, result)
         doc = reports[0].as_dict()
         forge.finished(self.targets.forge, doc)
         notify.after_run(self.targets.alerts, doc, self.state.outcome, previous_revision=self.state.seen)

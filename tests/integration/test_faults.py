@@ -460,3 +460,52 @@ def test_two_syncs_started_together_never_collide(tmp_path: pathlib.Path, git_re
     print(f"\n6: exit codes of the 10 pairs: {outcomes}")
     assert [0, 3] in outcomes[1::2], "no pair ever overlapped: the test proves nothing"
     assert all(o == [0, 0] for o in outcomes[0::2])
+
+
+# -- 9. the Git remote gone before, and during, a run ------------------------------------------------
+def _tree(root: pathlib.Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_a_git_remote_gone_writes_nothing_and_a_report_it_missed_is_pushed_later(
+        tmp_path: pathlib.Path, git_remote: GitRemote, bind: bind_support.BindPair, zone_api: Any) -> None:
+    world = _shared_dns(tmp_path, bind, zone_api, "dns-system")
+    zones = dnsworld.zone_names(3)
+    cache, state = tmp_path / "cache", tmp_path / "state"
+    cli = ["sync", "--repo", git_remote.url, "--cache", str(cache), "--state", str(state),
+           "--endpoints", str(world.endpoints)]
+    a = dnsworld.revision(zones, 100)
+    _commit(git_remote, a, "A")
+    assert _agent(*cli).returncode == 0
+    away = git_remote.bare.with_name("remote-away.git")
+
+    b = dnsworld.revision(zones, 100, generation=1)
+    sha_b = _commit(git_remote, b, "B")
+    before = _tree(state)
+    git_remote.bare.rename(away)  # gone before the run
+    gone = _agent(*cli)
+    away.rename(git_remote.bare)
+    assert gone.returncode == 3, gone.stderr
+    assert "error: could not run: git ls-remote" in gone.stderr, gone.stderr
+    assert _tree(state) == before  # nothing written: not the state ...
+    _assert_converged(world, a, "9 (remote gone before the run)")  # ... nor DNS
+
+    checkout = cache / next(p.name for p in cache.iterdir() if p.is_dir()) / f"zone-{zones[0]}.yaml"
+    run = _start(*cli)
+    wait_for(lambda: "gen 1 " in checkout.read_text() or run.poll() is not None, 30, every=0.002)  # B checked out
+    git_remote.bare.rename(away)  # gone during the run: after the fetch, before the report is pushed
+    _, err = run.communicate(timeout=120)
+    away.rename(git_remote.bare)
+    assert run.returncode == 0, err
+    assert "warning: the report could not be pushed (kept in the local clone; pushed on a later run)" in err, err
+    _assert_converged(world, b, "9 (remote gone during the run)")
+    assert _note(git_remote, tmp_path, sha_b) == ""  # not there yet
+
+    assert '"notesPending": true' in (state / "run.json").read_text()
+    later = _agent(*cli)  # nothing new to apply; the report it could not push goes out now
+    assert later.returncode == 0, later.stderr
+    assert "was already applied; nothing to do; pushed the reports an earlier run could not" in later.stderr
+    assert "notesPending" not in (state / "run.json").read_text()
+    note = _note(git_remote, tmp_path, sha_b)
+    assert note.startswith(f'bindy-agent: applied {sha_b[:12]} "B"'), later.stderr
+    assert report.parse(note)["summary"]["rrsetChanges"] == 300
