@@ -11,6 +11,7 @@ server own it (`own_dns`, a private control plane), so the shared ones stay heal
 from __future__ import annotations
 
 import contextlib
+import json
 import pathlib
 import re
 import subprocess
@@ -509,3 +510,37 @@ def test_a_git_remote_gone_writes_nothing_and_a_report_it_missed_is_pushed_later
     note = _note(git_remote, tmp_path, sha_b)
     assert note.startswith(f'bindy-agent: applied {sha_b[:12]} "B"'), later.stderr
     assert report.parse(note)["summary"]["rrsetChanges"] == 300
+
+
+# -- 1. reports of any size ----------------------------------------------------------------------------
+def test_a_repository_of_3000_records_syncs_and_its_report_is_readable_and_complete(
+        tmp_path: pathlib.Path, git_remote: GitRemote, bind: bind_support.BindPair, zone_api: Any) -> None:
+    world = _shared_dns(tmp_path, bind, zone_api, "dns-system")
+    zones = dnsworld.zone_names(30)
+    rev = dnsworld.revision(zones, 101)
+    sha = _commit(git_remote, rev, "3030 records")
+    started = time.monotonic()
+    run = _agent("sync", "--repo", git_remote.url, "--cache", str(tmp_path / "cache"), "--state",
+                 str(tmp_path / "state"), "--endpoints", str(world.endpoints))
+    took = time.monotonic() - started
+    assert run.returncode == 0, run.stderr
+    assert "DNS: 3030 RRset changes in 30 UPDATE messages, 0 zone deletions, verified 6060/6060" in run.stderr
+    _assert_converged(world, rev, f"1 ({dnsworld.records(rev)} records, synced in {took:.1f} s)")
+
+    note = _note(git_remote, tmp_path, sha)
+    lines = note.splitlines()
+    print(f"1: note of {len(note):,} bytes, {len(lines)} lines; first lines:\n" + "\n".join(lines[:4]))
+    assert lines[0] == f'bindy-agent: applied {sha[:12]} "3030 records" (Test Author <author@example.com>)'
+    assert re.match(r"run \w+, [\d.]+ s: Kubernetes 0 created, 0 updated, 0 deleted; DNS 3030 RRset changes, "
+                    r"60 zone changes, verified 6060/6060$", lines[1])
+    assert lines[2:22] == [f"  {report.change_line(c)}" for c in report.parse(note)["changes"][:20]]
+    assert lines[22] == f"  ... and 3,070 more (`bindy-agent report {sha[:12]} -o json` lists every change)"
+    assert len(note) < 100_000 and report.parse(note)["omitted"] == {"changes": 3090 - 200, "verification": 5860}
+    shown = _agent("report", sha, "--repo", git_remote.url, "--cache", str(tmp_path / "report-cache"), "-o", "json")
+    assert shown.returncode == 0, shown.stderr
+    doc = json.loads(shown.stdout)
+    records = [c for c in doc["changes"] if c["layer"] == "records"]
+    assert (doc["outcome"], len(records), len(doc["changes"])) == ("applied", 3030, 3090)
+    assert {(c["target"]["name"], c["target"]["type"]) for c in records} == {
+        (f"{n}.{z}.", t) for z in zones for n, t in rev[z]}
+    assert {c["result"] for c in doc["changes"]} == {"applied"} and "omitted" not in doc
