@@ -193,8 +193,13 @@ class DnsApply:
         refusal = safety.records_refusal(zp.name, plan, managed, zp.annotations, self.options.policy)
         if refusal:
             raise _Refused(refusal)
+        earlier = zp.intent()  # the UPDATEs sent before the prerequisite failed are in this one only
         zp.records[primary.instance] = plan
-        self.store.save_zone(zp.in_flight())
+        flight = zp.in_flight()
+        assert flight.pending is not None
+        flight.pending.writes = {**earlier.writes, **flight.pending.writes}
+        flight.pending.deletes |= earlier.deletes
+        self.store.save_zone(flight)
         return plan
 
     def _records(self, zp: ZonePlan, result: ZoneResult) -> None:

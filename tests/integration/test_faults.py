@@ -20,12 +20,15 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
 from kubernetes import client
 
 from agent.outcome import report
+from agent.reconcile import endpoints as config
+from agent.reconcile import rfc2136
 from tests.conftest import ROOT
+from tests.support import agentrun, dnsworld, stallpeer
 from tests.support import bind as bind_support
-from tests.support import dnsworld, stallpeer
 from tests.support.gitremote import GitRemote
 from tests.support.kube import KubeCluster
 from tests.support.procs import wait_for
@@ -544,3 +547,38 @@ def test_a_repository_of_3000_records_syncs_and_its_report_is_readable_and_compl
     assert {(c["target"]["name"], c["target"]["type"]) for c in records} == {
         (f"{n}.{z}.", t) for z in zones for n, t in rev[z]}
     assert {c["result"] for c in doc["changes"]} == {"applied"} and "omitted" not in doc
+
+
+# -- a zone changed by someone else twice while the agent writes it ----------------------------------
+def test_rrsets_written_before_a_failed_replan_stay_the_agents(
+        tmp_path: pathlib.Path, bind: bind_support.BindPair, zone_api: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    world = _shared_dns(tmp_path, bind, zone_api, "dns-system")
+    (zone,) = dnsworld.zone_names(1)
+    repo, state = tmp_path / "repo", tmp_path / "state"
+    endpoints = config.load_endpoints(world.endpoints)
+    a = dnsworld.revision([zone], 40)
+    dnsworld.write_repo(repo, a)
+    assert agentrun.sync_dir(repo, state=state, endpoints=endpoints).outcome == "applied"
+
+    # B: 10 new RRsets (a0..a9, the first UPDATEs) and h9 changed (the last one, sorted by name)
+    b = {zone: {**a[zone], **{(f"a{i}", "A"): (f"192.0.2.{i + 1}",) for i in range(10)},
+                ("h9", "A"): ("192.0.2.99",)}}
+    dnsworld.write_repo(repo, b)
+    real_observe, races = rfc2136.observe, iter(range(1, 100))
+
+    def observe_then_race(endpoint: Any, name: str, **kw: Any) -> Any:
+        seen = real_observe(endpoint, name, **kw)  # someone edits h9 between every observe and the UPDATE
+        world.update(zone, lambda u: u.replace("h9", 300, "A", f"203.0.113.{next(races)}"))
+        return seen
+
+    monkeypatch.setattr(rfc2136, "observe", observe_then_race)
+    raced = agentrun.sync_dir(repo, state=state, endpoints=endpoints, batch=5)
+    monkeypatch.undo()
+    assert raced.outcome == "partial" and "the zone changed since it was observed" in " ".join(raced.failures)
+    served = world.axfr(world.pair.primary, zone) or {}
+    assert all((f"a{i}.{zone}.", "A") in served for i in range(10))  # the first UPDATEs went through
+
+    dnsworld.write_repo(repo, a)  # C: back to A - a0..a9 were the agent's, so they go (20%: under the gate)
+    after = agentrun.sync_dir(repo, state=state, endpoints=endpoints)
+    assert after.outcome == "applied", (after.failures, after.conflicts, after.refusals)
+    _assert_converged(world, a, "re-plan failed twice, then C")
