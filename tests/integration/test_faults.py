@@ -340,14 +340,14 @@ def _fail_primary_mid_sync(tmp: pathlib.Path, world: dnsworld.Dns, fault: str, d
     b = dnsworld.revision(zones, 80, generation=1)
     dnsworld.write_repo(repo, b)
     base = _serials(world, zones)
-    started = time.monotonic()
     run = _start(*cli, "--batch", "5")
     wait_for(lambda: any(s != base[z] for z, s in _serials(world, zones).items()) or run.poll() is not None, 30,
              every=0.002)
     world.pair.primary.kill() if fault == "SIGKILL" else world.pair.primary.pause()
+    faulted = time.monotonic()  # the run's deadline started before this: it must end within it from here
     out, err = run.communicate(timeout=60)
-    took = time.monotonic() - started
-    print(f"\n{fault}: the run ended after {took:.1f} s with exit {run.returncode}: {err.strip().splitlines()[-1]}")
+    took = time.monotonic() - faulted
+    print(f"\n{fault}: the run ended {took:.1f} s after it, exit {run.returncode}: {err.strip().splitlines()[-1]}")
     return zones, cli, subprocess.CompletedProcess(run.args, run.returncode, out, err), took
 
 
@@ -375,7 +375,7 @@ def test_primary_named_stopped_mid_sync_ends_the_run_within_its_deadline_then_co
         tmp_path: pathlib.Path, own_dns: dnsworld.Dns) -> None:
     zones, cli, run, took = _fail_primary_mid_sync(tmp_path, own_dns, "SIGSTOP", deadline=6)
     assert run.returncode == 1, run.stderr
-    assert took < 6 + 2, run.stderr  # the deadline, plus starting Python
+    assert took < 6 + 1, run.stderr  # from the stop: within the deadline (plus writing the state)
     assert "partial: " in run.stderr and "(the run's deadline passed)" in run.stderr
     assert "failed: the run's deadline (6 s) passed before it finished" in run.stderr
     own_dns.pair.primary.resume()
@@ -418,15 +418,16 @@ def test_a_stalled_zone_api_ends_the_run_as_partial_within_its_deadline_then_con
     peer = stallpeer.StallingPeer(every=3).start()  # accepts, then one byte every 3 s
     try:
         stalled = dnsworld.endpoint_map(tmp_path / "stalled", bind, zone_api, primary_api=peer.url)
-        started = time.monotonic()
         run = _agent(*cli, "--endpoints", str(stalled))
-        took = time.monotonic() - started
+        ended = time.monotonic()
     finally:
         peer.stop()
-    print(f"\nstalled zone API: exit {run.returncode} after {took:.1f} s: {run.stderr.strip().splitlines()[-1]}")
-    assert peer.accepted >= 1
+    assert peer.first_accept is not None
+    took = ended - peer.first_accept  # the run's deadline started before its first call to the peer
+    print(f"\nstalled zone API: exit {run.returncode}, {took:.1f} s after the peer accepted: "
+          f"{run.stderr.strip().splitlines()[-1]}")
     assert run.returncode == 1, run.stderr
-    assert took < 5 + 2, run.stderr  # the deadline, plus starting Python
+    assert took < 5 + 1, run.stderr  # within the deadline (plus writing the state)
     assert "partial: 4 failed (the run's deadline passed)" in run.stderr  # 3 zones and the deadline
     assert re.search(rf"failed: {zones[0]}.: dns-system/dns-primary-0: POST /zones: no complete answer within [45] s "
                      r"\(all the run's deadline left\); the zone API accepted but stalled", run.stderr), run.stderr

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 
 from tests.support.procs import free_port
 
@@ -18,6 +19,7 @@ class StallingPeer:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.accepted = 0
+        self.first_accept: float | None = None  # time.monotonic() of the first connection
         self._stop = threading.Event()
         self._sock = socket.create_server(("127.0.0.1", self.port))
         self._threads: list[threading.Thread] = []
@@ -41,6 +43,7 @@ class StallingPeer:
             except OSError:
                 return
             self.accepted += 1
+            self.first_accept = self.first_accept or time.monotonic()
             self._spawn(self._trickle, conn)
 
     def _trickle(self, conn: socket.socket) -> None:
