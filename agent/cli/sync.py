@@ -18,9 +18,10 @@ from agent.model import names, problems
 from agent.plan import render
 from agent.reconcile import crds, statestore
 from agent.reconcile import endpoints as cluster_endpoints
-from agent.run import orchestrator, revisions
+from agent.run import lock, orchestrator, revisions
 from agent.sources.git import GitSource
 
+REPORT_LOCK_WAIT = 30  # seconds `report` waits for a sync using the same cache
 UNPUSHED = "the report could not be pushed (kept in the local clone; pushed on a later run)"
 
 
@@ -157,16 +158,12 @@ def report(args: argparse.Namespace) -> int:
     from agent.outcome import report
 
     source = git_source(args)
-    try:
-        source.repo()
-        source.fetch_notes()
-        rev = args.revision or source.remote_head()
-        if len(rev) != 40:
-            rev = str(source.repo().git.rev_parse(rev)) if rev != "HEAD" else source.remote_head()
+    try:  # the clone is the agent's cache: a sync using it meanwhile would collide on git's ref locks
+        with lock.held(revisions.GitRevisions(source).lock_path, wait=REPORT_LOCK_WAIT):
+            rev, note, full = _notes(source, args.revision, full=args.output == "json")
     except AgentError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return common.EXIT_UNREACHABLE
-    note = source.note(rev)
     if note is None:
         print(f"no bindy-agent report on {rev}", file=sys.stderr)
         return common.EXIT_CHANGES
@@ -176,8 +173,17 @@ def report(args: argparse.Namespace) -> int:
         print(f"{rev}: {exc}", file=sys.stderr)
         return common.EXIT_ERROR
     if args.output == "json":
-        full = source.note(rev, full=True)
         sys.stdout.write((full if full else json.dumps(doc, indent=2)).rstrip("\n") + "\n")
     else:
         sys.stdout.write(report.render_text(doc))
     return common.EXIT_OK
+
+
+def _notes(source: GitSource, revision: str | None, *, full: bool) -> tuple[str, str | None, str | None]:
+    """(commit, its note, its full report) from the remote's notes, fetched into the cache."""
+    source.repo()
+    source.fetch_notes()
+    rev = revision or source.remote_head()
+    if len(rev) != 40:
+        rev = str(source.repo().git.rev_parse(rev)) if rev != "HEAD" else source.remote_head()
+    return rev, source.note(rev), source.note(rev, full=True) if full else None

@@ -444,25 +444,30 @@ def test_two_syncs_started_together_never_collide(tmp_path: pathlib.Path, git_re
                                                   bind: bind_support.BindPair, zone_api: Any) -> None:
     world = _shared_dns(tmp_path, bind, zone_api, "dns-system")
     zones = dnsworld.zone_names(1)
-    cli = ["sync", "--repo", git_remote.url, "--cache", str(tmp_path / "cache"), "--state", str(tmp_path / "state"),
+    cache = str(tmp_path / "cache")
+    cli = ["sync", "--repo", git_remote.url, "--cache", cache, "--state", str(tmp_path / "state"),
            "--endpoints", str(world.endpoints)]
+    git_lock_error = re.compile(r"Unable to create|File exists|cannot lock ref|(shallow|index|HEAD)\.lock|Traceback")
     outcomes = []
     for pair in range(10):
         rev = dnsworld.revision(zones, 5, generation=pair)
-        _commit(git_remote, rev, f"revision {pair}")
+        sha = _commit(git_remote, rev, f"revision {pair}")
         wait = ["--lock-wait", "0"] if pair % 2 else []  # odd pairs: give up at once instead of waiting
-        runs = [_start(*cli, *wait), _start(*cli, *wait)]
+        report_run = _start("report", sha, "--repo", git_remote.url, "--cache", cache)  # reads the same clone
+        runs = [_start(*cli, *wait), _start(*cli, *wait), report_run]
         done = [(r.pid, *r.communicate(timeout=120), r.returncode) for r in runs]
-        for pid, _, err, code in done:
-            other = next(p for p, *_ in done if p != pid)
-            assert not re.search(r"Unable to create|File exists|(shallow|index|HEAD|config)\.lock|Traceback", err), err
+        for _, _, err, _ in done:
+            assert not git_lock_error.search(err), err
+        for pid, _, err, code in done[:2]:
+            others = [p for p, *_ in done if p != pid]
             if code == 3:
-                assert wait and f"another sync is running (pid {other})" in err, err
+                assert wait and re.search(rf"another sync is running \(pid ({'|'.join(map(str, others))})\)", err), err
             else:
                 assert code == 0, err
-        outcomes.append(sorted(code for *_, code in done))
+        assert done[2][3] in (0, 1), done[2][2]  # the report: shown, or not written yet
+        outcomes.append(sorted(code for *_, code in done[:2]))
         if not wait:  # the one that waited found the revision applied by the other
-            assert sum("nothing to do" in err for _, _, err, _ in done) == 1, [err for _, _, err, _ in done]
+            assert sum("nothing to do" in err for _, _, err, _ in done[:2]) == 1, [err for _, _, err, _ in done]
         _assert_converged(world, rev, f"6 pair {pair + 1}")
     print(f"\n6: exit codes of the 10 pairs: {outcomes}")
     assert [0, 3] in outcomes[1::2], "no pair ever overlapped: the test proves nothing"
