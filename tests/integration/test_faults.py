@@ -47,9 +47,8 @@ def _start(*args: str) -> subprocess.Popen[str]:
                             stderr=subprocess.PIPE, text=True, cwd=ROOT)
 
 
-def _commit(remote: GitRemote, rev: dnsworld.Revision, message: str, *, namespace: str = "dns-system",
-            annotations: dict[str, dict[str, str]] | None = None) -> str:
-    dnsworld.write_repo(remote.work, rev, namespace=namespace, annotations=annotations)
+def _commit(remote: GitRemote, rev: dnsworld.Revision, message: str, *, namespace: str = "dns-system") -> str:
+    dnsworld.write_repo(remote.work, rev, namespace=namespace)
     sha = remote.commit(message, {})
     remote.push()
     return sha
@@ -78,12 +77,11 @@ def _shared_dns(tmp: pathlib.Path, bind: bind_support.BindPair, zone_api: Any, n
 
 
 def _crs(kube: KubeCluster, namespace: str) -> dict[tuple[str, str], dict[str, Any]]:
-    api = client.CustomObjectsApi(kube.api_client())
-    out = {}
-    for plural in PLURALS:
-        for item in api.list_namespaced_custom_object(GROUP, VERSION, namespace, plural)["items"]:
-            out[(item["kind"], item["metadata"]["name"])] = item
-    return out
+    api_client = kube.api_client()
+    try:
+        return _crs_of(api_client, namespace)
+    finally:
+        api_client.close()
 
 
 def _without_progressing(status: dict[str, Any]) -> dict[str, Any]:
@@ -280,8 +278,8 @@ def test_kube_apiserver_killed_mid_sync_then_restarted_converges(
 
     def records_applied() -> int:
         try:
-            return len(_crs_of(own_kube.api_client(), "dns-system"))
-        except Exception:  # the CRDs are being installed
+            return len(_crs(own_kube, "dns-system"))
+        except client.ApiException:  # the CRDs are being installed
             return 0
 
     a = dnsworld.revision(zones, 30)

@@ -11,7 +11,7 @@ import dataclasses
 import pathlib
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 import dns.exception
 import dns.message
@@ -72,8 +72,7 @@ def _record_doc(zone: str, index: int, key: RRKey, values: tuple[str, ...], name
     return f"{HEAD}kind: CNAMERecord\n{meta}{spec}  target: {values[0]}\n"
 
 
-def write_repo(root: pathlib.Path, rev: Revision, *, namespace: str = "dns-system",
-               annotations: Mapping[str, Mapping[str, str]] | None = None) -> pathlib.Path:
+def write_repo(root: pathlib.Path, rev: Revision, *, namespace: str = "dns-system") -> pathlib.Path:
     """The cluster `dns` (one primary, one secondary), a DNSZone per zone, a file of records per zone.
     Files of zones that left `rev` are removed, so a later revision can be written over an earlier one."""
     root.mkdir(parents=True, exist_ok=True)
@@ -83,10 +82,7 @@ def write_repo(root: pathlib.Path, rev: Revision, *, namespace: str = "dns-syste
     for old in root.glob("zone-*.yaml"):
         old.unlink()
     for index, (zone, rrsets) in enumerate(sorted(rev.items())):
-        notes = (annotations or {}).get(zone)
         meta = f"metadata:\n  name: {zone.replace('.', '-')}\n  namespace: {namespace}\n"
-        if notes:
-            meta += "  annotations:\n" + "".join(f"    {k}: {v!r}\n" for k, v in notes.items())
         docs = [HEAD + f"kind: DNSZone\n{meta}spec:\n  zoneName: {zone}\n  clusterRef: dns\n  ttl: {TTL}\n" + SOA]
         docs += [_record_doc(zone, index, key, values, namespace) for key, values in sorted(rrsets.items())]
         (root / f"zone-{zone}.yaml").write_text("---\n".join(docs))
