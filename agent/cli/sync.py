@@ -4,6 +4,7 @@ report (the note the agent attached to a commit)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import hashlib
 import json
@@ -18,10 +19,9 @@ from agent.model import names, problems
 from agent.plan import render
 from agent.reconcile import crds, statestore
 from agent.reconcile import endpoints as cluster_endpoints
-from agent.run import lock, orchestrator, revisions
+from agent.run import orchestrator, revisions
 from agent.sources.git import GitSource
 
-REPORT_LOCK_WAIT = 30  # seconds `report` waits for a sync using the same cache
 UNPUSHED = "the report could not be pushed (kept in the local clone; pushed on a later run)"
 
 
@@ -157,10 +157,12 @@ def _show(run: orchestrator.RunOutcome, args: argparse.Namespace, api: Any) -> i
 def report(args: argparse.Namespace) -> int:
     from agent.outcome import report
 
-    source = git_source(args)
-    try:  # the clone is the agent's cache: a sync using it meanwhile would collide on git's ref locks
-        with lock.held(revisions.GitRevisions(source).lock_path, wait=REPORT_LOCK_WAIT):
-            rev, note, full = _notes(source, args.revision, full=args.output == "json")
+    # a clone of its own under the cache: fetching notes into the one a sync is using would collide on
+    # git's ref locks, and waiting for the sync's lock would block a read behind a whole run (or a sync
+    # behind a read)
+    source = dataclasses.replace(git_source(args), cache=args.cache / "reports")
+    try:
+        rev, note, full = _notes(source, args.revision, full=args.output == "json")
     except AgentError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return common.EXIT_UNREACHABLE
