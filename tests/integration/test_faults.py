@@ -441,14 +441,14 @@ def test_a_stalled_zone_api_ends_the_run_as_partial_within_its_deadline_then_con
 def test_two_syncs_started_together_never_collide(tmp_path: pathlib.Path, git_remote: GitRemote,
                                                   bind: bind_support.BindPair, zone_api: Any) -> None:
     world = _shared_dns(tmp_path, bind, zone_api, "dns-system")
-    zones = dnsworld.zone_names(1)
+    zones = dnsworld.zone_names(2)  # enough work that a run holds the lock while the other starts
     cache = str(tmp_path / "cache")
     cli = ["sync", "--repo", git_remote.url, "--cache", cache, "--state", str(tmp_path / "state"),
            "--endpoints", str(world.endpoints)]
     git_lock_error = re.compile(r"Unable to create|File exists|cannot lock ref|(shallow|index|HEAD)\.lock|Traceback")
     outcomes = []
     for pair in range(10):
-        rev = dnsworld.revision(zones, 5, generation=pair)
+        rev = dnsworld.revision(zones, 10, generation=pair)
         sha = _commit(git_remote, rev, f"revision {pair}")
         wait = ["--lock-wait", "0"] if pair % 2 else []  # odd pairs: give up at once instead of waiting
         report_run = _start("report", sha, "--repo", git_remote.url, "--cache", cache)  # the same cache
