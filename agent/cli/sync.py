@@ -4,6 +4,7 @@ report (the note the agent attached to a commit)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import hashlib
 import json
@@ -21,6 +22,8 @@ from agent.reconcile import endpoints as cluster_endpoints
 from agent.run import orchestrator, revisions
 from agent.sources import gitrevs
 from agent.sources.git import NOTES_REF, GitSource
+
+UNPUSHED = "the report could not be pushed (kept in the local clone; pushed on a later run)"
 
 
 def install_crds(args: argparse.Namespace) -> int:
@@ -138,6 +141,8 @@ def _show(run: orchestrator.RunOutcome, args: argparse.Namespace, api: Any) -> i
         return common.EXIT_UNREACHABLE
     if run.outcome == "unchanged":
         print(f"{prefix}: {run.message}", file=sys.stderr)
+        if run.notes_pushed is False:
+            print(f"{prefix}: warning: {UNPUSHED}", file=sys.stderr)
         return common.EXIT_OK
     root = args.directory if args.directory else pathlib.Path(args.path or ".")
     common.print_problems(run.problems, root, sys.stderr)
@@ -149,8 +154,7 @@ def _show(run: orchestrator.RunOutcome, args: argparse.Namespace, api: Any) -> i
         return common.EXIT_REJECTED
     sys.stdout.write(render.render_text(run.plan))
     if run.notes_pushed is False:
-        print(f"{prefix}: warning: the report could not be pushed (kept in the local clone; pushed on a later run)",
-              file=sys.stderr)
+        print(f"{prefix}: warning: {UNPUSHED}", file=sys.stderr)
     if api is None:
         print(f"notice: no --kubeconfig: Kubernetes steps skipped (zones and records only){_unused_kubeconfig()}",
               file=sys.stderr)
@@ -161,6 +165,8 @@ def _show(run: orchestrator.RunOutcome, args: argparse.Namespace, api: Any) -> i
     for line in run.conflicts:
         print(f"conflict: {line}", file=sys.stderr)
     print(_summary(run, api, args.dry_run), file=sys.stderr)
+    if run.outcome == "partial":
+        print(f"{prefix}: {run.message}", file=sys.stderr)
     if run.refusals:
         return common.EXIT_REJECTED
     return common.EXIT_PARTIAL if run.outcome == "partial" else common.EXIT_OK
@@ -174,18 +180,18 @@ def _unused_kubeconfig() -> str:
 def report(args: argparse.Namespace) -> int:
     from agent.outcome import report
 
+    # a clone of its own under the cache: fetching notes into the one a sync is using would collide on
+    # git's ref locks, and waiting for the sync's lock would block a read behind a whole run (or a sync
+    # behind a read)
+    source = dataclasses.replace(git_source(args), cache=args.cache / "reports")
     try:
-        source = git_source(args)
-        source.repo()
-        source.fetch_notes()
-        rev = gitrevs.noted_revision(source, args.revision, NOTES_REF)
+        rev, note, full = _notes(source, args.revision, full=args.output == "json")
     except gitrevs.UnknownRevision as exc:
         print(f"error: {exc}", file=sys.stderr)
         return common.EXIT_ERROR
     except AgentError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return common.EXIT_UNREACHABLE
-    note = source.note(rev)
     if note is None:
         print(f"no bindy-agent report on {rev}", file=sys.stderr)
         return common.EXIT_CHANGES
@@ -195,8 +201,15 @@ def report(args: argparse.Namespace) -> int:
         print(f"{rev}: {exc}", file=sys.stderr)
         return common.EXIT_ERROR
     if args.output == "json":
-        full = source.note(rev, full=True)
         sys.stdout.write((full if full else json.dumps(doc, indent=2)).rstrip("\n") + "\n")
     else:
         sys.stdout.write(report.render_text(doc))
     return common.EXIT_OK
+
+
+def _notes(source: GitSource, revision: str | None, *, full: bool) -> tuple[str, str | None, str | None]:
+    """(commit, its note, its full report) from the remote's notes, fetched into the cache."""
+    source.repo()
+    source.fetch_notes()
+    rev = gitrevs.noted_revision(source, revision, NOTES_REF)
+    return rev, source.note(rev), source.note(rev, full=True) if full else None

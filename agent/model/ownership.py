@@ -8,7 +8,8 @@ Two kinds of record, kept apart so that a run writes only what it touched:
   stored *before* the first write to the zone goes out and cleared when the writes are settled,
   so after a kill at any instant the next run knows what may have reached the server.
 - `RunState`, one per source: the revision last applied (what serves), the last one seen and
-  its outcome, and when the world was last fully reconciled.
+  its outcome, when the world was last fully reconciled, and whether a report still waits to be
+  pushed.
 
 Pure data and its JSON form; agent/reconcile/statestore.py reads and writes it.
 """
@@ -57,6 +58,7 @@ class ZoneOwnership:
     managed: set[Key] = dataclasses.field(default_factory=set)
     annotations: dict[str, str] = dataclasses.field(default_factory=dict)  # the gate annotations last applied
     pending: Intent | None = None
+    revision: str | None = None  # the revision whose writes to this zone were last settled
 
     def to_json(self) -> str:
         doc: dict[str, Any] = {"zone": self.zone, "placements": dict(sorted(self.placements.items())),
@@ -65,6 +67,8 @@ class ZoneOwnership:
             doc["annotations"] = dict(sorted(self.annotations.items()))
         if self.pending is not None:
             doc["pending"] = self.pending.as_dict()
+        if self.revision:
+            doc["revision"] = self.revision
         return json.dumps(doc, separators=(",", ":"), sort_keys=True)
 
     @classmethod
@@ -72,7 +76,8 @@ class ZoneOwnership:
         doc: dict[str, Any] = json.loads(text)
         pending = doc.get("pending")
         return cls(doc["zone"], dict(doc.get("placements", {})), {(n, t) for n, t in doc.get("managed", [])},
-                   dict(doc.get("annotations", {})), Intent.from_dict(pending) if pending is not None else None)
+                   dict(doc.get("annotations", {})), Intent.from_dict(pending) if pending is not None else None,
+                   doc.get("revision"))
 
     @property
     def empty(self) -> bool:
@@ -86,15 +91,20 @@ class RunState:
     seen: str | None = None  # the last revision a run looked at
     outcome: str | None = None  # that run's outcome: applied / partial / rejected / refused
     reconciled_at: float = 0.0  # when the last full reconcile (observe + apply) finished (epoch s)
+    notes_pending: bool = False  # a report could not be pushed: the next run pushes it, even with nothing to do
 
     def to_json(self) -> str:
-        return json.dumps({"applied": self.applied, "seen": self.seen, "outcome": self.outcome,
-                           "reconciledAt": self.reconciled_at}, sort_keys=True)
+        doc: dict[str, Any] = {"applied": self.applied, "seen": self.seen, "outcome": self.outcome,
+                               "reconciledAt": self.reconciled_at}
+        if self.notes_pending:
+            doc["notesPending"] = True
+        return json.dumps(doc, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> RunState:
         doc: dict[str, Any] = json.loads(text) if text.strip() else {}
-        return cls(doc.get("applied"), doc.get("seen"), doc.get("outcome"), float(doc.get("reconciledAt", 0.0)))
+        return cls(doc.get("applied"), doc.get("seen"), doc.get("outcome"), float(doc.get("reconciledAt", 0.0)),
+                   bool(doc.get("notesPending", False)))
 
 
 def from_legacy(text: str) -> tuple[RunState, dict[str, ZoneOwnership]]:

@@ -1,7 +1,8 @@
 """The report attached to each commit the agent handled, as git notes.
 
 `refs/notes/bindy-agent` holds a note that stays readable at any size: a short human summary
-(headline, counts, then at most DETAIL_LINES lines of details and "... and N more"), a marker
+(headline, counts, at most DETAIL_LINES lines per list of refusals, failures and conflicts, then
+the first DETAIL_LINES changes, each list ending "... and N more"), a marker
 line, and the JSON with every list cut to DETAIL_LIMIT items (`omitted` says how many were left
 out). `refs/notes/bindy-agent-full` holds the complete JSON, which `bindy-agent report -o json`
 prints when it is there:
@@ -110,10 +111,22 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
+def change_line(change: dict[str, Any]) -> str:
+    t = change["target"]
+    what = " ".join(str(t[k]) for k in ("kind", "namespace", "name", "zone", "instance", "type") if t.get(k))
+    return f"{change['action']:<7} {change['layer']:<10} {what}: {change.get('result', '')}"
+
+
 def to_note(report: Report) -> str:
-    """The note for refs/notes/bindy-agent: readable at any size."""
-    doc = bounded(report.as_dict())
-    return "\n".join([headline(doc), *summary_lines(doc), MARKER,
+    """The note for refs/notes/bindy-agent: readable at any size (the first DETAIL_LINES changes,
+    then how many more; every one of them is in the full report)."""
+    full = report.as_dict()
+    doc = bounded(full)
+    changes = full["changes"]
+    details = [f"  {change_line(c)}" for c in changes[:DETAIL_LINES]]
+    details += [f"  ... and {len(changes) - DETAIL_LINES:,} more (`bindy-agent report {report.revision[:12]} -o json` "
+                "lists every change)"] if len(changes) > DETAIL_LINES else []
+    return "\n".join([headline(doc), *summary_lines(doc), *details, MARKER,
                       json.dumps(doc, separators=(",", ":"), sort_keys=True)]) + "\n"
 
 
@@ -142,10 +155,7 @@ def render_text(doc: dict[str, Any]) -> str:
     if doc["changes"]:
         total = len(doc["changes"]) + (doc.get("omitted") or {}).get("changes", 0)
         lines += ["", f"Changes ({total:,}):"]
-        for c in doc["changes"][:DETAIL_LIMIT]:
-            t = c["target"]
-            what = " ".join(str(t[k]) for k in ("kind", "namespace", "name", "zone", "instance", "type") if t.get(k))
-            lines.append(f"  {c['action']:<7} {c['layer']:<10} {what}: {c.get('result', '')}")
+        lines += [f"  {change_line(c)}" for c in doc["changes"][:DETAIL_LIMIT]]
         lines += ["  " + m for m in _more(doc["changes"], min(len(doc["changes"]), DETAIL_LIMIT), total)]
     bad = [v for v in doc["verification"] if not v["ok"]]
     if bad:

@@ -249,21 +249,23 @@ def _outcomes(desired: Desired, result: KubeResult) -> dict[ObjectKey, Outcome]:
 
 
 def _revisions(desired: Desired, live: dict[ObjectKey, dict[str, Any]], revision: str | None,
-               changed: set[ObjectKey] | None) -> dict[ObjectKey, str]:
-    """Clusters and providers carry the revision applied; a zone carries the one that last changed it
-    (this one if it changed now, else what it already shows)."""
+               changed: set[ObjectKey] | None, dns: DnsResult | None) -> dict[ObjectKey, str]:
+    """Clusters and providers carry the revision applied; a zone carries the one that last changed it:
+    this one if it changed now, else the one whose writes it serves (recorded with its ownership, so
+    a run that wrote it but was killed before the statuses still counts), else what it shows."""
     out: dict[ObjectKey, str] = {}
     if not revision:
         return out
+    written = {z.key: z.revision for z in dns.zones if z.key is not None and z.revision} if dns else {}
     for obj in desired.objects:
         key = obj.key
         if key.kind not in REVISION_KINDS:
             continue
         shown = ((live.get(key) or {}).get("status") or {}).get("lastAppliedRevision")
-        if key.kind != "DNSZone" or not shown or changed is None or key in changed:
+        if key.kind != "DNSZone" or changed is None or key in changed:
             out[key] = revision
         else:
-            out[key] = shown
+            out[key] = written.get(key) or shown or revision
     return out
 
 
@@ -276,7 +278,7 @@ def wanted(desired: Desired, result: KubeResult, *, revision: str | None, dns: D
     generations = {k: v["metadata"].get("generation", 0) for k, v in live.items() if k.kind in kinds.KINDS}
     service_ips = {ObjectKey("Bind9Instance", k.namespace, k.name): v.get("spec", {}).get("clusterIP", "")
                    for k, v in live.items() if k.kind == "Service" and v.get("spec", {}).get("clusterIP")}
-    return statuses(desired, _outcomes(desired, result), revisions=_revisions(desired, live, revision, changed),
+    return statuses(desired, _outcomes(desired, result), revisions=_revisions(desired, live, revision, changed, dns),
                     generations=generations, service_ips=service_ips, dns=dns, only=only)
 
 

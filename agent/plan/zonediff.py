@@ -48,6 +48,7 @@ class ZonePlan:
     annotations: dict[str, str] = dataclasses.field(default_factory=dict)  # gate annotations in force
     recovered: bool = False  # an interrupted run's intent was folded back in
     observed: dict[str, ZoneObserved] = dataclasses.field(default_factory=dict)  # primary -> what it served
+    revision: str | None = None  # the revision whose writes to this zone were last settled
 
     @property
     def key(self) -> ObjectKey | None:
@@ -89,11 +90,15 @@ class ZonePlan:
     def in_flight(self) -> ZoneOwnership:
         """The ownership to store before the first write: what is known, plus this plan's intent."""
         return ZoneOwnership(self.name, dict(self.placements_before), set(self.managed_before),
-                             dict(self.annotations), self.intent())
+                             dict(self.annotations), self.intent(), self.revision)
 
-    def settled(self) -> ZoneOwnership:
-        """The ownership once every step of this plan went through."""
-        return ZoneOwnership(self.name, dict(self.placements_after), set(self.managed_after), dict(self.annotations))
+    def settled(self, revision: str | None = None) -> ZoneOwnership:
+        """The ownership once every step of this plan went through (`revision`: the one applied, when
+        this plan wrote anything)."""
+        # an interrupted run's writes that landed count as this revision's: the zone now serves it
+        written = revision if revision and (not self.empty or self.recovered) else self.revision
+        return ZoneOwnership(self.name, dict(self.placements_after), set(self.managed_after), dict(self.annotations),
+                             revision=written)
 
 
 def recover(owned: ZoneOwnership, observed: list[ZoneObserved]) -> tuple[set[Key], dict[str, str], set[str]]:
@@ -172,7 +177,8 @@ def plan_zone(name: str, zone: Zone | None, dns: DnsObserved) -> ZonePlan:
     primaries = [instance_id(k) for k in zone.primaries] if zone else []
     secondaries = [instance_id(k) for k in zone.secondaries] if zone else []
     plan = ZonePlan(name, zone, primaries, secondaries, managed_before=managed, placements_before=placed,
-                    annotations=_gate_annotations(zone, owned), recovered=owned.pending is not None, observed=seen)
+                    annotations=_gate_annotations(zone, owned), recovered=owned.pending is not None, observed=seen,
+                    revision=owned.revision)
     _placements(plan, placed, unsure, seen, dns.reachable)
     if plan.blocked:  # nothing moves: keep what is known, including the interrupted run's intent
         plan.creates, plan.deletes, plan.renotify = [], [], []

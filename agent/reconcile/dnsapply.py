@@ -5,6 +5,10 @@ Per zone (zones run concurrently), in this order:
     store intent -> role-change removals -> primaries (zone API) -> also-notify -> RRsets (UPDATE)
     -> secondaries -> removals -> store settled ownership -> verify on every server (NOTIFY nudge)
 
+Verification asks every server for every changed RRset; when nothing changed, it asks each
+secondary for the primary's SOA instead, so one that missed an earlier run is caught up (NOTIFY)
+or reported, never silently left behind.
+
 The intent (what this zone's writes may change) is stored before the first write and replaced by
 the settled ownership after the last, so a kill at any instant leaves a record the next run can
 fold back in (agent/plan/zonediff.recover). A primary failure is fatal for that zone (nothing
@@ -54,6 +58,7 @@ class ZoneResult:
     created_on: list[str] = dataclasses.field(default_factory=list)
     deleted_from: list[str] = dataclasses.field(default_factory=list)
     after: dict[str, ZoneObserved] = dataclasses.field(default_factory=dict)  # primary -> what it now serves
+    revision: str | None = None  # the revision whose writes this zone serves (None: not known)
 
     @property
     def ok(self) -> bool:
@@ -77,6 +82,7 @@ class Options:
     batch: int = rfc2136.DEFAULT_BATCH
     verify_wait: float = 10
     policy: safety.Policy = safety.Policy()
+    revision: str | None = None  # recorded on each zone it writes (DNSZone status shows it)
 
 
 class _Stop(Exception):
@@ -195,8 +201,13 @@ class DnsApply:
         refusal = safety.records_refusal(zp.name, plan, managed, zp.annotations, self.options.policy)
         if refusal:
             raise _Refused(refusal)
+        earlier = zp.intent()  # the UPDATEs sent before the prerequisite failed are in this one only
         zp.records[primary.instance] = plan
-        self.store.save_zone(zp.in_flight())
+        flight = zp.in_flight()
+        assert flight.pending is not None
+        flight.pending.writes = {**earlier.writes, **flight.pending.writes}
+        flight.pending.deletes |= earlier.deletes
+        self.store.save_zone(flight)
         return plan
 
     def _records(self, zp: ZonePlan, result: ZoneResult) -> None:
@@ -247,6 +258,7 @@ class DnsApply:
         if zp.blocked:
             result.primary_error = "; ".join(zp.errors[p] for p in zp.primaries)
             return result
+        result.revision = zp.revision
         if _settled_already(zp):  # nothing to write, nothing to record: most zones of most runs
             result.conflicts = zp.conflicts
             result.after = {p: seen for p, seen in zp.observed.items() if not seen.error and p in zp.records}
@@ -260,7 +272,8 @@ class DnsApply:
             self._records(zp, result)
             self._secondaries(zp, result)
             self._removals(zp, result)
-            self.store.save_zone(_settled(zp, result))
+            self.store.save_zone(_settled(zp, result, self.options.revision))
+            result.revision = self.options.revision if not zp.empty or zp.recovered else zp.revision
             self._remember(zp, result)
         except _Stop:
             return result
@@ -289,11 +302,17 @@ class DnsApply:
             result.after[primary] = ZoneObserved(rrsets, serial=serial.get(zp.name))
 
     def _verify(self, zp: ZonePlan, result: ZoneResult) -> None:
-        if not result.changes:
-            return
-        serving = [self.endpoints[i] for i in result.applied_on]
-        serving += [self.endpoints[s] for s in zp.secondaries
-                    if s in self.endpoints and result.instances.get(s, ("", ""))[0] == "Configured"]
+        """Every changed RRset on every server; with nothing changed, that every secondary serves the
+        primary's SOA (one that was down or stopped may be behind from an earlier run)."""
+        secondaries = [self.endpoints[s] for s in zp.secondaries
+                       if s in self.endpoints and result.instances.get(s, ("", ""))[0] == "Configured"]
+        changes = result.changes
+        serving = [self.endpoints[i] for i in result.applied_on] + secondaries
+        if not changes:
+            soa = self._primary_soa(zp, result) if secondaries else None
+            if soa is None:
+                return
+            changes, serving = [soa], secondaries
 
         def nudge(behind: list[str]) -> None:  # named notifies by itself; this is for a secondary that is late
             for primary in result.applied_on:
@@ -303,7 +322,38 @@ class DnsApply:
                     log.warning("NOTIFY of %s via %s failed: %s", zp.name, primary, exc)
 
         wait = min(self.options.verify_wait, max(0.0, self.deadline.remaining()))
-        result.checks = rfc2136.verify(serving, result.changes, wait=wait, nudge=nudge)
+        result.checks = rfc2136.verify(serving, changes, wait=wait, nudge=nudge)
+
+    def catch_up(self, settled: list[tuple[ZonePlan, ZoneResult]]) -> None:
+        """For zones with nothing to do: one serial sweep per secondary finds any that is behind its
+        primary (down or stopped in an earlier run); only those are nudged and verified."""
+        by_secondary: dict[str, list[tuple[ZonePlan, ZoneResult, int]]] = {}
+        for zp, result in settled:
+            seen = zp.observed.get(next(iter(zp.records), ""))
+            if seen is None or seen.serial is None:
+                continue
+            for s in zp.secondaries:
+                if s in self.endpoints and result.instances.get(s, ("", ""))[0] == "Configured":
+                    by_secondary.setdefault(s, []).append((zp, result, seen.serial))
+        behind: dict[str, tuple[ZonePlan, ZoneResult]] = {}
+        for secondary, items in by_secondary.items():
+            if self.deadline.expired:
+                return
+            now = rfc2136.serials(self.endpoints[secondary], [zp.name for zp, _, _ in items],
+                                  timeout=self.deadline.timeout(2))
+            behind.update({zp.name: (zp, r) for zp, r, serial in items if now.get(zp.name) != serial})
+        for zp, result in behind.values():
+            self._verify(zp, result)
+
+    def _primary_soa(self, zp: ZonePlan, result: ZoneResult) -> rrsetdiff.RRChange | None:
+        """The primary's SOA as a change to verify on the secondaries (None if it cannot be read)."""
+        if not result.applied_on or self.deadline.expired:
+            return None
+        values = rfc2136.query(self.endpoints[result.applied_on[0]], zp.name, "SOA",
+                               timeout=self.deadline.timeout(2))
+        if not values:
+            return None
+        return rrsetdiff.RRChange("update", None, rrsets.build(zp.name, zp.name, "SOA", 0, values))
 
 
 def _settled_already(zp: ZonePlan) -> bool:
@@ -311,9 +361,9 @@ def _settled_already(zp: ZonePlan) -> bool:
             and zp.placements_after == zp.placements_before)
 
 
-def _settled(zp: ZonePlan, result: ZoneResult) -> ZoneOwnership:
+def _settled(zp: ZonePlan, result: ZoneResult, revision: str | None) -> ZoneOwnership:
     """What the agent owns after this zone's steps: the plan's outcome, less what did not happen."""
-    owned = zp.settled()
+    owned = zp.settled(revision)
     for instance, _ in zp.creates:
         if instance not in result.created_on and result.instances.get(instance, ("", ""))[0] == "Failed":
             owned.placements.pop(instance, None)  # never created: the next run creates it
@@ -330,6 +380,7 @@ def apply(zones: list[ZonePlan], endpoints: Mapping[str, Endpoint], store: Store
     done: dict[int, ZoneResult] = {i: runner.zone(zp) for i, zp in enumerate(zones) if _settled_already(zp)}
     work = [(i, zp) for i, zp in enumerate(zones) if i not in done]
     try:
+        runner.catch_up([(zones[i], r) for i, r in done.items()])
         with concurrent.futures.ThreadPoolExecutor(max_workers=ZONE_WORKERS) as pool:
             for (i, _), result in zip(work, pool.map(lambda item: runner.zone(item[1]), work), strict=True):
                 done[i] = result

@@ -39,6 +39,9 @@ from agent.plan.rrsetdiff import RRChange
 from agent.reconcile.endpoints import Endpoint, TsigKey
 
 PREREQUISITE_FAILED = {dns.rcode.NXRRSET, dns.rcode.YXRRSET, dns.rcode.NXDOMAIN, dns.rcode.YXDOMAIN}
+# what dnspython raises when the server is gone: its own errors, socket errors, and EOFError when
+# the server closes the TCP connection before it answers (e.g. named killed mid-UPDATE)
+NETWORK_ERRORS = (dns.exception.DNSException, OSError, EOFError)
 DEFAULT_BATCH = 1000
 T = TypeVar("T")
 
@@ -72,8 +75,9 @@ def observe(endpoint: Endpoint, zone: str, *, timeout: float = 10) -> dict[Key, 
         if exc.rcode in (dns.rcode.NOTAUTH, dns.rcode.NOTZONE):
             raise ZoneMissing(f"{endpoint.instance}: does not serve zone {zone}") from exc
         raise DnsUpdateError(f"{endpoint.instance}: AXFR of {zone} failed: {exc}", retryable=True) from exc
-    except (dns.exception.DNSException, OSError) as exc:
-        raise DnsUpdateError(f"{endpoint.instance}: AXFR of {zone} failed: {exc}", retryable=True) from exc
+    except NETWORK_ERRORS as exc:
+        raise DnsUpdateError(f"{endpoint.instance}: AXFR of {zone} failed: {_why(exc)}",
+                             retryable=True) from exc
     out: dict[Key, rrsets.RRset] = {}
     origin = xfr.origin or dns.name.from_text(zone)
     for name, node in xfr.nodes.items():
@@ -117,8 +121,9 @@ def build_updates(zone: str, changes: list[RRChange], tsig: TsigKey | None, *,
 def send(endpoint: Endpoint, update: dns.update.UpdateMessage, *, timeout: float = 10) -> None:
     try:
         response = dns.query.tcp(update, endpoint.dns_host, port=endpoint.dns_port, timeout=timeout)
-    except (dns.exception.DNSException, OSError) as exc:
-        raise DnsUpdateError(f"{endpoint.instance}: UPDATE not delivered: {exc}", retryable=True) from exc
+    except NETWORK_ERRORS as exc:
+        raise DnsUpdateError(f"{endpoint.instance}: UPDATE not delivered (no answer; it may or may not have been "
+                             f"applied): {_why(exc)}", retryable=True) from exc
     rcode = response.rcode()
     if rcode == dns.rcode.NOERROR:
         return
@@ -129,6 +134,12 @@ def send(endpoint: Endpoint, update: dns.update.UpdateMessage, *, timeout: float
     hint = (" (the TSIG key may not update this zone, or named's integrity checks rejected the data; "
             "named's log has the reason)") if text in ("REFUSED", "NOTAUTH") else ""
     raise DnsUpdateError(f"{endpoint.instance}: UPDATE refused with {text}{hint}")
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, EOFError):
+        return "the server closed the connection"
+    return str(exc) or type(exc).__name__
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,7 +166,7 @@ def query(endpoint: Endpoint, name: str, rtype: str, *, timeout: float = 2) -> t
     q = dns.message.make_query(name, rtype)
     try:
         response = dns.query.udp(q, endpoint.dns_host, port=endpoint.dns_port, timeout=timeout)
-    except (dns.exception.DNSException, OSError):
+    except NETWORK_ERRORS:
         return None
     return _values(response, name, rtype)
 
@@ -220,23 +231,31 @@ def _exchange(endpoint: Endpoint, questions: Sequence[Question], decode: Callabl
     answers: dict[Question, T | None] = {q: None for q in questions}
     family = socket.AF_INET6 if ":" in endpoint.dns_host else socket.AF_INET
     with socket.socket(family, socket.SOCK_DGRAM) as sock:
-        sock.connect((endpoint.dns_host, endpoint.dns_port))
-        for pending in (list(questions), None):
-            if pending is None:  # the second round: what got no answer (a dropped query or reply)
-                pending = [q for q, a in answers.items() if a is None]
-            in_flight: dict[int, Question] = {}
-            deadline = time.monotonic() + timeout
-            while (pending or in_flight) and time.monotonic() < deadline:
-                _send_all(sock, pending, in_flight, window)
-                ready, _, _ = select.select([sock], [], [], max(0.0, deadline - time.monotonic()))
-                if not ready:
-                    break
-                wire = sock.recv(65535)
-                asked = in_flight.pop(struct.unpack_from("!H", wire)[0], None) if len(wire) >= 12 else None
-                if asked is not None:
-                    deadline = time.monotonic() + timeout
-                    answers[asked] = decode(wire, asked)
+        try:
+            sock.connect((endpoint.dns_host, endpoint.dns_port))
+            _rounds(sock, questions, answers, decode, timeout=timeout, window=window)
+        except OSError:  # nothing listens there (named down: ICMP port unreachable), or no route
+            pass
     return answers
+
+
+def _rounds(sock: socket.socket, questions: Sequence[Question], answers: dict[Question, T | None],
+            decode: Callable[[bytes, Question], T], *, timeout: float, window: int) -> None:
+    for pending in (list(questions), None):
+        if pending is None:  # the second round: what got no answer (a dropped query or reply)
+            pending = [q for q, a in answers.items() if a is None]
+        in_flight: dict[int, Question] = {}
+        deadline = time.monotonic() + timeout
+        while (pending or in_flight) and time.monotonic() < deadline:
+            _send_all(sock, pending, in_flight, window)
+            ready, _, _ = select.select([sock], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                break
+            wire = sock.recv(65535)
+            asked = in_flight.pop(struct.unpack_from("!H", wire)[0], None) if len(wire) >= 12 else None
+            if asked is not None:
+                deadline = time.monotonic() + timeout
+                answers[asked] = decode(wire, asked)
 
 
 def query_many(endpoint: Endpoint, questions: Sequence[Question], *, timeout: float = 2, window: int = WINDOW,

@@ -115,12 +115,13 @@ class ZoneApi:
             self.calls[method] += 1
         for attempt in range(self.retries + 1):
             last = attempt == self.retries or self.deadline.remaining() < self.backoff * 2**attempt
+            limit = min(self.call_timeout, self.deadline.remaining())
             try:
                 response = self._send(method, path, json)
             except httpx.TransportError as exc:
                 if last or isinstance(exc, httpx.TimeoutException):  # a stalled peer is not retried
-                    raise ZoneApiError(f"{self.instance}: {method} {path}: cannot reach the zone API: "
-                                       f"{exc or type(exc).__name__}", retryable=True) from exc
+                    raise ZoneApiError(f"{self.instance}: {method} {path}: {self._failure(exc, limit)}",
+                                       retryable=True) from exc
                 time.sleep(self.backoff * 2**attempt)
                 continue
             if response.status_code >= 500 and not last:
@@ -132,6 +133,12 @@ class ZoneApi:
             raise ZoneApiError(f"{self.instance}: {method} {path}: HTTP {response.status_code}: {detail}",
                                retryable=response.status_code >= 500)
         raise AssertionError("unreachable")
+
+    def _failure(self, exc: httpx.TransportError, limit: float) -> str:
+        if isinstance(exc, httpx.TimeoutException) and not isinstance(exc, httpx.ConnectTimeout):
+            cut = " (all the run's deadline left)" if limit < self.call_timeout else ""
+            return f"no complete answer within {max(limit, 0):.0f} s{cut}; the zone API accepted but stalled"
+        return f"cannot reach the zone API: {exc or type(exc).__name__}"
 
     @staticmethod
     def check(value: str, what: str) -> str:

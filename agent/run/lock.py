@@ -20,23 +20,43 @@ class Busy(AgentError):
     """Another run holds the lock."""
 
 
-def _holder(path: pathlib.Path) -> str:
+def _alive(pid: int) -> bool:
     try:
-        pid = path.read_text().strip()
-    except OSError:
-        return "unknown pid"
-    return f"pid {pid}" if pid else "unknown pid"
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it exists
+        return True
+    return True
+
+
+def _holder(path: pathlib.Path, *, patience: float = 1.0) -> str:
+    """The pid the holder wrote. It writes it just after locking (and clears it on release, a killed
+    holder cannot): an empty file or a dead pid means that moment is now, so look again briefly."""
+    until = time.monotonic() + patience
+    while True:
+        try:
+            text = path.read_text().strip()
+        except OSError:
+            text = ""
+        if text.isdigit() and _alive(int(text)):
+            return f"pid {text}"
+        if time.monotonic() >= until:
+            return "unknown pid"
+        time.sleep(0.02)
 
 
 @contextlib.contextmanager
 def held(path: pathlib.Path, *, wait: float = 30) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    locked = False
     try:
         deadline = time.monotonic() + wait
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                locked = True
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
@@ -44,7 +64,9 @@ def held(path: pathlib.Path, *, wait: float = 30) -> Iterator[None]:
                                f"(lock {path})") from None
                 time.sleep(0.1)
         os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         yield
     finally:
+        if locked:
+            os.ftruncate(fd, 0)  # no stale pid for the next one to report
         os.close(fd)  # closing the descriptor releases the lock

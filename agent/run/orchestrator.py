@@ -171,8 +171,7 @@ class _Run:
             head = self.source.head()
             logs.revision.set(head or "")
             if head is not None and self._unchanged(head):
-                return RunOutcome(self.run_id, head, "unchanged",
-                                  message=f"{head[:12]} was already {self.state.outcome}; nothing to do")
+                return self._nothing_to_do(head)
             snap = self.source.snapshot()
         except AgentError as exc:
             return RunOutcome(self.run_id, None, "unreachable", message=str(exc))
@@ -212,6 +211,19 @@ class _Run:
         if api is not None:
             labels = kubeobserve.secret_labels(api, tenancy.secrets_to_observe(manifest))
         return repo_rules.check(manifest, desired, self.options.repo_policy, secret_labels=labels)
+
+    def _nothing_to_do(self, head: str) -> RunOutcome:
+        """The head was handled: no fetch, no parse, no writes - but a report an earlier run could not
+        push is pushed now (the remote may be back)."""
+        result = RunOutcome(self.run_id, head, "unchanged",
+                            message=f"{head[:12]} was already {self.state.outcome}; nothing to do")
+        if self.state.notes_pending and self.options.push_notes:
+            result.notes_pushed = self._publish([])
+            if result.notes_pushed:
+                self.state.notes_pending = False
+                self._save(self.state, result)
+                result.message += "; pushed the reports an earlier run could not"
+        return result
 
     def _unchanged(self, head: str) -> bool:
         fresh = time.time() - self.state.reconciled_at < self.options.resync_after
@@ -259,7 +271,7 @@ class _Run:
                                                   "applied", "objects", done, total))
             endpoints = self._endpoints(desired)
             if plan.zones is not None and endpoints is not None:
-                dns_options = dnsapply.Options(options.batch, options.verify_wait, options.policy)
+                dns_options = dnsapply.Options(options.batch, options.verify_wait, options.policy, result.revision)
                 result.dns = dnsapply.apply(plan.zones, endpoints, self.targets.store, options=dns_options,
                                             deadline=self.deadline, progress=lambda done, total: self.progress(
                                                 "applied", "zones", done, total))
@@ -272,6 +284,8 @@ class _Run:
             log.warning("apply stopped: %s", exc)
             result.errors.append(str(exc))
         result.outcome = "partial" if result.failures or result.conflicts else "applied"
+        if result.outcome == "partial":
+            result.message = self._partial(result)
         if self.memory is not None:
             self._remember(desired, result)
 
@@ -300,6 +314,15 @@ class _Run:
                     if memory.dns.seen(zr.name, primary) is not seen:
                         memory.dns.remember(zr.name, primary, seen)
             memory.dns_at = memory.dns_at if self.dns_fast else now
+
+    def _partial(self, result: RunOutcome) -> str:
+        """What a partial run tells the user (the CLI prints it; the deadline also goes into the report)."""
+        if self.deadline.expired and result.failures:
+            result.errors.append(f"the run's deadline ({self.deadline.seconds:.0f} s) passed before it finished")
+        why = "; ".join(x for x in (f"{len(result.failures)} failed" if result.failures else "",
+                                    f"{len(result.conflicts)} conflicts" if result.conflicts else "") if x)
+        late = " (the run's deadline passed)" if self.deadline.expired and result.failures else ""
+        return f"partial: {why}{late}; what was applied stays, the rest is tried again on the next run"
 
     # -- outcomes -----------------------------------------------------------------------------
     def _reject(self, snap: Snapshot, result: RunOutcome, message: str, *, reason: str = "RevisionRejected",
@@ -344,26 +367,35 @@ class _Run:
             new.applied = snap.revision
         elif result.refusals:
             new.outcome = "refused"  # looked at again on every run: --force or a new commit may allow it
-        same = (new.applied, new.seen, new.outcome) == (old.applied, old.seen, old.outcome)
+        same = (new.applied, new.seen, new.outcome, old.notes_pending) == (old.applied, old.seen, old.outcome, False)
         if same and new.reconciled_at - old.reconciled_at < self.options.resync_after / 2:
             new.reconciled_at = old.reconciled_at  # nothing new to remember: no write
         return new
 
-    def _finish(self, snap: Snapshot, result: RunOutcome) -> RunOutcome:
-        state = self._next_state(snap, result)
+    def _save(self, state: RunState, result: RunOutcome) -> None:
         try:
             self.targets.store.save_run(state)
         except AgentError as exc:
             result.errors.append(f"the run state was not saved: {exc}")
+
+    def _publish(self, reports: list[report.Report]) -> bool | None:
+        try:
+            return self.source.publish(reports, push=self.options.push_notes)
+        except AgentError as exc:
+            log.warning("the reports could not be written: %s", exc)
+            return False
+
+    def _finish(self, snap: Snapshot, result: RunOutcome) -> RunOutcome:
+        state = self._next_state(snap, result)
+        self._save(state, result)
         reports = [self._report(snap, result)]
         for sha in result.superseded:
             reports.append(report.Report(self.run_id, sha, "superseded", self.source.commit(sha), self.started_at, 0.0,
                                          superseded_by=snap.revision))
-        try:
-            result.notes_pushed = self.source.publish(reports, push=self.options.push_notes)
-        except AgentError as exc:
-            log.warning("the reports could not be written: %s", exc)
-            result.notes_pushed = False
+        result.notes_pushed = self._publish(reports)
+        if result.notes_pushed is False:  # kept in the local clone: pushed by the next run, whatever it finds
+            state.notes_pending = True
+            self._save(state, result)
         doc = reports[0].as_dict()
         forge.finished(self.targets.forge, doc)
         notify.after_run(self.targets.alerts, doc, self.state.outcome, previous_revision=self.state.seen)

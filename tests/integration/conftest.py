@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.support import bind as bind_support
-from tests.support import gitremote
+from tests.support import dnsworld, gitremote
 from tests.support import kube as kube_support
 from tests.support import zone_api as zone_api_support
 
@@ -95,6 +95,41 @@ def zone_api(bind: bind_support.BindPair) -> Iterator[dict[str, zone_api_support
         for api in apis.values():
             api.stop()
             _LOG_SOURCES.remove(api)
+
+
+@pytest.fixture
+def own_dns(tmp_path: pathlib.Path) -> Iterator[dnsworld.Dns]:
+    """A named pair and zone APIs of this test's own, for tests that kill, stop or restart them."""
+    pair = bind_support.start_pair(tmp_path / "bind")
+    token = uuid.uuid4().hex
+    apis = {"primary": zone_api_support.ZoneApi(pair.primary, token).start(),
+            "secondary": zone_api_support.ZoneApi(pair.secondary, token).start()}
+    world = dnsworld.Dns(pair, apis, dnsworld.endpoint_map(tmp_path / "endpoints", pair, apis))
+    _LOG_SOURCES.extend([pair, *apis.values()])
+    try:
+        yield world
+    finally:
+        for server in world.servers:  # a test that failed while named was stopped
+            if server.proc is not None and server.proc.proc.poll() is None:
+                server.resume()
+        for api in apis.values():
+            api.stop()
+        pair.stop()
+        for source in (pair, *apis.values()):
+            _LOG_SOURCES.remove(source)
+
+
+@pytest.fixture
+def own_kube(tmp_path: pathlib.Path) -> Iterator[kube_support.KubeCluster]:
+    """A control plane of this test's own, for tests that kill or restart the API server."""
+    cluster = kube_support.KubeCluster(tmp_path / "kube")
+    _LOG_SOURCES.append(cluster)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+        _LOG_SOURCES.remove(cluster)
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ import base64
 import dataclasses
 import pathlib
 import secrets
+import signal
 import socket
 import subprocess
 
@@ -103,6 +104,27 @@ logging {{ category default {{ default_stderr; }}; category lame-servers {{ null
     def stop(self) -> None:
         if self.proc:
             self.proc.stop()
+
+    # -- faults, for the tests that own this server ----------------------------------------------
+    def kill(self) -> None:
+        """SIGKILL: named dies without flushing anything it has not written yet."""
+        assert self.proc is not None
+        self.proc.kill()
+
+    def pause(self) -> None:
+        """SIGSTOP: the kernel still accepts connections, named answers nothing."""
+        assert self.proc is not None
+        self.proc.signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.proc is not None
+        self.proc.signal(signal.SIGCONT)
+
+    def restart(self) -> None:
+        """named again with the same config and directory: its added zones (NZD) and journals come back."""
+        assert self.proc is not None
+        self.proc.restart()
+        self.proc.wait_until(self._answers, timeout=30, what="answering rndc and DNS after a restart")
 
 
 @dataclasses.dataclass

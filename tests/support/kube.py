@@ -100,6 +100,15 @@ class KubeCluster:
     def logs(self) -> dict[str, str]:
         return {p.name: p.tail(60) for p in self.procs}
 
+    @property
+    def apiserver(self) -> Process:
+        return next(p for p in self.procs if p.name == "kube-apiserver")
+
+    def restart_apiserver(self) -> None:
+        """The API server again on the same port, certificates and etcd (after a kill)."""
+        self.apiserver.restart()
+        self.apiserver.wait_until(self._ready, timeout=60, what="ready (/readyz) after a restart")
+
     def stop(self) -> None:
         for proc in reversed(self.procs):
             proc.stop()

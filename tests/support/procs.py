@@ -38,10 +38,30 @@ class Process:
     """One child process whose stdout+stderr go to a log file."""
 
     def __init__(self, name: str, argv: Sequence[str], log: pathlib.Path, **kwargs: object) -> None:
-        self.name, self.argv, self.log = name, list(argv), log
+        self.name, self.argv, self.log, self._kwargs = name, list(argv), log, kwargs
         self._fh = open(log, "wb")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(self.argv, stdout=self._fh, stderr=subprocess.STDOUT,
-                                     start_new_session=True, **kwargs)  # type: ignore[call-overload]
+        self.proc = self._spawn()
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(self.argv, stdout=self._fh, stderr=subprocess.STDOUT,  # type: ignore[call-overload]
+                                start_new_session=True, **self._kwargs)
+
+    def signal(self, sig: signal.Signals) -> None:
+        """Sends `sig` to the process (and its group): SIGKILL, SIGSTOP, SIGCONT ... as a fault would."""
+        os.killpg(self.proc.pid, sig)
+
+    def kill(self) -> None:
+        """SIGKILL, as the OOM killer or a node failure would: no chance to clean up."""
+        self.signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def restart(self) -> None:
+        """Starts the same command again (same config, same data directory), appending to the log."""
+        if self.proc.poll() is None:
+            raise ComponentError(f"{self.name} is still running (pid {self.proc.pid}); kill it first")
+        self._fh.close()
+        self._fh = open(self.log, "ab")  # noqa: SIM115 - closed in stop()
+        self.proc = self._spawn()
 
     def tail(self, lines: int = 40) -> str:
         try:

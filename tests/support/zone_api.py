@@ -46,11 +46,14 @@ class ZoneApi:
                 except ComponentError as exc:
                     status, body = 500, {"success": False, "message": str(exc)}
                 data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):  # the client was killed meanwhile
+                    pass
 
             def _body(self) -> Any:
                 length = int(self.headers.get("Content-Length") or 0)
