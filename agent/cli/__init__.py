@@ -24,6 +24,7 @@ import logging
 import pathlib
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from pydantic.fields import FieldInfo
 
@@ -81,31 +82,17 @@ def _policy_flags(parser: argparse.ArgumentParser) -> None:
                                help=f"{field.description}; repeatable (default: {shown})")
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = common.Parser(prog="bindy-agent", description="GitOps agent for Bindy DNS custom resources: "
-                     "validates a repository of bindy.firestoned.io/v1beta1 CRs and plans or applies "
-                     "them to Kubernetes and BIND9.")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log debug details to stderr")
-    verbs = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=common.Parser)
-    verbs.required = True
-
-    shared = common.Parser(add_help=False)
-    shared.add_argument("directory", type=common.directory, metavar="DIR",
-                        help="directory of CR YAML files (searched recursively)")
-    shared.add_argument("--namespace", default=names.DEFAULT_NAMESPACE, metavar="NS",
-                        help="namespace for namespaced objects that name none (default: %(default)s)")
-    common.add_limit_flags(shared)
-
-    guard = common.Parser(add_help=False)
-    _policy_flags(guard)
-
+def _validate_verb(verbs: Any, shared: argparse.ArgumentParser, guard: argparse.ArgumentParser) -> None:
+    """validate DIR"""
     v = verbs.add_parser("validate", parents=[shared, guard], help="check a directory of CRs",
                          description="Parse and validate every YAML document below DIR; report every "
                          "problem with file:line. Exit 0 valid, 1 invalid, 2 usage error.")
     v.set_defaults(func=offline.validate)
     v.add_argument("-q", "--quiet", action="store_true", help="do not print warnings")
 
+
+def _kube_options() -> argparse.ArgumentParser:
+    """The flags of every verb that may reach a cluster."""
     kube = common.Parser(add_help=False)
     kube.add_argument("--kubeconfig", metavar="FILE", type=common.readable_file,
                       help="kubeconfig of the cluster (default, as kubectl: $KUBECONFIG, then ~/.kube/config - "
@@ -113,7 +100,11 @@ def _parser() -> argparse.ArgumentParser:
     kube.add_argument("--context", help="kubeconfig context (default: the current one)")
     kube.add_argument("--agent-namespace", default=names.DEFAULT_AGENT_NAMESPACE, metavar="NS",
                       help="namespace of the agent's inventory (default: %(default)s)")
+    return kube
 
+
+def _plan_verb(verbs: Any, kube: argparse.ArgumentParser, guard: argparse.ArgumentParser) -> None:
+    """plan DIR, or the delta of a pull request"""
     p = verbs.add_parser("plan", parents=[kube, guard], help="show what a sync would change (dry run), or what a "
                          "pull request changes",
                          description="Compute the plan for DIR. Offline (without --kubeconfig or --context; a "
@@ -128,6 +119,9 @@ def _parser() -> argparse.ArgumentParser:
     plan_verb.add_arguments(p)
     common.add_limit_flags(p)
 
+
+def _sync_verb(verbs: Any, kube: argparse.ArgumentParser, guard: argparse.ArgumentParser) -> None:
+    """sync DIR or --repo URL"""
     sy = verbs.add_parser("sync", parents=[kube, guard], help="apply a directory or a Git repository",
                           description="Validate a revision as a whole, then apply it: CRDs (unless "
                           "--no-install-crds), the hierarchy of objects with server-side apply, prune of what the "
@@ -169,6 +163,11 @@ def _parser() -> argparse.ArgumentParser:
     sy.add_argument("--batch", type=common.positive, default=1000, metavar="N",
                     help="changes per DNS UPDATE message (default: %(default)s)")
     common.add_limit_flags(sy)
+    _git_flags(sy)
+
+
+def _git_flags(sy: argparse.ArgumentParser) -> None:
+    """where sync finds the Git revision"""
     git_args = sy.add_argument_group("Git source")
     git_args.add_argument("--repo", metavar="URL", help="Git repository (URL or local path) instead of DIR")
     git_args.add_argument("--branch", default="main", help="branch to follow (default: %(default)s)")
@@ -190,6 +189,9 @@ def _parser() -> argparse.ArgumentParser:
                           help="an unchanged revision is a no-op until this long after the last full "
                           "reconcile (default: %(default)s)")
 
+
+def _run_verb(verbs: Any) -> None:
+    """the long-running agent"""
     rn = verbs.add_parser("run", help="the long-running agent: scheduled syncs, webhook, health, metrics",
                           description="Sync a Git repository on an interval and on signed push webhooks; serve "
                           "/healthz, /readyz, /metrics and POST /hooks/git. Settings come from flags, then "
@@ -201,6 +203,9 @@ def _parser() -> argparse.ArgumentParser:
     for name, field in config.Settings.model_fields.items():
         _setting_flag(rn, name, field)
 
+
+def _report_verb(verbs: Any) -> None:
+    """the report on a commit"""
     rp = verbs.add_parser("report", help="print the report the agent attached to a commit",
                           description="Fetch refs/notes/bindy-agent from the repository and print the report on "
                           "REV (default: the head of --branch). Exit 0 shown, 1 no report, 3 could not run.")
@@ -219,12 +224,28 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--token-file", type=common.readable_file, metavar="FILE",
                     help="HTTPS token (or 'user:token'), read from a file; sent as Basic auth")
 
+
+def _cluster_verbs(verbs: Any, kube: argparse.ArgumentParser) -> None:
+    """install-crds, suspend, resume"""
     ic = verbs.add_parser("install-crds", parents=[kube], help="apply the CRDs and wait until Established",
                           description="Apply the 12 CRDs generated from the models (schemas/crds) and wait "
                           "until the API server serves them. The cluster: --kubeconfig, else $KUBECONFIG, else "
                           "~/.kube/config, as kubectl finds it. Exit 0 done, 3 could not run.")
     ic.set_defaults(func=sync.install_crds)
 
+    for verb, on in (("suspend", True), ("resume", False)):
+        sp = verbs.add_parser(verb, parents=[kube], help=("stop" if on else "restart") + " the agent's runs",
+                              description=("Suspend" if on else "Resume") + " the agent's runs: sets (or removes) "
+                              f"the annotation {names.SUSPEND_ANNOTATION}: \"true\" on its state ConfigMap in "
+                              "--agent-namespace (or, with --state DIR, a mark in that directory). While suspended, "
+                              "runs read and write nothing. Exit 0 done, 3 could not run.")
+        sp.set_defaults(func=sync.suspend, suspend=on)
+        sp.add_argument("--state", type=pathlib.Path, metavar="DIR", help="the state directory of runs without a "
+                        "cluster")
+
+
+def _schemas_verb(verbs: Any) -> None:
+    """schemas"""
     s = verbs.add_parser("schemas", help="write the JSON Schemas and CRDs generated from the models",
                          description="Write schemas/json/<Kind>.json, schemas/crds/<crd>.yaml and "
                          "schemas/crds/kustomization.yaml from the models. With --check, write nothing and "
@@ -234,10 +255,43 @@ def _parser() -> argparse.ArgumentParser:
                    help="output directory (default: %(default)s)")
     s.add_argument("--check", action="store_true", help="exit 1 if the files differ from the models")
 
+
+def _import_verb(verbs: Any) -> None:
+    """import a live zone"""
     im = verbs.add_parser("import", help="write CR YAML from a live zone (AXFR), to adopt it",
                           description=importzone.DESCRIPTION)
     im.set_defaults(func=importzone.run)
     importzone.add_arguments(im)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = common.Parser(prog="bindy-agent", description="GitOps agent for Bindy DNS custom resources: "
+                     "validates a repository of bindy.firestoned.io/v1beta1 CRs and plans or applies "
+                     "them to Kubernetes and BIND9.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug details to stderr")
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=common.Parser)
+    verbs.required = True
+
+    shared = common.Parser(add_help=False)
+    shared.add_argument("directory", type=common.directory, metavar="DIR",
+                        help="directory of CR YAML files (searched recursively)")
+    shared.add_argument("--namespace", default=names.DEFAULT_NAMESPACE, metavar="NS",
+                        help="namespace for namespaced objects that name none (default: %(default)s)")
+    common.add_limit_flags(shared)
+
+    guard = common.Parser(add_help=False)
+    _policy_flags(guard)
+
+    _validate_verb(verbs, shared, guard)
+    kube = _kube_options()
+    _plan_verb(verbs, kube, guard)
+    _sync_verb(verbs, kube, guard)
+    _run_verb(verbs)
+    _report_verb(verbs)
+    _cluster_verbs(verbs, kube)
+    _schemas_verb(verbs)
+    _import_verb(verbs)
     return parser
 
 

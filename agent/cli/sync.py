@@ -37,6 +37,21 @@ def install_crds(args: argparse.Namespace) -> int:
     return common.EXIT_OK
 
 
+def suspend(args: argparse.Namespace) -> int:
+    """suspend / resume: the mark every run looks at before anything else."""
+    try:
+        store: statestore.Store = (statestore.FileStore(args.state) if args.state
+                                   else statestore.ConfigMapStore(common.kube_api(args), args.agent_namespace))
+        store.suspend(args.suspend)
+    except AgentError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return common.EXIT_UNREACHABLE
+    where = args.state or f"ConfigMap {args.agent_namespace}/{names.STATE_NAME}"
+    print(f"{'suspended' if args.suspend else 'resumed'}: {where}" + (
+        "; runs read and write nothing until `bindy-agent resume`" if args.suspend else ""), file=sys.stderr)
+    return common.EXIT_OK
+
+
 def _state_store(args: argparse.Namespace, api: Any, source_key: str) -> statestore.Store:
     if args.state:
         return statestore.FileStore(args.state)

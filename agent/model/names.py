@@ -29,6 +29,7 @@ DEFAULT_PROVIDER_NAMESPACE = "dns-system"  # where a ClusterBind9Provider puts i
 
 # Objects the agent keeps about itself in its namespace.
 INVENTORY_NAME = "bindy-agent-inventory"
+SUSPEND_ANNOTATION = "bindy.firestoned.io/suspend"  # "true" on the state ConfigMap: runs read and write nothing
 STATE_NAME = "bindy-agent-state"
 AGENT_APP_LABELS = {"app.kubernetes.io/name": "bindy-agent"}
 CACHE_DIR = pathlib.Path.home() / ".cache" / "bindy-agent"  # clones, local state, locks

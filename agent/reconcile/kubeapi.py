@@ -201,6 +201,13 @@ class KubeApi:
                                             body=json.dumps(body), content_type="application/apply-patch+yaml")
         return result
 
+    def merge_patch(self, kind: str, namespace: str | None, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        """A JSON merge patch under a field manager of its own (fields the agent's applies never own)."""
+        query = [("fieldManager", f"{FIELD_MANAGER}-cli")]
+        result: dict[str, Any] = self._call("PATCH", RESOURCES[kind].path(namespace, name), query=query,
+                                            body=patch, content_type="application/merge-patch+json")
+        return result
+
     def create(self, body: dict[str, Any]) -> dict[str, Any]:
         """POST a new object (fails with reason "conflict" if it exists)."""
         meta = body["metadata"]

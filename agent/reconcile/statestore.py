@@ -35,6 +35,7 @@ _SAFE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 class Store(Protocol):
     def load_run(self) -> RunState: ...
     def save_run(self, state: RunState) -> None: ...
+    def suspend(self, on: bool) -> None: ...
     def load_zones(self, *, refresh: bool = True) -> dict[str, ZoneOwnership]: ...
     def save_zone(self, zone: ZoneOwnership) -> None: ...
 
@@ -109,9 +110,19 @@ class FileStore(_Remembered):
             return self._legacy[0]
         path = self.root / "run.json"
         try:
-            return RunState.from_json(path.read_text()) if path.exists() else RunState()
+            state = RunState.from_json(path.read_text()) if path.exists() else RunState()
         except (OSError, ValueError) as exc:
             raise self._unreadable(path, exc) from exc
+        state.suspended = (self.root / "suspended").exists()
+        return state
+
+    def suspend(self, on: bool) -> None:
+        """A mark file in the state directory: while it is there, runs read and write nothing."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        if on:
+            (self.root / "suspended").write_text("runs are suspended: `bindy-agent resume` to continue\n")
+        else:
+            (self.root / "suspended").unlink(missing_ok=True)
 
     def save_run(self, state: RunState) -> None:
         self._migrate()
@@ -164,11 +175,22 @@ class ConfigMapStore(_Remembered):
     def load_run(self) -> RunState:
         body = self.api.get("ConfigMap", self.namespace, self.NAME)
         data = (body or {}).get("data") or {}
+        annotations = ((body or {}).get("metadata") or {}).get("annotations") or {}
         if "run" not in data and data.get("state"):  # an earlier version's single document
             run, self._legacy_zones = from_legacy(data["state"])
-            return run
-        self._saved[self.NAME] = data.get("run", "")
-        return RunState.from_json(data.get("run", ""))
+        else:
+            self._saved[self.NAME] = data.get("run", "")
+            run = RunState.from_json(data.get("run", ""))
+        run.suspended = annotations.get(names.SUSPEND_ANNOTATION, "").lower() == "true"
+        return run
+
+    def suspend(self, on: bool) -> None:
+        """The suspend annotation on the state ConfigMap (a merge patch of its own: the agent's
+        server-side applies of the record leave it alone)."""
+        if self.api.get("ConfigMap", self.namespace, self.NAME) is None:
+            self.save_run(RunState())
+        self.api.merge_patch("ConfigMap", self.namespace, self.NAME,
+                             {"metadata": {"annotations": {names.SUSPEND_ANNOTATION: "true" if on else None}}})
 
     def save_run(self, state: RunState) -> None:
         if self._legacy_zones is not None:  # converting: every zone gets its own record first
@@ -178,9 +200,11 @@ class ConfigMapStore(_Remembered):
         text = state.to_json()
         if self._saved.get(self.NAME) == text:
             return
+        shown = {"revision": state.applied or "", "lastSeen": state.seen or "", "outcome": state.outcome or "",
+                 "message": state.message}  # the agent's status, for `kubectl get configmap -o yaml`
         self.api.apply({"apiVersion": "v1", "kind": "ConfigMap",
                         "metadata": {"name": self.NAME, "namespace": self.namespace, "labels": self._labels("run")},
-                        "data": {"run": text}})
+                        "data": {"run": text, **shown}})
         self._saved[self.NAME] = text
 
     @staticmethod

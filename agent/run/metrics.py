@@ -26,6 +26,9 @@ class Metrics:
                                                      registry=r)
         self.api_calls = prometheus_client.Counter("bindy_agent_kube_api_calls", "Kubernetes API calls by verb",
                                                    ["verb"], registry=r)
+        self.drift = prometheus_client.Gauge("bindy_agent_drift_changes", "Changes a sync would make, by layer "
+                                             "(detect mode)", ["layer"], registry=r)
+        self.suspended = prometheus_client.Gauge("bindy_agent_suspended", "1 while runs are suspended", registry=r)
         self.failures = prometheus_client.Gauge("bindy_agent_consecutive_failures",
                                                 "Runs in a row that did not fully apply", registry=r)
         self.deliveries = prometheus_client.Counter("bindy_agent_webhook_deliveries",
@@ -43,9 +46,13 @@ class Metrics:
         if run.outcome in ("applied", "partial") and run.revision:
             self.revision.info({"revision": run.revision})
             self.applied_at.set(time.time())
-        if run.outcome in ("applied", "unchanged"):
+        self.suspended.set(1 if run.outcome == "suspended" else 0)
+        if run.outcome in ("drift", "in-sync") and run.plan is not None:
+            for layer in ("kubernetes", "zones", "records"):
+                self.drift.labels(layer).set(sum(1 for c in run.plan.changes if c.target.layer == layer))
+        if run.outcome in ("applied", "unchanged", "in-sync", "suspended"):
             self.failures.set(0)
-        else:
+        elif run.outcome != "drift":
             self.failures.inc()
         if run.kube is not None:
             for key in run.kube.applied + run.kube.deleted:

@@ -43,6 +43,8 @@ from agent.run.memory import Memory
 from agent.run.revisions import Revisions, Snapshot
 
 log = logging.getLogger(__name__)
+SUSPENDED = (f"suspended (the setting suspend, or the annotation {names.SUSPEND_ANNOTATION}: \"true\" on the agent's "
+             "state): nothing is read or written; `bindy-agent resume` to continue")
 T = TypeVar("T")
 Endpoints = Mapping[str, Endpoint] | Callable[[Desired], Mapping[str, Endpoint]]
 # Progress of a long step: (verb, unit, done, total or None), e.g. ("observed", "zones", 100, 500).
@@ -85,6 +87,8 @@ class Options:
     verify_wait: float = 10
     deadline: float | None = 300  # seconds a run may take; None: unbounded
     push_notes: bool = True
+    mode: str = "apply"  # "detect": plan every run and report drift, write nothing to the world
+    suspend: bool = False  # runs read and write nothing (also: the suspend mark on the state record)
     resync_after: float = 600  # an unchanged head is re-reconciled, and the cluster read in full, after this long
     sweep_after: float = 3600  # every zone is transferred and compared in full after this long
     lock_wait: float = 30
@@ -168,6 +172,8 @@ class _Run:
     def go(self) -> RunOutcome:
         try:
             self.state = self.targets.store.load_run()
+            if self.options.suspend or self.state.suspended:
+                return RunOutcome(self.run_id, None, "suspended", message=SUSPENDED)
             head = self.source.head()
             logs.revision.set(head or "")
             if head is not None and self._unchanged(head):
@@ -176,9 +182,9 @@ class _Run:
         except AgentError as exc:
             return RunOutcome(self.run_id, None, "unreachable", message=str(exc))
         logs.revision.set(snap.revision)
-        if not self.options.dry_run:
+        if self.writes:
             forge.pending(self.targets.forge, snap.revision)
-        skipped = [] if self.options.dry_run else self.source.superseded(self.state.seen, snap.revision)
+        skipped = self.source.superseded(self.state.seen, snap.revision) if self.writes else []
         memory = self.memory
         files = _counted(snap.files, lambda n: self.progress("loaded", "files", n, len(snap.files)))
         manifest = loader.load_files(files, default_namespace=self.options.default_namespace,
@@ -198,6 +204,8 @@ class _Run:
         if self.options.dry_run:
             result.outcome = "planned"
             return result
+        if self.options.mode == "detect":
+            return self._detect(result)
         if result.plan.refusals:
             return self._reject(snap, result, f"the safety gate refused the plan ({len(result.plan.refusals)} "
                                 "reasons); nothing applied", reason="PlanRefused")
@@ -225,7 +233,30 @@ class _Run:
                 result.message += "; pushed the reports an earlier run could not"
         return result
 
+    @property
+    def writes(self) -> bool:
+        """Whether this run may write (statuses, reports, commit statuses): not a dry run or detection."""
+        return not self.options.dry_run and self.options.mode != "detect"
+
+    def _detect(self, result: RunOutcome) -> RunOutcome:
+        """Detection only: what a sync would change is the drift; it is reported, nothing written but
+        the agent's own status record."""
+        plan = result.plan
+        assert plan is not None
+        s = plan.summary
+        drift = s["create"] + s["update"] + s["delete"] + len(plan.conflicts)
+        result.outcome = "drift" if drift else "in-sync"
+        result.message = (f"drift: {s['create']} to create, {s['update']} to update, {s['delete']} to delete, "
+                          f"{len(plan.conflicts)} conflicts (detect mode: nothing written)" if drift
+                          else "in sync: the world matches the revision")
+        old = self.state
+        self._save(RunState(old.applied, old.seen, result.outcome, old.reconciled_at, old.notes_pending,
+                            result.message), result)
+        return result
+
     def _unchanged(self, head: str) -> bool:
+        if self.options.mode == "detect":
+            return False  # drift arises in the world, not in Git: look every time
         fresh = time.time() - self.state.reconciled_at < self.options.resync_after
         done = self.state.outcome in ("applied", "rejected")
         return head == self.state.seen and done and fresh and not self.options.dry_run
@@ -362,12 +393,14 @@ class _Run:
 
     def _next_state(self, snap: Snapshot, result: RunOutcome) -> RunState:
         old = self.state
-        new = RunState(old.applied, snap.revision, result.outcome, time.time())
+        message = (result.message or f"{result.outcome} {snap.revision[:12]}")[:300]
+        new = RunState(old.applied, snap.revision, result.outcome, time.time(), message=message)
         if result.outcome in ("applied", "partial"):
             new.applied = snap.revision
         elif result.refusals:
             new.outcome = "refused"  # looked at again on every run: --force or a new commit may allow it
-        same = (new.applied, new.seen, new.outcome, old.notes_pending) == (old.applied, old.seen, old.outcome, False)
+        same = (new.applied, new.seen, new.outcome, new.message, old.notes_pending) == (
+            old.applied, old.seen, old.outcome, old.message, False)
         if same and new.reconciled_at - old.reconciled_at < self.options.resync_after / 2:
             new.reconciled_at = old.reconciled_at  # nothing new to remember: no write
         return new

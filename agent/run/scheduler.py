@@ -104,7 +104,7 @@ class Agent:
                               repo_policy=s.policy_settings(),
                               agent_namespace=s.agent_namespace, default_namespace=s.namespace,
                               install_crds=s.install_crds, create_namespaces=s.create_namespaces,
-                              deadline=s.deadline or None,
+                              deadline=s.deadline or None, mode=s.mode, suspend=s.suspend,
                               push_notes=s.push_notes, resync_after=s.resync_after)
 
     def run_once(self) -> runner.RunOutcome:

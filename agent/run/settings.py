@@ -81,6 +81,10 @@ class Settings(pydantic.BaseModel):
     """allow deleting more than 30% of the Kubernetes objects the agent manages"""
     create_namespaces: bool = False
     """create missing namespaces (the agent's account then needs to write namespaces)"""
+    mode: str = pydantic.Field("apply", pattern="^(apply|detect)$")
+    """apply: make the world match Git; detect: plan every run and report drift (metric, status), write nothing"""
+    suspend: bool = False
+    """run nothing (as does the annotation bindy.firestoned.io/suspend: "true" on the state ConfigMap)"""
     deadline: float = pydantic.Field(300, ge=0)
     """the most one run may take in seconds; a stalled server ends it as partial (0: no limit)"""
 
