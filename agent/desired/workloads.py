@@ -122,9 +122,19 @@ def service_account(namespace: str) -> dict[str, Any]:
             "metadata": _meta(SERVICE_ACCOUNT, namespace, {**MANAGED_BY, "app.kubernetes.io/name": "bind9"})}
 
 
+KEY_FILE = "rndc.key"  # the Secret's key block for named.conf's include; written from the secret with it
+
+
 def rndc_secret(name: str, namespace: str, lbl: dict[str, str], key_name: str, algorithm: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": _meta(name, namespace, lbl),
-            "stringData": {"key-name": key_name, "algorithm": algorithm, "secret": SECRET_PLACEHOLDER}}
+            "stringData": {"key-name": key_name, "algorithm": algorithm, "secret": SECRET_PLACEHOLDER,
+                           KEY_FILE: SECRET_PLACEHOLDER}}
+
+
+def key_block(key_name: str, algorithm: str, secret: str) -> str:
+    """The `key` statement named.conf includes (from /etc/bind/keys/rndc.key)."""
+    return f'key "{key_name}" {{\n    algorithm {algorithm};\n    secret "{secret}";\n}};\n'
+
 
 
 def config_map(name: str, namespace: str, lbl: dict[str, str], conf: str) -> dict[str, Any]:

@@ -68,12 +68,14 @@ def _rndc_value(obj: KubeObject, live: dict[str, Any] | None, rotate: bool) -> d
     data = (live or {}).get("data") or {}
     filled = dict(obj.body.get("stringData") or {})
     for k, v in filled.items():
-        if v != workloads.SECRET_PLACEHOLDER:
+        if v != workloads.SECRET_PLACEHOLDER or k == workloads.KEY_FILE:
             continue
         if k in data and not rotate:
             filled[k] = base64.b64decode(data[k]).decode()
         else:
             filled[k] = base64.b64encode(secrets.token_bytes(32)).decode()
+    if filled.get(workloads.KEY_FILE) == workloads.SECRET_PLACEHOLDER:  # the key block, from what is above
+        filled[workloads.KEY_FILE] = workloads.key_block(filled["key-name"], filled["algorithm"], filled["secret"])
     return filled
 
 

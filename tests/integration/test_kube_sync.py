@@ -97,6 +97,18 @@ def test_sync_creates_the_hierarchy_and_a_second_sync_writes_nothing(
     assert core.read_namespaced_service_account("bind9", namespace).metadata.owner_references is None
     key_before = core.read_namespaced_secret("dns-primary-0-rndc-key", namespace).data["secret"]
     assert len(base64.b64decode(base64.b64decode(key_before))) == 32  # a 256-bit HMAC key
+    # what the pod mounts is a configuration named accepts: named.conf and the key block it includes
+    chroot = tmp_path / "chroot"
+    (chroot / "etc/bind/keys").mkdir(parents=True)
+    (chroot / "var/cache/bind").mkdir(parents=True)  # the zones volume
+    conf = core.read_namespaced_config_map("dns-primary-0-config", namespace).data["named.conf"]
+    (chroot / "etc/bind/named.conf").write_text(conf)
+    key_file = core.read_namespaced_secret("dns-primary-0-rndc-key", namespace).data["rndc.key"]
+    (chroot / "etc/bind/keys/rndc.key").write_text(base64.b64decode(key_file).decode())
+    assert base64.b64decode(key_before).decode() in (chroot / "etc/bind/keys/rndc.key").read_text()
+    checked = subprocess.run(["named-checkconf", "-t", str(chroot), "/etc/bind/named.conf"], capture_output=True,
+                             text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
     api2, second = _sync(kube, root, namespace)
     assert second.plan.changes == [] and api2.write_count == 0
