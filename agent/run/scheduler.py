@@ -91,12 +91,7 @@ class Agent:
         self.triggers.request(why)
 
     def _endpoints(self) -> Any:
-        if self.settings.endpoints:
-            return cluster_endpoints.load_endpoints(self.settings.endpoints)
-        if self.settings.in_cluster_dns and self.api is not None:
-            api, token, audience = self.api, self.settings.zone_api_token_file, self.settings.zone_api_audience
-            return lambda state: cluster_endpoints.from_cluster(api, state, token_file=token, audience=audience)
-        return None
+        return zone_endpoints(self.settings, self.api)
 
     def options(self) -> runner.Options:
         s = self.settings
@@ -174,3 +169,16 @@ class Agent:
         self.http_thread.join(timeout=10)
         if self.api is not None:
             self.api.close()
+
+
+def zone_endpoints(settings: config.Settings, api: KubeApi | None) -> Any:
+    """How a run reaches each instance: a fixed map (--endpoints), in-cluster Services (the zone API
+    token goes only to managed instances in allowed namespaces), or None (no DNS step)."""
+    if settings.endpoints:
+        return cluster_endpoints.load_endpoints(settings.endpoints)
+    if settings.in_cluster_dns and api is not None:
+        token, audience = settings.zone_api_token_file, settings.zone_api_audience
+        allowed = settings.policy_settings().namespace_allowed
+        return lambda state: cluster_endpoints.from_cluster(
+            api, state, token_file=token, audience=audience, send_token_to=lambda key: allowed(key.namespace or ""))
+    return None

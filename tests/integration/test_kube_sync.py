@@ -314,6 +314,13 @@ def test_in_cluster_endpoints_come_from_services_and_rndc_secrets(
     # the seam that decides which instances get a token at all
     chosen = endpoints.from_cluster(api, state, token_file=token, send_token_to=lambda key: "primary" in key.name)
     assert (chosen[f"{namespace}/dns-primary-0"].token, chosen[f"{namespace}/dns-secondary-0"].token) == (rotated, "")
+    # the agent sends the token only to instances in the allowed namespaces
+    from agent.run import scheduler
+    from agent.run import settings as config
+    for allowed, sent in ((namespace, rotated), ("elsewhere", "")):
+        settings = config.load_settings({"repo": "unused", "in_cluster_dns": True, "zone_api_token_file": str(token),
+                                         "allowed_namespaces": allowed}, environ={})
+        assert {e.token for e in scheduler.zone_endpoints(settings, api)(state).values()} == {sent}
     secret = client.CoreV1Api(kube_client).read_namespaced_secret("dns-primary-0-rndc-key", namespace)
     assert primary.tsig is not None
     assert (primary.tsig.name, primary.tsig.algorithm) == ("dns-primary-0-rndc-key", "hmac-sha256")
