@@ -103,40 +103,11 @@ class _Fleet:
 
 def _select_instances(zone: Zone, obj: Loaded, fleet: _Fleet, out: _Out) -> None:
     spec, ns = zone.spec, zone.key.namespace
-    clusters, instances = fleet.clusters, fleet.instances
-    by_cluster, providers = fleet.by_cluster, fleet.providers
-    chosen: dict[ObjectKey, InstanceView] = {}
-
-    def from_provider(name: str) -> None:
-        for ckey in providers[name]:
-            chosen.update((i.key, i) for i in by_cluster.get((ckey.namespace, ckey.name), []))
-
-    explicit = bool(spec.cluster_ref or spec.cluster_provider_ref or spec.bind9_instances_from)
-    if spec.cluster_ref:
-        if ObjectKey("Bind9Cluster", ns, spec.cluster_ref) in clusters:
-            chosen.update((i.key, i) for i in by_cluster.get((ns, spec.cluster_ref), []))
-        elif spec.cluster_ref in providers:
-            from_provider(spec.cluster_ref)
-        else:
-            out.add(obj, "spec.clusterRef", f"no Bind9Cluster {spec.cluster_ref!r} in "
-                    f"namespace {ns} and no ClusterBind9Provider {spec.cluster_ref!r}")
-    if spec.cluster_provider_ref:
-        if spec.cluster_provider_ref in providers:
-            from_provider(spec.cluster_provider_ref)
-        else:
-            out.add(obj, "spec.clusterProviderRef",
-                    f"no ClusterBind9Provider {spec.cluster_provider_ref!r}")
-    for i, source in enumerate(spec.bind9_instances_from or []):
-        matched = [x for x in instances if x.key.namespace == ns and source.selector.matches(x.labels)]
-        if not matched:
-            out.add(obj, f"spec.bind9InstancesFrom[{i}]",
-                    "selects no Bind9Instance in this namespace", Severity.WARNING)
-        chosen.update((x.key, x) for x in matched)
-
-    by_zones_from = [x for x in instances if x.key.namespace == ns
+    chosen = _by_reference(zone, obj, fleet, out)
+    by_zones_from = [x for x in fleet.instances if x.key.namespace == ns
                      and any(s.selector.matches(zone.labels) for s in x.zones_from)]
     selecting = sorted({x.cluster for x in by_zones_from})
-    if explicit:
+    if spec.cluster_ref or spec.cluster_provider_ref or spec.bind9_instances_from:
         zone.selection_method = "explicit"
         others = [c for c in selecting if c != spec.cluster_ref]
         if others:
@@ -148,7 +119,7 @@ def _select_instances(zone: Zone, obj: Loaded, fleet: _Fleet, out: _Out) -> None
     elif selecting:
         zone.selection_method = "labelSelector"
         zone.selected_by_instance = min(str(x.key.name) for x in by_zones_from)
-        chosen.update((i.key, i) for i in by_cluster.get((ns, selecting[0]), []))
+        chosen.update((i.key, i) for i in fleet.by_cluster.get((ns, selecting[0]), []))
     ordered = sorted(chosen.values(), key=lambda x: (x.key.namespace or "", x.key.name))
     zone.primaries = [x.key for x in ordered if x.role == "primary"]
     zone.secondaries = [x.key for x in ordered if x.role == "secondary"]
@@ -157,6 +128,39 @@ def _select_instances(zone: Zone, obj: Loaded, fleet: _Fleet, out: _Out) -> None
                 Severity.WARNING)
     elif ordered and not zone.primaries:
         out.add(obj, "spec", "selects only secondary instances; a zone needs a primary")
+
+
+def _by_reference(zone: Zone, obj: Loaded, fleet: _Fleet, out: _Out) -> dict[ObjectKey, InstanceView]:
+    """The instances a zone names: clusterRef, clusterProviderRef, bind9InstancesFrom (a missing
+    target is reported)."""
+    spec, ns = zone.spec, zone.key.namespace
+    chosen: dict[ObjectKey, InstanceView] = {}
+
+    def from_provider(name: str) -> None:
+        for ckey in fleet.providers[name]:
+            chosen.update((i.key, i) for i in fleet.by_cluster.get((ckey.namespace, ckey.name), []))
+
+    if spec.cluster_ref:
+        if ObjectKey("Bind9Cluster", ns, spec.cluster_ref) in fleet.clusters:
+            chosen.update((i.key, i) for i in fleet.by_cluster.get((ns, spec.cluster_ref), []))
+        elif spec.cluster_ref in fleet.providers:
+            from_provider(spec.cluster_ref)
+        else:
+            out.add(obj, "spec.clusterRef", f"no Bind9Cluster {spec.cluster_ref!r} in "
+                    f"namespace {ns} and no ClusterBind9Provider {spec.cluster_ref!r}")
+    if spec.cluster_provider_ref:
+        if spec.cluster_provider_ref in fleet.providers:
+            from_provider(spec.cluster_provider_ref)
+        else:
+            out.add(obj, "spec.clusterProviderRef",
+                    f"no ClusterBind9Provider {spec.cluster_provider_ref!r}")
+    for i, source in enumerate(spec.bind9_instances_from or []):
+        matched = [x for x in fleet.instances if x.key.namespace == ns and source.selector.matches(x.labels)]
+        if not matched:
+            out.add(obj, f"spec.bind9InstancesFrom[{i}]",
+                    "selects no Bind9Instance in this namespace", Severity.WARNING)
+        chosen.update((x.key, x) for x in matched)
+    return chosen
 
 
 def _check_zone(zone: Zone, obj: Loaded, out: _Out) -> None:
@@ -305,19 +309,10 @@ def _add_rrsets(zone: Zone, members: list[Loaded], out: _Out) -> None:
     _check_targets(zone, sources, own_values, types_at, out)
     for key, vals in sorted(values.items()):
         owner, rtype = key
-        if rtype == "CNAME":
-            others = sorted(types_at[owner] - {"CNAME"})
-            problem = None
-            if owner == zone.name:
-                problem = "a CNAME cannot be at the zone apex (it would hide the SOA and NS)"
-            elif others:
-                problem = f"a CNAME cannot share its name with other records ({', '.join(others)})"
-            elif len(vals) > 1:
-                problem = f"a name can have only one CNAME target, got {len(vals)}: {', '.join(sorted(vals))}"
-            if problem:
-                for r in sources[key]:
-                    out.add(r, "spec.name", problem)
-                continue
+        if rtype == "CNAME" and (problem := _cname_problem(zone.name, owner, types_at[owner], vals)):
+            for r in sources[key]:
+                out.add(r, "spec.name", problem)
+            continue
         if len(ttls[key]) > 1:
             first = sources[key][0]
             out.add(first, "spec.ttl", f"records of {owner} {rtype} disagree on TTL "
@@ -328,6 +323,18 @@ def _add_rrsets(zone: Zone, members: list[Loaded], out: _Out) -> None:
                 out.add(r, "spec", too_big)
             continue
         zone.rrsets[key] = rrset
+
+
+def _cname_problem(origin: str, owner: str, types: set[str], values: set[str]) -> str | None:
+    """Why a CNAME RRset cannot be served (RFC 1034 3.6.2, RFC 2181 10.1), or None."""
+    others = sorted(types - {"CNAME"})
+    if owner == origin:
+        return "a CNAME cannot be at the zone apex (it would hide the SOA and NS)"
+    if others:
+        return f"a CNAME cannot share its name with other records ({', '.join(others)})"
+    if len(values) > 1:
+        return f"a name can have only one CNAME target, got {len(values)}: {', '.join(sorted(values))}"
+    return None
 
 
 _TARGET_FIELD = {"MX": "spec.mailServer", "SRV": "spec.target", "NS": "spec.nameserver"}

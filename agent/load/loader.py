@@ -225,6 +225,32 @@ def _check_document(doc: _Document, default_namespace: str) -> Loaded | None:
     if not isinstance(data, dict):
         doc.report((), f"expected a mapping (a Kubernetes object), got {type(data).__name__}")
         return None
+    kind = _kind_of(doc, data)
+    if kind is None:
+        return None
+    meta: dict[str, Any] = data["metadata"] if isinstance(data.get("metadata"), dict) else {}
+    name, namespace = meta.get("name"), meta.get("namespace")
+    if kind.namespaced and namespace is None and isinstance(name, str):
+        meta["namespace"] = namespace = default_namespace
+    key = ObjectKey(kind.name, namespace if kind.namespaced else None, str(name))
+    doc.obj = syntax.printable(str(key)) if isinstance(name, str) else kind.name
+    if not kind.namespaced and namespace is not None:
+        doc.report(("metadata", "namespace"), f"{kind.name} is cluster-scoped; remove metadata.namespace")
+    _check_metadata(doc, meta)
+
+    if "status" in data:
+        del data["status"]
+        doc.report(("status",), "ignored: status is written by the agent, not read from Git",
+                   Severity.WARNING)
+    for path, message, is_error in shorthand.normalise(kind.name, data):
+        loc = tuple(path.split("."))
+        doc.report(loc, message, Severity.ERROR if is_error else Severity.WARNING)
+    model = _validate(doc, kind, data)
+    return None if model is None or doc.failed else Loaded(key, model, doc.origin, doc.source())
+
+
+def _kind_of(doc: _Document, data: dict[str, Any]) -> kinds.Kind | None:
+    """The Bindy kind a document declares; None (reported) for other objects, versions and kinds."""
     api_version, kind_name = data.get("apiVersion"), data.get("kind")
     group = api_version.split("/")[0] if isinstance(api_version, str) else None
     if group != kinds.GROUP:
@@ -243,26 +269,11 @@ def _check_document(doc: _Document, default_namespace: str) -> Loaded | None:
         close = difflib.get_close_matches(str(kind_name), list(kinds.KINDS), n=1, cutoff=0.6)
         hint = f" (did you mean '{close[0]}'?)" if close else ""
         doc.report(("kind",), f"unknown kind {kind_name!r} in {kinds.API_VERSION}{hint}")
-        return None
+    return kind
 
-    meta: dict[str, Any] = data["metadata"] if isinstance(data.get("metadata"), dict) else {}
-    name, namespace = meta.get("name"), meta.get("namespace")
-    if kind.namespaced and namespace is None and isinstance(name, str):
-        meta["namespace"] = namespace = default_namespace
-    key = ObjectKey(kind.name, namespace if kind.namespaced else None, str(name))
-    doc.obj = syntax.printable(str(key)) if isinstance(name, str) else kind.name
-    if not kind.namespaced and namespace is not None:
-        doc.report(("metadata", "namespace"), f"{kind.name} is cluster-scoped; remove metadata.namespace")
-    _check_metadata(doc, meta)
 
-    if "status" in data:
-        del data["status"]
-        doc.report(("status",), "ignored: status is written by the agent, not read from Git",
-                   Severity.WARNING)
-    for path, message, is_error in shorthand.normalise(kind.name, data):
-        loc = tuple(path.split("."))
-        doc.report(loc, message, Severity.ERROR if is_error else Severity.WARNING)
-
+def _validate(doc: _Document, kind: kinds.Kind, data: dict[str, Any]) -> Any:
+    """The schema model of the document, then the API server's admission rules; None on schema errors."""
     try:
         model = kind.model.model_validate(data)
     except pydantic.ValidationError as exc:
@@ -276,7 +287,7 @@ def _check_document(doc: _Document, default_namespace: str) -> Loaded | None:
         return None
     for violation in admission.violations(kind.name, data):  # after the schema, as the API server does
         doc.report(violation.loc, violation.message)
-    return None if doc.failed else Loaded(key, model, doc.origin, doc.source())
+    return model
 
 
 def load_text(text: str, file: str, *, default_namespace: str = names.DEFAULT_NAMESPACE,
