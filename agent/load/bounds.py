@@ -130,17 +130,23 @@ class Budget:
                        f"lists, mappings) in the revision; the rest was not read (raise the limit: "
                        f"{flag('max_nodes')})")
 
-    def spend(self, node: yaml.Node, text: str, file: str) -> Problem | None:
-        """Counts one composed document; a problem when it may not be constructed."""
+    @staticmethod
+    def plain(node: yaml.Node, text: str) -> bool:
+        """Whether a composed document is a plain tree: no alias can make it a graph."""
+        return not _ALIAS.search(text, node.start_mark.index, node.end_mark.index)
+
+    def spend(self, node: yaml.Node, text: str, file: str, nodes: int | None = None) -> Problem | None:
+        """Counts one composed document (`nodes`: its count, when the caller has it already, for
+        a plain tree); a problem when it may not be used."""
         line = node.start_mark.line + 1
         if self.documents == 0:
             self.exhausted = True
             return Problem(Origin(file, line), "", "", f"more than {self.limits.max_documents:,} YAML documents "
                            f"in the revision; the rest was not read (raise the limit: {flag('max_documents')})")
         self.documents -= 1
-        if _ALIAS.search(text, node.start_mark.index, node.end_mark.index):
+        if nodes is None and not self.plain(node, text):
             return self._aliases(node, file)
-        self.nodes -= _count(node)
+        self.nodes -= _count(node) if nodes is None else nodes
         return self._too_many_nodes(file, line) if self.nodes < 0 else None
 
     def _aliases(self, node: yaml.Node, file: str) -> Problem | None:

@@ -25,7 +25,7 @@ import pydantic
 import yaml
 
 from agent.errors import FileRefused, SourceError
-from agent.load import admission, bounds, shorthand
+from agent.load import admission, bounds, construct, shorthand
 from agent.model import kinds, names, syntax
 from agent.model.base import Resource
 from agent.model.key import ObjectKey
@@ -33,6 +33,10 @@ from agent.model.limits import Limits
 from agent.model.problems import Origin, Problem, Severity
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_STR_TAG = yaml.CSafeLoader.DEFAULT_SCALAR_TAG
+_RESOLVED_FIRST = frozenset(yaml.CSafeLoader.yaml_implicit_resolvers)
+_RESOLVED: dict[tuple[str, tuple[bool, bool]], str] = {}
+assert None not in _RESOLVED_FIRST and not yaml.CSafeLoader.yaml_path_resolvers
 _MAX_ERRORS = 50  # schema errors shown per document: a list of 100,000 wrong items is one mistake
 
 
@@ -89,9 +93,27 @@ class Manifest:
 
 
 class _Loader(yaml.CSafeLoader):
-    """The C loader, plus a record of duplicate mapping keys (PyYAML silently keeps the last)."""
+    """The C loader, plus a record of duplicate mapping keys (PyYAML silently keeps the last), and a
+    faster way to the same tag for the scalars no implicit resolver can match."""
 
     duplicates: list[tuple[int, str]]
+
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
+        # Exactly what Resolver.resolve answers when no path resolvers are set (asserted below): a
+        # quoted scalar, or a plain one whose first character starts no implicit resolver, is a str.
+        if kind is yaml.ScalarNode and (not implicit[0] or (value and value[0] not in _RESOLVED_FIRST)):
+            return _STR_TAG
+        if kind is yaml.ScalarNode and len(value) <= 32:  # keys and short values repeat: remember them
+            tag = _RESOLVED.get((value, implicit))
+            if tag is None:
+                tag = _RESOLVED[(value, implicit)] = self._resolve(kind, value, implicit)
+                if len(_RESOLVED) > 4096:
+                    _RESOLVED.clear()
+            return tag
+        return self._resolve(kind, value, implicit)
+
+    def _resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
+        return str(super().resolve(kind, value, implicit))  # type: ignore[no-untyped-call]
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[str] = set()
@@ -306,13 +328,18 @@ def load_text(text: str, file: str, *, default_namespace: str = names.DEFAULT_NA
             node = loader.get_node()
             if node is None:
                 continue
-            problem = budget.spend(node, text, file)
+            start = len(loader.duplicates)
+            data, nodes = _construct(loader, node, text)
+            problem = budget.spend(node, text, file, nodes)
             if problem is not None:
+                del loader.duplicates[start:]
                 manifest.problems.append(problem)
                 if budget.exhausted:
                     break
                 continue
-            _load_document(loader, node, text, file, default_namespace, manifest)
+            if nodes is None:  # checked, now built the general way
+                data = loader.construct_document(node)
+            _load_document(loader, start, node, data, text, file, default_namespace, manifest)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
@@ -328,10 +355,20 @@ def load_text(text: str, file: str, *, default_namespace: str = names.DEFAULT_NA
     return manifest
 
 
-def _load_document(loader: _Loader, node: yaml.Node, text: str, file: str, default_namespace: str,
-                   manifest: Manifest) -> None:
-    start = len(loader.duplicates)
-    data = loader.construct_document(node)
+def _construct(loader: _Loader, node: yaml.Node, text: str) -> tuple[Any, int | None]:
+    """(data, node count) of a plain document, built in one pass; (None, None) when it must be
+    checked for aliases first and built the general way."""
+    if bounds.Budget.plain(node, text):
+        start = len(loader.duplicates)
+        try:
+            return construct.tree(node, loader, loader.duplicates)
+        except construct.Unusual:
+            del loader.duplicates[start:]
+    return None, None
+
+
+def _load_document(loader: _Loader, start: int, node: yaml.Node, data: Any, text: str, file: str,
+                   default_namespace: str, manifest: Manifest) -> None:
     manifest.documents += 1
     doc = _Document(file, node, data, manifest.problems, text)
     for line, key in loader.duplicates[start:]:
