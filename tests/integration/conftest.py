@@ -39,9 +39,9 @@ def _kubectl_from_the_venv() -> Iterator[None]:
     os.environ["PATH"] = before
 
 
-@pytest.fixture(scope="session")
-def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kube_support.KubeCluster]:
-    cluster = kube_support.KubeCluster(tmp_path_factory.mktemp("kube"))
+def _control_plane(root: pathlib.Path) -> Iterator[kube_support.KubeCluster]:
+    """A started control plane whose logs a failing test shows; stopped afterwards."""
+    cluster = kube_support.KubeCluster(root)
     _LOG_SOURCES.append(cluster)
     try:
         cluster.start()
@@ -49,6 +49,11 @@ def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kube_support.Kube
     finally:
         cluster.stop()
         _LOG_SOURCES.remove(cluster)
+
+
+@pytest.fixture(scope="session")
+def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kube_support.KubeCluster]:
+    yield from _control_plane(tmp_path_factory.mktemp("kube"))
 
 
 @pytest.fixture
@@ -122,14 +127,7 @@ def own_dns(tmp_path: pathlib.Path) -> Iterator[dnsworld.Dns]:
 @pytest.fixture
 def own_kube(tmp_path: pathlib.Path) -> Iterator[kube_support.KubeCluster]:
     """A control plane of this test's own, for tests that kill or restart the API server."""
-    cluster = kube_support.KubeCluster(tmp_path / "kube")
-    _LOG_SOURCES.append(cluster)
-    try:
-        cluster.start()
-        yield cluster
-    finally:
-        cluster.stop()
-        _LOG_SOURCES.remove(cluster)
+    yield from _control_plane(tmp_path / "kube")
 
 
 @pytest.fixture

@@ -55,11 +55,7 @@ def _zone_snapshot(world: dict[str, Any]) -> dict[Any, Any]:
 
 
 def _note_from_fresh_clone(world: dict[str, Any], sha: str) -> str:
-    clone = world["tmp"] / f"fresh-{sha[:8]}"
-    subprocess.run(["git", "clone", "-q", world["remote"].url, str(clone)], check=True)
-    subprocess.run(["git", "-C", str(clone), "fetch", "-q", "origin", "refs/notes/*:refs/notes/*"], check=True)
-    return subprocess.run(["git", "-C", str(clone), "notes", "--ref=bindy-agent", "show", sha],
-                          capture_output=True, text=True, check=True).stdout
+    return str(world["remote"].note_seen_by_a_fresh_clone(world["tmp"] / f"fresh-{sha[:8]}", sha))
 
 
 def test_a_pushed_commit_is_applied_and_its_note_is_readable_with_plain_git(world: dict[str, Any]) -> None:

@@ -58,11 +58,7 @@ def _zones(world: dict[str, Any]) -> dict[str, Any]:
 
 
 def _note(world: dict[str, Any], sha: str) -> str:
-    clone = world["tmp"] / f"clone-{sha[:8]}"
-    subprocess.run(["git", "clone", "-q", world["remote"].url, str(clone)], check=True)
-    subprocess.run(["git", "-C", str(clone), "fetch", "-q", "origin", "refs/notes/*:refs/notes/*"], check=True)
-    return subprocess.run(["git", "-C", str(clone), "notes", "--ref=bindy-agent", "show", sha],
-                          capture_output=True, text=True, check=True).stdout
+    return str(world["remote"].note_seen_by_a_fresh_clone(world["tmp"] / f"clone-{sha[:8]}", sha))
 
 
 def test_links_out_of_the_repository_and_an_alias_bomb_reach_nothing(world: dict[str, Any]) -> None:

@@ -48,3 +48,9 @@ class GitRemote:
     def rewrite_last(self, message: str, files: dict[str, str | None]) -> str:
         """Replaces the last commit (history rewrite); push it with push(force=True)."""
         return self.commit(message, files, amend=True)
+
+    def note_seen_by_a_fresh_clone(self, dest: pathlib.Path, sha: str) -> str:
+        """The agent's note on `sha` as a user sees it: a new clone of the remote, notes fetched."""
+        run([self.git, "clone", "-q", self.url, str(dest)])
+        run([self.git, "-C", str(dest), "fetch", "-q", "origin", "refs/notes/*:refs/notes/*"])
+        return run([self.git, "-C", str(dest), "notes", "--ref=bindy-agent", "show", sha])
