@@ -157,3 +157,12 @@ def test_limits_travel_with_the_snapshot(remote: GitRemote, tmp_path: pathlib.Pa
     assert _problems(snap, limits=snap.limits) == [
         "b.yaml:1: more than 1 YAML documents in the revision; the rest was not read (raise the limit: "
         "--max-documents)"]
+
+
+def test_a_relative_path_to_a_repository_works_like_its_absolute_path(
+        remote: GitRemote, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    remote.commit("one zone", {"zone.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"})
+    remote.push()
+    monkeypatch.chdir(remote.bare)
+    snap = GitSource(".", tmp_path / "cache", branch="main").fetch()  # `--repo .` inside the repository
+    assert snap.revision == remote.head()

@@ -19,6 +19,7 @@ import logging
 import os
 import pathlib
 import posixpath
+import re
 import shlex
 import shutil
 import tempfile
@@ -65,6 +66,14 @@ class Snapshot:
         return gittree.files(self.repo, f"{self.revision}:{self.path}" if self.path else self.revision)
 
 
+def _absolute_if_local(url: str) -> str:
+    """A relative path of a local repository (`--repo .`) made absolute: git runs in the cache, where
+    a relative path would name something else. URLs and scp-like `host:path` are left alone."""
+    if "://" in url or re.match(r"^[^/]+:", url) or not pathlib.Path(url).exists():
+        return url
+    return str(pathlib.Path(url).resolve())
+
+
 @dataclasses.dataclass
 class GitSource:
     url: str
@@ -84,6 +93,7 @@ class GitSource:
         if self.ssh_key and not self.known_hosts and not self.insecure_ignore_host_key:
             raise ConfigError("an SSH deploy key needs --known-hosts (or, knowingly, --insecure-ignore-host-key)")
         self.path = "" if posixpath.normpath(self.path or ".") == "." else posixpath.normpath(self.path).strip("/")
+        self.url = _absolute_if_local(self.url)
         digest = hashlib.sha256(self.url.encode()).hexdigest()[:12]
         self.workdir = self.cache / f"repo-{digest}"
 
