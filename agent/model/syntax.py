@@ -33,31 +33,29 @@ def brief(name: str, width: int = 40) -> str:
     return repr(name) if len(name) <= width else repr(name[:width]) + f"... ({len(name)} characters)"
 
 
+def _name_error(value: str, limit: int, pattern: re.Pattern[str], rule: str) -> str | None:
+    if len(value) > limit:
+        return f"is {len(value)} characters long; at most {limit}"
+    return None if pattern.fullmatch(value) else rule
+
+
+_DNS1123_RULE = "use lowercase letters, digits, '-' (and '.' in names), starting and ending with a letter or digit"
+
+
 def subdomain_error(value: str) -> str | None:
     """A Kubernetes object name (DNS-1123 subdomain)."""
-    if len(value) > 253:
-        return f"is {len(value)} characters long; at most 253"
-    if not DNS1123_SUBDOMAIN.fullmatch(value):
-        return "use lowercase letters, digits, '-' (and '.' in names), starting and ending with a letter or digit"
-    return None
+    return _name_error(value, 253, DNS1123_SUBDOMAIN, _DNS1123_RULE)
 
 
 def label_error(value: str) -> str | None:
     """A namespace name (DNS-1123 label)."""
-    if len(value) > 63:
-        return f"is {len(value)} characters long; at most 63"
-    if not DNS1123_LABEL.fullmatch(value):
-        return "use lowercase letters, digits, '-' (and '.' in names), starting and ending with a letter or digit"
-    return None
+    return _name_error(value, 63, DNS1123_LABEL, _DNS1123_RULE)
 
 
 def dns1035_error(value: str) -> str | None:
     """A Service name (DNS-1035 label: starts with a letter)."""
-    if len(value) > 63:
-        return f"is {len(value)} characters long; at most 63"
-    if not DNS1035_LABEL.fullmatch(value):
-        return "use lowercase letters, digits and '-', starting with a letter and ending with a letter or digit"
-    return None
+    return _name_error(value, 63, DNS1035_LABEL, "use lowercase letters, digits and '-', starting with a letter "
+                       "and ending with a letter or digit")
 
 
 def label_value_error(value: str) -> str | None:
