@@ -102,8 +102,14 @@ class Budget:
                         return problem
                 elif isinstance(event, yaml.SequenceEndEvent | yaml.MappingEndEvent):
                     depth -= 1
-        except yaml.YAMLError:
+        except yaml.MarkedYAMLError as exc:
+            # libyaml 0.2.5+ (PyYAML 6.0.3+) stops at 1,000 levels itself, and may do so before the
+            # first event when it scans ahead in flow context: that is the same refusal as ours
+            if exc.problem and "nesting depth" in exc.problem:
+                return Problem(Origin(file, exc.problem_mark.line + 1 if exc.problem_mark else 1), "", "", TOO_DEEP)
             return None  # within the limits up to the error; the parse reports the error itself
+        except yaml.YAMLError:
+            return None
         finally:
             loader.dispose()
         return None
