@@ -113,7 +113,8 @@ class Agent:
         self.metrics.record(run, time.monotonic() - started, calls)
         if run.outcome in ("applied", "partial", "unchanged"):
             self.ready = True
-        log.info("sync %s: %s", run.outcome, run.message or "; ".join(run.failures[:3] + run.refusals[:3]))
+        why = "; ".join(run.failures[:3] + run.refusals[:3])
+        log.info("sync %s: %s", run.outcome, f"{run.message} ({why})" if run.message and why else run.message or why)
         return run
 
     def _elect(self) -> None:
