@@ -517,7 +517,8 @@ def table(results: dict[int, dict[str, Any]], kube_size: int | None) -> list[str
         idle = _med(r["idle"])
         rows.append(f"| webhook with no new commit | {n:,} | {_s(idle)} | | | < 50 ms {_verdict(idle < 0.05)} |")
         rows.append(f"| first sync: record step (UPDATEs + verification) | {n:,} | {_s(r['records_dns'])} | "
-                    f"raw batched UPDATEs {_s(r['raw_batched'])} | {r['records_dns'] / r['raw_batched']:.2f}x | <= 1.5x "
+                    f"raw batched UPDATEs {_s(r['raw_batched'])} | {r['records_dns'] / r['raw_batched']:.2f}x | "
+                    "<= 1.5x "
                     f"{_verdict(r['records_dns'] / r['raw_batched'] <= 1.5)} |")
         rows.append(f"| first sync: whole run (zones / records) | {n:,} | {_s(r['zones_run'])} / "
                     f"{_s(r['records_run'])} | | | (info) |")
