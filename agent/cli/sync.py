@@ -108,13 +108,12 @@ def git_source(args: argparse.Namespace) -> GitSource:
 
 
 def options(args: argparse.Namespace) -> orchestrator.Options:
-    return orchestrator.Options(
-        dry_run=args.dry_run, policy=safety.Policy(force=args.force, allow_prune=args.allow_prune),
-        repo_policy=common.policy_settings(args),
-        agent_namespace=args.agent_namespace, default_namespace=args.namespace, install_crds=args.install_crds,
-        create_namespaces=args.create_namespaces, rotate_rndc_keys=args.rotate_rndc_keys, batch=args.batch,
-        deadline=args.deadline or None, push_notes=getattr(args, "push_notes", True),
-        resync_after=getattr(args, "resync_after", 600), lock_wait=args.lock_wait)
+    return dataclasses.replace(
+        common.options(args), dry_run=args.dry_run,
+        policy=safety.Policy(force=args.force, allow_prune=args.allow_prune),
+        install_crds=args.install_crds, create_namespaces=args.create_namespaces,
+        rotate_rndc_keys=args.rotate_rndc_keys, batch=args.batch, deadline=args.deadline or None,
+        push_notes=args.push_notes, resync_after=args.resync_after, lock_wait=args.lock_wait)
 
 
 def _targets(args: argparse.Namespace) -> orchestrator.Targets:
