@@ -272,8 +272,6 @@ class _Run:
         except AgentError as exc:
             return RunOutcome(self.run_id, None, "unreachable", message=str(exc))
         logs.revision.set(snap.revision)
-        if self.writes:
-            forge.pending(self.targets.forge, snap.revision)
         skipped = self.source.superseded(self.state.seen, snap.revision) if self.writes else []
         planned = plan(snap, self.targets, self.options, memory=self.memory, deadline=self.deadline,
                        progress=self.progress)
@@ -295,6 +293,7 @@ class _Run:
         if result.plan.refusals:
             return self._reject(snap, result, f"the safety gate refused the plan ({len(result.plan.refusals)} "
                                 "reasons); nothing applied", reason="PlanRefused")
+        forge.pending(self.targets.forge, snap.revision)  # the gate passed: the first write to the world is next
         self._apply(desired, result)
         return self._finish(snap, result)
 
