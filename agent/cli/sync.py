@@ -135,8 +135,9 @@ def sync(args: argparse.Namespace) -> int:
         return common.EXIT_ERROR
     try:
         targets = _targets(args)
-        source: revisions.Revisions = (revisions.GitRevisions(git_source(args)) if args.repo
-                                       else revisions.DirectoryRevisions(args.directory, limits=common.limits(args)))
+        source: revisions.RevisionSource = (
+            revisions.GitRevisions(git_source(args)) if args.repo
+            else revisions.DirectoryRevisions(args.directory, limits=common.limits(args)))
     except AgentError as exc:
         print(f"error: could not run: {exc}", file=sys.stderr)
         return common.EXIT_UNREACHABLE

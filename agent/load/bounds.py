@@ -43,7 +43,7 @@ class _Recursive(Exception):
         self.line = line
 
 
-class Budget:
+class ReadBudget:
     """What is left of a revision's limits while its files are loaded, in order."""
 
     def __init__(self, limits: Limits) -> None:

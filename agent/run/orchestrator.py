@@ -41,7 +41,7 @@ from agent.reconcile.kubeapi import KubeApi
 from agent.reconcile.statestore import Store
 from agent.run import lock, logs
 from agent.run.memory import Memory
-from agent.run.revisions import Revisions, Snapshot
+from agent.run.revisions import RevisionSource, Snapshot
 
 log = logging.getLogger(__name__)
 SUSPENDED = (f"suspended (the setting suspend, or the annotation {names.SUSPEND_ANNOTATION}: \"true\" on the agent's "
@@ -225,7 +225,7 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def run(source: Revisions, targets: Targets, options: Options, *, run_id: str | None = None,
+def run(source: RevisionSource, targets: Targets, options: Options, *, run_id: str | None = None,
         memory: Memory | None = None, progress: Progress = quiet) -> RunOutcome:
     """Runs the newest revision of `source` against `targets`, at most one run per source at a time.
     A long-running agent passes its `memory`, so that a run costs what changed (agent/run/memory.py);
@@ -247,7 +247,7 @@ def run(source: Revisions, targets: Targets, options: Options, *, run_id: str | 
 
 
 class _Run:
-    def __init__(self, source: Revisions, targets: Targets, options: Options, run_id: str,
+    def __init__(self, source: RevisionSource, targets: Targets, options: Options, run_id: str,
                  memory: Memory | None, progress: Progress = quiet) -> None:
         self.source, self.targets, self.options, self.run_id = source, targets, options, run_id
         self.memory, self.progress = memory, progress
@@ -343,15 +343,17 @@ class _Run:
         assert plan is not None
         try:
             if api is not None and plan.kube is not None:
-                kube_options = kubeapply.Options(options.agent_namespace, options.install_crds and not self.kube_fast,
-                                                 options.create_namespaces, options.rotate_rndc_keys)
+                kube_options = kubeapply.KubeApplyOptions(
+                    options.agent_namespace, options.install_crds and not self.kube_fast, options.create_namespaces,
+                    options.rotate_rndc_keys)
                 assert self.observed.kube is not None
                 result.kube = kubeapply.apply(api, desired, self.observed.kube, plan.kube, options=kube_options,
                                               deadline=self.deadline, progress=lambda done, total: self.progress(
                                                   "applied", "objects", done, total))
             endpoints = self.endpoints
             if plan.zones is not None and endpoints is not None:
-                dns_options = dnsapply.Options(options.batch, options.verify_wait, options.policy, result.revision)
+                dns_options = dnsapply.DnsApplyOptions(options.batch, options.verify_wait, options.policy,
+                                                       result.revision)
                 result.dns = dnsapply.apply(plan.zones, endpoints, self.targets.store, options=dns_options,
                                             deadline=self.deadline, progress=lambda done, total: self.progress(
                                                 "applied", "zones", done, total))
