@@ -86,13 +86,14 @@ class Options:
     rotate_rndc_keys: bool = False
     batch: int = 1000
     verify_wait: float = 10
-    deadline: float | None = 300  # seconds a run may take; None: unbounded
+    deadline: float | None = names.DEFAULT_DEADLINE  # seconds a run may take; None: unbounded
     push_notes: bool = True
     mode: str = "apply"  # "detect": plan every run and report drift, write nothing to the world
     suspend: bool = False  # runs read and write nothing (also: the suspend mark on the state record)
-    resync_after: float = 600  # an unchanged head is re-reconciled, and the cluster read in full, after this long
+    # an unchanged head is re-reconciled, and the cluster read in full, after this long
+    resync_after: float = names.DEFAULT_RESYNC_AFTER
     sweep_after: float = 3600  # every zone is transferred and compared in full after this long
-    lock_wait: float = 30
+    lock_wait: float = names.DEFAULT_LOCK_WAIT
 
 
 @dataclasses.dataclass
