@@ -1,5 +1,7 @@
-"""What the CLI verbs share: exit codes, the argument parser class, loading a directory, printing
-problems, finding the kubeconfig. The CLI is the only part of the agent that prints.
+"""What the CLI verbs share: exit codes, the parser, flags, printing problems, the kubeconfig.
+
+The CLI is the only part of the agent that prints. A directory is validated by the orchestrator's
+own first step (`orchestrator.validate`), so `validate` and `plan` check a revision as a sync does.
 
 The kubeconfig is found the way kubectl finds it: `--kubeconfig FILE`, else `$KUBECONFIG` (a
 ':'-separated list is merged), else `~/.kube/config` if it exists; inside a pod with none of them,

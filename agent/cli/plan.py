@@ -1,5 +1,8 @@
-"""`bindy-agent plan`: one revision (offline, or its Kubernetes layer against a cluster), or the delta
-between two revisions - what a pull request would change.
+"""`bindy-agent plan`: what one revision would change, or what a pull request changes.
+
+One revision is planned offline, or, with a cluster, by the orchestrator's own planning: the plan
+of its Kubernetes layer that `sync --dry-run` shows, refusals of the safety gate included. A delta
+compares two revisions.
 
     plan DIR                                   exit 0 no changes, 1 changes, 2 error (like `flux diff`)
     plan DIR --base-dir OLD                    the delta OLD -> DIR             \\

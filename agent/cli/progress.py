@@ -1,5 +1,6 @@
-"""Progress of a run on stderr - "loaded 10,000 files", "observed 100/500 zones", "applied 300/1,000 zones" -
-one line per step, rewritten in place.
+"""Progress of a run on stderr, one line per step, rewritten in place.
+
+"loaded 10,000 files", "observed 100/500 zones", "applied 300/1,000 zones".
 
 Only on a terminal: a pipe, a log file or CI output gets nothing. A step that ends within `KEEP`
 seconds erases its line, so a quick run leaves nothing behind; a longer one leaves its last count.

@@ -1,5 +1,6 @@
-"""The verbs that change the world: install-crds, sync (a directory or a Git repository), and
-report (the note the agent attached to a commit)."""
+"""The verbs that reach a cluster or a Git remote: install-crds, suspend, resume, sync and report.
+
+sync applies a directory or a Git repository; report prints the note a sync attached to a commit."""
 
 from __future__ import annotations
 

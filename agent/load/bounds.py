@@ -1,5 +1,6 @@
-"""How much of a revision may be read and parsed: the limits' running budget, nesting depth, and
-the expansion of YAML aliases (pure).
+"""How much of a revision may be read and parsed (pure).
+
+The limits' running budget while files are read, the nesting depth, and the expansion of YAML aliases.
 
 Aliases: libyaml composes `*anchor` as the very node the anchor names, so a document is a graph
 whose distinct nodes are bounded by its size while its expansion - what constructing, validating
