@@ -75,6 +75,6 @@ def test_a_file_with_an_alias_bomb_is_still_bounded_and_plain_files_still_count_
     assert any("alias bomb" in p.message for p in manifest.problems)
     from agent.load import bounds
     from agent.model.limits import Limits
-    budget = bounds.Budget(Limits(max_nodes=50))
+    budget = bounds.ReadBudget(Limits(max_nodes=50))
     plain = loader.load_text("items: [" + ", ".join("x" for _ in range(60)) + "]\n", "big.yaml", budget=budget)
     assert any("more than 50 YAML nodes" in p.message for p in plain.problems)

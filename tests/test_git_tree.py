@@ -14,7 +14,7 @@ import pytest
 
 from agent.load import loader
 from agent.model.limits import Limits
-from agent.sources.git import GitSource, Snapshot
+from agent.sources.git import FetchedCommit, GitSource
 from tests.support.gitremote import GitRemote
 
 HEAD = "apiVersion: bindy.firestoned.io/v1beta1\n"
@@ -27,7 +27,7 @@ def remote(tmp_path: pathlib.Path) -> GitRemote:
     return GitRemote(tmp_path / "git")
 
 
-def _snapshot(remote: GitRemote, tmp_path: pathlib.Path, **kwargs: object) -> Snapshot:
+def _snapshot(remote: GitRemote, tmp_path: pathlib.Path, **kwargs: object) -> FetchedCommit:
     remote.push()
     return GitSource(remote.url, tmp_path / "cache", **kwargs).fetch()  # type: ignore[arg-type]
 
@@ -41,7 +41,7 @@ def _blob(remote: GitRemote, data: bytes) -> str:
                           capture_output=True, check=True).stdout.decode().strip()
 
 
-def _problems(snap: Snapshot, **kwargs: object) -> list[str]:
+def _problems(snap: FetchedCommit, **kwargs: object) -> list[str]:
     return [str(p) for p in loader.load_files(snap.files(), **kwargs).problems]  # type: ignore[arg-type]
 
 

@@ -111,7 +111,8 @@ def _plan_verb(verbs: Any, kube: argparse.ArgumentParser, guard: argparse.Argume
                          "kubeconfig in $KUBECONFIG or ~/.kube/config is not used unless asked for), the world is "
                          "empty, so the plan lists every Kubernetes object, every zone on every instance and every "
                          "RRset. With --kubeconfig or --context, the Kubernetes layer is diffed against the live "
-                         "cluster (creates, field-level updates, drift, deletes, conflicts). Exit 0 no changes, "
+                         "cluster (creates, field-level updates, drift, deletes, conflicts) and gated as a sync "
+                         "gates it (refusals are shown). Exit 0 no changes, "
                          "1 changes, 2 error. With --base REV or --base-dir DIR: the delta from that base to the "
                          "head (--head REV, or DIR), offline, as a pull-request comment with -o markdown; then "
                          "exit 0 no changes, 2 changes, 1 error, like `terraform plan -detailed-exitcode`.")
@@ -155,10 +156,10 @@ def _sync_verb(verbs: Any, kube: argparse.ArgumentParser, guard: argparse.Argume
                     help="allow deleting more than 30%% of the Kubernetes objects the agent manages (only that)")
     sy.add_argument("--create-namespaces", action="store_true",
                     help="create missing namespaces (by default the agent never writes namespaces)")
-    sy.add_argument("--deadline", type=common.seconds, default=300, metavar="SECONDS",
+    sy.add_argument("--deadline", type=common.seconds, default=names.DEFAULT_DEADLINE, metavar="SECONDS",
                     help="the most a run may take; a stalled server ends it as partial (0: no limit; "
                     "default: %(default)s)")
-    sy.add_argument("--lock-wait", type=common.seconds, default=30, metavar="SECONDS",
+    sy.add_argument("--lock-wait", type=common.seconds, default=names.DEFAULT_LOCK_WAIT, metavar="SECONDS",
                     help="how long to wait for another sync of the same source to finish (default: %(default)s)")
     sy.add_argument("--batch", type=common.positive, default=1000, metavar="N",
                     help="changes per DNS UPDATE message (default: %(default)s)")
@@ -173,7 +174,7 @@ def _git_flags(sy: argparse.ArgumentParser) -> None:
     git_args.add_argument("--branch", default="main", help="branch to follow (default: %(default)s)")
     git_args.add_argument("--ref", help="pin a tag or commit instead of following the branch")
     git_args.add_argument("--path", default="", help="sub-directory of the repository holding the CRs")
-    git_args.add_argument("--cache", type=pathlib.Path, default=names.CACHE_DIR / "git",
+    git_args.add_argument("--cache", type=pathlib.Path, default=names.GIT_CACHE,
                           help="where the clone is kept (default: %(default)s)")
     git_args.add_argument("--ssh-key", type=common.readable_file, metavar="FILE", help="SSH deploy key")
     git_args.add_argument("--known-hosts", type=common.readable_file, metavar="FILE",
@@ -185,7 +186,8 @@ def _git_flags(sy: argparse.ArgumentParser) -> None:
                           "(GitHub, GitLab, Gitea), or write 'user:token' in the file for another user")
     git_args.add_argument("--no-push-notes", dest="push_notes", action="store_false",
                           help="keep the commit reports local instead of pushing refs/notes/bindy-agent")
-    git_args.add_argument("--resync-after", type=common.seconds, default=600, metavar="SECONDS",
+    git_args.add_argument("--resync-after", type=common.seconds, default=names.DEFAULT_RESYNC_AFTER,
+                          metavar="SECONDS",
                           help="an unchanged revision is a no-op until this long after the last full "
                           "reconcile (default: %(default)s)")
 
@@ -215,7 +217,7 @@ def _report_verb(verbs: Any) -> None:
     rp.add_argument("--repo", required=True, metavar="URL", help="Git repository (URL or local path)")
     rp.add_argument("--branch", default="main", help="branch whose head is shown by default")
     rp.add_argument("-o", "--output", choices=["text", "json"], default="text")
-    rp.add_argument("--cache", type=pathlib.Path, default=names.CACHE_DIR / "git")
+    rp.add_argument("--cache", type=pathlib.Path, default=names.GIT_CACHE)
     for name in ("ref", "ssh_key", "known_hosts", "token_file"):
         rp.set_defaults(**{name: None})
     rp.set_defaults(path="", insecure_ignore_host_key=False)

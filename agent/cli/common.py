@@ -1,5 +1,7 @@
-"""What the CLI verbs share: exit codes, the argument parser class, loading a directory, printing
-problems, finding the kubeconfig. The CLI is the only part of the agent that prints.
+"""What the CLI verbs share: exit codes, the parser, flags, printing problems, the kubeconfig.
+
+The CLI is the only part of the agent that prints. A directory is validated by the orchestrator's
+own first step (`orchestrator.validate`), so `validate` and `plan` check a revision as a sync does.
 
 The kubeconfig is found the way kubectl finds it: `--kubeconfig FILE`, else `$KUBECONFIG` (a
 ':'-separated list is merged), else `~/.kube/config` if it exists; inside a pod with none of them,
@@ -14,15 +16,14 @@ import dataclasses
 import os
 import pathlib
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any, TextIO
 
-from agent.desired import hierarchy as desired
-from agent.gate import policy, tenancy
+from agent.gate import policy
 from agent.load import loader
 from agent.model import limits as read_limits
-from agent.model import problems
-from agent.sources import localdir
+from agent.model import names, problems
+from agent.run import orchestrator
 
 EXIT_OK, EXIT_CHANGES, EXIT_ERROR = 0, 1, 2
 EXIT_INVALID = 1
@@ -117,38 +118,18 @@ def policy_settings(args: argparse.Namespace) -> policy.PolicySettings:
         raise SystemExit(Parser.usage_status) from exc
 
 
-def load_files(files: Iterable[loader.SourceFile],
-               args: argparse.Namespace) -> tuple[loader.Manifest, desired.Desired | None]:
-    """One revision's files -> its desired state, checked against the policy (None when it does not load);
-    problems on both. Without a cluster, references to Secrets the agent does not generate are warnings."""
-    settings = policy_settings(args)
-    manifest = loader.load_files(files, default_namespace=args.namespace, limits=limits(args))
-    if not manifest.ok:
-        return manifest, None
-    state = desired.build(manifest)
-    labels = secret_labels(args, manifest) if cluster_requested(args) else None
-    state.problems += policy.check(manifest, state, settings, secret_labels=labels)
-    return manifest, state
+def options(args: argparse.Namespace) -> orchestrator.Options:
+    """What every verb that validates or plans takes from its flags: the namespace of objects that name
+    none, the policy, and the agent's namespace (where a verb has it)."""
+    return orchestrator.Options(repo_policy=policy_settings(args), default_namespace=args.namespace,
+                                agent_namespace=getattr(args, "agent_namespace", names.DEFAULT_AGENT_NAMESPACE))
 
 
-def secret_labels(args: argparse.Namespace, manifest: loader.Manifest) -> policy.SecretLabels:
-    """The live labels of every Secret the revision references (None: it does not exist). One that
-    cannot be read is left out, which the policy reports as not observed (the revision is refused)."""
-    from agent.errors import AgentError
-    from agent.reconcile import kubeobserve
-
-    wanted = tenancy.secrets_to_observe(manifest)
-    if not wanted:
-        return {}
-    try:
-        return kubeobserve.secret_labels(kube_api(args), wanted)
-    except AgentError as exc:
-        print(f"error: cannot read the Secrets the revision references: {exc}", file=sys.stderr)
-        return {}
-
-
-def load(args: argparse.Namespace) -> tuple[loader.Manifest, desired.Desired | None]:
-    return load_files(localdir.files(args.directory), args)
+def validate(files: Sequence[loader.SourceFile], args: argparse.Namespace, *,
+             progress: orchestrator.Progress | None = None) -> orchestrator.Validated:
+    """One revision's files checked as a sync checks them, without a cluster: references to Secrets
+    the agent does not generate are then warnings."""
+    return orchestrator.validate(files, options(args), limits=limits(args), progress=progress or orchestrator.quiet)
 
 
 def kubeconfig(explicit: str | os.PathLike[str] | None) -> str | None:

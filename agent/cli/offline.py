@@ -8,13 +8,14 @@ import sys
 
 from agent.cli import common
 from agent.model import problems, schema
+from agent.sources import localdir
 
 DEFAULT_SCHEMAS = pathlib.Path("schemas")
 
 
 def validate(args: argparse.Namespace) -> int:
-    manifest, state = common.load(args)
-    found = manifest.problems + (state.problems if state else [])
+    validated = common.validate(localdir.files(args.directory), args)
+    manifest, found = validated.manifest, validated.problems
     common.print_problems(found, args.directory, sys.stderr, quiet=args.quiet)
     errors, warns = len(problems.errors(found)), len(problems.warnings(found))
     where = f"{args.directory}: {len(manifest.objects)} objects in {manifest.files} files"

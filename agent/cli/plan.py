@@ -1,5 +1,8 @@
-"""`bindy-agent plan`: one revision (offline, or its Kubernetes layer against a cluster), or the delta
-between two revisions - what a pull request would change.
+"""`bindy-agent plan`: what one revision would change, or what a pull request changes.
+
+One revision is planned offline, or, with a cluster, by the orchestrator's own planning: the plan
+of its Kubernetes layer that `sync --dry-run` shows, refusals of the safety gate included. A delta
+compares two revisions.
 
     plan DIR                                   exit 0 no changes, 1 changes, 2 error (like `flux diff`)
     plan DIR --base-dir OLD                    the delta OLD -> DIR             \\
@@ -22,13 +25,14 @@ from collections.abc import Sequence
 
 from agent.cli import common, progress
 from agent.desired.hierarchy import Desired
-from agent.errors import AgentError, KubeError
+from agent.errors import AgentError
 from agent.gate import safety
 from agent.load import loader
 from agent.model import names, problems
 from agent.plan import build, delta, render
 from agent.plan.model import Plan
-from agent.plan.observed import Observed
+from agent.reconcile import statestore
+from agent.run import orchestrator, revisions
 from agent.sources import gitrevs, localdir
 from agent.sources.git import GitSource
 
@@ -59,21 +63,24 @@ def show_plan(args: argparse.Namespace) -> int:
         print(f"bindy-agent plan: error: {usage}", file=sys.stderr)
         return common.EXIT_ERROR
     report = progress.Reporter.for_stderr()
-    manifest, state = common.load_files(report.files(localdir.files(args.directory)), args)
-    report.done()
-    found = manifest.problems + (state.problems if state else [])
+    try:
+        planned = _planned(args, report)
+    except AgentError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return common.EXIT_ERROR
+    finally:
+        report.done()
+    found = planned.validated.problems
     common.print_problems(found, args.directory, sys.stderr)
-    if state is None or problems.errors(found):
+    if not planned.validated.ok:
         print(f"{args.directory}: invalid: nothing planned ({len(problems.errors(found))} errors)", file=sys.stderr)
         _invalid(args, Plan([], found, invalid=("revision",)))
         return common.EXIT_ERROR
-    try:
-        result = _single(args, state)
-    except KubeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    if planned.plan is None:
+        print(f"error: {planned.error}", file=sys.stderr)
         return common.EXIT_ERROR
-    _emit(result, args)
-    return common.EXIT_OK if result.empty else common.EXIT_CHANGES
+    _emit(planned.plan, args)
+    return common.EXIT_OK if planned.plan.empty else common.EXIT_CHANGES
 
 
 def _single_usage(args: argparse.Namespace) -> str | None:
@@ -83,15 +90,21 @@ def _single_usage(args: argparse.Namespace) -> str | None:
     return f"{', '.join(extra)} only go with --base REV" if extra else None
 
 
-def _single(args: argparse.Namespace, state: Desired) -> Plan:
-    """Offline unless a cluster is asked for: a kubeconfig in the environment never makes it online."""
+def _planned(args: argparse.Namespace, report: orchestrator.Progress) -> orchestrator.Planned:
+    """Offline unless a cluster is asked for (a kubeconfig in the environment never makes it online):
+    against the empty world, every object, zone and RRset is a create. Against a cluster, the plan a
+    `sync --dry-run` makes, by the orchestrator's own planning: its Kubernetes layer, gated."""
     if not common.cluster_requested(args):
-        return build.offline(state)
-    from agent.reconcile import kubeobserve
-
+        validated = common.validate(localdir.files(args.directory), args, progress=report)
+        planned = orchestrator.Planned(validated)
+        if validated.ok:
+            assert validated.desired is not None
+            planned.plan = build.offline(validated.desired)
+        return planned
     api = common.kube_api(args)
-    observed = Observed(kube=kubeobserve.observe(api, state, agent_namespace=args.agent_namespace))
-    return build.build(state, observed, revision=localdir.revision(args.directory), agent=args.agent_namespace)
+    snap = revisions.DirectoryRevisions(args.directory, limits=common.limits(args)).snapshot()
+    store = statestore.ConfigMapStore(api, args.agent_namespace)  # read only with zone endpoints: never here
+    return orchestrator.plan(snap, orchestrator.Targets(store, api), common.options(args), progress=report)
 
 
 # -- the delta between two revisions ---------------------------------------------------------------
@@ -154,10 +167,11 @@ def _dir_side(directory: pathlib.Path) -> Side:
 
 def _load(side: Side, args: argparse.Namespace, what: str) -> tuple[Desired | None, list[problems.Problem]]:
     report = progress.Reporter.for_stderr(f"{what}: ")
-    manifest, state = common.load_files(report.files(side.files), args)
-    report.done()
-    found = manifest.problems + (state.problems if state else [])
-    return (state if state is not None and not problems.errors(found) else None), found
+    try:
+        validated = common.validate(side.files, args, progress=report)
+    finally:
+        report.done()
+    return (validated.desired if validated.ok else None), validated.problems
 
 
 def _labels(*sides: Side) -> dict[str, str]:

@@ -1,5 +1,6 @@
-"""Progress of a run on stderr - "loaded 10,000 files", "observed 100/500 zones", "applied 300/1,000 zones" -
-one line per step, rewritten in place.
+"""Progress of a run on stderr, one line per step, rewritten in place.
+
+"loaded 10,000 files", "observed 100/500 zones", "applied 300/1,000 zones".
 
 Only on a terminal: a pipe, a log file or CI output gets nothing. A step that ends within `KEEP`
 seconds erases its line, so a quick run leaves nothing behind; a longer one leaves its last count.
@@ -12,12 +13,10 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Iterable, Iterator
-from typing import TextIO, TypeVar
+from typing import TextIO
 
 KEEP = 0.5  # seconds a step must take for its last count to stay on screen
 INTERVAL = 0.1  # at most this often a line is rewritten
-T = TypeVar("T")
 
 
 class Reporter:
@@ -69,10 +68,3 @@ class Reporter:
             self.stream.write("\n" if keep else "\r\x1b[K")
             self.stream.flush()
         self.step, self.line = None, ""
-
-    def files(self, files: Iterable[T]) -> Iterator[T]:
-        """`files`, counting them as the loader reads them: "loaded 1,234/10,000 files"."""
-        items = list(files)
-        for i, item in enumerate(items):
-            yield item
-            self("loaded", "files", i + 1, len(items))

@@ -1,5 +1,6 @@
-"""The verbs that change the world: install-crds, sync (a directory or a Git repository), and
-report (the note the agent attached to a commit)."""
+"""The verbs that reach a cluster or a Git remote: install-crds, suspend, resume, sync and report.
+
+sync applies a directory or a Git repository; report prints the note a sync attached to a commit."""
 
 from __future__ import annotations
 
@@ -108,13 +109,12 @@ def git_source(args: argparse.Namespace) -> GitSource:
 
 
 def options(args: argparse.Namespace) -> orchestrator.Options:
-    return orchestrator.Options(
-        dry_run=args.dry_run, policy=safety.Policy(force=args.force, allow_prune=args.allow_prune),
-        repo_policy=common.policy_settings(args),
-        agent_namespace=args.agent_namespace, default_namespace=args.namespace, install_crds=args.install_crds,
-        create_namespaces=args.create_namespaces, rotate_rndc_keys=args.rotate_rndc_keys, batch=args.batch,
-        deadline=args.deadline or None, push_notes=getattr(args, "push_notes", True),
-        resync_after=getattr(args, "resync_after", 600), lock_wait=args.lock_wait)
+    return dataclasses.replace(
+        common.options(args), dry_run=args.dry_run,
+        policy=safety.Policy(force=args.force, allow_prune=args.allow_prune),
+        install_crds=args.install_crds, create_namespaces=args.create_namespaces,
+        rotate_rndc_keys=args.rotate_rndc_keys, batch=args.batch, deadline=args.deadline or None,
+        push_notes=args.push_notes, resync_after=args.resync_after, lock_wait=args.lock_wait)
 
 
 def _targets(args: argparse.Namespace) -> orchestrator.Targets:
@@ -136,8 +136,9 @@ def sync(args: argparse.Namespace) -> int:
         return common.EXIT_ERROR
     try:
         targets = _targets(args)
-        source: revisions.Revisions = (revisions.GitRevisions(git_source(args)) if args.repo
-                                       else revisions.DirectoryRevisions(args.directory, limits=common.limits(args)))
+        source: revisions.RevisionSource = (
+            revisions.GitRevisions(git_source(args)) if args.repo
+            else revisions.DirectoryRevisions(args.directory, limits=common.limits(args)))
     except AgentError as exc:
         print(f"error: could not run: {exc}", file=sys.stderr)
         return common.EXIT_UNREACHABLE

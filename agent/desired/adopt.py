@@ -1,5 +1,6 @@
-"""A live zone's RRsets -> the CRs that say the same (pure): the inverse of placement + rrsets, for
-`bindy-agent import` to adopt a zone that exists today.
+"""A live zone's RRsets -> the CRs that say the same, for `bindy-agent import` (pure).
+
+The inverse of placement + rrsets, to adopt a zone that exists today:
 
     SOA                    -> DNSZone spec.soaRecord (the zone's own; the agent never writes it as a record)
     apex NS                -> DNSZone spec.nameServers, with the glue address of a name server inside

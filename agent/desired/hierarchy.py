@@ -19,7 +19,7 @@ import hashlib
 import json
 from typing import Any
 
-from agent.desired import admission, placement, rrsets, workloads
+from agent.desired import apinames, placement, rrsets, workloads
 from agent.desired.memo import Memo
 from agent.load.loader import Loaded, Manifest
 from agent.model import kinds, names
@@ -321,7 +321,7 @@ def build(manifest: Manifest, memo: Memo | None = None) -> Desired:
                        key=lambda o: (o.tier, CHILD_ORDER.get(o.key.kind, 0), o.key.kind, o.key.namespace or "",
                                       o.key.name))
     objects[:] = generated + [o for o in objects if o.tier == TIER_ZONE] + [o for o in objects if o.tier == TIER_RECORD]
-    problems.items += admission.check(((o.key, o.body, o.source) for o in objects if o.origin is None),
+    problems.items += apinames.check(((o.key, o.body, o.source) for o in objects if o.origin is None),
                                       {o.key: o for o in manifest.of_kind(*INFRA_KINDS)})
     if memo is not None:
         memo.sweep()

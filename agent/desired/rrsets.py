@@ -1,6 +1,7 @@
-"""Record CRs -> normalised RRsets (pure). Values are rendered by dnspython's rdata classes, so
-Git and an AXFR of the live zone compare equal when they mean the same thing (case, trailing
-dots, TXT quoting and 255-byte splitting, IPv6 forms).
+"""Record CRs -> normalised RRsets (pure).
+
+Values are rendered by dnspython's rdata classes, so Git and an AXFR of the live zone compare equal
+when they mean the same thing (case, trailing dots, TXT quoting and 255-byte splitting, IPv6 forms).
 
 Whatever a DNS server or the wire format would refuse is a RecordError here, with the field at
 fault: labels over 63 octets, names over 255 octets on the wire (owners and every target), TXT

@@ -1,5 +1,7 @@
-"""A Bind9Instance -> the Kubernetes objects that run it (pure): ServiceAccount, RNDC key Secret,
-ConfigMap with named.conf, Deployment (bind9 + the zone HTTP API sidecar) and Service.
+"""A Bind9Instance -> the Kubernetes objects that run it (pure).
+
+ServiceAccount, RNDC key Secret, ConfigMap with named.conf, Deployment (bind9 + the zone HTTP API
+sidecar) and Service.
 
 Images and volume layout follow Bindy's; the pods meet Pod Security "restricted" (named runs as
 ISC's `bind` user on unprivileged ports, which the Service maps to 53). The RNDC secret value is

@@ -11,7 +11,7 @@ from agent.model import kinds
 
 Loc = tuple[str | int, ...]
 Found = list[tuple[Loc, Any]]  # the values a rule reads, each with its location
-Check = Callable[[Found], Iterator[tuple[Loc, str]]]  # yields (location, message) per violation
+RuleCheck = Callable[[Found], Iterator[tuple[Loc, str]]]  # yields (location, message) per violation
 
 
 @dataclasses.dataclass(frozen=True)
@@ -20,17 +20,17 @@ class Rule:
     name: str  # which of its validations
     kinds: frozenset[str]
     fields: tuple[str, ...]  # Bindy's field paths; "[*]" is every list item
-    check: Check
+    check: RuleCheck
 
 
 @dataclasses.dataclass(frozen=True)
-class Violation:
+class RuleViolation:
     rule: Rule
     loc: Loc
     message: str
 
 
-def _each(test: Callable[[str], str | None]) -> Check:
+def _each(test: Callable[[str], str | None]) -> RuleCheck:
     """A check of every string value on its own; `test` returns the message, or None when fine."""
     def check(found: Found) -> Iterator[tuple[Loc, str]]:
         for loc, value in found:
@@ -379,9 +379,9 @@ _BY_KIND = {kind: tuple((r, tuple(_steps(f) for f in r.fields), _FIELDS.index(r.
                         for r in RULES if kind in r.kinds) for kind in kinds.KINDS}
 
 
-def violations(kind: str, doc: dict[str, Any]) -> list[Violation]:
+def violations(kind: str, doc: dict[str, Any]) -> list[RuleViolation]:
     """Every Bindy admission rule `doc` breaks; at most one per field (the first in RULES)."""
-    out: list[Violation] = []
+    out: list[RuleViolation] = []
     seen: list[Loc] = []
     selected: dict[int, Found] = {}
     for rule, paths, fields in _BY_KIND.get(kind, ()):
@@ -391,5 +391,5 @@ def violations(kind: str, doc: dict[str, Any]) -> list[Violation]:
         for loc, message in rule.check(found) if found else ():
             if not any(loc[:len(s)] == s or s[:len(loc)] == loc for s in seen):
                 seen.append(loc)
-                out.append(Violation(rule, loc, f"{message} (Bindy admission policy {rule.policy})"))
+                out.append(RuleViolation(rule, loc, f"{message} (Bindy admission policy {rule.policy})"))
     return out

@@ -1,5 +1,6 @@
-"""How much of a revision may be read and parsed: the limits' running budget, nesting depth, and
-the expansion of YAML aliases (pure).
+"""How much of a revision may be read and parsed (pure).
+
+The limits' running budget while files are read, the nesting depth, and the expansion of YAML aliases.
 
 Aliases: libyaml composes `*anchor` as the very node the anchor names, so a document is a graph
 whose distinct nodes are bounded by its size while its expansion - what constructing, validating
@@ -43,7 +44,7 @@ class _Recursive(Exception):
         self.line = line
 
 
-class Budget:
+class ReadBudget:
     """What is left of a revision's limits while its files are loaded, in order."""
 
     def __init__(self, limits: Limits) -> None:

@@ -313,9 +313,9 @@ def _validate(doc: _Document, kind: kinds.Kind, data: dict[str, Any]) -> Any:
 
 
 def load_text(text: str, file: str, *, default_namespace: str = names.DEFAULT_NAMESPACE,
-              budget: bounds.Budget | None = None) -> Manifest:
+              budget: bounds.ReadBudget | None = None) -> Manifest:
     """Loads one file's text (multi-document), spending `budget` (a fresh default one if None)."""
-    budget = budget or bounds.Budget(Limits())
+    budget = budget or bounds.ReadBudget(Limits())
     manifest = Manifest(objects=[], problems=[], files=1)
     refused = budget.precheck(text, file)
     if refused is not None:
@@ -358,7 +358,7 @@ def load_text(text: str, file: str, *, default_namespace: str = names.DEFAULT_NA
 def _construct(loader: _Loader, node: yaml.Node, text: str) -> tuple[Any, int | None]:
     """(data, node count) of a plain document, built in one pass; (None, None) when it must be
     checked for aliases first and built the general way."""
-    if bounds.Budget.plain(node, text):
+    if bounds.ReadBudget.plain(node, text):
         start = len(loader.duplicates)
         try:
             return construct.tree(node, loader, loader.duplicates)
@@ -396,7 +396,7 @@ class SourceFile(Protocol):
         problem of that file), or SourceError / OSError when it cannot be."""
 
 
-def _read(file: SourceFile, budget: bounds.Budget, problems: list[Problem]) -> str | None:
+def _read(file: SourceFile, budget: bounds.ReadBudget, problems: list[Problem]) -> str | None:
     """The file's text, or None after reporting why it was not read."""
     problem = budget.admit(file.path, file.size)
     if problem is None:
@@ -431,7 +431,7 @@ class FileCache:
         self._context: tuple[object, ...] = ()
         self.hits = self.misses = 0
 
-    def _take(self, key: tuple[str, str], budget: bounds.Budget) -> Manifest | None:
+    def _take(self, key: tuple[str, str], budget: bounds.ReadBudget) -> Manifest | None:
         parsed = self._entries.get(key)
         if parsed is None or not budget.afford(parsed.spent):
             return None  # read and parsed again, so that an exceeded limit is reported as usual
@@ -464,7 +464,7 @@ def load_files(files: Iterable[SourceFile], *, default_namespace: str = names.DE
     paths. With a `cache`, files whose content id did not change since the last call are reused."""
     limits = limits or Limits()
     total = Manifest(objects=[], problems=[])
-    budget = bounds.Budget(limits)
+    budget = bounds.ReadBudget(limits)
     seen: dict[ObjectKey, Origin] = {}
     fresh: dict[tuple[str, str], _Parsed] = {}
     if cache is not None and cache._context != (default_namespace, limits):

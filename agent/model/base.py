@@ -24,6 +24,7 @@ Port = Annotated[int, Field(ge=0, le=65535)]
 RFC3339 = str
 
 HmacAlgorithm = Literal["hmac-sha1", "hmac-sha224", "hmac-sha256", "hmac-sha384", "hmac-sha512"]
+PolicyName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")]  # a BIND dnssec-policy name
 
 
 class Model(BaseModel):

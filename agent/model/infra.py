@@ -13,13 +13,13 @@ from agent.model.base import (
     K8sObject,
     LabelSelector,
     Model,
+    PolicyName,
     Resource,
     Status,
     ZoneReference,
 )
 
 DurationToken = Annotated[str, Field(pattern=r"^[A-Za-z0-9]{1,32}$")]
-PolicyName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")]
 Replicas = Annotated[int, Field(ge=0, le=100)]
 RESOURCES_DOC = ("Resource requirements of the bind9 container; replace the agent's defaults "
                  "(agent extension; Bindy's CRD has none)")

@@ -33,6 +33,14 @@ SUSPEND_ANNOTATION = "bindy.firestoned.io/suspend"  # "true" on the state Config
 STATE_NAME = "bindy-agent-state"
 AGENT_APP_LABELS = {"app.kubernetes.io/name": "bindy-agent"}
 CACHE_DIR = pathlib.Path.home() / ".cache" / "bindy-agent"  # clones, local state, locks
+GIT_CACHE = CACHE_DIR / "git"  # where `sync --repo`, `report` and `run` keep their clone
+
+# Defaults of a run, shared by the flags of `sync`, the settings of `run` and orchestrator.Options.
+DEFAULT_DEADLINE = 300  # seconds one run may take
+DEFAULT_LOCK_WAIT = 30  # seconds a run waits for another run of the same source to finish
+DEFAULT_RESYNC_AFTER = 600  # seconds after which an unchanged revision is reconciled again
+LEASE_NAME = "bindy-agent"  # the Lease of leader election, in the agent's namespace
+DEFAULT_LEASE_DURATION = 15  # seconds before a silent leader is replaced
 
 # Tenancy: the agent's settings decide where a repository may reach, never the repository.
 DEFAULT_ALLOWED_NAMESPACES = (DEFAULT_PROVIDER_NAMESPACE,)  # Bindy's own namespace; widen with settings

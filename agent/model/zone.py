@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from agent.model.base import RFC3339, Int32, LabelSelector, Model, Resource, Status, Ttl
+from agent.model.base import RFC3339, Int32, LabelSelector, Model, PolicyName, Resource, Status, Ttl
 
 FQDN_PATTERN = (
     r"^[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?"
@@ -27,7 +27,6 @@ IPV6_PATTERN = (
 )
 Fqdn = Annotated[str, Field(pattern=FQDN_PATTERN)]
 Seconds = Annotated[int, Field(ge=1, le=2**31 - 1)]
-PolicyName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")]
 
 
 class SelectorSource(Model):

@@ -1,11 +1,14 @@
-"""Commit statuses on GitHub, GitLab and Gitea: pending when a run starts, then its outcome with the counts.
+"""Commit statuses on GitHub, GitLab and Gitea: pending once the gate passed a commit, then its outcome.
 
     outcome     GitHub / Gitea   GitLab     description
-    (start)     pending          running    applying this commit
+    (gate ok)   pending          running    applying this commit
     applied     success          success    applied: 2 created, 1 updated, 0 deleted, 3 RRset changes, 0 errors
     partial     failure          failed     partial: 1 failed; 2 created, ...
     rejected    error            failed     rejected: 3 errors; nothing applied ...
     superseded  (none: the commit was never run, so it never got a pending status)
+
+An invalid or refused commit gets only its final status: pending is posted after the gate, as the
+first write of a run that applies.
 
 GitHub: POST {api}/repos/{owner}/{repo}/statuses/{sha} with a Bearer token; Gitea: the same path
 with `Authorization: token ...`; GitLab: POST {api}/projects/{id}/statuses/{sha} with PRIVATE-TOKEN.
@@ -142,7 +145,8 @@ def _post(settings: ForgeSettings, revision: str, step: str, text: str) -> bool:
 
 
 def pending(settings: ForgeSettings | None, revision: str) -> bool:
-    """Marks `revision` as being applied. Call before the run's first write; False if not posted."""
+    """Marks `revision` as being applied: once the gate passed it, before the run's first write to the
+    world; False if not posted."""
     if settings is None:
         return False
     return _post(settings, revision, "pending", "applying this commit")

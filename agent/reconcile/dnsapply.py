@@ -78,7 +78,7 @@ class DnsResult:
 
 
 @dataclasses.dataclass(frozen=True)
-class Options:
+class DnsApplyOptions:
     batch: int = rfc2136.DEFAULT_BATCH
     verify_wait: float = 10
     policy: safety.Policy = safety.Policy()
@@ -94,7 +94,8 @@ class _Refused(AgentError):
 
 
 class DnsApply:
-    def __init__(self, endpoints: Mapping[str, Endpoint], store: Store, options: Options, deadline: Deadline) -> None:
+    def __init__(self, endpoints: Mapping[str, Endpoint], store: Store, options: DnsApplyOptions,
+                 deadline: Deadline) -> None:
         self.endpoints, self.store, self.options, self.deadline = endpoints, store, options, deadline
         self.apis: dict[str, ZoneApi] = {}
         self.updates_sent = 0
@@ -373,7 +374,7 @@ def _settled(zp: ZonePlan, result: ZoneResult, revision: str | None) -> ZoneOwne
     return owned
 
 
-def apply(zones: list[ZonePlan], endpoints: Mapping[str, Endpoint], store: Store, *, options: Options,
+def apply(zones: list[ZonePlan], endpoints: Mapping[str, Endpoint], store: Store, *, options: DnsApplyOptions,
           deadline: Deadline, progress: Callable[[int, int], None] | None = None) -> DnsResult:
     """Executes every zone's plan; ownership is stored as it goes. `progress` hears (zones done, zones)."""
     runner = DnsApply(endpoints, store, options, deadline)

@@ -1,5 +1,7 @@
-"""How to reach each Bind9Instance: an explicit endpoint map (runs outside a cluster, tests), or,
-inside a cluster, its Service, the TSIG key in its RNDC Secret, and an audience-bound token.
+"""How to reach each Bind9Instance: its DNS server, its zone HTTP API, and their credentials.
+
+From an explicit endpoint map (runs outside a cluster, tests), or, inside a cluster, from its
+Service, the TSIG key in its RNDC Secret, and an audience-bound token.
 
 The endpoint map tells a run outside a cluster (and the tests) how to reach each Bind9Instance:
 

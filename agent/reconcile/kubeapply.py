@@ -39,7 +39,7 @@ _PLAIN_LIMIT = 256 * 1024  # a larger inventory is stored gzip-compressed (a Con
 
 
 @dataclasses.dataclass(frozen=True)
-class Options:
+class KubeApplyOptions:
     agent_namespace: str = names.DEFAULT_AGENT_NAMESPACE
     install_crds: bool = True
     create_namespaces: bool = False
@@ -99,7 +99,7 @@ def parallel(fn: Callable[[T], None], items: list[T]) -> None:
 
 class _Apply:
     def __init__(self, api: KubeApi, observed: KubeObserved, changes: list[kubediff.KubeChange],
-                 options: Options, deadline: Deadline) -> None:
+                 options: KubeApplyOptions, deadline: Deadline) -> None:
         self.api, self.options, self.deadline = api, options, deadline
         self.result = KubeResult(changes, dict(observed.live))
         self.uids = {k: v["metadata"].get("uid", "") for k, v in observed.live.items()}
@@ -135,7 +135,7 @@ class _Apply:
             self.result.failed[change.key] = str(exc)
 
 
-def _namespaces(api: KubeApi, desired: Desired, observed: KubeObserved, options: Options,
+def _namespaces(api: KubeApi, desired: Desired, observed: KubeObserved, options: KubeApplyOptions,
                 result: KubeResult) -> None:
     """Creates missing namespaces when allowed; otherwise objects in them fail with the reason."""
     wanted = {o.key.namespace for o in desired.objects if o.key.namespace} | {options.agent_namespace}
@@ -151,7 +151,7 @@ def _namespaces(api: KubeApi, desired: Desired, observed: KubeObserved, options:
 
 
 def apply(api: KubeApi, desired: Desired, observed: KubeObserved, changes: list[kubediff.KubeChange], *,
-          options: Options, deadline: Deadline = UNBOUNDED,
+          options: KubeApplyOptions, deadline: Deadline = UNBOUNDED,
           progress: Callable[[int, int], None] | None = None) -> KubeResult:
     """Applies creates/updates parents first, then prunes children first, then the inventory.
     Statuses are written separately (`write_statuses`), after the DNS steps. `progress` hears

@@ -1,5 +1,7 @@
-"""Reads the Kubernetes side of the world before planning: the objects the agent manages, the
-same-named objects it must not touch, its inventory, and which namespaces exist."""
+"""Reads the Kubernetes side of the world before planning.
+
+The objects the agent manages, the same-named objects it must not touch, its inventory, and which
+namespaces exist."""
 
 from __future__ import annotations
 

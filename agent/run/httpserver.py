@@ -34,7 +34,7 @@ INBUF_IN_MEMORY = 64 * 1024  # the rest of a body (up to max_body) waits in a te
 
 
 @dataclasses.dataclass(frozen=True)
-class Limits:
+class HttpLimits:
     max_body: int
     header_timeout: float
     body_timeout: float
@@ -91,7 +91,7 @@ class Server(TcpWSGIServer):  # type: ignore[misc]
 
     channel_class = _Channel
 
-    def __init__(self, app: Any, *, host: str, port: int, limits: Limits) -> None:
+    def __init__(self, app: Any, *, host: str, port: int, limits: HttpLimits) -> None:
         self.limits = limits
         adj = Adjustments(host=host, port=port, threads=THREADS, ident="", expose_tracebacks=False,
                           connection_limit=limits.connection_limit, asyncore_use_poll=True,

@@ -39,8 +39,8 @@ def default_identity() -> str:
 
 
 class LeaderElector:
-    def __init__(self, api: KubeApi, namespace: str, *, name: str = "bindy-agent", identity: str | None = None,
-                 duration: int = 15) -> None:
+    def __init__(self, api: KubeApi, namespace: str, *, name: str = names.LEASE_NAME, identity: str | None = None,
+                 duration: int = names.DEFAULT_LEASE_DURATION) -> None:
         self.api, self.namespace, self.name = api, namespace, name
         self.identity = identity or default_identity()
         self.duration = duration

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 
 from agent.errors import AgentError
+from agent.model import names
 
 
 class Busy(AgentError):
@@ -47,7 +48,7 @@ def _holder(path: pathlib.Path, *, patience: float = 1.0) -> str:
 
 
 @contextlib.contextmanager
-def held(path: pathlib.Path, *, wait: float = 30) -> Iterator[None]:
+def held(path: pathlib.Path, *, wait: float = names.DEFAULT_LOCK_WAIT) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     locked = False

@@ -1,5 +1,7 @@
-"""Logging: JSON lines for `bindy-agent run` (human text for the CLI), with the run id and the
-revision on every line. Nothing here ever formats a secret: callers log names, never values."""
+"""Logging, with the run id and the revision on every line.
+
+JSON lines for `bindy-agent run`, human text for the CLI. Nothing here ever formats a secret:
+callers log names, never values."""
 
 from __future__ import annotations
 

@@ -28,6 +28,7 @@ from agent.gate import safety, tenancy
 from agent.load import loader
 from agent.model import names, problems
 from agent.model.key import ObjectKey
+from agent.model.limits import Limits
 from agent.model.ownership import RunState
 from agent.outcome import forge, notify, report, status
 from agent.plan import build
@@ -40,7 +41,7 @@ from agent.reconcile.kubeapi import KubeApi
 from agent.reconcile.statestore import Store
 from agent.run import lock, logs
 from agent.run.memory import Memory
-from agent.run.revisions import Revisions, Snapshot
+from agent.run.revisions import RevisionSource, Snapshot
 
 log = logging.getLogger(__name__)
 SUSPENDED = (f"suspended (the setting suspend, or the annotation {names.SUSPEND_ANNOTATION}: \"true\" on the agent's "
@@ -51,7 +52,7 @@ Endpoints = Mapping[str, Endpoint] | Callable[[Desired], Mapping[str, Endpoint]]
 Progress = Callable[[str, str, int, int | None], None]
 
 
-def _quiet(verb: str, unit: str, done: int, total: int | None) -> None:
+def quiet(verb: str, unit: str, done: int, total: int | None) -> None:
     """The default Progress: nobody is watching."""
 
 
@@ -85,13 +86,103 @@ class Options:
     rotate_rndc_keys: bool = False
     batch: int = 1000
     verify_wait: float = 10
-    deadline: float | None = 300  # seconds a run may take; None: unbounded
+    deadline: float | None = names.DEFAULT_DEADLINE  # seconds a run may take; None: unbounded
     push_notes: bool = True
     mode: str = "apply"  # "detect": plan every run and report drift, write nothing to the world
     suspend: bool = False  # runs read and write nothing (also: the suspend mark on the state record)
-    resync_after: float = 600  # an unchanged head is re-reconciled, and the cluster read in full, after this long
+    # an unchanged head is re-reconciled, and the cluster read in full, after this long
+    resync_after: float = names.DEFAULT_RESYNC_AFTER
     sweep_after: float = 3600  # every zone is transferred and compared in full after this long
-    lock_wait: float = 30
+    lock_wait: float = names.DEFAULT_LOCK_WAIT
+
+
+@dataclasses.dataclass
+class Validated:
+    """A revision loaded, expanded and checked against the policy, as a whole and without a write."""
+
+    manifest: loader.Manifest
+    desired: Desired | None  # None: the files did not load
+
+    @property
+    def problems(self) -> list[problems.Problem]:
+        return list(self.manifest.problems) + (self.desired.problems if self.desired is not None else [])
+
+    @property
+    def ok(self) -> bool:
+        return self.desired is not None and not problems.errors(self.problems)
+
+
+def validate(files: Sequence[loader.SourceFile], options: Options, *, limits: Limits,
+             kube_api: KubeApi | None = None, memory: Memory | None = None,
+             progress: Progress = quiet) -> Validated:
+    """load -> desired -> policy. With a cluster, the policy sees the live labels of the Secrets the
+    revision references (metadata only); without one, such references are only warned about."""
+    counted = _counted(files, lambda n: progress("loaded", "files", n, len(files)))
+    manifest = loader.load_files(counted, default_namespace=options.default_namespace, limits=limits,
+                                 cache=memory.files if memory else None)
+    if not manifest.ok:
+        return Validated(manifest, None)
+    desired = hierarchy.build(manifest, memory.desired if memory else None)
+    labels = (kubeobserve.secret_labels(kube_api, tenancy.secrets_to_observe(manifest))
+              if kube_api is not None else None)
+    desired.problems += repo_rules.check(manifest, desired, options.repo_policy, secret_labels=labels)
+    return Validated(manifest, desired)
+
+
+@dataclasses.dataclass
+class Planned:
+    """What a sync of a revision would do, decided before any write: the gated plan of the whole
+    revision, and what it was planned from (the apply step works on the same observations)."""
+
+    validated: Validated
+    plan: Plan | None = None  # None: the revision is invalid, or the world could not be observed
+    error: str | None = None  # why the world could not be observed
+    observed: Observed = dataclasses.field(default_factory=Observed)
+    endpoints: Mapping[str, Endpoint] | None = None
+    kube_fast: bool = False  # the cluster was remembered, not read in full (see Memory)
+    dns_fast: bool = False  # the zones were checked by their SOA serials only
+
+
+def plan(snap: Snapshot, targets: Targets, options: Options, *, memory: Memory | None = None,
+         deadline: Deadline = UNBOUNDED, progress: Progress = quiet) -> Planned:
+    """The one way a revision is planned, for `plan --kubeconfig`, `sync --dry-run` and a sync alike:
+    validate, observe everything the revision touches, plan it whole, gate it. Writes nothing."""
+    validated = validate(snap.files, options, limits=snap.limits, kube_api=targets.kube_api, memory=memory,
+                         progress=progress)
+    planned = Planned(validated)
+    if not validated.ok:
+        return planned
+    desired = validated.desired
+    assert desired is not None
+    try:
+        _observe(planned, desired, targets, options, memory=memory, deadline=deadline, progress=progress)
+    except AgentError as exc:
+        planned.error = str(exc)
+        return planned
+    planned.plan = build.build(desired, planned.observed, revision=snap.revision, agent=options.agent_namespace,
+                               rotate_rndc_keys=options.rotate_rndc_keys, trust_hash=planned.kube_fast,
+                               memo=memory.plans if memory is not None and planned.dns_fast else None)
+    planned.plan.refusals = safety.check(planned.plan, options.policy)
+    return planned
+
+
+def _observe(planned: Planned, desired: Desired, targets: Targets, options: Options, *, memory: Memory | None,
+             deadline: Deadline, progress: Progress) -> None:
+    """What the revision touches in the cluster and on the DNS servers; from memory where it is fresh."""
+    observed, api, namespace = planned.observed, targets.kube_api, options.agent_namespace
+    planned.kube_fast = memory is not None and memory.kube_fresh(options.resync_after, namespace)
+    planned.dns_fast = memory is not None and memory.dns_fresh(options.sweep_after)
+    if api is not None:
+        observed.kube = (kubeobserve.recall(api, desired, memory.kube, agent_namespace=namespace)
+                         if memory is not None and memory.kube is not None and planned.kube_fast
+                         else kubeobserve.observe(api, desired, agent_namespace=namespace))
+    endpoints = targets.endpoints
+    planned.endpoints = endpoints(desired) if callable(endpoints) else endpoints
+    if planned.endpoints is not None:
+        observed.dns = dnsobserve.observe(
+            desired, targets.store, planned.endpoints, deadline=deadline,
+            memory=memory.dns if memory and planned.dns_fast else None, refresh=not planned.dns_fast,
+            progress=lambda done, total: progress("observed", "zones", done, total))
 
 
 @dataclasses.dataclass
@@ -135,8 +226,8 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def run(source: Revisions, targets: Targets, options: Options, *, run_id: str | None = None,
-        memory: Memory | None = None, progress: Progress = _quiet) -> RunOutcome:
+def run(source: RevisionSource, targets: Targets, options: Options, *, run_id: str | None = None,
+        memory: Memory | None = None, progress: Progress = quiet) -> RunOutcome:
     """Runs the newest revision of `source` against `targets`, at most one run per source at a time.
     A long-running agent passes its `memory`, so that a run costs what changed (agent/run/memory.py);
     `progress` hears the counts of the long steps (files loaded, zones observed and applied)."""
@@ -157,8 +248,8 @@ def run(source: Revisions, targets: Targets, options: Options, *, run_id: str | 
 
 
 class _Run:
-    def __init__(self, source: Revisions, targets: Targets, options: Options, run_id: str,
-                 memory: Memory | None, progress: Progress = _quiet) -> None:
+    def __init__(self, source: RevisionSource, targets: Targets, options: Options, run_id: str,
+                 memory: Memory | None, progress: Progress = quiet) -> None:
         self.source, self.targets, self.options, self.run_id = source, targets, options, run_id
         self.memory, self.progress = memory, progress
         self.kube_fast = self.dns_fast = False  # the world is remembered, not read in full (see Memory)
@@ -182,25 +273,19 @@ class _Run:
         except AgentError as exc:
             return RunOutcome(self.run_id, None, "unreachable", message=str(exc))
         logs.revision.set(snap.revision)
-        if self.writes:
-            forge.pending(self.targets.forge, snap.revision)
         skipped = self.source.superseded(self.state.seen, snap.revision) if self.writes else []
-        memory = self.memory
-        files = _counted(snap.files, lambda n: self.progress("loaded", "files", n, len(snap.files)))
-        manifest = loader.load_files(files, default_namespace=self.options.default_namespace,
-                                     limits=snap.limits, cache=memory.files if memory else None)
-        desired = hierarchy.build(manifest, memory.desired if memory else None) if manifest.ok else None
-        if desired is not None:
-            desired.problems += self._policy_problems(manifest, desired)
-        found = list(manifest.problems) + (desired.problems if desired else [])
+        planned = plan(snap, self.targets, self.options, memory=self.memory, deadline=self.deadline,
+                       progress=self.progress)
+        self.observed, self.endpoints = planned.observed, planned.endpoints
+        self.kube_fast, self.dns_fast = planned.kube_fast, planned.dns_fast
+        found, desired = planned.validated.problems, planned.validated.desired
         result = RunOutcome(self.run_id, snap.revision, "rejected", found, superseded=skipped, parsed=True)
-        if desired is None or problems.errors(found):
+        if desired is None or not planned.validated.ok:
             return self._reject(snap, result, f"{len(problems.errors(found))} validation errors; nothing applied")
-        try:
-            result.plan = self._plan(desired, snap.revision)
-        except AgentError as exc:
-            result.outcome, result.message = "unreachable", f"could not observe the world: {exc}"
+        if planned.plan is None:
+            result.outcome, result.message = "unreachable", f"could not observe the world: {planned.error}"
             return result
+        result.plan = planned.plan
         if self.options.dry_run:
             result.outcome = "planned"
             return result
@@ -209,16 +294,9 @@ class _Run:
         if result.plan.refusals:
             return self._reject(snap, result, f"the safety gate refused the plan ({len(result.plan.refusals)} "
                                 "reasons); nothing applied", reason="PlanRefused")
+        forge.pending(self.targets.forge, snap.revision)  # the gate passed: the first write to the world is next
         self._apply(desired, result)
         return self._finish(snap, result)
-
-    def _policy_problems(self, manifest: loader.Manifest, desired: Desired) -> list[problems.Problem]:
-        """The agent's policy for what a repository may ask for, with the live labels of the Secrets
-        it references (without a cluster, such references are only warned about)."""
-        api, labels = self.targets.kube_api, None
-        if api is not None:
-            labels = kubeobserve.secret_labels(api, tenancy.secrets_to_observe(manifest))
-        return repo_rules.check(manifest, desired, self.options.repo_policy, secret_labels=labels)
 
     def _nothing_to_do(self, head: str) -> RunOutcome:
         """The head was handled: no fetch, no parse, no writes - but a report an earlier run could not
@@ -261,48 +339,22 @@ class _Run:
         done = self.state.outcome in ("applied", "rejected")
         return head == self.state.seen and done and fresh and not self.options.dry_run
 
-    def _endpoints(self, desired: Desired) -> Mapping[str, Endpoint] | None:
-        if self.endpoints is None:
-            endpoints = self.targets.endpoints
-            self.endpoints = endpoints(desired) if callable(endpoints) else endpoints
-        return self.endpoints
-
-    def _plan(self, desired: Desired, revision: str) -> Plan:
-        """Observes everything the revision touches, then plans it whole and gates it."""
-        observed, memory, options = self.observed, self.memory, self.options
-        api, namespace = self.targets.kube_api, options.agent_namespace
-        self.kube_fast = memory is not None and memory.kube_fresh(options.resync_after, namespace)
-        self.dns_fast = memory is not None and memory.dns_fresh(options.sweep_after)
-        if api is not None:
-            observed.kube = (kubeobserve.recall(api, desired, memory.kube, agent_namespace=namespace)
-                             if memory is not None and memory.kube is not None and self.kube_fast
-                             else kubeobserve.observe(api, desired, agent_namespace=namespace))
-        endpoints = self._endpoints(desired)
-        if endpoints is not None:
-            observed.dns = dnsobserve.observe(
-                desired, self.targets.store, endpoints, deadline=self.deadline,
-                memory=memory.dns if memory and self.dns_fast else None, refresh=not self.dns_fast,
-                progress=lambda done, total: self.progress("observed", "zones", done, total))
-        plan = build.build(desired, observed, revision=revision, agent=namespace,
-                           rotate_rndc_keys=options.rotate_rndc_keys, trust_hash=self.kube_fast,
-                           memo=memory.plans if memory is not None and self.dns_fast else None)
-        plan.refusals = safety.check(plan, self.options.policy)
-        return plan
-
     def _apply(self, desired: Desired, result: RunOutcome) -> None:
         plan, options, api = result.plan, self.options, self.targets.kube_api
         assert plan is not None
         try:
             if api is not None and plan.kube is not None:
-                kube_options = kubeapply.Options(options.agent_namespace, options.install_crds and not self.kube_fast,
-                                                 options.create_namespaces, options.rotate_rndc_keys)
+                kube_options = kubeapply.KubeApplyOptions(
+                    options.agent_namespace, options.install_crds and not self.kube_fast, options.create_namespaces,
+                    options.rotate_rndc_keys)
                 assert self.observed.kube is not None
                 result.kube = kubeapply.apply(api, desired, self.observed.kube, plan.kube, options=kube_options,
                                               deadline=self.deadline, progress=lambda done, total: self.progress(
                                                   "applied", "objects", done, total))
-            endpoints = self._endpoints(desired)
+            endpoints = self.endpoints
             if plan.zones is not None and endpoints is not None:
-                dns_options = dnsapply.Options(options.batch, options.verify_wait, options.policy, result.revision)
+                dns_options = dnsapply.DnsApplyOptions(options.batch, options.verify_wait, options.policy,
+                                                       result.revision)
                 result.dns = dnsapply.apply(plan.zones, endpoints, self.targets.store, options=dns_options,
                                             deadline=self.deadline, progress=lambda done, total: self.progress(
                                                 "applied", "zones", done, total))

@@ -34,7 +34,7 @@ class Snapshot:
     limits: Limits = dataclasses.field(default_factory=Limits)  # how much the loader may read of it
 
 
-class Revisions(Protocol):
+class RevisionSource(Protocol):
     label: str  # for messages: the URL or the directory
     lock_path: pathlib.Path  # two runs on the same source never overlap
 

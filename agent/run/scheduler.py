@@ -66,11 +66,11 @@ class Agent:
 
     def _http_server(self) -> httpserver.Server:
         s = self.settings
-        endpoints = webhook.Endpoints(alive=self.alive, ready=self.is_ready, registry=self.metrics.registry,
+        endpoints = webhook.App(alive=self.alive, ready=self.is_ready, registry=self.metrics.registry,
                                       secret=self.secret, deliveries=self.metrics.deliveries,
                                       on_delivery=lambda: self.trigger(throttle.WEBHOOK))
         host, _, port = s.listen.rpartition(":")
-        limits = httpserver.Limits(max_body=s.webhook_max_body, header_timeout=s.http_header_timeout,
+        limits = httpserver.HttpLimits(max_body=s.webhook_max_body, header_timeout=s.http_header_timeout,
                                    body_timeout=s.http_body_timeout, connection_limit=s.http_connection_limit)
         return httpserver.Server(endpoints, host=host.strip("[]") or "0.0.0.0", port=int(port), limits=limits)
 

@@ -38,7 +38,7 @@ class Settings(pydantic.BaseModel):
     """pin a tag or commit instead of following the branch"""
     path: str = ""
     """sub-directory of the repository holding the CRs"""
-    cache: pathlib.Path = names.CACHE_DIR / "git"
+    cache: pathlib.Path = names.GIT_CACHE
     """directory where the clone is kept"""
     ssh_key: pathlib.Path | None = None
     """SSH deploy key file (needs --known-hosts)"""
@@ -50,7 +50,7 @@ class Settings(pydantic.BaseModel):
     """file holding an HTTPS token for the Git server"""
     push_notes: bool = True
     """push the commit reports (refs/notes/bindy-agent) to the remote"""
-    resync_after: float = pydantic.Field(600, ge=0)
+    resync_after: float = pydantic.Field(names.DEFAULT_RESYNC_AFTER, ge=0)
     """seconds after which an unchanged revision is reconciled again (repairs drift)"""
 
     # Where it syncs to.
@@ -85,7 +85,7 @@ class Settings(pydantic.BaseModel):
     """apply: make the world match Git; detect: plan every run and report drift (metric, status), write nothing"""
     suspend: bool = False
     """run nothing (as does the annotation bindy.firestoned.io/suspend: "true" on the state ConfigMap)"""
-    deadline: float = pydantic.Field(300, ge=0)
+    deadline: float = pydantic.Field(names.DEFAULT_DEADLINE, ge=0)
     """the most one run may take in seconds; a stalled server ends it as partial (0: no limit)"""
 
     # When it syncs.
@@ -116,9 +116,9 @@ class Settings(pydantic.BaseModel):
     """log lines as json or text"""
     leader_election: bool = True
     """with a cluster: only the holder of the Lease syncs"""
-    lease_name: str = "bindy-agent"
+    lease_name: str = names.LEASE_NAME
     """name of the Lease used for leader election"""
-    lease_duration: int = pydantic.Field(15, ge=2)
+    lease_duration: int = pydantic.Field(names.DEFAULT_LEASE_DURATION, ge=2)
     """seconds before a silent leader is replaced"""
 
     # Where results are announced: commit statuses and alerts.

@@ -63,7 +63,7 @@ class Reply:
 
 
 @dataclasses.dataclass(frozen=True)
-class Endpoints:
+class App:
     """The WSGI application. The server has already refused oversized and malformed requests."""
 
     alive: Callable[[], bool]

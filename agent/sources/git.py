@@ -50,7 +50,7 @@ class Commit:
 
 
 @dataclasses.dataclass(frozen=True)
-class Snapshot:
+class FetchedCommit:
     """A fetched commit: its files are listed and read straight from its tree."""
 
     revision: str
@@ -168,7 +168,7 @@ class GitSource:
         repo.git.remote("add", "origin", self.url)
         return repo
 
-    def fetch(self) -> Snapshot:
+    def fetch(self) -> FetchedCommit:
         """Fetches the remote's current commit (force-pushes included); nothing is checked out."""
         repo = self.repo()
         depth = ["--depth", str(self.depth)] if self.depth else []
@@ -182,7 +182,7 @@ class GitSource:
         sha = self._git(repo, "rev-parse", "FETCH_HEAD^{commit}").strip()
         if self.path and self._object_type(repo, f"{sha}:{self.path}") != "tree":
             raise SourceError(f"{self._safe_url()}@{sha[:12]}: no directory {self.path!r} in the repository")
-        return Snapshot(sha, self.commit(repo, sha), self.path, self.limits, repo)
+        return FetchedCommit(sha, self.commit(repo, sha), self.path, self.limits, repo)
 
     @staticmethod
     def _object_type(repo: git.Repo, spec: str) -> str | None:

@@ -324,12 +324,22 @@ def test_each_run_posts_its_commit_status_and_alerts_on_refusal_and_recovery(wor
         bad = remote.commit("Broken", {web: world["files"][web] + "---\nkind: [unclosed\n"})
         remote.push()
         assert sync().outcome == "rejected"
-        assert [r.json()["state"] for r in server.received if r.path.endswith(bad)] == ["pending", "error"]
+        # pending is posted once the gate passed a commit: an invalid one gets only its final status
+        assert [r.json()["state"] for r in server.received if r.path.endswith(bad)] == ["error"]
         assert [r.json()["event"] for r in server.received if r.path == "/alerts"] == ["refusal"]
 
-        fixed = remote.commit("Fixed", {web: world["files"][web].replace("192.0.2.12", "192.0.2.31")})
+        dropped = {rel: None for rel in world["files"] if rel.startswith("records/example-com/")}
+        unsafe = remote.commit("Drop example.com's records", {web: world["files"][web], **dropped})
+        remote.push()
+        refused = sync()
+        assert refused.outcome == "rejected" and refused.refusals, refused.message
+        assert [r.json()["state"] for r in server.received if r.path.endswith(unsafe)] == ["error"]  # so does a refused one
+        assert [r.json()["event"] for r in server.received if r.path == "/alerts"] == ["refusal", "refusal"]
+
+        fixed = remote.commit("Fixed", {**{rel: world["files"][rel] for rel in dropped},
+                                        web: world["files"][web].replace("192.0.2.12", "192.0.2.31")})
         remote.push()
         assert sync().outcome == "applied"
         assert [r.json()["state"] for r in server.received if r.path.endswith(fixed)] == ["pending", "success"]
-        assert [r.json()["event"] for r in server.received if r.path == "/alerts"] == ["refusal", "recovery"]
+        assert [r.json()["event"] for r in server.received if r.path == "/alerts"] == ["refusal", "refusal", "recovery"]
         assert all("forge-secret" not in r.body.decode() for r in server.received)

@@ -24,7 +24,7 @@ from agent.plan import render
 from agent.reconcile.kubeapi import KubeApi
 from agent.run import orchestrator
 from tests.conftest import ROOT, SAMPLE, load_dir
-from tests.support import agentrun
+from tests.support import agentrun, clirun
 from tests.support.kube import KubeCluster, service_account_token
 from tests.support.procs import wait_for
 
@@ -290,6 +290,39 @@ def test_cli_exit_codes(kube: KubeCluster, namespace: str, tmp_path: pathlib.Pat
     broken.write_text(kube.kubeconfig.read_text().replace(kube.url, "https://127.0.0.1:1"))
     down = cli("sync", str(root), "--kubeconfig", str(broken), *allowed)
     assert down.returncode == 3 and "cannot reach the API server" in down.stderr
+
+
+def test_plan_against_the_cluster_is_the_plan_a_sync_applies_or_refuses(
+        kube: KubeCluster, kube_client: Any, namespace: str, tmp_path: pathlib.Path) -> None:
+    """`plan --kubeconfig`, `sync --dry-run` and `sync` plan a revision the same way: the same plan,
+    the one the sync then applies, and the same refusal of an unsafe one."""
+    assert clirun.main("install-crds", "--kubeconfig", str(kube.kubeconfig)).returncode == 0
+    root = _repo(tmp_path, namespace)
+    target = (str(root), "--kubeconfig", str(kube.kubeconfig), "--agent-namespace", namespace,
+              "--allowed-namespaces", namespace)
+    as_json = clirun.main("plan", *target, "-o", "json")
+    shown, dry, synced = clirun.main("plan", *target), clirun.main("sync", *target, "--dry-run"), \
+        clirun.main("sync", *target)
+    assert (as_json.returncode, shown.returncode, dry.returncode, synced.returncode) == (1, 1, 0, 0), synced.stderr
+    assert shown.stdout == dry.stdout == synced.stdout  # one plan, shown three times
+    doc = json.loads(as_json.stdout)
+    planned = {(c["target"]["kind"], c["target"]["namespace"], c["target"]["name"]) for c in doc["changes"]
+               if c["layer"] == "kubernetes"}
+    assert doc["summary"] == {"create": len(planned), "update": 0, "delete": 0} and len(planned) == 38
+    assert f"Kubernetes: applied {len(planned)}, deleted 0" in synced.stderr
+    inventory = client.CoreV1Api(kube_client).read_namespaced_config_map("bindy-agent-inventory", namespace)
+    assert {tuple(k) for k in json.loads(inventory.data["objects"])} == planned  # what the sync applied
+
+    shutil.rmtree(root / "records")
+    shutil.rmtree(root / "zones")
+    as_json, shown = clirun.main("plan", *target, "-o", "json"), clirun.main("plan", *target)
+    dry, refused = clirun.main("sync", *target, "--dry-run"), clirun.main("sync", *target)
+    [refusal] = json.loads(as_json.stdout)["refusals"]
+    assert refusal.startswith("Kubernetes: refusing to delete "), refusal
+    assert f"  ! {refusal}" in shown.stdout and shown.stdout == dry.stdout == refused.stdout
+    assert (shown.returncode, refused.returncode) == (1, 2)
+    assert f"refused: {refusal}" in refused.stderr.splitlines()
+    assert _cr(kube_client, "dnszones", namespace, "internal")["metadata"]["name"] == "internal"  # nothing deleted
 
 
 def test_in_cluster_endpoints_come_from_services_and_rndc_secrets(
