@@ -10,6 +10,13 @@ import subprocess
 import sys
 from typing import Any
 
+import dns.message
+import dns.query
+import dns.rcode
+import dns.rdataset
+import dns.tsigkeyring
+import dns.update
+import httpx
 import pytest
 from kubernetes import client
 
@@ -102,6 +109,70 @@ def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
 
 def _runs(agent: AgentProcess, outcome: str) -> float:
     return agent.metric("bindy_agent_runs_total", outcome=outcome)
+
+
+def _drift(agent: AgentProcess) -> dict[str, float]:
+    """bindy_agent_drift_changes by layer, as /metrics shows it ({} before any detection)."""
+    layers = ("kubernetes", "zones", "records")
+    return {layer: agent.metric("bindy_agent_drift_changes", layer=layer) for layer in layers
+            if f'bindy_agent_drift_changes{{layer="{layer}"}}' in httpx.get(agent.url + "/metrics", timeout=5).text}
+
+
+def _by_hand(world: dict[str, Any], rdataset: dns.rdataset.Rdataset) -> int:
+    """A person replaces www's A RRset on the primary with nsupdate; returns the zone's new serial."""
+    bind: bind_support.BindPair = world["bind"]
+    keyring = dns.tsigkeyring.from_text({bind_support.TSIG_NAME: ("hmac-sha256", bind.keys.tsig)})
+    update = dns.update.UpdateMessage(world["zone"], keyring=keyring, keyalgorithm="hmac-sha256")
+    update.replace(world["www"], rdataset)
+    reply = dns.query.tcp(update, bind.primary.address, port=bind.primary.port, timeout=5)
+    assert reply.rcode() == dns.rcode.NOERROR
+    return _serial(world)
+
+
+def _serial(world: dict[str, Any]) -> int:
+    serial = records.serials(world["primary"], [world["zone"]])[world["zone"]]
+    assert serial is not None
+    return serial
+
+
+def _www(world: dict[str, Any]) -> dns.rdataset.Rdataset:
+    bind: bind_support.BindPair = world["bind"]
+    reply = dns.query.tcp(dns.message.make_query(world["www"], "A"), bind.primary.address, port=bind.primary.port,
+                          timeout=5)
+    return reply.answer[0].to_rdataset()
+
+
+def test_detect_mode_shows_a_hand_edit_on_metrics_and_in_status_and_writes_nothing(world: dict[str, Any]) -> None:
+    state = world["work"] / "state"
+    applier = _agent(world, state=state)  # the world made as Git says, once
+    assert _runs(applier, "applied") == 1
+    assert applier.stop() == 0
+    assert records.query(world["primary"], world["www"], "A") == ORIGINAL
+
+    agent = _agent(world, "--mode", "detect", state=state)
+    wait_for(lambda: _runs(agent, "in-sync") == 1)
+    assert _drift(agent) == {"kubernetes": 0, "zones": 0, "records": 0}
+
+    original = _www(world)
+    edited = _by_hand(world, dns.rdataset.from_text("IN", "A", 300, "203.0.113.9"))
+    assert agent.poke(SECRET) == 202
+    wait_for(lambda: _runs(agent, "drift") == 1)
+    assert _drift(agent) == {"kubernetes": 0, "zones": 0, "records": 1}  # one RRset differs from Git
+    run = json.loads((state / "run.json").read_text())
+    assert (run["outcome"], run["message"]) == ("drift", "drift: 0 to create, 1 to update, 0 to delete, 0 conflicts "
+                                                "(detect mode: nothing written)")
+    # the hand edit stands: the agent sent no UPDATE (the serial did not move) and repaired nothing
+    assert records.query(world["primary"], world["www"], "A") == ("203.0.113.9",)
+    assert _serial(world) == edited
+
+    restored = _by_hand(world, original)  # the person undoes it: the world matches Git again
+    assert agent.poke(SECRET) == 202
+    wait_for(lambda: _runs(agent, "in-sync") == 2)
+    assert _drift(agent) == {"kubernetes": 0, "zones": 0, "records": 0}
+    assert json.loads((state / "run.json").read_text())["outcome"] == "in-sync"
+    assert _serial(world) == restored
+    assert _runs(agent, "applied") == 0
+    assert agent.stop() == 0
 
 
 @pytest.mark.parametrize("how", ["config file", "environment"])
