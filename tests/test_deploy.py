@@ -8,6 +8,7 @@ import pathlib
 import shutil
 import subprocess
 import sys
+import textwrap
 import tomllib
 from typing import Any
 
@@ -50,8 +51,7 @@ def test_the_crds_are_exactly_the_generated_ones(rendered: list[dict[str, Any]])
 
 
 def test_the_image_is_this_version_built_from_the_dockerfile(rendered: list[dict[str, Any]]) -> None:
-    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-    assert _container(rendered)["image"] == f"{IMAGE}:{version}"
+    assert _container(rendered)["image"] == f"{IMAGE}:{_version()}"
 
 
 def test_every_agent_setting_in_the_deployment_exists_and_matches_the_rbac(rendered: list[dict[str, Any]]) -> None:
@@ -98,7 +98,7 @@ def test_rbac_is_namespaced_except_crds_and_the_cluster_provider(rendered: list[
 
 def test_the_readme_overlay_points_the_agent_at_a_repository(tmp_path: pathlib.Path) -> None:
     lines = (ROOT / "README.md").read_text().split("    # my-dns/kustomization.yaml")[1].split("\n\n")[0]
-    overlay = "\n".join(line[4:] for line in lines.splitlines()[1:])
+    overlay = textwrap.dedent("\n".join(lines.splitlines()[1:]))
     shutil.copytree(ROOT / "deploy", tmp_path / "deploy")
     shutil.copytree(ROOT / "schemas" / "crds", tmp_path / "schemas" / "crds")
     (tmp_path / "my-dns").mkdir()
@@ -106,6 +106,41 @@ def test_the_readme_overlay_points_the_agent_at_a_repository(tmp_path: pathlib.P
     done = subprocess.run([str(KUBECTL), "kustomize", str(tmp_path / "my-dns")], capture_output=True, text=True,
                           check=False)
     assert done.returncode == 0, done.stderr
-    env = {e["name"]: e.get("value") for e in _container([d for d in yaml.safe_load_all(done.stdout) if d])["env"]}
+    container = _container([d for d in yaml.safe_load_all(done.stdout) if d])
+    env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["BINDY_AGENT_REPO"] == "https://git.example.com/acme/dns.git"
     assert env["BINDY_AGENT_ALLOWED_NAMESPACES"] == "dns-system"  # the rest of the base is kept
+    # the image the user built and pushed, under its own name, with the version's tag kept
+    assert container["image"] == f"registry.example.com/platform/bindy-agent:{_version()}"
+
+
+def _install_section() -> str:
+    text = (ROOT / "README.md").read_text()
+    return text[text.index("## Install\n"):text.index("\n### ", text.index("## Install\n"))]
+
+
+def test_the_readme_says_before_the_install_command_which_image_to_build_and_which_secrets_to_create(
+        rendered: list[dict[str, Any]]) -> None:
+    before, command, _ = _install_section().partition("\n    kubectl apply -k deploy/")
+    assert command, "the Install section shows `kubectl apply -k deploy/`"
+    image = yaml.safe_load((ROOT / "deploy" / "kustomization.yaml").read_text())["images"][0]["name"]
+    assert image == IMAGE
+    assert "There is no published image" in before and f"`{image}:<version>`" in before
+    assert "docker build -t $image:$version . && docker push $image:$version" in before
+    assert f"kustomize edit set image {image}=$image:$version" in before
+    # every Secret the Deployment mounts, with the keys its settings read, is created first
+    pod = _one(rendered, "Deployment", "bindy-agent", "bindy-agent")["spec"]["template"]["spec"]
+    mounts = {m["name"]: m["mountPath"] for m in _container(rendered)["volumeMounts"]}
+    env = [e["value"] for e in _container(rendered)["env"] if "value" in e]
+    wanted = {(v["secret"]["secretName"], pathlib.PurePosixPath(value).name) for v in pod["volumes"] if "secret" in v
+              for value in env if value.startswith(mounts[v["name"]] + "/")}
+    assert wanted == {("bindy-agent-git", "token"), ("bindy-agent-webhook", "secret")}
+    for secret, key in wanted:
+        assert f"kubectl -n bindy-agent create secret generic {secret} --from-file={key}=" in before, secret
+    assert before.count("create secret generic") == len(wanted)
+    assert "There is no Helm chart" in _install_section()
+
+
+def _version() -> str:
+    version: str = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    return version

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -131,3 +132,34 @@ def test_pure_layers_send_no_dns_messages() -> None:
             for name in names:
                 assert not name.startswith(("dns.query", "dns.resolver", "dns.asyncquery", "socket")), (
                     f"{path.name} imports {name}")
+
+
+
+def _codes(text: str, row: str) -> tuple[int, ...]:
+    """The three exit codes (no changes, changes, error) on the line of a table that starts with `row`."""
+    found = re.search(rf"^{re.escape(row)}\W+(\d)\W+(\d)\W+(\d)\W*$", text, re.MULTILINE)
+    assert found, f"no row {row!r}"
+    return tuple(int(n) for n in found.groups())
+
+
+def test_plan_help_and_readme_show_both_exit_conventions_side_by_side_as_plan_exits(repo: Repo) -> None:
+    """`plan DIR` exits like `flux diff`, `plan --base/--base-dir` like `terraform plan -detailed-exitcode`:
+    1 means the opposite in each. The help's table and the README's say so, and say what plan does."""
+    empty = repo.root / "empty"
+    empty.mkdir()
+    bad = repo.add("bad/a.yaml", "apiVersion: bindy.firestoned.io/v1beta1\nkind: Nope\nmetadata: {name: a}\n").parent
+    does = [tuple(_run("plan", str(d)).returncode for d in (empty, SAMPLE, bad)),
+            tuple(_run("plan", str(SAMPLE), "--base-dir", str(b)).returncode for b in (SAMPLE, empty))
+            + (_run("plan", str(bad), "--base-dir", str(SAMPLE)).returncode,)]
+    assert does == [(0, 1, 2), (0, 2, 1)]  # (no changes, changes, error)
+
+    shown = _run("plan", "--help")
+    assert shown.returncode == 0
+    assert re.search(r"^exit status: +no changes +changes +error$", shown.stdout, re.MULTILINE)
+    assert [_codes(shown.stdout, "  plan DIR "), _codes(shown.stdout, "  plan --base/--base-dir ")] == does
+
+    readme = (ROOT / "README.md").read_text()
+    assert "| exit status | no changes | changes | error |" in readme
+    assert [_codes(readme, "| `plan DIR` (like `flux diff`) |"),
+            _codes(readme, "| `plan --base REV`, `plan DIR --base-dir OLD` (like `terraform plan -detailed-exitcode`) |"),
+            ] == does

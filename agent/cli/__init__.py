@@ -112,10 +112,10 @@ def _plan_verb(verbs: Any, kube: argparse.ArgumentParser, guard: argparse.Argume
                          "empty, so the plan lists every Kubernetes object, every zone on every instance and every "
                          "RRset. With --kubeconfig or --context, the Kubernetes layer is diffed against the live "
                          "cluster (creates, field-level updates, drift, deletes, conflicts) and gated as a sync "
-                         "gates it (refusals are shown). Exit 0 no changes, "
-                         "1 changes, 2 error. With --base REV or --base-dir DIR: the delta from that base to the "
-                         "head (--head REV, or DIR), offline, as a pull-request comment with -o markdown; then "
-                         "exit 0 no changes, 2 changes, 1 error, like `terraform plan -detailed-exitcode`.")
+                         "gates it (refusals are shown). With --base REV or --base-dir DIR: the delta from that "
+                         "base to the head (--head REV, or DIR), offline, as a pull-request comment with "
+                         "-o markdown. The two exit differently (below).",
+                         epilog=plan_verb.EXIT_STATUS, formatter_class=common.KeepBrokenLines)
     p.set_defaults(func=plan_verb.show_plan)
     plan_verb.add_arguments(p)
     common.add_limit_flags(p)

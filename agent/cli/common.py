@@ -38,6 +38,16 @@ class Parser(argparse.ArgumentParser):
         self.exit(Parser.usage_status, f"{self.prog}: error: {message}\n")
 
 
+class KeepBrokenLines(argparse.HelpFormatter):
+    """Wraps a description or epilog to the terminal like argparse does, unless the text breaks its own
+    lines (a table): that is printed as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return "\n".join(indent + line for line in text.splitlines())
+        return super()._fill_text(text, width, indent)
+
+
 def directory(value: str) -> pathlib.Path:
     path = pathlib.Path(value)
     if not path.is_dir():

@@ -37,6 +37,12 @@ from agent.sources import gitrevs, localdir
 from agent.sources.git import GitSource
 
 DELTA_OK, DELTA_ERROR, DELTA_CHANGES = 0, 1, 2  # terraform plan -detailed-exitcode
+EXIT_STATUS = "\n".join([
+    f"{'exit status:':<26}no changes  changes  error",
+    f"  {'plan DIR':<24}{common.EXIT_OK:>10}{common.EXIT_CHANGES:>9}{common.EXIT_ERROR:>7}",
+    f"  {'plan --base/--base-dir':<24}{DELTA_OK:>10}{DELTA_CHANGES:>9}{DELTA_ERROR:>7}",
+    "1 means changes for plan DIR (like `flux diff`) but an error for the delta",
+    "(like `terraform plan -detailed-exitcode`)."])
 
 
 def is_delta(argv: Sequence[str]) -> bool:

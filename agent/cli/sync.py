@@ -155,6 +155,9 @@ def _show(run: orchestrator.RunOutcome, args: argparse.Namespace, api: Any) -> i
     if run.outcome in ("unreachable", "busy"):
         print(f"error: could not run: {run.message}", file=sys.stderr)
         return common.EXIT_UNREACHABLE
+    if run.outcome == "suspended":  # the operator's choice, not a failure: nothing read, nothing written
+        print(f"{prefix}: {run.message}", file=sys.stderr)
+        return common.EXIT_OK
     if run.outcome == "unchanged":
         print(f"{prefix}: {run.message}", file=sys.stderr)
         if run.notes_pushed is False:

@@ -44,8 +44,11 @@ from agent.run.memory import Memory
 from agent.run.revisions import RevisionSource, Snapshot
 
 log = logging.getLogger(__name__)
-SUSPENDED = (f"suspended (the setting suspend, or the annotation {names.SUSPEND_ANNOTATION}: \"true\" on the agent's "
-             "state): nothing is read or written; `bindy-agent resume` to continue")
+SUSPENDED_BY_SETTING = ("suspended by the setting suspend (BINDY_AGENT_SUSPEND, --suspend or the config file): nothing "
+                        "is read or written; set it to false to continue")
+SUSPENDED_BY_MARK = (f"suspended by `bindy-agent suspend` (the annotation {names.SUSPEND_ANNOTATION}: \"true\" on the "
+                     "agent's state ConfigMap, or the file `suspended` in its --state directory): nothing is read or "
+                     "written; `bindy-agent resume` to continue")
 T = TypeVar("T")
 Endpoints = Mapping[str, Endpoint] | Callable[[Desired], Mapping[str, Endpoint]]
 # Progress of a long step: (verb, unit, done, total or None), e.g. ("observed", "zones", 100, 500).
@@ -264,7 +267,8 @@ class _Run:
         try:
             self.state = self.targets.store.load_run()
             if self.options.suspend or self.state.suspended:
-                return RunOutcome(self.run_id, None, "suspended", message=SUSPENDED)
+                why = SUSPENDED_BY_SETTING if self.options.suspend else SUSPENDED_BY_MARK
+                return RunOutcome(self.run_id, None, "suspended", message=why)
             head = self.source.head()
             logs.revision.set(head or "")
             if head is not None and self._unchanged(head):

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import os
 import pathlib
 import re
 import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
@@ -19,17 +22,23 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 
 class AgentProcess:
     def __init__(self, workdir: pathlib.Path, *, repo: str, endpoints: pathlib.Path,
-                 secret_file: pathlib.Path | None = None, extra: Sequence[str] = ()) -> None:
+                 secret_file: pathlib.Path | None = None, extra: Sequence[str] = (),
+                 state: pathlib.Path | None = None, env: Mapping[str, str] | None = None,
+                 until: str = "/readyz") -> None:
+        """`state`: the state directory (default: one of this process's own); `env`: added to the
+        environment (BINDY_AGENT_* settings); `until`: the path that answers 200 once it has started
+        (/healthz for an agent that will not be ready: suspended, or detecting with nothing applied)."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = workdir / f"agent-{self.port}.log"
+        self.state = state or workdir / f"state-{self.port}.json"
         argv = [sys.executable, "-m", "agent", "run", "--repo", repo, "--endpoints", str(endpoints),
-                "--state", str(workdir / f"state-{self.port}.json"), "--cache", str(workdir / f"cache-{self.port}"),
+                "--state", str(self.state), "--cache", str(workdir / f"cache-{self.port}"),
                 "--interval", "3600", "--jitter", "0", "--listen", f"127.0.0.1:{self.port}", "--no-push-notes",
                 *(["--webhook-secret-file", str(secret_file)] if secret_file else []), *extra]
         with open(self.log, "w") as out:
-            self.proc = subprocess.Popen(argv, cwd=ROOT, stderr=out)
-        wait_for(lambda: self.get("/readyz") == 200 or self.proc.poll() is not None, 30)
+            self.proc = subprocess.Popen(argv, cwd=ROOT, stderr=out, env={**os.environ, **(env or {})})
+        wait_for(lambda: self.get(until) == 200 or self.proc.poll() is not None, 30)
         assert self.proc.poll() is None, self.log.read_text()
 
     def get(self, path: str) -> int:
@@ -37,6 +46,13 @@ class AgentProcess:
             return httpx.get(self.url + path, timeout=2).status_code
         except httpx.TransportError:
             return 0
+
+    def poke(self, secret: bytes) -> int:
+        """A signed push webhook (GitHub's signature), as a Git server sends after a push: starts a run."""
+        body = b'{"ref": "refs/heads/main"}'
+        signature = "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
+        return httpx.post(self.url + "/hooks/git", content=body, headers={"X-Hub-Signature-256": signature},
+                          timeout=5).status_code
 
     def log_lines(self) -> list[str]:
         return self.log.read_text().splitlines()
