@@ -3,11 +3,12 @@
 Per zone (zones run concurrently), in this order:
 
     store intent -> role-change removals -> primaries (zone API) -> also-notify -> RRsets (UPDATE)
-    -> secondaries -> removals -> store settled ownership -> verify on every server (NOTIFY nudge)
+    -> secondaries -> removals -> store settled ownership
 
-Verification asks every server for every changed RRset; when nothing changed, it asks each
-secondary for the primary's SOA instead, so one that missed an earlier run is caught up (NOTIFY)
-or reported, never silently left behind.
+then, once every zone is written, verification of all of them at once (agent/reconcile/dnsverify.py):
+each changed RRset on the primaries, each secondary at the serial its primary reached; a zone
+with nothing changed but a secondary behind (it missed an earlier run) is caught up (NOTIFY) or
+reported, never silently left behind.
 
 The intent (what this zone's writes may change) is stored before the first write and replaced by
 the settled ownership after the last, so a kill at any instant leaves a record the next run can
@@ -32,7 +33,7 @@ from agent.model.ownership import Key, ZoneOwnership
 from agent.plan import rrsetdiff
 from agent.plan.observed import ZoneObserved
 from agent.plan.zonediff import ZonePlan
-from agent.reconcile import rfc2136
+from agent.reconcile import dnsverify, rfc2136
 from agent.reconcile.deadline import Deadline
 from agent.reconcile.endpoints import Endpoint
 from agent.reconcile.statestore import Store
@@ -99,6 +100,7 @@ class DnsApply:
         self.endpoints, self.store, self.options, self.deadline = endpoints, store, options, deadline
         self.apis: dict[str, ZoneApi] = {}
         self.updates_sent = 0
+        self.written: list[tuple[ZoneResult, dnsverify.Written]] = []  # zones to verify when all are written
         self._lock = threading.Lock()
 
     def api(self, instance: str) -> ZoneApi:
@@ -281,7 +283,7 @@ class DnsApply:
         except AgentError as exc:  # the deadline, or the store
             result.primary_error = result.primary_error or str(exc)
             return result
-        self._verify(zp, result)
+        self._to_verify(zp, result)
         return result
 
     def _remember(self, zp: ZonePlan, result: ZoneResult) -> None:
@@ -302,28 +304,19 @@ class DnsApply:
             serial = rfc2136.serials(self.endpoints[primary], [zp.name], timeout=self.deadline.timeout(2))
             result.after[primary] = ZoneObserved(rrsets, serial=serial.get(zp.name))
 
-    def _verify(self, zp: ZonePlan, result: ZoneResult) -> None:
-        """Every changed RRset on every server; with nothing changed, that every secondary serves the
-        primary's SOA (one that was down or stopped may be behind from an earlier run)."""
-        secondaries = [self.endpoints[s] for s in zp.secondaries
+    def _to_verify(self, zp: ZonePlan, result: ZoneResult) -> None:
+        """Queues the zone for verification: its changed RRsets on the primaries that took them, and
+        its configured secondaries at the serial the primary reached (with nothing changed, at the
+        primary's serial: one that was down or stopped may be behind from an earlier run)."""
+        secondaries = [s for s in zp.secondaries
                        if s in self.endpoints and result.instances.get(s, ("", ""))[0] == "Configured"]
-        changes = result.changes
-        serving = [self.endpoints[i] for i in result.applied_on] + secondaries
-        if not changes:
-            soa = self._primary_soa(zp, result) if secondaries else None
-            if soa is None:
-                return
-            changes, serving = [soa], secondaries
-
-        def nudge(behind: list[str]) -> None:  # named notifies by itself; this is for a secondary that is late
-            for primary in result.applied_on:
-                try:
-                    self.api(primary).notify(zp.name.rstrip("."))
-                except ZoneApiError as exc:
-                    log.warning("NOTIFY of %s via %s failed: %s", zp.name, primary, exc)
-
-        wait = min(self.options.verify_wait, max(0.0, self.deadline.remaining()))
-        result.checks = rfc2136.verify(serving, changes, wait=wait, nudge=nudge)
+        if not result.changes and not (secondaries and result.applied_on):
+            return
+        serials = [result.after[p].serial if p in result.after else None for p in result.applied_on]
+        serial = serials[0] if len(serials) == 1 else None
+        with self._lock:
+            self.written.append((result, dnsverify.Written(zp.name, result.changes, list(result.applied_on),
+                                                           secondaries, serial)))
 
     def catch_up(self, settled: list[tuple[ZonePlan, ZoneResult]]) -> None:
         """For zones with nothing to do: one serial sweep per secondary finds any that is behind its
@@ -344,17 +337,32 @@ class DnsApply:
                                   timeout=self.deadline.timeout(2))
             behind.update({zp.name: (zp, r) for zp, r, serial in items if now.get(zp.name) != serial})
         for zp, result in behind.values():
-            self._verify(zp, result)
+            self._to_verify(zp, result)
 
-    def _primary_soa(self, zp: ZonePlan, result: ZoneResult) -> rrsetdiff.RRChange | None:
-        """The primary's SOA as a change to verify on the secondaries (None if it cannot be read)."""
-        if not result.applied_on or self.deadline.expired:
-            return None
-        values = rfc2136.query(self.endpoints[result.applied_on[0]], zp.name, "SOA",
-                               timeout=self.deadline.timeout(2))
-        if not values:
-            return None
-        return rrsetdiff.RRChange("update", None, rrsets.build(zp.name, zp.name, "SOA", 0, values))
+    def verify(self) -> None:
+        """Confirms every queued zone at once (agent/reconcile/dnsverify.py): the waits for secondaries
+        to transfer overlap instead of adding up zone after zone."""
+        unknown: dict[str, list[dnsverify.Written]] = {}  # no changes: the target is the primary's serial now
+        for _, w in self.written:
+            if not w.changes and w.serial is None and w.primaries:
+                unknown.setdefault(w.primaries[0], []).append(w)
+        for primary, items in unknown.items():
+            now = rfc2136.serials(self.endpoints[primary], [w.zone for w in items], timeout=self.deadline.timeout(2))
+            for w in items:
+                w.serial = now.get(w.zone)
+        queued = [w for _, w in self.written if w.changes or w.serial is not None]
+
+        def nudge(w: dnsverify.Written) -> None:  # named notifies by itself; this is for a secondary that is late
+            for primary in w.primaries:
+                try:
+                    self.api(primary).notify(w.zone.rstrip("."))
+                except ZoneApiError as exc:
+                    log.warning("NOTIFY of %s via %s failed: %s", w.zone, primary, exc)
+
+        wait = min(self.options.verify_wait, max(0.0, self.deadline.remaining()))
+        dnsverify.verify(queued, self.endpoints, wait=wait, nudge=nudge)
+        for result, w in self.written:
+            result.checks = w.checks
 
 
 def _settled_already(zp: ZonePlan) -> bool:
@@ -387,6 +395,7 @@ def apply(zones: list[ZonePlan], endpoints: Mapping[str, Endpoint], store: Store
                 done[i] = result
                 if progress is not None:
                     progress(len(done), len(zones))
+        runner.verify()
     finally:
         runner.close()
     results = [done[i] for i in range(len(zones))]

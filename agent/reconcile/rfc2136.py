@@ -173,7 +173,11 @@ def query(endpoint: Endpoint, name: str, rtype: str, *, timeout: float = 2) -> t
 
 # Types whose rdata never holds a compressible name (RFC 3597 section 4): their bytes can be compared
 # as they come off the wire, without a full parse (verification sends thousands of queries).
-_RAW_TYPES = {"A", "AAAA", "TXT", "CAA", "SRV"}
+_RAW_TYPES = {"A", "AAAA", "TXT", "CAA", "SRV", "CNAME", "NS", "PTR", "MX"}
+# types whose rdata holds a domain name after a fixed prefix: the name is expanded (it may be
+# compressed) and lower-cased, as in the canonical (digestable) form it is compared with
+_NAME_AT = {dns.rdatatype.CNAME: 0, dns.rdatatype.NS: 0, dns.rdatatype.PTR: 0, dns.rdatatype.MX: 2,
+            dns.rdatatype.SRV: 6}
 
 
 def _skip_name(wire: bytes, pos: int) -> int:
@@ -186,8 +190,27 @@ def _skip_name(wire: bytes, pos: int) -> int:
         pos += length + 1
 
 
+def _expanded_name(wire: bytes, pos: int) -> bytes:
+    """The (possibly compressed) name at `pos`, uncompressed and lower-cased."""
+    out, hops = bytearray(), 0
+    while True:
+        length = wire[pos]
+        if length == 0:
+            return bytes(out + b"\0").lower()
+        if length >= 0xC0:
+            hops += 1
+            if hops > 127:
+                raise IndexError("compression loop")
+            pos = ((length & 0x3F) << 8) | wire[pos + 1]
+            continue
+        out += wire[pos:pos + length + 1]
+        pos += length + 1
+
+
 def _raw_rdatas(wire: bytes, qtype: int) -> list[bytes] | None:
-    """rdata bytes of every RR of `qtype` in a response (all sections); None if malformed."""
+    """Canonical rdata bytes of every RR of `qtype` in a response (all sections): as sent, or with
+    the domain name in it expanded and lower-cased (_NAME_AT); None if malformed."""
+    at = _NAME_AT.get(qtype)
     try:
         counts = struct.unpack_from("!HHHH", wire, 4)
         pos = _skip_name(wire, 12) + 4
@@ -197,7 +220,8 @@ def _raw_rdatas(wire: bytes, qtype: int) -> list[bytes] | None:
             rtype, _cls, _ttl, length = struct.unpack_from("!HHIH", wire, pos)
             pos += 10
             if rtype == qtype:
-                out.append(wire[pos:pos + length])
+                rdata = wire[pos:pos + length]
+                out.append(rdata if at is None else rdata[:at] + _expanded_name(wire, pos + at))
             pos += length
         return out
     except (struct.error, IndexError):
