@@ -592,3 +592,64 @@ def test_rrsets_written_before_a_failed_replan_stay_the_agents(
     after = agentrun.sync_dir(repo, state=state, endpoints=endpoints)
     assert after.outcome == "applied", (after.failures, after.conflicts, after.refusals)
     _assert_converged(world, a, "re-plan failed twice, then C")
+
+
+# -- a foreign RRset where Git wants one: partial, said everywhere, the foreign data untouched ------
+def test_a_foreign_rrset_git_wants_makes_the_run_partial_and_is_named_in_note_and_status(
+        tmp_path: pathlib.Path, git_remote: GitRemote, kube: KubeCluster, namespace: str,
+        bind: bind_support.BindPair, zone_api: Any) -> None:
+    world = _shared_dns(tmp_path, bind, zone_api, namespace)
+    (zone,) = dnsworld.zone_names(1)
+    a = dnsworld.revision([zone], 6)
+    cli = ["sync", "--repo", git_remote.url, "--cache", str(tmp_path / "cache"), "--kubeconfig",
+           str(kube.kubeconfig), "--agent-namespace", namespace, "--endpoints", str(world.endpoints),
+           "--allowed-namespaces", namespace]
+    _commit(git_remote, a, "Six records", namespace=namespace)
+    first = _agent(*cli)
+    assert first.returncode == 0, first.stderr
+    dnsworld.add_foreign(world, [zone])  # legacy A 198.51.100.77, written by someone else with an UPDATE
+
+    wanted = {**a[zone], ("legacy", "A"): ("192.0.2.50",), ("h6", "A"): ("192.0.2.60",)}  # legacy: Git wants it too
+    sha = _commit(git_remote, {zone: wanted}, "Take over legacy, add h6", namespace=namespace)
+    run = _agent(*cli)
+    conflict = (f"{zone}.: legacy.{zone}. A: exists with data the agent did not write (198.51.100.77); "
+                "not overwritten")
+    assert run.returncode == 1, run.stderr
+    assert f"conflict: {conflict}" in run.stderr and "Traceback" not in run.stderr
+    assert "partial: 1 conflicts; what was applied stays" in run.stderr
+    served = {zone: {k: v for k, v in wanted.items() if k != ("legacy", "A")}}  # h6 applied, legacy left alone
+    _assert_converged(world, served, "foreign conflict", foreign_in=[zone])
+
+    note = _note(git_remote, tmp_path, sha)
+    assert note.startswith(f"bindy-agent: partial {sha[:12]}"), note
+    assert f"conflict: {conflict}" in note.splitlines()
+    doc = report.parse(note)
+    assert (doc["outcome"], doc["conflicts"], doc["summary"]["conflicts"]) == ("partial", [conflict], 1)
+
+    crs = _crs(kube, namespace)
+    taken = crs[("ARecord", "r0-legacy-a")]["status"]["conditions"]
+    ready = next(c for c in taken if c["type"] == "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "RecordFailed"), taken
+    assert f"conflict: legacy.{zone}. A: exists with data the agent did not write" in ready["message"], ready
+    others = {k: next(c for c in o["status"]["conditions"] if c["type"] == "Ready")["status"]
+              for k, o in crs.items() if k != ("ARecord", "r0-legacy-a")}
+    assert set(others.values()) == {"True"}, others  # only the record in conflict is not Ready
+
+    again = _agent(*cli)  # nothing else to do, and the conflict is still there: still partial, still untouched
+    assert again.returncode == 1 and f"conflict: {conflict}" in again.stderr, again.stderr
+    _assert_converged(world, served, "foreign conflict, second run", foreign_in=[zone])
+
+    world.update(zone, lambda u: u.delete("legacy", "A"))  # its owner gives the name up: the next run takes it
+    taken_over = _agent(*cli)
+    assert taken_over.returncode == 0 and "conflict" not in taken_over.stderr, taken_over.stderr
+    acme = (60, dnsworld.foreign(zone)[("_acme-challenge", "TXT")])
+
+    def legacy_and_acme(server: bind_support.BindServer) -> tuple[Any, Any]:
+        got = world.axfr(server, zone) or {}
+        return got.get((f"legacy.{zone}.", "A")), got.get((f"_acme-challenge.{zone}.", "TXT"))
+
+    wait_for(lambda: all(legacy_and_acme(s) == ((300, ("192.0.2.50",)), acme) for s in world.servers), 15)
+    for d in dnsworld.converged(world, {zone: wanted}, timeout=0):  # all of Git's, and only the ACME TXT beside
+        assert (d.counts()["extra"], sum(d.counts().values())) == (1, 1) and "_acme-challenge" in d.extra[0], d
+    status = _crs(kube, namespace)[("ARecord", "r0-legacy-a")]["status"]
+    assert next(c for c in status["conditions"] if c["type"] == "Ready")["status"] == "True", status
