@@ -23,12 +23,14 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from agent.cli import sync as sync_cli
 from agent.outcome import report
 from agent.reconcile import endpoints as config
 from agent.reconcile import rfc2136
 from tests.conftest import ROOT
 from tests.support import agentrun, dnsworld, stallpeer
 from tests.support import bind as bind_support
+from tests.support.githttp import GitHttpServer
 from tests.support.gitremote import GitRemote
 from tests.support.kube import KubeCluster
 from tests.support.procs import wait_for
@@ -653,3 +655,65 @@ def test_a_foreign_rrset_git_wants_makes_the_run_partial_and_is_named_in_note_an
         assert (d.counts()["extra"], sum(d.counts().values())) == (1, 1) and "_acme-challenge" in d.extra[0], d
     status = _crs(kube, namespace)[("ARecord", "r0-legacy-a")]["status"]
     assert next(c for c in status["conditions"] if c["type"] == "Ready")["status"] == "True", status
+
+
+# -- 5b. a stalled Git remote --------------------------------------------------------------------------
+GIT_STALLS = {"ls-remote": lambda method, path: "info/refs?service=git-upload-pack" in path,  # the first call
+              "fetch": lambda method, path: method == "POST" and path.endswith("/git-upload-pack"),
+              "push": lambda method, path: "git-receive-pack" in path}
+
+
+@pytest.mark.parametrize("stalled", list(GIT_STALLS))
+def test_a_stalled_git_remote_ends_the_run_within_its_deadline(
+        stalled: str, tmp_path: pathlib.Path, git_remote: GitRemote, bind: bind_support.BindPair,
+        zone_api: Any) -> None:
+    """The remote accepts the request and never answers: the git command is killed when the run's
+    deadline passes (not after git's own 60 s), nothing is written when the revision could not be read,
+    and a report that could not be pushed goes out with the next run."""
+    world = _shared_dns(tmp_path, bind, zone_api, "dns-system")
+    zones = dnsworld.zone_names(2)
+    a, b = dnsworld.revision(zones, 10), dnsworld.revision(zones, 10, generation=1)
+    _commit(git_remote, a, "A")
+    subprocess.run(["git", "-C", str(git_remote.bare), "config", "http.receivepack", "true"], check=True)
+    token = tmp_path / "git-token"
+    token.write_text("tok-stall\n")
+    server = GitHttpServer(git_remote.bare.parent, "tok-stall").start()
+    state = tmp_path / "state"
+    cli = ["sync", "--repo", server.url(git_remote.bare.name), "--token-file", str(token), "--cache",
+           str(tmp_path / "cache"), "--state", str(state), "--endpoints", str(world.endpoints), "--deadline", "5"]
+    try:
+        first = _agent(*cli)
+        assert first.returncode == 0, first.stderr
+        sha_b = _commit(git_remote, b, "B")
+        before = _tree(state)
+        server.stall = GIT_STALLS[stalled]
+        run = _agent(*cli)
+        ended = time.monotonic()
+        server.stall = None
+        assert server.first_stall is not None, f"the {stalled} was never sent: {run.stderr}"
+        took = ended - server.first_stall  # the run's deadline started before the stalled call
+        print(f"\nstalled git {stalled}: exit {run.returncode}, {took:.1f} s after the stall: "
+              f"{run.stderr.strip().splitlines()[-1]}")
+        assert took < 5 + 1, run.stderr  # within the deadline (plus writing the state), not git's own 60 s
+        assert "Traceback" not in run.stderr
+        if stalled == "push":  # B is applied; its report waits in the local clone
+            assert run.returncode == 0, run.stderr
+            assert f"warning: {sync_cli.UNPUSHED}" in run.stderr, run.stderr
+            assert re.search(r"git push \S+: no answer within [1-4] s \(all the run's deadline left\); the Git remote "
+                             "stalled", run.stderr), run.stderr
+            _assert_converged(world, b, "stalled git push")
+            assert _note(git_remote, tmp_path, sha_b) == ""
+        else:  # the revision could not be read: nothing written anywhere
+            assert run.returncode == 3, run.stderr
+            assert re.search(rf"error: could not run: git {stalled} {re.escape(server.url(git_remote.bare.name))}: "
+                             r"no answer within [45] s \(all the run's deadline left\); the Git remote stalled",
+                             run.stderr), run.stderr
+            assert _tree(state) == before
+            _assert_converged(world, a, f"stalled git {stalled}")
+
+        healthy = _agent(*cli)
+        assert healthy.returncode == 0, healthy.stderr
+    finally:
+        server.stop()
+    _assert_converged(world, b, f"stalled git {stalled}, then healthy")
+    assert _note(git_remote, tmp_path, sha_b).startswith(f'bindy-agent: applied {sha_b[:12]} "B"')
