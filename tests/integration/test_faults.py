@@ -224,12 +224,14 @@ def test_a_run_killed_while_writing_converges_exactly_on_the_next_revision(
 # -- 8. kube-apiserver SIGKILLed mid-sync ----------------------------------------------------------
 INSTANCES = ("dns-primary-0", "dns-secondary-0")
 KIND_OF = {"A": "ARecord", "TXT": "TXTRecord", "CNAME": "CNAMERecord"}
-MANAGED = "app.kubernetes.io/managed-by=bindy-agent,bindy.firestoned.io/agent=bindy-agent"
+MANAGED = "app.kubernetes.io/managed-by=bindy-agent,bindy.firestoned.io/agent={agent}"
 
 
-def _cluster_state(kube: KubeCluster, namespace: str, rev: dnsworld.Revision, revision: str) -> dict[str, list[str]]:
+def _cluster_state(kube: KubeCluster, namespace: str, rev: dnsworld.Revision, revision: str, *,
+                   agent: str = "bindy-agent") -> dict[str, list[str]]:
     """What the cluster holds against what `rev` wants: missing / extra CRs and generated objects,
-    objects without the agent's labels, and CRs not Ready at `revision`."""
+    objects without the labels of the agent (named by its --agent-namespace), and CRs not Ready at
+    `revision`."""
     api_client = kube.api_client()
     try:
         crs = _crs_of(api_client, namespace)
@@ -249,7 +251,7 @@ def _cluster_state(kube: KubeCluster, namespace: str, rev: dnsworld.Revision, re
         have = {**{k: o["metadata"].get("labels") for k, o in crs.items()}, **objects}
         return {"missing": sorted(f"{k}/{n}" for k, n in (wanted | generated) - set(have)),
                 "extra": sorted(f"{k}/{n}" for k, n in set(have) - wanted - generated),
-                "unlabelled": sorted(f"{k}/{n}" for (k, n), labels in have.items() if not _labelled(labels)),
+                "unlabelled": sorted(f"{k}/{n}" for (k, n), labels in have.items() if not _labelled(labels, agent)),
                 "not ready": sorted(f"{k}/{n}" for (k, n), o in crs.items() if not _ready_at(o, revision))}
     finally:
         api_client.close()
@@ -261,8 +263,8 @@ def _crs_of(api_client: Any, namespace: str) -> dict[tuple[str, str], dict[str, 
             for item in api.list_namespaced_custom_object(GROUP, VERSION, namespace, plural)["items"]}
 
 
-def _labelled(labels: dict[str, str] | None) -> bool:
-    return dict(p.split("=") for p in MANAGED.split(",")).items() <= (labels or {}).items()
+def _labelled(labels: dict[str, str] | None, agent: str) -> bool:
+    return dict(p.split("=") for p in MANAGED.format(agent=agent).split(",")).items() <= (labels or {}).items()
 
 
 def _ready_at(obj: dict[str, Any], revision: str) -> bool:
@@ -717,3 +719,63 @@ def test_a_stalled_git_remote_ends_the_run_within_its_deadline(
         server.stop()
     _assert_converged(world, b, f"stalled git {stalled}, then healthy")
     assert _note(git_remote, tmp_path, sha_b).startswith(f'bindy-agent: applied {sha_b[:12]} "B"')
+
+
+# -- 4b. the agent SIGKILLed while it applies Kubernetes objects and statuses -------------------------
+def test_a_run_killed_while_applying_kubernetes_objects_converges_exactly_and_then_writes_nothing(
+        tmp_path: pathlib.Path, kube: KubeCluster, namespace: str, bind: bind_support.BindPair,
+        zone_api: Any) -> None:
+    world = _shared_dns(tmp_path, bind, zone_api, namespace)
+    zones = dnsworld.zone_names(3)
+    repo = tmp_path / "repo"
+    cli = ["sync", str(repo), "--kubeconfig", str(kube.kubeconfig), "--agent-namespace", namespace,
+           "--allowed-namespaces", namespace, "--endpoints", str(world.endpoints)]
+    api_client = kube.api_client()
+
+    def crs() -> dict[tuple[str, str], dict[str, Any]]:
+        try:
+            return _crs_of(api_client, namespace)
+        except client.ApiException:  # the CRDs are not installed yet
+            return {}
+
+    def new(first: int, found: dict[tuple[str, str], dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+        """The record CRs of h{first}..h49 (in every zone), which only the revision being applied has."""
+        objects = list((crs() if found is None else found).values())
+        numbers = [re.fullmatch(r"r\d-h(\d+)-\w+", o["metadata"]["name"]) for o in objects]
+        return [o for o, m in zip(objects, numbers, strict=True) if m and first <= int(m[1]) < 50]
+
+    def b_half_applied() -> bool:  # some of what only B wants exist, among them some that C drops
+        found = crs()
+        return len(new(45, found)) > 0 and len(new(40, found)) < 30
+
+    total_a = 1 + 2 + 3 + 3 * 40  # the cluster, its 2 instances, 3 zones, 120 records
+    rounds = [  # (label, the revision killed, when, the revision synced next)
+        ("some but not all of A's objects exist (first apply)", dnsworld.revision(zones, 40),
+         lambda: 0 < len(crs()) < total_a, dnsworld.revision(zones, 40)),
+        ("some but not all of B's 30 new records exist; C drops half of them", dnsworld.revision(zones, 50, generation=1),
+         b_half_applied, dnsworld.revision(zones, 45, generation=2)),
+        ("some but not all statuses of D's 15 new records are written", dnsworld.revision(zones, 50, generation=3),
+         lambda: 0 < sum("status" in o for o in new(45)) < 15, dnsworld.revision(zones, 50, generation=3))]
+    try:
+        for number, (label, killed, ready, then) in enumerate(rounds, start=1):
+            dnsworld.write_repo(repo, killed, namespace=namespace)
+            when = _kill_when(_start(*cli), ready)
+            mid = _cluster_state(kube, namespace, then, "", agent=namespace)
+            print(f"\nround {number}: killed {when:.2f} s in, when {label}; cluster vs the next revision: "
+                  f"{len(mid['missing'])} missing, {len(mid['extra'])} extra")
+            dnsworld.write_repo(repo, then, namespace=namespace)
+            again = _agent(*cli)
+            assert again.returncode == 0 and "conflict" not in again.stderr, again.stderr
+            foreign = zones if number > 1 else []
+            _assert_converged(world, then, f"4b round {number} (killed when {label})", foreign_in=foreign)
+            found = _cluster_state(kube, namespace, then, _revision(again.stderr), agent=namespace)
+            print(f"END STATE 4b round {number} cluster: { {k: len(v) for k, v in found.items()} }")
+            assert found == {"missing": [], "extra": [], "unlabelled": [], "not ready": []}
+            third = _agent(*cli)
+            assert third.returncode == 0, third.stderr
+            assert ("Kubernetes: applied 0, deleted 0, statuses written 0; DNS: 0 RRset changes in 0 UPDATE messages"
+                    in third.stderr and third.stderr.rstrip().endswith("; 0 API writes")), third.stderr
+            if number == 1:
+                dnsworld.add_foreign(world, zones)
+    finally:
+        api_client.close()
