@@ -240,12 +240,14 @@ def run(source: RevisionSource, targets: Targets, options: Options, *, run_id: s
     one = _Run(source, targets, options, run_id, memory, progress)
     if targets.kube_api is not None:
         targets.kube_api.deadline = one.deadline  # every API call of this run is cut to its deadline
+    source.bound(one.deadline.remaining)  # and every git command
     try:
         with lock.held(source.lock_path, wait=options.lock_wait):
             return one.go()
     except lock.Busy as exc:
         return RunOutcome(run_id, None, "busy", message=str(exc))
     finally:
+        source.bound(None)
         if targets.kube_api is not None:
             targets.kube_api.deadline = UNBOUNDED
 

@@ -4,6 +4,7 @@
     snapshot()              that revision's files and commit details
     superseded(old, new)    commits after `old` that `new` replaces unseen
     publish(reports)        attach the reports to their commits (Git notes; a directory: nowhere)
+    bound(time_left)        for the current run: no call to the source outlasts what it has left
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import dataclasses
 import hashlib
 import logging
 import pathlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from agent.errors import SourceError
@@ -20,7 +21,7 @@ from agent.load.loader import SourceFile
 from agent.model import names
 from agent.model.limits import Limits
 from agent.outcome import report
-from agent.sources import localdir
+from agent.sources import git, localdir
 from agent.sources.git import GitSource
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,7 @@ class RevisionSource(Protocol):
     def superseded(self, old: str | None, new: str) -> list[str]: ...
     def commit(self, sha: str) -> dict[str, str]: ...
     def publish(self, reports: list[report.Report], *, push: bool) -> bool | None: ...
+    def bound(self, time_left: Callable[[], float] | None) -> None: ...
 
 
 def _lock_for(key: str) -> pathlib.Path:
@@ -72,6 +74,9 @@ class DirectoryRevisions:
     def publish(self, reports: list[report.Report], *, push: bool) -> bool | None:
         return None
 
+    def bound(self, time_left: Callable[[], float] | None) -> None:
+        """Reading a directory needs no network: nothing to bound."""
+
 
 class GitRevisions:
     def __init__(self, source: GitSource) -> None:
@@ -81,6 +86,11 @@ class GitRevisions:
 
     def head(self) -> str | None:
         return self.source.remote_head()
+
+    def bound(self, time_left: Callable[[], float] | None) -> None:
+        """Every git command (ls-remote, fetch, notes fetch and push) ends within `time_left()`
+        seconds, or its own timeout if sooner; None: its own timeout only."""
+        self.source.time_left = time_left or git.unbounded
 
     def snapshot(self) -> Snapshot:
         self.source.clear_stale_locks()  # safe: the run lock is held

@@ -6,8 +6,10 @@ tree (agent/sources/gittree.py), never from a work tree, so a symbolic link in t
 only ever resolve to another blob of the same commit. Auth: an SSH deploy key (host keys checked
 against a known_hosts file unless explicitly disabled), an HTTPS token sent as HTTP Basic auth with
 the user `x-access-token` as GitHub, GitLab and Gitea accept (passed to git through its
-environment, never on a command line or in a log), or none. Every network operation has a
-timeout. A force-pushed branch is simply followed: each fetch names the commit to read.
+environment, never on a command line or in a log), or none. Every git command has a timeout: its
+own (`timeout`), cut to what the current run has left (`time_left`, which the run sets from its
+deadline), so a stalled remote cannot hold a run past `--deadline`. A force-pushed branch is simply
+followed: each fetch names the commit to read.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import base64
 import dataclasses
 import hashlib
 import logging
+import math
 import os
 import pathlib
 import posixpath
@@ -23,6 +26,7 @@ import re
 import shlex
 import shutil
 import tempfile
+from collections.abc import Callable
 from typing import Any
 
 import git
@@ -39,6 +43,12 @@ REMOTE_NOTES = "refs/notes/origin/bindy-agent"  # what the remote had, before me
 _AUTH_FAILURES = ("could not read Username", "Authentication failed", "Permission denied (publickey", "401", "403")
 _HOST_KEY_FAILURES = ("REMOTE HOST IDENTIFICATION HAS CHANGED", "Host key verification failed")
 TOKEN_USER = "x-access-token"  # GitHub needs exactly this user; GitLab and Gitea accept any
+TimeLeft = Callable[[], float]  # seconds the current run has left (math.inf: no run, or no deadline)
+
+
+def unbounded() -> float:
+    """The TimeLeft outside a run: each command has only its own timeout."""
+    return math.inf
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,8 +96,9 @@ class GitSource:
     known_hosts: pathlib.Path | None = None
     insecure_ignore_host_key: bool = False
     token_file: pathlib.Path | None = None
-    timeout: float = 60
+    timeout: float = 60  # seconds one git command may take, at most
     limits: Limits = dataclasses.field(default_factory=Limits)
+    time_left: TimeLeft = dataclasses.field(default=unbounded, repr=False, compare=False)  # set by a run
 
     def __post_init__(self) -> None:
         if self.ssh_key and not self.known_hosts and not self.insecure_ignore_host_key:
@@ -126,13 +137,22 @@ class GitSource:
         return base64.b64encode(f"{user or TOKEN_USER}:{token}".encode()).decode()
 
     def _git(self, repo: git.Repo | None, *args: str) -> str:
+        """Runs one git command, killed (with the helpers it started) after min(its timeout, the run's
+        time left)."""
         runner = repo.git if repo is not None else git.Git()
+        left = self.time_left()
+        if left <= 0:
+            raise SourceError(f"git {args[0]} {self._safe_url()}: not started: the run's deadline passed")
+        limit = min(self.timeout, left)
         try:
             with runner.custom_environment(**self.env()):
-                return str(runner.execute(["git", *args], kill_after_timeout=self.timeout))
+                return str(runner.execute(["git", *args], kill_after_timeout=limit))
         except git.GitCommandError as exc:
             raw, detail = str(exc.stderr or exc.stdout or exc), _stderr(exc)
-            if any(m in raw for m in _HOST_KEY_FAILURES):
+            if "Timeout: the command" in raw:  # GitPython killed it at `limit`
+                cut = " (all the run's deadline left)" if limit < self.timeout else ""
+                detail = f"no answer within {limit:.0f} s{cut}; the Git remote stalled"
+            elif any(m in raw for m in _HOST_KEY_FAILURES):
                 detail = ("the server's SSH host key does not match --known-hosts (it changed, or someone is "
                           "in between); nothing was fetched")
             elif any(m in raw for m in _AUTH_FAILURES):

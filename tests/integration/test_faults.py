@@ -23,12 +23,14 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from agent.cli import sync as sync_cli
 from agent.outcome import report
 from agent.reconcile import endpoints as config
 from agent.reconcile import rfc2136
 from tests.conftest import ROOT
 from tests.support import agentrun, dnsworld, stallpeer
 from tests.support import bind as bind_support
+from tests.support.githttp import GitHttpServer
 from tests.support.gitremote import GitRemote
 from tests.support.kube import KubeCluster
 from tests.support.procs import wait_for
@@ -222,12 +224,14 @@ def test_a_run_killed_while_writing_converges_exactly_on_the_next_revision(
 # -- 8. kube-apiserver SIGKILLed mid-sync ----------------------------------------------------------
 INSTANCES = ("dns-primary-0", "dns-secondary-0")
 KIND_OF = {"A": "ARecord", "TXT": "TXTRecord", "CNAME": "CNAMERecord"}
-MANAGED = "app.kubernetes.io/managed-by=bindy-agent,bindy.firestoned.io/agent=bindy-agent"
+MANAGED = "app.kubernetes.io/managed-by=bindy-agent,bindy.firestoned.io/agent={agent}"
 
 
-def _cluster_state(kube: KubeCluster, namespace: str, rev: dnsworld.Revision, revision: str) -> dict[str, list[str]]:
+def _cluster_state(kube: KubeCluster, namespace: str, rev: dnsworld.Revision, revision: str, *,
+                   agent: str = "bindy-agent") -> dict[str, list[str]]:
     """What the cluster holds against what `rev` wants: missing / extra CRs and generated objects,
-    objects without the agent's labels, and CRs not Ready at `revision`."""
+    objects without the labels of the agent (named by its --agent-namespace), and CRs not Ready at
+    `revision`."""
     api_client = kube.api_client()
     try:
         crs = _crs_of(api_client, namespace)
@@ -247,7 +251,7 @@ def _cluster_state(kube: KubeCluster, namespace: str, rev: dnsworld.Revision, re
         have = {**{k: o["metadata"].get("labels") for k, o in crs.items()}, **objects}
         return {"missing": sorted(f"{k}/{n}" for k, n in (wanted | generated) - set(have)),
                 "extra": sorted(f"{k}/{n}" for k, n in set(have) - wanted - generated),
-                "unlabelled": sorted(f"{k}/{n}" for (k, n), labels in have.items() if not _labelled(labels)),
+                "unlabelled": sorted(f"{k}/{n}" for (k, n), labels in have.items() if not _labelled(labels, agent)),
                 "not ready": sorted(f"{k}/{n}" for (k, n), o in crs.items() if not _ready_at(o, revision))}
     finally:
         api_client.close()
@@ -259,8 +263,8 @@ def _crs_of(api_client: Any, namespace: str) -> dict[tuple[str, str], dict[str, 
             for item in api.list_namespaced_custom_object(GROUP, VERSION, namespace, plural)["items"]}
 
 
-def _labelled(labels: dict[str, str] | None) -> bool:
-    return dict(p.split("=") for p in MANAGED.split(",")).items() <= (labels or {}).items()
+def _labelled(labels: dict[str, str] | None, agent: str) -> bool:
+    return dict(p.split("=") for p in MANAGED.format(agent=agent).split(",")).items() <= (labels or {}).items()
 
 
 def _ready_at(obj: dict[str, Any], revision: str) -> bool:
@@ -592,3 +596,186 @@ def test_rrsets_written_before_a_failed_replan_stay_the_agents(
     after = agentrun.sync_dir(repo, state=state, endpoints=endpoints)
     assert after.outcome == "applied", (after.failures, after.conflicts, after.refusals)
     _assert_converged(world, a, "re-plan failed twice, then C")
+
+
+# -- a foreign RRset where Git wants one: partial, said everywhere, the foreign data untouched ------
+def test_a_foreign_rrset_git_wants_makes_the_run_partial_and_is_named_in_note_and_status(
+        tmp_path: pathlib.Path, git_remote: GitRemote, kube: KubeCluster, namespace: str,
+        bind: bind_support.BindPair, zone_api: Any) -> None:
+    world = _shared_dns(tmp_path, bind, zone_api, namespace)
+    (zone,) = dnsworld.zone_names(1)
+    a = dnsworld.revision([zone], 6)
+    cli = ["sync", "--repo", git_remote.url, "--cache", str(tmp_path / "cache"), "--kubeconfig",
+           str(kube.kubeconfig), "--agent-namespace", namespace, "--endpoints", str(world.endpoints),
+           "--allowed-namespaces", namespace]
+    _commit(git_remote, a, "Six records", namespace=namespace)
+    first = _agent(*cli)
+    assert first.returncode == 0, first.stderr
+    dnsworld.add_foreign(world, [zone])  # legacy A 198.51.100.77, written by someone else with an UPDATE
+
+    wanted = {**a[zone], ("legacy", "A"): ("192.0.2.50",), ("h6", "A"): ("192.0.2.60",)}  # legacy: Git wants it too
+    sha = _commit(git_remote, {zone: wanted}, "Take over legacy, add h6", namespace=namespace)
+    run = _agent(*cli)
+    conflict = (f"{zone}.: legacy.{zone}. A: exists with data the agent did not write (198.51.100.77); "
+                "not overwritten")
+    assert run.returncode == 1, run.stderr
+    assert f"conflict: {conflict}" in run.stderr and "Traceback" not in run.stderr
+    assert "partial: 1 conflicts; what was applied stays" in run.stderr
+    served = {zone: {k: v for k, v in wanted.items() if k != ("legacy", "A")}}  # h6 applied, legacy left alone
+    _assert_converged(world, served, "foreign conflict", foreign_in=[zone])
+
+    note = _note(git_remote, tmp_path, sha)
+    assert note.startswith(f"bindy-agent: partial {sha[:12]}"), note
+    assert f"conflict: {conflict}" in note.splitlines()
+    doc = report.parse(note)
+    assert (doc["outcome"], doc["conflicts"], doc["summary"]["conflicts"]) == ("partial", [conflict], 1)
+
+    crs = _crs(kube, namespace)
+    taken = crs[("ARecord", "r0-legacy-a")]["status"]["conditions"]
+    ready = next(c for c in taken if c["type"] == "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "RecordFailed"), taken
+    assert f"conflict: legacy.{zone}. A: exists with data the agent did not write" in ready["message"], ready
+    others = {k: next(c for c in o["status"]["conditions"] if c["type"] == "Ready")["status"]
+              for k, o in crs.items() if k != ("ARecord", "r0-legacy-a")}
+    assert set(others.values()) == {"True"}, others  # only the record in conflict is not Ready
+
+    again = _agent(*cli)  # nothing else to do, and the conflict is still there: still partial, still untouched
+    assert again.returncode == 1 and f"conflict: {conflict}" in again.stderr, again.stderr
+    _assert_converged(world, served, "foreign conflict, second run", foreign_in=[zone])
+
+    world.update(zone, lambda u: u.delete("legacy", "A"))  # its owner gives the name up: the next run takes it
+    taken_over = _agent(*cli)
+    assert taken_over.returncode == 0 and "conflict" not in taken_over.stderr, taken_over.stderr
+    acme = (60, dnsworld.foreign(zone)[("_acme-challenge", "TXT")])
+
+    def legacy_and_acme(server: bind_support.BindServer) -> tuple[Any, Any]:
+        got = world.axfr(server, zone) or {}
+        return got.get((f"legacy.{zone}.", "A")), got.get((f"_acme-challenge.{zone}.", "TXT"))
+
+    wait_for(lambda: all(legacy_and_acme(s) == ((300, ("192.0.2.50",)), acme) for s in world.servers), 15)
+    for d in dnsworld.converged(world, {zone: wanted}, timeout=0):  # all of Git's, and only the ACME TXT beside
+        assert (d.counts()["extra"], sum(d.counts().values())) == (1, 1) and "_acme-challenge" in d.extra[0], d
+    status = _crs(kube, namespace)[("ARecord", "r0-legacy-a")]["status"]
+    assert next(c for c in status["conditions"] if c["type"] == "Ready")["status"] == "True", status
+
+
+# -- 5b. a stalled Git remote --------------------------------------------------------------------------
+GIT_STALLS = {"ls-remote": lambda method, path: "info/refs?service=git-upload-pack" in path,  # the first call
+              "fetch": lambda method, path: method == "POST" and path.endswith("/git-upload-pack"),
+              "push": lambda method, path: "git-receive-pack" in path}
+
+
+@pytest.mark.parametrize("stalled", list(GIT_STALLS))
+def test_a_stalled_git_remote_ends_the_run_within_its_deadline(
+        stalled: str, tmp_path: pathlib.Path, git_remote: GitRemote, bind: bind_support.BindPair,
+        zone_api: Any) -> None:
+    """The remote accepts the request and never answers: the git command is killed when the run's
+    deadline passes (not after git's own 60 s), nothing is written when the revision could not be read,
+    and a report that could not be pushed goes out with the next run."""
+    world = _shared_dns(tmp_path, bind, zone_api, "dns-system")
+    zones = dnsworld.zone_names(2)
+    a, b = dnsworld.revision(zones, 10), dnsworld.revision(zones, 10, generation=1)
+    _commit(git_remote, a, "A")
+    subprocess.run(["git", "-C", str(git_remote.bare), "config", "http.receivepack", "true"], check=True)
+    token = tmp_path / "git-token"
+    token.write_text("tok-stall\n")
+    server = GitHttpServer(git_remote.bare.parent, "tok-stall").start()
+    state = tmp_path / "state"
+    cli = ["sync", "--repo", server.url(git_remote.bare.name), "--token-file", str(token), "--cache",
+           str(tmp_path / "cache"), "--state", str(state), "--endpoints", str(world.endpoints), "--deadline", "5"]
+    try:
+        first = _agent(*cli)
+        assert first.returncode == 0, first.stderr
+        sha_b = _commit(git_remote, b, "B")
+        before = _tree(state)
+        server.stall = GIT_STALLS[stalled]
+        run = _agent(*cli)
+        ended = time.monotonic()
+        server.stall = None
+        assert server.first_stall is not None, f"the {stalled} was never sent: {run.stderr}"
+        took = ended - server.first_stall  # the run's deadline started before the stalled call
+        print(f"\nstalled git {stalled}: exit {run.returncode}, {took:.1f} s after the stall: "
+              f"{run.stderr.strip().splitlines()[-1]}")
+        assert took < 5 + 1, run.stderr  # within the deadline (plus writing the state), not git's own 60 s
+        assert "Traceback" not in run.stderr
+        if stalled == "push":  # B is applied; its report waits in the local clone
+            assert run.returncode == 0, run.stderr
+            assert f"warning: {sync_cli.UNPUSHED}" in run.stderr, run.stderr
+            assert re.search(r"git push \S+: no answer within [1-4] s \(all the run's deadline left\); the Git remote "
+                             "stalled", run.stderr), run.stderr
+            _assert_converged(world, b, "stalled git push")
+            assert _note(git_remote, tmp_path, sha_b) == ""
+        else:  # the revision could not be read: nothing written anywhere
+            assert run.returncode == 3, run.stderr
+            assert re.search(rf"error: could not run: git {stalled} {re.escape(server.url(git_remote.bare.name))}: "
+                             r"no answer within [45] s \(all the run's deadline left\); the Git remote stalled",
+                             run.stderr), run.stderr
+            assert _tree(state) == before
+            _assert_converged(world, a, f"stalled git {stalled}")
+
+        healthy = _agent(*cli)
+        assert healthy.returncode == 0, healthy.stderr
+    finally:
+        server.stop()
+    _assert_converged(world, b, f"stalled git {stalled}, then healthy")
+    assert _note(git_remote, tmp_path, sha_b).startswith(f'bindy-agent: applied {sha_b[:12]} "B"')
+
+
+# -- 4b. the agent SIGKILLed while it applies Kubernetes objects and statuses -------------------------
+def test_a_run_killed_while_applying_kubernetes_objects_converges_exactly_and_then_writes_nothing(
+        tmp_path: pathlib.Path, kube: KubeCluster, namespace: str, bind: bind_support.BindPair,
+        zone_api: Any) -> None:
+    world = _shared_dns(tmp_path, bind, zone_api, namespace)
+    zones = dnsworld.zone_names(3)
+    repo = tmp_path / "repo"
+    cli = ["sync", str(repo), "--kubeconfig", str(kube.kubeconfig), "--agent-namespace", namespace,
+           "--allowed-namespaces", namespace, "--endpoints", str(world.endpoints)]
+    api_client = kube.api_client()
+
+    def crs() -> dict[tuple[str, str], dict[str, Any]]:
+        try:
+            return _crs_of(api_client, namespace)
+        except client.ApiException:  # the CRDs are not installed yet
+            return {}
+
+    def new(first: int, found: dict[tuple[str, str], dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+        """The record CRs of h{first}..h49 (in every zone), which only the revision being applied has."""
+        objects = list((crs() if found is None else found).values())
+        numbers = [re.fullmatch(r"r\d-h(\d+)-\w+", o["metadata"]["name"]) for o in objects]
+        return [o for o, m in zip(objects, numbers, strict=True) if m and first <= int(m[1]) < 50]
+
+    def b_half_applied() -> bool:  # some of what only B wants exist, among them some that C drops
+        found = crs()
+        return len(new(45, found)) > 0 and len(new(40, found)) < 30
+
+    total_a = 1 + 2 + 3 + 3 * 40  # the cluster, its 2 instances, 3 zones, 120 records
+    rounds = [  # (label, the revision killed, when, the revision synced next)
+        ("some but not all of A's objects exist (first apply)", dnsworld.revision(zones, 40),
+         lambda: 0 < len(crs()) < total_a, dnsworld.revision(zones, 40)),
+        ("some but not all of B's 30 new records exist; C drops half of them", dnsworld.revision(zones, 50, generation=1),
+         b_half_applied, dnsworld.revision(zones, 45, generation=2)),
+        ("some but not all statuses of D's 15 new records are written", dnsworld.revision(zones, 50, generation=3),
+         lambda: 0 < sum("status" in o for o in new(45)) < 15, dnsworld.revision(zones, 50, generation=3))]
+    try:
+        for number, (label, killed, ready, then) in enumerate(rounds, start=1):
+            dnsworld.write_repo(repo, killed, namespace=namespace)
+            when = _kill_when(_start(*cli), ready)
+            mid = _cluster_state(kube, namespace, then, "", agent=namespace)
+            print(f"\nround {number}: killed {when:.2f} s in, when {label}; cluster vs the next revision: "
+                  f"{len(mid['missing'])} missing, {len(mid['extra'])} extra")
+            dnsworld.write_repo(repo, then, namespace=namespace)
+            again = _agent(*cli)
+            assert again.returncode == 0 and "conflict" not in again.stderr, again.stderr
+            foreign = zones if number > 1 else []
+            _assert_converged(world, then, f"4b round {number} (killed when {label})", foreign_in=foreign)
+            found = _cluster_state(kube, namespace, then, _revision(again.stderr), agent=namespace)
+            print(f"END STATE 4b round {number} cluster: { {k: len(v) for k, v in found.items()} }")
+            assert found == {"missing": [], "extra": [], "unlabelled": [], "not ready": []}
+            third = _agent(*cli)
+            assert third.returncode == 0, third.stderr
+            assert ("Kubernetes: applied 0, deleted 0, statuses written 0; DNS: 0 RRset changes in 0 UPDATE messages"
+                    in third.stderr and third.stderr.rstrip().endswith("; 0 API writes")), third.stderr
+            if number == 1:
+                dnsworld.add_foreign(world, zones)
+    finally:
+        api_client.close()

@@ -1,6 +1,7 @@
 """A real Git smart-HTTP server on loopback (`git http-backend` as CGI) that authenticates like
 GitHub's git endpoint: HTTP Basic with the user `x-access-token` and the token as password; a Bearer
-header is refused. For testing the agent's HTTPS token auth, fetch and notes push."""
+header is refused. For testing the agent's HTTPS token auth, fetch and notes push; `stall` holds the
+requests it picks open without a byte of answer (a remote that accepts, then hangs)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import http.server
 import pathlib
 import subprocess
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 from tests.support.procs import free_port, require
@@ -21,6 +24,9 @@ class GitHttpServer:
         self.authorizations: list[str] = []  # every Authorization header received, in order
         self.port = free_port()
         self.requests: list[tuple[str, str, int]] = []
+        self.stall: Callable[[str, str], bool] | None = None  # (method, path) -> hold this request unanswered
+        self.first_stall: float | None = None  # time.monotonic() of the first request held
+        self._release = threading.Event()
         backend = [require("git", component="git"), "http-backend"]
         server = self
 
@@ -39,6 +45,11 @@ class GitHttpServer:
                     return
                 path, _, query = self.path.partition("?")
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if server.stall is not None and server.stall(self.command, self.path):
+                    server.first_stall = server.first_stall or time.monotonic()
+                    server.requests.append((self.command, self.path, 0))
+                    server._release.wait()  # accepted, read, never answered
+                    return
                 env = {"GIT_PROJECT_ROOT": str(server.root), "GIT_HTTP_EXPORT_ALL": "1", "PATH_INFO": path,
                        "QUERY_STRING": query, "REQUEST_METHOD": self.command, "REMOTE_USER": "agent",
                        "REMOTE_ADDR": "127.0.0.1", "CONTENT_TYPE": self.headers.get("Content-Type", ""),
@@ -77,5 +88,6 @@ class GitHttpServer:
         return self
 
     def stop(self) -> None:
+        self._release.set()
         self.httpd.shutdown()
         self.httpd.server_close()
