@@ -176,7 +176,7 @@ def query(endpoint: Endpoint, name: str, rtype: str, *, timeout: float = 2) -> t
 _RAW_TYPES = {"A", "AAAA", "TXT", "CAA", "SRV", "CNAME", "NS", "PTR", "MX"}
 # types whose rdata holds a domain name after a fixed prefix: the name is expanded (it may be
 # compressed) and lower-cased, as in the canonical (digestable) form it is compared with
-_NAME_AT = {dns.rdatatype.CNAME: 0, dns.rdatatype.NS: 0, dns.rdatatype.PTR: 0, dns.rdatatype.MX: 2,
+_NAME_AT: dict[int, int] = {dns.rdatatype.CNAME: 0, dns.rdatatype.NS: 0, dns.rdatatype.PTR: 0, dns.rdatatype.MX: 2,
             dns.rdatatype.SRV: 6}
 
 
