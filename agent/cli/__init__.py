@@ -35,7 +35,8 @@ from agent.model import names
 from agent.run import settings as config
 
 _METAVARS = {"repo": "URL", "listen": "HOST:PORT", "cache": "DIR", "webhook_max_body": "BYTES",
-             "http_connection_limit": "N", "log_format": "json|text", "agent_namespace": "NS", "namespace": "NS"}
+             "lease_duration": "SECONDS", "http_connection_limit": "N", "log_format": "json|text",
+             "agent_namespace": "NS", "namespace": "NS"}
 
 
 def _metavar(name: str, field: FieldInfo) -> str:
@@ -43,7 +44,11 @@ def _metavar(name: str, field: FieldInfo) -> str:
         return _METAVARS[name]
     if "Path" in str(field.annotation):
         return "FILE"
-    return "SECONDS" if field.annotation in (float, int) else name.split("_")[-1].upper()
+    if name.endswith("_bytes"):
+        return "BYTES"
+    if field.annotation is int:  # counts: documents, nodes, retries
+        return "N"
+    return "SECONDS" if field.annotation is float else name.split("_")[-1].upper()
 
 
 def _setting_flag(parser: argparse.ArgumentParser, name: str, field: FieldInfo) -> None:
