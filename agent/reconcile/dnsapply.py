@@ -359,8 +359,8 @@ class DnsApply:
                 except ZoneApiError as exc:
                     log.warning("NOTIFY of %s via %s failed: %s", w.zone, primary, exc)
 
-        wait = min(self.options.verify_wait, max(0.0, self.deadline.remaining()))
-        dnsverify.verify(queued, self.endpoints, wait=wait, nudge=nudge)
+        dnsverify.verify(queued, self.endpoints, patience=self.options.verify_wait,
+                         limit=max(0.0, self.deadline.remaining()), nudge=nudge)
         for result, w in self.written:
             result.checks = w.checks
 

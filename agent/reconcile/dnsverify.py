@@ -61,34 +61,53 @@ def _nudging(w: Written, nudge: Callable[[Written], None]) -> Callable[[list[str
     return lambda _behind: nudge(w)
 
 
-def _on_secondaries(zones: Sequence[Written], endpoints: Mapping[str, Endpoint], wait: float,
+def _confirmed(w: Written, secondary: str, serial: int | None) -> list[rfc2136.Check]:
+    return ([rfc2136.Check(secondary, c.key[0], c.key[1], True, _want(c)) for c in w.changes]
+            or [rfc2136.Check(secondary, w.zone, "SOA", True, (f"serial {serial}",))])
+
+
+def _sweep(behind: dict[str, list[Written]], endpoints: Mapping[str, Endpoint], until: float) -> int:
+    """One SOA query per zone and secondary still behind; those at their serial are confirmed and
+    dropped from `behind`. Returns how many were."""
+    caught = 0
+    for secondary, items in list(behind.items()):
+        timeout = min(2.0, max(0.1, until - time.monotonic()))
+        now = rfc2136.serials(endpoints[secondary], [w.zone for w in items], timeout=timeout)
+        late = []
+        for w in items:
+            if reached(now.get(w.zone), w.serial or 0):
+                w.checks += _confirmed(w, secondary, now.get(w.zone))
+                caught += 1
+            else:
+                late.append(w)
+        if late:
+            behind[secondary] = late
+        else:
+            del behind[secondary]
+    return caught
+
+
+def _on_secondaries(zones: Sequence[Written], endpoints: Mapping[str, Endpoint], patience: float, until: float,
                     nudge: Callable[[Written], None]) -> None:
-    """Every secondary at its zone's target serial; the RRsets of those still behind at the end."""
+    """Every secondary at its zone's target serial. Waits while secondaries keep catching up (named
+    rate-limits its transfers: hundreds of new zones take a while), until none did for `patience`
+    seconds or the monotonic time `until`; those still behind are asked for each changed RRset."""
     behind: dict[str, list[Written]] = {}
     for w in zones:
         for s in w.secondaries:
             if w.serial is None:  # several primaries, or no serial read: ask for each RRset (rare)
-                w.checks += rfc2136.verify([endpoints[s]], w.changes, wait=wait, nudge=_nudging(w, nudge))
+                w.checks += rfc2136.verify([endpoints[s]], w.changes, nudge=_nudging(w, nudge),
+                                           wait=max(0.0, min(patience, until - time.monotonic())))
             else:
                 behind.setdefault(s, []).append(w)
-    start, pause, nudged = time.monotonic(), 0.005, False
+    progress, pause, nudged = time.monotonic(), 0.005, False
     while behind:
-        for secondary, items in list(behind.items()):
-            now = rfc2136.serials(endpoints[secondary], [w.zone for w in items], timeout=min(2.0, max(wait, 0.5)))
-            late = []
-            for w in items:
-                if reached(now.get(w.zone), w.serial or 0):
-                    w.checks += ([rfc2136.Check(secondary, c.key[0], c.key[1], True, _want(c)) for c in w.changes]
-                                 or [rfc2136.Check(secondary, w.zone, "SOA", True, (f"serial {now.get(w.zone)}",))])
-                else:
-                    late.append(w)
-            behind[secondary] = late
-            if not late:
-                del behind[secondary]
-        waited = time.monotonic() - start
-        if not behind or waited > wait:
+        if _sweep(behind, endpoints, until):
+            progress = time.monotonic()
+        now = time.monotonic()
+        if not behind or now - progress > patience or now > until:
             break
-        if not nudged and waited > NUDGE_AFTER:
+        if not nudged and now - progress > NUDGE_AFTER:
             nudged = True
             for w in {id(w): w for items in behind.values() for w in items}.values():
                 nudge(w)
@@ -100,11 +119,11 @@ def _on_secondaries(zones: Sequence[Written], endpoints: Mapping[str, Endpoint],
                          else [rfc2136.Check(secondary, w.zone, "SOA", False, ("behind its primary",))])
 
 
-def verify(zones: Sequence[Written], endpoints: Mapping[str, Endpoint], *, wait: float,
+def verify(zones: Sequence[Written], endpoints: Mapping[str, Endpoint], *, patience: float, limit: float,
            nudge: Callable[[Written], None]) -> None:
     """Fills each zone's `checks`: one per changed RRset and server, or for a zone with no changes one
-    SOA check per secondary. `wait` bounds the whole verification."""
-    start = time.monotonic()
-    _on_primaries([w for w in zones if w.changes], endpoints, wait)
-    _on_secondaries([w for w in zones if w.secondaries], endpoints, max(0.0, wait - (time.monotonic() - start)),
-                    nudge)
+    SOA check per secondary. A server is waited for while it makes progress, `patience` seconds at
+    most without; `limit` bounds the whole verification (the run's deadline)."""
+    until = time.monotonic() + limit
+    _on_primaries([w for w in zones if w.changes], endpoints, min(patience, limit))
+    _on_secondaries([w for w in zones if w.secondaries], endpoints, patience, until, nudge)
