@@ -296,7 +296,7 @@ def _git_objects(manifest: Manifest, objects: list[KubeObject], memo: Memo | Non
         if memo is None:
             objects += make(found)
         else:
-            objects += memo.get(("crs", found[0].origin.file), tuple(found), functools.partial(make, found))
+            objects += memo.get(("crs", found[0].origin.file), (found,), functools.partial(make, found))
 
 
 def build(manifest: Manifest, memo: Memo | None = None) -> Desired:

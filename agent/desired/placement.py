@@ -59,6 +59,8 @@ class Zone:
     selected_by_instance: str | None = None
     rrsets: dict[tuple[str, str], rrsets.RRset] = dataclasses.field(default_factory=dict)
     records: dict[ObjectKey, tuple[str, str]] = dataclasses.field(default_factory=dict)
+    # its records from other namespaces (whether that is allowed is the gate's to say)
+    from_other_namespaces: list[ObjectKey] = dataclasses.field(default_factory=list)
 
     @property
     def instances(self) -> list[ObjectKey]:
@@ -265,14 +267,13 @@ def _assign_records(zones: list[Zone], sources: dict[ObjectKey, Loaded], by_file
         token = memo.token(("zone-set",), tuple((z.key, sources[z.key].origin, sources[z.key].source) for z in zones))
         selectors = memo.get(("zone-selectors",), (token,), lambda: _ZoneSelectors(zones))
     members: dict[ObjectKey, list[Loaded]] = defaultdict(list)
-    for objects in by_file:
-        records = [o for o in objects if o.key.kind in RECORD_KIND_NAMES]
-        if not records:
+    for objects in by_file:  # a cached file's list is the same object while the file is unchanged
+        if not objects:
             continue
-        def compute(records: list[Loaded] = records) -> tuple[dict[ObjectKey, list[Loaded]], list[Problem]]:
-            return _assign_file(records, selectors)
+        def compute(objects: list[Loaded] = objects) -> tuple[dict[ObjectKey, list[Loaded]], list[Problem]]:
+            return _assign_file([o for o in objects if o.key.kind in RECORD_KIND_NAMES], selectors)
 
-        by_zone, problems = (memo.get(("assign", records[0].origin.file), (token, *records), compute)
+        by_zone, problems = (memo.get(("assign", objects[0].origin.file), (token, objects), compute)
                              if memo is not None else compute())
         out.problems += problems
         for key, found in by_zone.items():
@@ -358,16 +359,16 @@ def _check_targets(zone: Zone, sources: dict[tuple[str, str], list[Loaded]], own
 
 def _zone_rrsets(zone: Zone, obj: Loaded, members: list[Loaded], out: _Out, memo: Memo | None) -> None:
     """The zone's RRsets and the problems found building them; reused when nothing they come from changed."""
-    def compute() -> tuple[dict[tuple[str, str], rrsets.RRset], dict[ObjectKey, tuple[str, str]], list[Problem]]:
+    def compute() -> tuple[dict[tuple[str, str], rrsets.RRset], dict[ObjectKey, tuple[str, str]], list[Problem],
+                           list[ObjectKey]]:
         scratch = _Out()
         _add_rrsets(zone, members, scratch)
-        return zone.rrsets, zone.records, scratch.problems
+        across = [k for k in zone.records if k.namespace != zone.key.namespace]
+        return zone.rrsets, zone.records, scratch.problems, across
 
-    if memo is None:
-        _add_rrsets(zone, members, out)
-        return
-    found, records, problems = memo.get(("rrsets", zone.name), (obj, *members), compute)
-    zone.rrsets, zone.records = found, records
+    found, records, problems, across = (memo.get(("rrsets", zone.name), (obj, *members), compute)
+                                        if memo is not None else compute())
+    zone.rrsets, zone.records, zone.from_other_namespaces = found, records, across
     out.problems += problems
 
 

@@ -84,7 +84,7 @@ def _namespaces(manifest: Manifest, settings: PolicySettings) -> list[Problem]:
 def _records_across_namespaces(manifest: Manifest, state: Desired, settings: PolicySettings) -> list[Problem]:
     if settings.allow_cross_namespace_refs:
         return []
-    across = [(zone, key) for zone in state.zones for key in zone.records if key.namespace != zone.key.namespace]
+    across = [(zone, key) for zone in state.zones for key in zone.from_other_namespaces]
     if not across:
         return []
     by_key = {o.key: o for o in manifest.objects}

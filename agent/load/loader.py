@@ -81,15 +81,34 @@ class Manifest:
 
     def of_kind(self, *names: str) -> list[Loaded]:
         """The objects of these kinds, in load order (indexed once: a revision may hold 100,000)."""
-        index: dict[str, list[Loaded]] | None = self.__dict__.get("_by_kind")
-        if index is None:
-            index = {}
-            for obj in self.objects:
-                index.setdefault(obj.key.kind, []).append(obj)
-            self.__dict__["_by_kind"] = index
+        index = self.kinds()
         if len(names) == 1:
             return index.get(names[0], [])
         return [o for name in names for o in index.get(name, [])]
+
+    def kinds(self) -> dict[str, list[Loaded]]:
+        """The objects by kind (built once; load_files builds it from its files' as it goes)."""
+        index: dict[str, list[Loaded]] | None = self.__dict__.get("_by_kind")
+        if index is None:
+            index = self.__dict__["_by_kind"] = _index(self.objects)
+        return index
+
+    def keys(self) -> dict[ObjectKey, Origin]:
+        """Where each object is defined (the first, when a key is defined twice); kept, like the
+        kind index, with a file's part while it is cached."""
+        found: dict[ObjectKey, Origin] | None = self.__dict__.get("_keys")
+        if found is None:
+            found = self.__dict__["_keys"] = {}
+            for obj in self.objects:
+                found.setdefault(obj.key, obj.origin)
+        return found
+
+
+def _index(objects: list[Loaded]) -> dict[str, list[Loaded]]:
+    index: dict[str, list[Loaded]] = {}
+    for obj in objects:
+        index.setdefault(obj.key.kind, []).append(obj)
+    return index
 
 
 class _Loader(yaml.CSafeLoader):
@@ -445,15 +464,27 @@ def _content_id(file: SourceFile) -> str:
 
 
 def _merge(total: Manifest, part: Manifest, seen: dict[ObjectKey, Origin]) -> None:
+    """Adds one file's part. A cached part keeps its key and kind indexes, so an unchanged file
+    costs set and list operations, not a loop over its objects."""
     total.documents += part.documents
     total.problems += part.problems
     kept = part.objects  # usually the file's own list, shared: the same object run after run for a cache
-    for obj in part.objects:
-        first = seen.setdefault(obj.key, obj.origin)
-        if first is not obj.origin:
-            total.problems.append(Problem(obj.origin, str(obj.key), "",
-                                          f"duplicate object: already defined at {first}"))
-            kept = [o for o in kept if o is not obj]
+    keys = part.keys()
+    twice = seen.keys() & keys.keys() if len(keys) == len(kept) else set(keys)  # or defined twice within
+    if twice:
+        kept = []
+        for obj in part.objects:
+            first = seen.setdefault(obj.key, obj.origin)
+            if first is obj.origin:
+                kept.append(obj)
+            else:
+                total.problems.append(Problem(obj.origin, str(obj.key), "",
+                                              f"duplicate object: already defined at {first}"))
+    else:
+        seen.update(keys)
+    index = total.__dict__.setdefault("_by_kind", {})
+    for kind, found in (_index(kept) if twice else part.kinds()).items():
+        index.setdefault(kind, []).extend(found)
     total.objects += kept
     total.by_file.append(kept)
 

@@ -46,9 +46,10 @@ def _zone_plan(zone: Zone, observed: DnsObserved, reachable: object, memo: Memo 
     if memo is None:
         return zonediff.plan_zone(zone.name, zone, observed)
     seen = observed.zones.get(zone.name, {})
-    inputs = (zone.rrsets, observed.ownership.get(zone.name), reachable, *seen.values(),
-              tuple(zone.primaries), tuple(zone.secondaries), tuple(sorted(zone.annotations.items())))
-    return memo.get(("zone-plan", zone.name), inputs, lambda: zonediff.plan_zone(zone.name, zone, observed))
+    inputs = (zone.rrsets, observed.ownership.get(zone.name), reachable, *seen.values())  # compared by identity
+    placement = (tuple(zone.primaries), tuple(zone.secondaries), tuple(sorted(zone.annotations.items())))
+    return memo.get(("zone-plan", zone.name, placement), inputs,  # values: in the key, compared by equality
+                    lambda: zonediff.plan_zone(zone.name, zone, observed))
 
 
 def zone_plans(desired: Desired, observed: DnsObserved, memo: Memo | None = None) -> list[zonediff.ZonePlan]:

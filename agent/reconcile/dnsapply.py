@@ -251,7 +251,8 @@ class DnsApply:
             if instance not in zp.primaries and instance not in zp.secondaries:
                 self._delete(zp, result, instance)
 
-    def zone(self, zp: ZonePlan) -> ZoneResult:
+    def zone(self, zp: ZonePlan, *, settled: bool = False) -> ZoneResult:
+        """One zone's steps; `settled`: the caller found nothing to write or record there."""
         result = ZoneResult(zp.key, zp.name, primaries=set(zp.primaries))
         for instance, error in zp.errors.items():
             result.instances[instance] = ("Failed", error)
@@ -262,7 +263,7 @@ class DnsApply:
             result.primary_error = "; ".join(zp.errors[p] for p in zp.primaries)
             return result
         result.revision = zp.revision
-        if _settled_already(zp):  # nothing to write, nothing to record: most zones of most runs
+        if settled:  # nothing to write, nothing to record: most zones of most runs
             result.conflicts = zp.conflicts
             result.after = {p: seen for p, seen in zp.observed.items() if not seen.error and p in zp.records}
             result.applied_on = list(zp.records)
@@ -386,8 +387,9 @@ def apply(zones: list[ZonePlan], endpoints: Mapping[str, Endpoint], store: Store
           deadline: Deadline, progress: Callable[[int, int], None] | None = None) -> DnsResult:
     """Executes every zone's plan; ownership is stored as it goes. `progress` hears (zones done, zones)."""
     runner = DnsApply(endpoints, store, options, deadline)
-    done: dict[int, ZoneResult] = {i: runner.zone(zp) for i, zp in enumerate(zones) if _settled_already(zp)}
-    work = [(i, zp) for i, zp in enumerate(zones) if i not in done]
+    settled = [_settled_already(zp) for zp in zones]
+    done: dict[int, ZoneResult] = {i: runner.zone(zp, settled=True) for i, zp in enumerate(zones) if settled[i]}
+    work = [(i, zp) for i, zp in enumerate(zones) if not settled[i]]
     try:
         runner.catch_up([(zones[i], r) for i, r in done.items()])
         with concurrent.futures.ThreadPoolExecutor(max_workers=ZONE_WORKERS) as pool:
