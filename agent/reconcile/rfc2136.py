@@ -16,13 +16,14 @@ import socket
 import struct
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import dns.exception
 import dns.message
 import dns.name
 import dns.query
 import dns.rcode
+import dns.rdata
 import dns.rdataclass
 import dns.rdataset
 import dns.rdatatype
@@ -90,31 +91,72 @@ def observe(endpoint: Endpoint, zone: str, *, timeout: float = 10) -> dict[Key, 
     return out
 
 
-def _rdataset(rr: rrsets.RRset, *, ttl: int | None = None) -> dns.rdataset.Rdataset:
-    ttl = rr.ttl if ttl is None else ttl
-    if rr.objects:
-        return dns.rdataset.from_rdata_list(ttl, list(rr.objects))
-    return dns.rdataset.from_text_list(dns.rdataclass.IN, rr.rtype, ttl, list(rr.rdatas))
+
+class _Rendered:
+    """Resource records already in wire form, standing in for an RRset in a message section: the
+    message renders them as they are (dnspython's renderer calls `to_wire`, as it would an RRset's).
+    Building a large UPDATE through dnspython's RRset objects costs more than named takes to apply it."""
+
+    def __init__(self) -> None:
+        self.records: list[bytes] = []
+        self.size = 0
+
+    def add(self, records: list[bytes]) -> None:
+        self.records += records
+        self.size += sum(len(r) for r in records)
+
+    def to_wire(self, file: Any, compress: Any = None, origin: Any = None, **kw: Any) -> int:
+        file.write(b"".join(self.records))
+        return len(self.records)
+
+
+def _name_wire(name: str) -> bytes:
+    """An absolute domain name in (uncompressed) wire form."""
+    if "\\" in name or name == ".":  # escapes: let dnspython read them
+        return dns.name.from_text(name).to_wire() or b"\0"
+    return b"".join(bytes((len(label),)) + label for label in name.rstrip(".").encode().split(b".")) + b"\0"
+
+
+_RR = struct.Struct("!HHIH")  # type, class, TTL, RDLENGTH
+_MESSAGE_BUDGET = 60_000  # octets of prerequisites and updates per message (a DNS message holds 65,535)
+
+
+def _records(owner: bytes, rtype: int, rr: rrsets.RRset, ttl: int) -> list[bytes]:
+    objects = rr.objects or tuple(dns.rdata.from_text(dns.rdataclass.IN, rr.rtype, v) for v in rr.rdatas)
+    return [owner + _RR.pack(rtype, dns.rdataclass.IN, ttl, len(w)) + w for w in (o.to_wire() or b"" for o in objects)]
+
+
+def _change_wire(change: RRChange) -> tuple[list[bytes], list[bytes]]:
+    """(prerequisite RRs, update RRs) of one change, RFC 2136 2.4 and 2.5."""
+    owner, rtype = _name_wire(change.key[0]), dns.rdatatype.from_text(change.key[1])
+    prerequisite = ([owner + _RR.pack(rtype, dns.rdataclass.NONE, 0, 0)] if change.before is None  # not there
+                    else _records(owner, rtype, change.before, 0))  # there with exactly these data (TTL zero)
+    update = [owner + _RR.pack(rtype, dns.rdataclass.ANY, 0, 0)]  # delete the RRset ...
+    if change.after is not None:  # ... and add the new one
+        update += _records(owner, rtype, change.after, change.after.ttl)
+    return prerequisite, update
 
 
 def build_updates(zone: str, changes: list[RRChange], tsig: TsigKey | None, *,
                   batch: int = DEFAULT_BATCH) -> list[dns.update.UpdateMessage]:
-    """One UPDATE per `batch` changes, each change guarded by its prerequisite."""
+    """UPDATE messages of at most `batch` changes (and what fits in one message), each change guarded
+    by its prerequisite."""
     keyring, keyname, algorithm = _keyring(tsig)
-    messages = []
-    for start in range(0, len(changes), batch):
-        update = dns.update.UpdateMessage(zone, keyring=keyring, keyname=keyname, keyalgorithm=algorithm)
-        for change in changes[start:start + batch]:
-            name = dns.name.from_text(change.key[0])
-            if change.before is None:
-                update.absent(name, change.key[1])
-            else:
-                update.present(name, _rdataset(change.before, ttl=0))  # RFC 2136 2.4.2: TTL zero
-            if change.after is None:
-                update.delete(name, change.key[1])
-            else:
-                update.replace(name, _rdataset(change.after))
-        messages.append(update)
+    messages: list[dns.update.UpdateMessage] = []
+    prerequisites = updates = _Rendered()
+    taken = batch
+    for change in changes:
+        prerequisite, update = _change_wire(change)
+        size = sum(len(r) for r in prerequisite) + sum(len(r) for r in update)
+        if taken >= batch or prerequisites.size + updates.size + size > _MESSAGE_BUDGET:
+            message = dns.update.UpdateMessage(zone, keyring=keyring, keyname=keyname, keyalgorithm=algorithm)
+            prerequisites, updates, taken = _Rendered(), _Rendered(), 0
+            message.prerequisite.append(prerequisites)  # type: ignore[arg-type]  # rendered RRs (see _Rendered)
+            message.update.append(updates)  # type: ignore[arg-type]
+            messages.append(message)
+        prerequisites.add(prerequisite)
+        updates.add(update)
+        taken += 1
     return messages
 
 
@@ -229,7 +271,7 @@ def _raw_rdatas(wire: bytes, qtype: int) -> list[bytes] | None:
 
 
 def _query_wire(qid: int, name: str, rtype: str) -> bytes:
-    qname = dns.name.from_text(name).to_wire() or b""
+    qname = _name_wire(name if name.endswith(".") else name + ".")
     return (struct.pack("!HHHHHH", qid, 0, 1, 0, 0, 0) + qname
             + struct.pack("!HH", dns.rdatatype.from_text(rtype), dns.rdataclass.IN))
 

@@ -701,7 +701,7 @@ def test_a_stalled_git_remote_ends_the_run_within_its_deadline(
         if stalled == "push":  # B is applied; its report waits in the local clone
             assert run.returncode == 0, run.stderr
             assert f"warning: {sync_cli.UNPUSHED}" in run.stderr, run.stderr
-            assert re.search(r"git push \S+: no answer within [1-4] s \(all the run's deadline left\); the Git remote "
+            assert re.search(r"git push \S+: no answer within [1-5] s \(all the run's deadline left\); the Git remote "
                              "stalled", run.stderr), run.stderr
             _assert_converged(world, b, "stalled git push")
             assert _note(git_remote, tmp_path, sha_b) == ""

@@ -79,6 +79,9 @@ options {{
     transfer-source {self.address};
     notify explicit;
     notify-delay 0;
+    notify-rate 1000;
+    serial-query-rate 1000;
+    transfers-per-ns 10;
     minimal-responses yes;
 }};
 logging {{ category default {{ default_stderr; }}; category lame-servers {{ null; }}; }};

@@ -1,0 +1,87 @@
+"""UPDATE messages are rendered straight to wire form: they must say exactly what dnspython's own
+UpdateMessage says for the same changes (RFC 2136 prerequisites and updates), signed the same way."""
+
+from __future__ import annotations
+
+import dns.message
+import dns.name
+import dns.rdata
+import dns.rdataclass
+import dns.rdataset
+import dns.rdatatype
+import dns.tsig
+import dns.tsigkeyring
+import dns.update
+
+from agent.desired import rrsets
+from agent.plan.rrsetdiff import RRChange
+from agent.reconcile import rfc2136
+from agent.reconcile.endpoints import TsigKey
+
+ZONE = "example.com."
+SECRET = "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0IQ=="
+
+
+def _rrset(name: str, rtype: str, ttl: int, *values: str, parsed: bool = True) -> rrsets.RRset:
+    objects = [dns.rdata.from_text(dns.rdataclass.IN, rtype, v) for v in values] if parsed else []
+    return rrsets.build(ZONE, name, rtype, ttl, values, objects)
+
+
+CHANGES = [
+    RRChange("create", None, _rrset("www.example.com.", "A", 300, "192.0.2.1", "192.0.2.2")),
+    RRChange("update", _rrset("mail.example.com.", "MX", 300, "10 mx1.example.com.", parsed=False),
+             _rrset("mail.example.com.", "MX", 600, "10 mx1.example.com.", "20 MX2.Example.com.")),
+    RRChange("delete", _rrset("old.example.com.", "TXT", 60, '"bye" "now"', parsed=False), None),
+    RRChange("create", None, _rrset("_sip._tcp.example.com.", "SRV", 60, "10 5 5060 sip.example.net.")),
+    RRChange("create", None, _rrset("alias.example.com.", "CNAME", 60, "www.example.com.")),
+    RRChange("create", None, _rrset("example.com.", "CAA", 60, '0 issue "letsencrypt.org"')),
+]
+
+
+def _reference(changes: list[RRChange]) -> dns.update.UpdateMessage:
+    """The same changes through dnspython's UpdateMessage (what the agent used to build)."""
+    update = dns.update.UpdateMessage(ZONE)
+    for change in changes:
+        name = dns.name.from_text(change.key[0])
+        if change.before is None:
+            update.absent(name, change.key[1])
+        else:
+            update.present(name, dns.rdataset.from_text_list("IN", change.key[1], 0, list(change.before.rdatas)))
+        if change.after is None:
+            update.delete(name, change.key[1])
+        else:
+            update.replace(name, dns.rdataset.from_text_list("IN", change.key[1], change.after.ttl,
+                                                             list(change.after.rdatas)))
+    return update
+
+
+def _sections(message: dns.message.Message) -> list[list[str]]:
+    parsed = dns.message.from_wire(message.to_wire(), keyring=None)
+    assert isinstance(parsed, dns.update.UpdateMessage)
+    # record by record; lower-cased: dnspython's compression points 'MX2.Example.com.' at the zone's
+    # 'example.com.' (names compare without case), so its copy comes back lower-case
+    return [sorted(line.lower() for r in section for line in r.to_text().splitlines())
+            for section in (parsed.zone, parsed.prerequisite, parsed.update)]
+
+
+def test_the_wire_says_what_dnspythons_update_message_says() -> None:
+    [ours] = rfc2136.build_updates(ZONE, CHANGES, None)
+    assert _sections(ours) == _sections(_reference(CHANGES))
+
+
+def test_a_signed_update_verifies_with_the_key() -> None:
+    [ours] = rfc2136.build_updates(ZONE, CHANGES, TsigKey("agent-key.", "hmac-sha256", SECRET))
+    keyring = dns.tsigkeyring.from_text({"agent-key.": ("hmac-sha256", SECRET)})
+    parsed = dns.message.from_wire(ours.to_wire(), keyring=keyring)  # raises unless the MAC verifies
+    assert parsed.had_tsig
+    assert sum(len(r) or 1 for r in parsed.update) == 13  # per change: a delete, then each new record
+
+
+def test_batches_split_by_count_and_by_size() -> None:
+    many = [RRChange("create", None, _rrset(f"h{i}.example.com.", "TXT", 60, '"' + "x" * 200 + '"'))
+            for i in range(1000)]
+    by_count = rfc2136.build_updates(ZONE, many[:10], None, batch=4)
+    assert [len(m.to_wire()) > 0 for m in by_count] == [True, True, True]
+    by_size = rfc2136.build_updates(ZONE, many, None, batch=1000)
+    assert len(by_size) > 1 and all(len(m.to_wire()) <= 65_535 for m in by_size)
+    assert sum(len(dns.message.from_wire(m.to_wire()).update) for m in by_size) == 2000
