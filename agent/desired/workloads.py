@@ -107,6 +107,10 @@ def named_conf(instance: str, settings: InstanceSettings, key_name: str) -> str:
         f"    recursion {'yes' if cfg.recursion else 'no'};",
         "    allow-new-zones yes;",
         "    notify-delay 0;  // tell secondaries at once: Git pushes should be served within seconds",
+        # a commit may change hundreds of zones at once: at BIND's default 20 NOTIFYs and 20 refresh
+        # queries a second, secondaries would trail a 1,000-zone commit by almost a minute
+        "    notify-rate 500;",
+        "    serial-query-rate 500;",
     ]
     if cfg.forwarders:
         lines.append(f"    forwarders {{ {_acl(cfg.forwarders, 'none')} }};")
