@@ -44,7 +44,7 @@ def _record(i: int, zone: int) -> str:
     kind = i % 8
     body = {
         0: ("ARecord", f"  ipv4Addresses: [192.0.{i % 250}.{i % 200 + 1}, 198.51.100.{i % 250}]\n"),
-        1: ("AAAARecord", f"  ipv6Addresses: ['2001:db8::{i:x}']\n"),
+        1: ("AAAARecord", f"  ipv6Addresses: ['2001:db8::{i // 65536:x}:{i % 65536:x}']\n"),
         2: ("CNAMERecord", f"  target: www.{zname}.\n"),
         3: ("MXRecord", f"  priority: {i % 50}\n  mailServer: mx.provider.test.\n"),
         4: ("TXTRecord", f"  text: ['v=spf1 ip4:192.0.2.{i % 250} -all']\n"),

@@ -37,7 +37,6 @@ import hmac
 import json
 import os
 import pathlib
-import resource
 import shutil
 import statistics
 import subprocess
@@ -62,27 +61,37 @@ def child(mode: str, root: pathlib.Path) -> None:
     import yaml
 
     if mode == "ours":
-        from agent.desired import hierarchy
-        from agent.load import loader
+        from agent.gate import policy
+        from agent.model.limits import Limits
         from agent.plan import build
+        from agent.run import collector, orchestrator
         from agent.sources import localdir
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+        collector.tune()  # as `bindy-agent` does when it starts
+    base = _peak_kib()
     start = time.perf_counter()
     if mode == "bare":
         kept = [list(yaml.load_all(p.read_text(), Loader=yaml.CSafeLoader)) for p in sorted(root.glob("*.yaml"))]
         count = sum(len(docs) for docs in kept)
     else:
-        manifest = loader.load_files(localdir.files(root), default_namespace="dns")
-        assert manifest.ok, [str(p) for p in manifest.problems[:5]]
-        desired = hierarchy.build(manifest)
-        errors = [str(p) for p in desired.problems if p.severity.value == "error"]
-        assert not errors, errors[:5]
-        plan = build.offline(desired)
+        # what `bindy-agent plan DIR` does: load -> desired -> policy, then the offline plan
+        options = orchestrator.Options(default_namespace="dns",
+                                       repo_policy=policy.PolicySettings.of(allowed_namespaces="*"))
+        validated = orchestrator.validate(localdir.files(root), options, limits=Limits())
+        assert validated.ok and validated.desired, [str(p) for p in validated.problems[:5]]
+        plan = build.offline(validated.desired)
         assert plan.changes
-        count = len(manifest.objects)
+        count = len(validated.manifest.objects)
     seconds = time.perf_counter() - start
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    rss = _peak_kib()
     print(json.dumps({"seconds": seconds, "rss_kib": rss, "base_kib": base, "count": count}))
+
+
+def _peak_kib() -> int:
+    """This process's peak RSS (VmHWM: per address space, so unlike ru_maxrss it does not carry the
+    parent's peak across fork and exec)."""
+    status = pathlib.Path("/proc/self/status").read_text()
+    return int(status.split("VmHWM:")[1].split()[0])
 
 
 def _child(mode: str, root: pathlib.Path) -> dict[str, float]:

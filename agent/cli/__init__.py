@@ -32,6 +32,7 @@ from agent import __version__
 from agent.cli import common, importzone, offline, run, sync
 from agent.cli import plan as plan_verb
 from agent.model import names
+from agent.run import collector
 from agent.run import settings as config
 
 _METAVARS = {"repo": "URL", "listen": "HOST:PORT", "cache": "DIR", "webhook_max_body": "BYTES",
@@ -304,6 +305,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    collector.tune()
     common.Parser.usage_status = plan_verb.DELTA_ERROR if plan_verb.is_delta(argv) else common.EXIT_ERROR
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,

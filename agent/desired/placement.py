@@ -291,14 +291,13 @@ def _add_rrsets(zone: Zone, members: list[Loaded], out: _Out) -> None:
         spec = r.model.spec  # type: ignore[attr-defined]
         try:
             owner = rrsets.owner_name(spec.name, zone.name)
-            data = rrsets.rdatas(r.model)  # type: ignore[arg-type]
+            texts = rrsets.values(r.model)  # type: ignore[arg-type]
         except rrsets.RecordError as exc:
             out.add(r, exc.path, str(exc))
             continue
         rtype = rrsets.rtype_of(r.key.kind)
         key = (owner, rtype)
         sources[key].append(r)
-        texts = {d.to_text(): d for d in data}
         own_values[r.key] = set(texts)
         values[key].update(texts)
         objects[key].update(texts)

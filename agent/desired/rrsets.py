@@ -190,6 +190,46 @@ def rdatas(record: records.AnyRecord) -> list[dns.rdata.Rdata]:
         raise RecordError("spec", f"invalid record data: {exc}") from exc
 
 
+def _spec_key(spec: records.RecordSpec) -> tuple[object, ...] | None:
+    """Everything `_rdatas` reads from a spec, as a hashable key (None: not cached)."""
+    if isinstance(spec, records.ARecordSpec):
+        return ("A", *spec.ipv4_addresses)
+    if isinstance(spec, records.AAAARecordSpec):
+        return ("AAAA", *spec.ipv6_addresses)
+    if isinstance(spec, records.CNAMERecordSpec):
+        return ("CNAME", spec.target)
+    if isinstance(spec, records.MXRecordSpec):
+        return ("MX", spec.priority, spec.mail_server)
+    if isinstance(spec, records.NSRecordSpec):
+        return ("NS", spec.nameserver)
+    if isinstance(spec, records.SRVRecordSpec):
+        return ("SRV", spec.priority, spec.weight, spec.port, spec.target)
+    if isinstance(spec, records.TXTRecordSpec):
+        return ("TXT", *spec.text)
+    if isinstance(spec, records.CAARecordSpec):
+        return ("CAA", spec.flags, spec.tag, spec.value)
+    return None
+
+
+_VALUES: dict[tuple[object, ...], dict[str, dns.rdata.Rdata]] = {}
+_VALUES_MAX = 100_000  # entries; the cache is emptied when it is full
+
+
+def values(record: records.AnyRecord) -> dict[str, dns.rdata.Rdata]:
+    """The record's rdata by presentation form (raises RecordError on a bad value). Rdata are
+    immutable and the same values recur across records (targets, SPF texts, CAA), so they are
+    built and rendered once per distinct value."""
+    key = _spec_key(record.spec)
+    found = _VALUES.get(key) if key is not None else None
+    if found is None:
+        found = {d.to_text(): d for d in rdatas(record)}
+        if key is not None:
+            if len(_VALUES) >= _VALUES_MAX:
+                _VALUES.clear()
+            _VALUES[key] = found
+    return found
+
+
 def rtype_of(kind: str) -> str:
     return kind[: -len("Record")]
 
