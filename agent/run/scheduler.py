@@ -50,7 +50,10 @@ class Agent:
         self.store: Store = (ConfigMapStore(self.api, settings.agent_namespace) if self.api is not None
                              else FileStore(settings.state or settings.cache / "state"))
         self.forge, self.alerts = settings.forge_settings(), settings.notify_settings()
-        self.elector = (lease.LeaderElector(self.api, settings.agent_namespace, name=settings.lease_name,
+        # the Lease gets a connection object of its own: its renewals are not counted as a run's API
+        # calls, and a run's deadline does not cut them
+        self.elector = (lease.LeaderElector(KubeApi(self.api.client, namespaces=self.api.namespaces),
+                                            settings.agent_namespace, name=settings.lease_name,
                                             duration=settings.lease_duration)
                         if self.api is not None and settings.leader_election else None)
         self.triggers = throttle.Triggers(settings.webhook_min_interval)
