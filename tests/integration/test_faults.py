@@ -90,6 +90,14 @@ def _without_progressing(status: dict[str, Any]) -> dict[str, Any]:
     return {**status, "conditions": [c for c in status.get("conditions", []) if c["type"] != "Progressing"]}
 
 
+def _cluster_sync(tmp_path: pathlib.Path, git_remote: GitRemote, kube: KubeCluster, namespace: str,
+                  world: dnsworld.Dns) -> list[str]:
+    """`bindy-agent sync` of the remote into the test's namespace of the real cluster and its DNS."""
+    return ["sync", "--repo", git_remote.url, "--cache", str(tmp_path / "cache"), "--kubeconfig",
+            str(kube.kubeconfig), "--agent-namespace", namespace, "--endpoints", str(world.endpoints),
+            "--allowed-namespaces", namespace]
+
+
 # -- 2. a refused revision is not half-applied -------------------------------------------------------
 def test_a_refused_revision_writes_nothing_but_the_refusal_mark_and_force_applies_it(
         tmp_path: pathlib.Path, git_remote: GitRemote, kube: KubeCluster, namespace: str,
@@ -97,9 +105,7 @@ def test_a_refused_revision_writes_nothing_but_the_refusal_mark_and_force_applie
     world = _shared_dns(tmp_path, bind, zone_api, namespace)
     big, small = dnsworld.zone_names(2)
     rev = {**dnsworld.revision([big], 20), **dnsworld.revision([small], 10)}
-    cli = ["sync", "--repo", git_remote.url, "--cache", str(tmp_path / "cache"), "--kubeconfig",
-           str(kube.kubeconfig), "--agent-namespace", namespace, "--endpoints", str(world.endpoints),
-           "--allowed-namespaces", namespace]
+    cli = _cluster_sync(tmp_path, git_remote, kube, namespace, world)
     _commit(git_remote, rev, "Two zones", namespace=namespace)
     first = _agent(*cli)
     assert first.returncode == 0, first.stderr
@@ -605,9 +611,7 @@ def test_a_foreign_rrset_git_wants_makes_the_run_partial_and_is_named_in_note_an
     world = _shared_dns(tmp_path, bind, zone_api, namespace)
     (zone,) = dnsworld.zone_names(1)
     a = dnsworld.revision([zone], 6)
-    cli = ["sync", "--repo", git_remote.url, "--cache", str(tmp_path / "cache"), "--kubeconfig",
-           str(kube.kubeconfig), "--agent-namespace", namespace, "--endpoints", str(world.endpoints),
-           "--allowed-namespaces", namespace]
+    cli = _cluster_sync(tmp_path, git_remote, kube, namespace, world)
     _commit(git_remote, a, "Six records", namespace=namespace)
     first = _agent(*cli)
     assert first.returncode == 0, first.stderr
