@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import hashlib
 import hmac
 import json
@@ -127,8 +128,14 @@ class World:
     rev: dict[str, Any]
     cache: pathlib.Path
     state: pathlib.Path
-    kube: Any = None  # KubeCluster
     kubeconfig: pathlib.Path | None = None
+
+    @functools.cached_property
+    def endpoints(self) -> dict[str, Any]:
+        """The endpoint map the agent is given, read once (the push rounds poll every 2 ms)."""
+        from agent.reconcile import endpoints
+
+        return dict(endpoints.load_endpoints(self.dns.endpoints))
 
     @property
     def cli_targets(self) -> list[str]:
@@ -206,13 +213,7 @@ class Agent:
 def _served(world: World, name: str, value: str) -> bool:
     from agent.reconcile import rfc2136
 
-    return all(value in (rfc2136.query(s, name, "A") or ()) for s in _endpoints(world))
-
-
-def _endpoints(world: World) -> list[Any]:
-    from agent.reconcile import endpoints
-
-    return list(endpoints.load_endpoints(world.dns.endpoints).values())
+    return all(value in (rfc2136.query(s, name, "A") or ()) for s in world.endpoints.values())
 
 
 def _one_record_commits(world: World) -> Iterator[tuple[str, str]]:
@@ -277,7 +278,7 @@ def _timed(module: Any, name: str, into: dict[str, float], key: str) -> Callable
 def first_sync(world: World) -> dict[str, float]:
     """The agent's own code, in process: a commit of the zones alone, then the commit of every record;
     the seconds of each run and of its DNS and Kubernetes apply steps."""
-    from agent.reconcile import dnsapply, endpoints, kubeapply
+    from agent.reconcile import dnsapply, kubeapply
     from agent.reconcile.kubeapi import KubeApi
     from agent.reconcile.statestore import ConfigMapStore, FileStore
     from agent.sources.git import GitSource
@@ -296,7 +297,7 @@ def first_sync(world: World) -> dict[str, float]:
         try:
             store = ConfigMapStore(api, NAMESPACE) if api is not None else FileStore(world.state)  # as `run` does
             run = agentrun.sync_git(GitSource(world.remote.url, world.cache), store=store,
-                                    kube_api=api, endpoints=endpoints.load_endpoints(world.dns.endpoints),
+                                    kube_api=api, endpoints=world.endpoints,
                                     agent_namespace=NAMESPACE, deadline=3600, push_notes=False, install_crds=False)
         finally:
             for u in undo:
@@ -413,8 +414,8 @@ def dns_phase(n: int, work: pathlib.Path, rounds: int, with_kube: bool) -> dict[
     token = uuid.uuid4().hex
     apis = {"primary": zone_api_support.ZoneApi(pair.primary, token).start(),
             "secondary": zone_api_support.ZoneApi(pair.secondary, token).start()}
-    kube = agents = None
-    agents = []
+    kube = None
+    agents: list[Agent] = []
     out: dict[str, Any] = {"zones": len(zones)}
     try:
         world = World(work, dnsworld.Dns(pair, apis, dnsworld.endpoint_map(work / "endpoints", pair, apis,
@@ -422,7 +423,7 @@ def dns_phase(n: int, work: pathlib.Path, rounds: int, with_kube: bool) -> dict[
                       GitRemote(work / "git"), zones, dnsworld.revision(zones, 100), work / "cache", work / "state")
         if with_kube:
             kube = KubeCluster(work / "kube").start()
-            world.kube, world.kubeconfig = kube, kube.kubeconfig
+            world.kubeconfig = kube.kubeconfig
             api = KubeApi.from_kubeconfig(str(kube.kubeconfig))
             crds.install_crds(api)
             api.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})

@@ -91,7 +91,6 @@ def observe(endpoint: Endpoint, zone: str, *, timeout: float = 10) -> dict[Key, 
     return out
 
 
-
 class _Rendered:
     """Resource records already in wire form, standing in for an RRset in a message section: the
     message renders them as they are (dnspython's renderer calls `to_wire`, as it would an RRset's).
@@ -101,9 +100,9 @@ class _Rendered:
         self.records: list[bytes] = []
         self.size = 0
 
-    def add(self, records: list[bytes]) -> None:
+    def add(self, records: list[bytes], size: int) -> None:
         self.records += records
-        self.size += sum(len(r) for r in records)
+        self.size += size
 
     def to_wire(self, file: Any, compress: Any = None, origin: Any = None, **kw: Any) -> int:
         file.write(b"".join(self.records))
@@ -147,15 +146,15 @@ def build_updates(zone: str, changes: list[RRChange], tsig: TsigKey | None, *,
     taken = batch
     for change in changes:
         prerequisite, update = _change_wire(change)
-        size = sum(len(r) for r in prerequisite) + sum(len(r) for r in update)
-        if taken >= batch or prerequisites.size + updates.size + size > _MESSAGE_BUDGET:
+        sizes = sum(len(r) for r in prerequisite), sum(len(r) for r in update)
+        if taken >= batch or prerequisites.size + updates.size + sum(sizes) > _MESSAGE_BUDGET:
             message = dns.update.UpdateMessage(zone, keyring=keyring, keyname=keyname, keyalgorithm=algorithm)
             prerequisites, updates, taken = _Rendered(), _Rendered(), 0
             message.prerequisite.append(prerequisites)  # type: ignore[arg-type]  # rendered RRs (see _Rendered)
             message.update.append(updates)  # type: ignore[arg-type]
             messages.append(message)
-        prerequisites.add(prerequisite)
-        updates.add(update)
+        prerequisites.add(prerequisite, sizes[0])
+        updates.add(update, sizes[1])
         taken += 1
     return messages
 
