@@ -64,7 +64,6 @@ def child(mode: str, root: pathlib.Path) -> None:
     if mode == "ours":
         from agent.gate import policy
         from agent.model.limits import Limits
-        from agent.plan import build
         from agent.run import collector, orchestrator
         from agent.sources import localdir
 
@@ -80,8 +79,8 @@ def child(mode: str, root: pathlib.Path) -> None:
                                        repo_policy=policy.PolicySettings.of(allowed_namespaces="*"))
         validated = orchestrator.validate(localdir.files(root), options, limits=Limits())
         assert validated.ok and validated.desired, [str(p) for p in validated.problems[:5]]
-        plan = build.offline(validated.desired)
-        assert plan.changes
+        planned = orchestrator.offline(validated)
+        assert planned.plan is not None and planned.plan.changes
         count = len(validated.manifest.objects)
     seconds = time.perf_counter() - start
     rss = _peak_kib()

@@ -29,7 +29,7 @@ from agent.errors import AgentError
 from agent.gate import safety
 from agent.load import loader
 from agent.model import names, problems
-from agent.plan import build, delta, render
+from agent.plan import delta, render
 from agent.plan.model import Plan
 from agent.reconcile import statestore
 from agent.run import orchestrator, revisions
@@ -101,12 +101,7 @@ def _planned(args: argparse.Namespace, report: orchestrator.Progress) -> orchest
     against the empty world, every object, zone and RRset is a create. Against a cluster, the plan a
     `sync --dry-run` makes, by the orchestrator's own planning: its Kubernetes layer, gated."""
     if not common.cluster_requested(args):
-        validated = common.validate(localdir.files(args.directory), args, progress=report)
-        planned = orchestrator.Planned(validated)
-        if validated.ok:
-            assert validated.desired is not None
-            planned.plan = build.offline(validated.desired)
-        return planned
+        return orchestrator.offline(common.validate(localdir.files(args.directory), args, progress=report))
     api = common.kube_api(args)
     snap = revisions.DirectoryRevisions(args.directory, limits=common.limits(args)).snapshot()
     store = statestore.ConfigMapStore(api, args.agent_namespace)  # read only with zone endpoints: never here

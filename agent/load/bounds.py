@@ -140,7 +140,8 @@ class ReadBudget:
     @staticmethod
     def plain(node: yaml.Node, text: str) -> bool:
         """Whether a composed document is a plain tree: no alias can make it a graph."""
-        return not _ALIAS.search(text, node.start_mark.index, node.end_mark.index)
+        start, end = node.start_mark.index, node.end_mark.index
+        return text.find("*", start, end) < 0 or not _ALIAS.search(text, start, end)
 
     def spend(self, node: yaml.Node, text: str, file: str, nodes: int | None = None) -> Problem | None:
         """Counts one composed document (`nodes`: its count, when the caller has it already, for

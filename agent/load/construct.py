@@ -17,6 +17,7 @@ import yaml
 _STR = "tag:yaml.org,2002:str"
 _MAP = "tag:yaml.org,2002:map"
 _SEQ = "tag:yaml.org,2002:seq"
+_INT = "tag:yaml.org,2002:int"
 _SCALARS = {
     "tag:yaml.org,2002:null": yaml.constructor.SafeConstructor.construct_yaml_null,
     "tag:yaml.org,2002:bool": yaml.constructor.SafeConstructor.construct_yaml_bool,
@@ -34,35 +35,39 @@ def tree(node: yaml.Node, constructor: yaml.constructor.SafeConstructor,
          duplicates: list[tuple[int, str]]) -> tuple[Any, int]:
     """(the document's data, its node count). Duplicate mapping keys are appended to
     `duplicates` as (line, key); the last value wins, as in PyYAML."""
-    count = 0
+    count = [0]
+    data = _build(node, constructor, duplicates, count)
+    return data, count[0]
 
-    def build(node: yaml.Node) -> Any:
-        nonlocal count
-        count += 1
-        kind, tag = type(node), node.tag
-        if kind is yaml.ScalarNode:
-            if tag == _STR:
-                return node.value
-            convert = _SCALARS.get(tag)
-            if convert is None:
-                raise Unusual(tag)
-            return convert(constructor, node)  # type: ignore[arg-type]  # a ScalarNode, checked above
-        if kind is yaml.MappingNode and tag == _MAP:
-            out: dict[Any, Any] = {}
-            for key_node, value_node in node.value:
-                if type(key_node) is not yaml.ScalarNode or key_node.tag not in _KEY_TAGS:
-                    raise Unusual(key_node.tag)
-                key = build(key_node)
-                if key in out:
-                    duplicates.append((key_node.start_mark.line + 1, key_node.value))
-                out[key] = build(value_node)
-            return out
-        if kind is yaml.SequenceNode and tag == _SEQ:
-            return [build(item) for item in node.value]
-        raise Unusual(tag)
 
-    data = build(node)
-    return data, count
+def _build(node: yaml.Node, constructor: yaml.constructor.SafeConstructor, duplicates: list[tuple[int, str]],
+           count: list[int]) -> Any:
+    count[0] += 1
+    kind, tag = type(node), node.tag
+    if kind is yaml.ScalarNode:
+        if tag == _STR:
+            return node.value
+        if tag == _INT:
+            value = node.value
+            if value.isdigit() and value[0] != "0":  # plain decimal (the int resolver admits ASCII only);
+                return int(value)                    # YAML 1.1 reads a leading 0 as octal: the general way
+        convert = _SCALARS.get(tag)
+        if convert is None:
+            raise Unusual(tag)
+        return convert(constructor, node)  # type: ignore[arg-type]  # a ScalarNode, checked above
+    if kind is yaml.MappingNode and tag == _MAP:
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            if type(key_node) is not yaml.ScalarNode or key_node.tag not in _KEY_TAGS:
+                raise Unusual(key_node.tag)
+            key = _build(key_node, constructor, duplicates, count)
+            if key in out:
+                duplicates.append((key_node.start_mark.line + 1, key_node.value))
+            out[key] = _build(value_node, constructor, duplicates, count)
+        return out
+    if kind is yaml.SequenceNode and tag == _SEQ:
+        return [_build(item, constructor, duplicates, count) for item in node.value]
+    raise Unusual(tag)
 
 
 _KEY_TAGS = frozenset({_STR, *_SCALARS})  # the merge key `<<` and explicit tags go the general way

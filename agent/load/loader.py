@@ -34,6 +34,9 @@ from agent.model.problems import Origin, Problem, Severity
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _STR_TAG = yaml.CSafeLoader.DEFAULT_SCALAR_TAG
+_MAP_TAG, _SEQ_TAG = yaml.CSafeLoader.DEFAULT_MAPPING_TAG, yaml.CSafeLoader.DEFAULT_SEQUENCE_TAG
+_IGNORE_TWO: Any = {}.get  # called as (parent node, index): returns the index, which the composer ignores
+_IGNORE_NONE: Any = tuple  # called with no arguments: returns (), ignored
 _RESOLVED_FIRST = frozenset(yaml.CSafeLoader.yaml_implicit_resolvers)
 _RESOLVED: dict[tuple[str, tuple[bool, bool]], str] = {}
 assert None not in _RESOLVED_FIRST and not yaml.CSafeLoader.yaml_path_resolvers
@@ -117,12 +120,22 @@ class _Loader(yaml.CSafeLoader):
 
     duplicates: list[tuple[int, str]]
 
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        # The composer calls these two around every node, for path resolvers; there are none (asserted
+        # at the top), so Resolver's own methods return at once - but a Python call per node costs a
+        # tenth of the parse. Builtins that accept the same arguments and do nothing cost far less.
+        self.descend_resolver = _IGNORE_TWO  # type: ignore[method-assign]
+        self.ascend_resolver = _IGNORE_NONE  # type: ignore[method-assign]
+
     def resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
-        # Exactly what Resolver.resolve answers when no path resolvers are set (asserted below): a
-        # quoted scalar, or a plain one whose first character starts no implicit resolver, is a str.
-        if kind is yaml.ScalarNode and (not implicit[0] or (value and value[0] not in _RESOLVED_FIRST)):
+        # Exactly what Resolver.resolve answers when no path resolvers are set (asserted at the top):
+        # a quoted scalar, or a plain one whose first character starts no implicit resolver, is a str.
+        if kind is not yaml.ScalarNode:
+            return _MAP_TAG if kind is yaml.MappingNode else _SEQ_TAG
+        if not implicit[0] or (value and value[0] not in _RESOLVED_FIRST):
             return _STR_TAG
-        if kind is yaml.ScalarNode and len(value) <= 32:  # keys and short values repeat: remember them
+        if len(value) <= 32:  # keys and short values repeat: remember them
             tag = _RESOLVED.get((value, implicit))
             if tag is None:
                 tag = _RESOLVED[(value, implicit)] = self._resolve(kind, value, implicit)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Iterable
+from typing import NamedTuple
 
 
 class Severity(enum.StrEnum):
@@ -16,9 +17,10 @@ class Severity(enum.StrEnum):
     WARNING = "warning"
 
 
-@dataclasses.dataclass(frozen=True, order=True)
-class Origin:
-    """Where a document came from: a path relative to the revision root, and a 1-based line."""
+class Origin(NamedTuple):
+    """Where a document came from: a path relative to the revision root, and a 1-based line. (A
+    tuple underneath: one is made for every document of a revision, and ordered, compared and
+    hashed in C.)"""
 
     file: str
     line: int

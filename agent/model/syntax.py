@@ -11,6 +11,7 @@ with `fullmatch`: `re.match(r"...$")` would accept a trailing newline.
 
 from __future__ import annotations
 
+import functools
 import re
 
 _LABEL_1123 = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -24,6 +25,8 @@ MAX_LABEL_OCTETS, MAX_NAME_OCTETS = 63, 255
 def printable(text: str) -> str:
     """`text` safe to print on one line: undecodable bytes (surrogate escapes) and non-printable
     characters (newlines, escape sequences, U+2028 ...) written as backslash escapes."""
+    if text.isprintable():  # the usual case; a surrogate escape is not printable
+        return text
     text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
@@ -47,6 +50,7 @@ def subdomain_error(value: str) -> str | None:
     return _name_error(value, 253, DNS1123_SUBDOMAIN, _DNS1123_RULE)
 
 
+@functools.lru_cache(maxsize=4096)  # namespaces, label keys and values recur in every document
 def label_error(value: str) -> str | None:
     """A namespace name (DNS-1123 label)."""
     return _name_error(value, 63, DNS1123_LABEL, _DNS1123_RULE)
@@ -58,6 +62,7 @@ def dns1035_error(value: str) -> str | None:
                        "and ending with a letter or digit")
 
 
+@functools.lru_cache(maxsize=4096)  # namespaces, label keys and values recur in every document
 def label_value_error(value: str) -> str | None:
     if len(value) > 63:
         return f"is {len(value)} characters long; a label value may have at most 63"
@@ -66,6 +71,7 @@ def label_value_error(value: str) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)  # namespaces, label keys and values recur in every document
 def label_key_error(key: str) -> str | None:
     """A label or annotation key: `[prefix/]name`, the prefix a DNS subdomain."""
     prefix, _, name = key.rpartition("/")

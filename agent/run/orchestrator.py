@@ -39,7 +39,7 @@ from agent.reconcile.deadline import UNBOUNDED, Deadline
 from agent.reconcile.endpoints import Endpoint
 from agent.reconcile.kubeapi import KubeApi
 from agent.reconcile.statestore import Store
-from agent.run import lock, logs
+from agent.run import collector, lock, logs
 from agent.run.memory import Memory
 from agent.run.revisions import RevisionSource, Snapshot
 
@@ -121,11 +121,12 @@ def validate(files: Sequence[loader.SourceFile], options: Options, *, limits: Li
     """load -> desired -> policy. With a cluster, the policy sees the live labels of the Secrets the
     revision references (metadata only); without one, such references are only warned about."""
     counted = _counted(files, lambda n: progress("loaded", "files", n, len(files)))
-    manifest = loader.load_files(counted, default_namespace=options.default_namespace, limits=limits,
-                                 cache=memory.files if memory else None)
-    if not manifest.ok:
-        return Validated(manifest, None)
-    desired = hierarchy.build(manifest, memory.desired if memory else None)
+    with collector.long_lived():
+        manifest = loader.load_files(counted, default_namespace=options.default_namespace, limits=limits,
+                                     cache=memory.files if memory else None)
+        if not manifest.ok:
+            return Validated(manifest, None)
+        desired = hierarchy.build(manifest, memory.desired if memory else None)
     labels = (kubeobserve.secret_labels(kube_api, tenancy.secrets_to_observe(manifest))
               if kube_api is not None else None)
     desired.problems += repo_rules.check(manifest, desired, options.repo_policy, secret_labels=labels)
@@ -162,10 +163,23 @@ def plan(snap: Snapshot, targets: Targets, options: Options, *, memory: Memory |
     except AgentError as exc:
         planned.error = str(exc)
         return planned
-    planned.plan = build.build(desired, planned.observed, revision=snap.revision, agent=options.agent_namespace,
-                               rotate_rndc_keys=options.rotate_rndc_keys, trust_hash=planned.kube_fast,
-                               memo=memory.plans if memory is not None and planned.dns_fast else None)
+    with collector.long_lived():
+        planned.plan = build.build(desired, planned.observed, revision=snap.revision,
+                                   agent=options.agent_namespace, rotate_rndc_keys=options.rotate_rndc_keys,
+                                   trust_hash=planned.kube_fast,
+                                   memo=memory.plans if memory is not None and planned.dns_fast else None)
     planned.plan.refusals = safety.check(planned.plan, options.policy)
+    return planned
+
+
+def offline(validated: Validated) -> Planned:
+    """`plan DIR` without a cluster: the revision planned against the empty world, where every
+    object, zone and RRset is a create."""
+    planned = Planned(validated)
+    if validated.ok:
+        assert validated.desired is not None
+        with collector.long_lived():
+            planned.plan = build.offline(validated.desired)
     return planned
 
 
