@@ -37,10 +37,6 @@ def long_lived() -> Iterator[None]:
     """Pauses the cyclic collector while the block builds objects meant to outlive it, then moves
     every tracked object to the oldest generation (gc.freeze + unfreeze: O(1), no walk)."""
     global _depth, _resume
-    import os
-    if os.environ.get("NOLL"):
-        yield
-        return
     with _lock:
         _depth += 1
         if _depth == 1:
