@@ -27,12 +27,14 @@ def _zone(z: int, *, label: str | None = None, ttl: int = 300) -> str:
             f"  clusterRef: dns\n  ttl: {ttl}\n" + SOA + f"  recordsFrom: [{{selector: {{matchLabels: {{zone: {label}}}}}}}]\n")
 
 
-def _record(i: int, zone: int, value: int) -> str:
+def _record(i: int, zone: int, value: int, twin_of: int | None = None) -> str:
+    """Record i; `twin_of`: the same kind and name as record twin_of (the same object key)."""
+    i, n = (i, i) if twin_of is None else (twin_of, i)
     kinds = [("ARecord", f"ipv4Addresses: [192.0.2.{value % 250 + 1}]"), ("TXTRecord", f"text: ['v{value}']"),
              ("CNAMERecord", f"target: t{value}.zone{zone}.example."), ("MXRecord", "priority: 10, mailServer: mx.test.")]
     kind, body = kinds[i % len(kinds)]
     return (HEAD + f"kind: {kind}\nmetadata: {{name: r{i}, namespace: dns, labels: {{zone: z{zone}}}}}\n"
-            f"spec: {{name: h{i}, {body}}}\n")
+            f"spec: {{name: h{n}, {body}}}\n")
 
 
 class World:
@@ -52,9 +54,9 @@ class World:
                                                 "spec: {primary: {replicas: 1}, secondary: {replicas: 1}}\n")
         for z, spec in self.zones.items():
             docs = [_zone(z, label=spec["label"], ttl=spec["ttl"])]
-            docs += [_record(i, r["zone"], r["value"]) for i, r in sorted(self.records.items()) if r["zone"] == z]
+            docs += [_record(i, r["zone"], r["value"], r.get("twin_of")) for i, r in sorted(self.records.items()) if r["zone"] == z]
             (self.root / f"zone-{z}.yaml").write_text("---\n".join(docs))
-        orphans = [_record(i, r["zone"], r["value"]) for i, r in sorted(self.records.items())
+        orphans = [_record(i, r["zone"], r["value"], r.get("twin_of")) for i, r in sorted(self.records.items())
                    if r["zone"] not in self.zones]
         if orphans:
             (self.root / "orphans.yaml").write_text("---\n".join(orphans))
@@ -64,7 +66,7 @@ class World:
 
     def mutate(self) -> str:
         change = self.rng.choice(["value", "value", "value", "add", "delete", "move", "label", "ttl", "zone",
-                                  "dropzone", "conflict"])
+                                  "dropzone", "conflict", "twin", "untwin"])
         records, rng = self.records, self.rng
         if change == "value" and records:
             records[rng.choice(list(records))]["value"] = rng.randrange(1000)
@@ -87,6 +89,14 @@ class World:
             i = rng.choice(list(records))
             records[self.next] = {"zone": records[i]["zone"], "value": records[i]["value"]}
             self.next += 1
+        elif change == "twin" and records:  # an object defined twice, maybe in another file: one is refused
+            records[self.next] = {"zone": rng.randrange(6), "value": rng.randrange(1000),
+                                  "twin_of": rng.choice(list(records))}
+            self.next += 1
+        elif change == "untwin":
+            twins = [i for i, r in records.items() if "twin_of" in r]
+            if twins:
+                del records[rng.choice(twins)]
         return self.write()
 
 
@@ -113,12 +123,14 @@ def test_incremental_loads_equal_loads_from_scratch_on_random_commits(tmp_path: 
     world.repo.git.config("user.email", "t@example.com")
     cache, memo = loader.FileCache(), Memo()
     shas = [world.write()] + [world.mutate() for _ in range(60)]
-    invalid = 0
+    invalid = twice = 0
     for sha in shas:
         incremental = _load(world.repo, sha, cache, memo)
         assert incremental == _load(world.repo, sha, None, None), sha
+        twice += any("duplicate object" in p for p in incremental["problems"])
         invalid += "desired" not in incremental or any(not p.startswith("warning") and "error" in p
                                                        for p in incremental["desired"])
     assert cache.hits > cache.misses  # most files were reused, not parsed again
     assert memo.hits > 0
     assert len(shas) - invalid > 0  # the sequence is not all broken revisions
+    assert 0 < twice < len(shas)  # objects defined twice come and go

@@ -456,11 +456,17 @@ class _Parsed:
 class FileCache:
     """The files of the last revision, parsed and validated, by path and content id (a Git blob id):
     a file whose content did not change is neither read nor parsed again. Only the latest
-    revision's files are kept; a change of default namespace or limits starts afresh."""
+    revision's files are kept; a change of default namespace or limits starts afresh.
+
+    It also keeps where each object of the last revision was defined, when no object was defined
+    twice: the next revision then checks only the keys of the files that changed, instead of
+    every key of the repository (see `_combine`)."""
 
     def __init__(self) -> None:
         self._entries: dict[tuple[str, str], _Parsed] = {}
         self._context: tuple[object, ...] = ()
+        self._parts: list[Manifest] = []  # the last revision's parts, in file order ...
+        self._seen: dict[ObjectKey, Origin] | None = None  # ... and their keys; None: start afresh
         self.hits = self.misses = 0
 
     def _take(self, key: tuple[str, str], budget: bounds.ReadBudget) -> Manifest | None:
@@ -476,9 +482,9 @@ def _content_id(file: SourceFile) -> str:
     return str(getattr(file, "blob", "") or "")
 
 
-def _merge(total: Manifest, part: Manifest, seen: dict[ObjectKey, Origin]) -> None:
-    """Adds one file's part. A cached part keeps its key and kind indexes, so an unchanged file
-    costs set and list operations, not a loop over its objects."""
+def _merge(total: Manifest, part: Manifest, seen: dict[ObjectKey, Origin]) -> bool:
+    """Adds one file's part; True when it defines a key again. A cached part keeps its key and kind
+    indexes, so an unchanged file costs set and list operations, not a loop over its objects."""
     total.documents += part.documents
     total.problems += part.problems
     kept = part.objects  # usually the file's own list, shared: the same object run after run for a cache
@@ -495,11 +501,61 @@ def _merge(total: Manifest, part: Manifest, seen: dict[ObjectKey, Origin]) -> No
                                               f"duplicate object: already defined at {first}"))
     else:
         seen.update(keys)
+    _add(total, kept, _index(kept) if twice else part.kinds())
+    return bool(twice)
+
+
+def _add(total: Manifest, kept: list[Loaded], kinds_of: dict[str, list[Loaded]]) -> None:
     index = total.__dict__.setdefault("_by_kind", {})
-    for kind, found in (_index(kept) if twice else part.kinds()).items():
+    for kind, found in kinds_of.items():
         index.setdefault(kind, []).extend(found)
     total.objects += kept
     total.by_file.append(kept)
+
+
+def _changed_keys(parts: list[Manifest], cache: FileCache) -> dict[ObjectKey, Origin] | None:
+    """The last revision's key map updated for the parts that differ (by identity) from its
+    parts, when that can be done without changing a verdict: None when some key is now defined
+    twice (or was last time), so that the caller merges in order and reports each duplicate at
+    the right file."""
+    seen, old = cache._seen, cache._parts
+    cache._seen = None  # taken: whatever happens below, the next revision starts from what is left
+    if seen is None:
+        return None
+    now, before = {id(p) for p in parts}, {id(p) for p in old}
+    added = [p for p in parts if id(p) not in before]
+    for part in old:
+        if id(part) not in now:
+            gone = part.keys()
+            for key in gone:
+                del seen[key]
+    for part in added:
+        keys = part.keys()
+        if len(keys) != len(part.objects) or not seen.keys().isdisjoint(keys):
+            return None
+        seen.update(keys)
+    return seen
+
+
+def _combine(parts: list[Manifest], cache: FileCache | None) -> Manifest:
+    """One manifest of the files' parts, in file order; each object key once (the first
+    definition wins, the others are problems)."""
+    total = Manifest(objects=[], problems=[], files=len(parts))
+    seen = _changed_keys(parts, cache) if cache is not None else None
+    if seen is None:
+        seen = {}
+        clean = True
+        for part in parts:
+            clean &= not _merge(total, part, seen)
+    else:
+        for part in parts:
+            total.documents += part.documents
+            total.problems += part.problems
+            _add(total, part.objects, part.kinds())
+        clean = True
+    if cache is not None:
+        cache._parts, cache._seen = parts, seen if clean else None
+    return total
 
 
 def load_files(files: Iterable[SourceFile], *, default_namespace: str = names.DEFAULT_NAMESPACE,
@@ -507,22 +563,22 @@ def load_files(files: Iterable[SourceFile], *, default_namespace: str = names.DE
     """Loads every file of a revision within `limits`; paths in problems are the files' relative
     paths. With a `cache`, files whose content id did not change since the last call are reused."""
     limits = limits or Limits()
-    total = Manifest(objects=[], problems=[])
     budget = bounds.ReadBudget(limits)
-    seen: dict[ObjectKey, Origin] = {}
+    parts: list[Manifest] = []
     fresh: dict[tuple[str, str], _Parsed] = {}
     if cache is not None and cache._context != (default_namespace, limits):
-        cache._entries, cache._context = {}, (default_namespace, limits)
+        cache._entries, cache._context, cache._parts, cache._seen = {}, (default_namespace, limits), [], None
     for file in files:
         if budget.exhausted:
             break
-        total.files += 1
         key = (file.path, _content_id(file))
         part = cache._take(key, budget) if cache is not None and key[1] else None
         if part is None:
             before = budget.counters()
-            text = _read(file, budget, total.problems)
+            unread: list[Problem] = []
+            text = _read(file, budget, unread)
             if text is None:
+                parts.append(Manifest(objects=[], problems=unread, files=1))
                 continue
             part = load_text(text, file.path, default_namespace=default_namespace, budget=budget)
             if cache is not None and key[1]:
@@ -530,7 +586,7 @@ def load_files(files: Iterable[SourceFile], *, default_namespace: str = names.DE
                 fresh[key] = _Parsed(part, budget.spent_since(before))
         elif cache is not None:
             fresh[key] = cache._entries[key]
-        _merge(total, part, seen)
+        parts.append(part)
     if cache is not None:
         cache._entries = fresh
-    return total
+    return _combine(parts, cache)
