@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import itertools
 import json
 from typing import Any
 
@@ -82,10 +83,16 @@ class Instance:
 
 @dataclasses.dataclass
 class Desired:
-    objects: list[KubeObject]
+    objects: list[KubeObject]  # in apply order: the infrastructure first, then DNSZones, then records
     instances: dict[ObjectKey, Instance]
     zones: list[placement.Zone]
     problems: list[Problem]
+    infra: int = 0  # how many of `objects` come first: providers, clusters, instances and what they make
+
+    @property
+    def infrastructure(self) -> list[KubeObject]:
+        """The objects before the DNSZone and record CRs (a few, where the rest may be 100,000)."""
+        return self.objects[:self.infra]
 
     def object(self, kind: str, namespace: str | None, name: str) -> KubeObject | None:
         key = ObjectKey(kind, namespace, name)
@@ -282,21 +289,22 @@ def _children(desired: Desired, clusters: dict[ObjectKey, Cluster], problems: _P
                        TIER_CHILD, key, source=inst.source))
 
 
-def _git_objects(manifest: Manifest, objects: list[KubeObject], memo: Memo | None) -> None:
-    """The DNSZone and record CRs as written in Git; a file's are made again only when it changed."""
+def _git_objects(manifest: Manifest, memo: Memo | None) -> tuple[list[KubeObject], list[KubeObject]]:
+    """The DNSZone and the record CRs as written in Git, each in file order; a file's are made again
+    only when it changed (the lists are joined from each file's, not sorted or filtered again)."""
     record_kinds = {k.name for k in kinds.RECORD_KINDS}
 
-    def make(found: list[Loaded]) -> list[KubeObject]:
-        return [KubeObject(o.key, _cr_body(o), TIER_ZONE if o.key.kind == "DNSZone" else TIER_RECORD, origin=o.origin)
-                for o in found if o.key.kind == "DNSZone" or o.key.kind in record_kinds]
+    def make(found: list[Loaded]) -> tuple[list[KubeObject], list[KubeObject]]:
+        zones = [KubeObject(o.key, _cr_body(o), TIER_ZONE, origin=o.origin) for o in found if o.key.kind == "DNSZone"]
+        records = [KubeObject(o.key, _cr_body(o), TIER_RECORD, origin=o.origin)
+                   for o in found if o.key.kind in record_kinds]
+        return zones, records
 
-    for found in manifest.by_file or [manifest.objects]:
-        if not found:
-            continue
-        if memo is None:
-            objects += make(found)
-        else:
-            objects += memo.get(("crs", found[0].origin.file), (found,), functools.partial(make, found))
+    per_file = [make(found) if memo is None else
+                memo.get(("crs", found[0].origin.file), (found,), functools.partial(make, found))
+                for found in manifest.by_file or [manifest.objects] if found]
+    return (list(itertools.chain.from_iterable(zones for zones, _ in per_file)),
+            list(itertools.chain.from_iterable(records for _, records in per_file)))
 
 
 def build(manifest: Manifest, memo: Memo | None = None) -> Desired:
@@ -314,14 +322,14 @@ def build(manifest: Manifest, memo: Memo | None = None) -> Desired:
     zones, zone_problems = placement.place(manifest, cluster_view, inst_view, memo)
     desired.zones = zones
     problems.items += zone_problems
-    _git_objects(manifest, objects, memo)
-    # apply order: parents first, and what a Deployment uses before it; within that, the files' order
-    # (a stable sort of mostly sorted data: cheap for a long-running agent at 100,000 records)
-    generated = sorted((o for o in objects if o.tier < TIER_ZONE),
-                       key=lambda o: (o.tier, CHILD_ORDER.get(o.key.kind, 0), o.key.kind, o.key.namespace or "",
-                                      o.key.name))
-    objects[:] = generated + [o for o in objects if o.tier == TIER_ZONE] + [o for o in objects if o.tier == TIER_RECORD]
-    problems.items += apinames.check(((o.key, o.body, o.source) for o in objects if o.origin is None),
+    zone_crs, record_crs = _git_objects(manifest, memo)
+    # apply order: parents first, and what a Deployment uses before it; then the DNSZones and the
+    # records, each in the files' order
+    infra = sorted(objects, key=lambda o: (o.tier, CHILD_ORDER.get(o.key.kind, 0), o.key.kind, o.key.namespace or "",
+                                           o.key.name))
+    objects[:] = infra + zone_crs + record_crs
+    desired.infra = len(infra)
+    problems.items += apinames.check(((o.key, o.body, o.source) for o in infra if o.origin is None),
                                       {o.key: o for o in manifest.of_kind(*INFRA_KINDS)})
     if memo is not None:
         memo.sweep()

@@ -13,6 +13,7 @@ Record -> zone: DNSZone `recordsFrom` selectors, the seeds' `spec.zone`, and for
 from __future__ import annotations
 
 import dataclasses
+import functools
 import ipaddress
 from collections import defaultdict
 from typing import Any
@@ -257,16 +258,16 @@ def _assign_file(records: list[Loaded], zones: _ZoneSelectors) -> tuple[dict[Obj
 
 
 def _assign_records(zones: list[Zone], sources: dict[ObjectKey, Loaded], by_file: list[list[Loaded]],
-                    out: _Out, memo: Memo | None) -> dict[ObjectKey, list[Loaded]]:
-    """Each zone's records, file by file; a file's assignment is reused while it and the zones are
-    the same objects as in the last revision."""
+                    out: _Out, memo: Memo | None) -> dict[ObjectKey, list[list[Loaded]]]:
+    """Each zone's records, as one list per file that has some; a file's assignment (and so its
+    lists) is reused while it and the zones are the same objects as in the last revision."""
     if memo is None:
         token: object = object()
         selectors = _ZoneSelectors(zones)
     else:  # the zones as written: a file re-read for another reason leaves them the same
         token = memo.token(("zone-set",), tuple((z.key, sources[z.key].origin, sources[z.key].source) for z in zones))
         selectors = memo.get(("zone-selectors",), (token,), lambda: _ZoneSelectors(zones))
-    members: dict[ObjectKey, list[Loaded]] = defaultdict(list)
+    members: dict[ObjectKey, list[list[Loaded]]] = defaultdict(list)
     for objects in by_file:  # a cached file's list is the same object while the file is unchanged
         if not objects:
             continue
@@ -277,7 +278,7 @@ def _assign_records(zones: list[Zone], sources: dict[ObjectKey, Loaded], by_file
                              if memo is not None else compute())
         out.problems += problems
         for key, found in by_zone.items():
-            members[key] += found
+            members[key].append(found)
     return members
 
 
@@ -356,12 +357,14 @@ def _check_targets(zone: Zone, sources: dict[tuple[str, str], list[Loaded]], own
                             "record; BIND refuses such an update (check-integrity). Add an ARecord for it")
 
 
-def _zone_rrsets(zone: Zone, obj: Loaded, members: list[Loaded], out: _Out, memo: Memo | None) -> None:
-    """The zone's RRsets and the problems found building them; reused when nothing they come from changed."""
+def _zone_rrsets(zone: Zone, obj: Loaded, members: list[list[Loaded]], out: _Out, memo: Memo | None) -> None:
+    """The zone's RRsets and the problems found building them; reused when nothing they come from
+    changed: the DNSZone, and each file's list of its records (the same list while that file's
+    assignment is reused)."""
     def compute() -> tuple[dict[tuple[str, str], rrsets.RRset], dict[ObjectKey, tuple[str, str]], list[Problem],
                            list[ObjectKey]]:
         scratch = _Out()
-        _add_rrsets(zone, members, scratch)
+        _add_rrsets(zone, [r for found in members for r in found], scratch)
         across = [k for k in zone.records if k.namespace != zone.key.namespace]
         return zone.rrsets, zone.records, scratch.problems, across
 
@@ -371,25 +374,40 @@ def _zone_rrsets(zone: Zone, obj: Loaded, members: list[Loaded], out: _Out, memo
     out.problems += problems
 
 
+def _placed(obj: Loaded, name: str, fleet: _Fleet) -> tuple[Zone, list[Problem]]:
+    """A DNSZone checked and placed on its instances (no RRsets yet), and the problems found."""
+    assert isinstance(obj.model, DNSZone)
+    out = _Out()
+    zone = Zone(obj.key, name, obj.origin, obj.model.spec, dict(obj.model.metadata.labels or {}),
+                dict(obj.model.metadata.annotations or {}))
+    _check_zone(zone, obj, out)
+    _select_instances(zone, obj, fleet, out)
+    return zone, out.problems
+
+
 def place(manifest: Manifest, clusters: dict[ObjectKey, ClusterView],
           instances: list[InstanceView], memo: Memo | None = None) -> tuple[list[Zone], list[Problem]]:
     out = _Out()
     fleet = _Fleet.of(clusters, instances)
+    # a zone's placement is reused while the DNSZone is the same object and the instances say the same
+    fleet_token = memo.token(("fleet",), (list(clusters.values()), instances)) if memo is not None else None
     zones: list[Zone] = []
     sources: dict[ObjectKey, Loaded] = {}
     first_seen: dict[str, Zone] = {}
     for obj in manifest.of_kind("DNSZone"):
         assert isinstance(obj.model, DNSZone)
-        zone = Zone(obj.key, rrsets.absolute(obj.model.spec.zone_name), obj.origin, obj.model.spec,
-                    dict(obj.model.metadata.labels or {}), dict(obj.model.metadata.annotations or {}))
-        if zone.name in first_seen:
+        name = rrsets.absolute(obj.model.spec.zone_name)
+        if name in first_seen:
             out.add(obj, "spec.zoneName", f"zone {obj.model.spec.zone_name} is already "
-                    f"declared by {first_seen[zone.name].key} at {first_seen[zone.name].origin}")
+                    f"declared by {first_seen[name].key} at {first_seen[name].origin}")
             continue
-        first_seen[zone.name] = zone
+        compute = functools.partial(_placed, obj, name, fleet)
+        placed, problems = memo.get(("placed", obj.key), (obj, fleet_token), compute) if memo else compute()
+        # a zone of its own for this revision: the RRsets are set on it below
+        zone = dataclasses.replace(placed, rrsets={}, records={}, from_other_namespaces=[])
+        out.problems += problems
+        first_seen[name] = zone
         sources[zone.key] = obj
-        _check_zone(zone, obj, out)
-        _select_instances(zone, obj, fleet, out)
         zones.append(zone)
     members = _assign_records(zones, sources, manifest.by_file or [manifest.objects], out, memo)
     for zone in zones:

@@ -128,15 +128,22 @@ def _walk(node: Any, path: str) -> Iterator[tuple[str, str, str | None]]:
             yield from _walk(value, here)
 
 
+def _named_secrets(obj: Loaded) -> list[tuple[str, str, str | None]]:
+    """(field path, name, namespace) of the Secrets one CR names; kept with the object, which a
+    long-running agent reuses while its file is unchanged (a revision may hold 1,000 DNSZones)."""
+    found: list[tuple[str, str, str | None]] | None = obj.__dict__.get("_named_secrets")
+    if found is None:
+        spec: Any = getattr(obj.model, "spec", None)
+        body = spec.model_dump(by_alias=True, exclude_none=True, mode="json") if hasattr(spec, "model_dump") else None
+        found = obj.__dict__["_named_secrets"] = list(_walk(body, "spec"))
+    return found
+
+
 def secret_refs(manifest: Manifest) -> list[SecretRef]:
     """Every Secret the revision's CRs reference, once for each namespace it resolves in."""
     out = []
     for obj in manifest.of_kind(*sorted(REFERRING_KINDS)):  # a record's spec names no Secret (no place for one)
-        spec = getattr(obj.model, "spec", None)
-        if spec is None or not hasattr(spec, "model_dump"):
-            continue
-        body = spec.model_dump(by_alias=True, exclude_none=True, mode="json")
-        for path, name, namespace in _walk(body, "spec"):
+        for path, name, namespace in _named_secrets(obj):
             if namespace is not None:
                 out.append(SecretRef(obj, path, namespace, name, True))
             else:
@@ -151,7 +158,7 @@ def secrets_to_observe(manifest: Manifest) -> set[tuple[str, str]]:
 
 def _secrets(refs: list[SecretRef], state: Desired, settings: PolicySettings,
              labels: SecretLabels | None) -> list[Problem]:
-    generated = {(o.key.namespace, o.key.name) for o in state.objects if o.key.kind == "Secret"}
+    generated = {(o.key.namespace, o.key.name) for o in state.infrastructure if o.key.kind == "Secret"}
     out = []
     for ref in refs:
         where = f"Secret {ref.namespace}/{ref.name}"
