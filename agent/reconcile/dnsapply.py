@@ -390,13 +390,14 @@ def apply(zones: list[ZonePlan], endpoints: Mapping[str, Endpoint], store: Store
     settled = [_settled_already(zp) for zp in zones]
     done: dict[int, ZoneResult] = {i: runner.zone(zp, settled=True) for i, zp in enumerate(zones) if settled[i]}
     work = [(i, zp) for i, zp in enumerate(zones) if not settled[i]]
+    caught_up = list(done.items())
     try:
-        runner.catch_up([(zones[i], r) for i, r in done.items()])
         with concurrent.futures.ThreadPoolExecutor(max_workers=ZONE_WORKERS) as pool:
             for (i, _), result in zip(work, pool.map(lambda item: runner.zone(item[1]), work), strict=True):
                 done[i] = result
                 if progress is not None:
                     progress(len(done), len(zones))
+        runner.catch_up([(zones[i], r) for i, r in caught_up])  # after the writes: they are what a push waits for
         runner.verify()
     finally:
         runner.close()
