@@ -430,19 +430,19 @@ class SourceFile(Protocol):
 
 def _read(file: SourceFile, budget: bounds.ReadBudget, problems: list[Problem]) -> str | None:
     """The file's text, or None after reporting why it was not read."""
-    problem = budget.admit(file.path, file.size)
-    if problem is None:
-        try:
+    try:
+        problem = budget.admit(file.path, file.size)  # before a byte is read
+        if problem is None:
             data = file.read()
             problem = budget.admit(file.path, len(data))  # in case a source listed too small a size
             if problem is None:
                 budget.bytes -= len(data)
                 return data.decode("utf-8")
-        except FileRefused as exc:
-            severity = Severity.WARNING if exc.warning else Severity.ERROR
-            problem = Problem(Origin(file.path, 1), "", "", str(exc), severity)
-        except (UnicodeDecodeError, OSError, SourceError) as exc:
-            problem = Problem(Origin(file.path, 1), "", "", f"cannot read file: {exc}")
+    except FileRefused as exc:
+        severity = Severity.WARNING if exc.warning else Severity.ERROR
+        problem = Problem(Origin(file.path, 1), "", "", str(exc), severity)
+    except (UnicodeDecodeError, OSError, SourceError) as exc:
+        problem = Problem(Origin(file.path, 1), "", "", f"cannot read file: {exc}")
     problems.append(problem)
     return None
 
