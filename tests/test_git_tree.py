@@ -9,6 +9,7 @@ import pathlib
 import subprocess
 import time
 import tracemalloc
+from collections.abc import Callable
 
 import pytest
 
@@ -166,3 +167,31 @@ def test_a_relative_path_to_a_repository_works_like_its_absolute_path(
     monkeypatch.chdir(remote.bare)
     snap = GitSource(".", tmp_path / "cache", branch="main").fetch()  # `--repo .` inside the repository
     assert snap.revision == remote.head()
+
+
+def test_a_blob_is_sized_only_when_the_loader_reads_it(remote: GitRemote, tmp_path: pathlib.Path) -> None:
+    """Listing a commit opens no blob; a file the cache already holds is neither sized nor read."""
+    remote.commit("records", {f"records/{n}.yaml": TXT % (n, f'"{n}"') for n in "abc"})
+    first = _snapshot(remote, tmp_path)
+    cache = loader.FileCache()
+    assert not loader.load_files(first.files(), cache=cache).problems
+    remote.commit("one changed", {"records/b.yaml": TXT % ("b", '"changed"')})
+    second = _snapshot(remote, tmp_path)
+    files = second.files()
+    assert all(f.known_size is None for f in files)  # nothing asked while listing
+    asked: list[str] = []
+
+    def counted(ask: Callable[[str], int]) -> Callable[[str], int]:
+        def size(blob: str) -> int:
+            asked.append(blob)
+            return ask(blob)
+        return size
+
+    for f in files:
+        assert f.sizer is not None
+        object.__setattr__(f, "sizer", counted(f.sizer))
+    manifest = loader.load_files(files, cache=cache)
+    assert not manifest.problems
+    assert asked == [remote.cmd("rev-parse", "HEAD:records/b.yaml")]
+    assert [f.size for f in files] == [len((TXT % (n, f'"{v}"')).encode()) for n, v in
+                                       (("a", "a"), ("b", "changed"), ("c", "c"))]
