@@ -58,35 +58,8 @@ def _transfer(endpoint: Endpoint, zone: str, deadline: Deadline) -> ZoneObserved
         return ZoneObserved(None, error=str(exc))
 
 
-class EarlySerials:
-    """Every remembered zone's SOA serial on its primaries, asked in the background while the
-    revision is still being loaded (the answers wait on the servers, the loading on the CPU). Only
-    an answer from the very endpoint the plan then uses counts; the rest is asked again."""
-
-    def __init__(self, memory: DnsMemory, endpoints: Mapping[str, Endpoint], deadline: Deadline) -> None:
-        by_primary: dict[str, list[str]] = {}
-        for zone, seen in memory.zones.items():
-            for inst in seen:
-                if inst in endpoints:
-                    by_primary.setdefault(inst, []).append(zone)
-        self._asked = {inst: endpoints[inst] for inst in by_primary}
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="early-serials")
-        self._future = self._pool.submit(self._ask, by_primary, deadline)
-        self._pool.shutdown(wait=False)
-
-    def _ask(self, by_primary: dict[str, list[str]], deadline: Deadline) -> dict[str, dict[str, int | None]]:
-        return {inst: rfc2136.serials(self._asked[inst], zones, timeout=deadline.timeout(2))
-                for inst, zones in by_primary.items() if not deadline.expired}
-
-    def answers(self, inst: str, endpoint: Endpoint) -> dict[str, int | None]:
-        """The serials `endpoint` gave for instance `inst` (empty: not asked there, or the sweep failed)."""
-        if self._asked.get(inst) != endpoint:
-            return {}
-        return self._future.result().get(inst, {})  # a server that does not answer gives None, not an error
-
-
 def _unmoved(jobs: list[tuple[str, str]], endpoints: Mapping[str, Endpoint], memory: DnsMemory,
-             deadline: Deadline, early: EarlySerials | None) -> dict[tuple[str, str], ZoneObserved]:
+             deadline: Deadline) -> dict[tuple[str, str], ZoneObserved]:
     """The zones whose serial on their primary is the one the agent last saw: what it saw then."""
     out: dict[tuple[str, str], ZoneObserved] = {}
     by_primary: dict[str, list[str]] = {}
@@ -96,10 +69,7 @@ def _unmoved(jobs: list[tuple[str, str]], endpoints: Mapping[str, Endpoint], mem
     for inst, zones in by_primary.items():
         if deadline.expired:
             break
-        now = early.answers(inst, endpoints[inst]) if early is not None else {}
-        missing = [z for z in zones if z not in now]
-        if missing:
-            now = {**now, **rfc2136.serials(endpoints[inst], missing, timeout=deadline.timeout(2))}
+        now = rfc2136.serials(endpoints[inst], zones, timeout=deadline.timeout(2))
         for zone in zones:
             seen = memory.seen(zone, inst)
             if seen is not None and now.get(zone) is not None and now[zone] == seen.serial:
@@ -108,15 +78,15 @@ def _unmoved(jobs: list[tuple[str, str]], endpoints: Mapping[str, Endpoint], mem
 
 
 def observe(desired: Desired, store: Store, endpoints: Mapping[str, Endpoint], *, deadline: Deadline,
-            memory: DnsMemory | None = None, early: EarlySerials | None = None, refresh: bool = True,
+            memory: DnsMemory | None = None, refresh: bool = True,
             progress: Callable[[int, int], None] | None = None) -> DnsObserved:
-    """With `memory`, only zones whose serial moved (or that it has not seen) are transferred (their
-    serials asked `early` when that was started); `refresh` reads the ownership records back from
-    the store; `progress` hears (zones observed, zones to observe) as each zone's transfers finish."""
+    """With `memory`, only zones whose serial moved (or that it has not seen) are transferred;
+    `refresh` reads the ownership records back from the store; `progress` hears (zones observed,
+    zones to observe) as each zone's transfers finish."""
     ownership = store.load_zones(refresh=refresh)
     wanted = [(z.name, instance_id(k)) for z in desired.zones for k in z.primaries]
     jobs = [(zone, inst) for zone, inst in wanted if inst in endpoints]
-    known = _unmoved(jobs, endpoints, memory, deadline, early) if memory is not None else {}
+    known = _unmoved(jobs, endpoints, memory, deadline) if memory is not None else {}
     left, finished = collections.Counter(zone for zone, _ in jobs), 0  # transfers left per zone
     zones: dict[str, dict[str, ZoneObserved]] = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=WORKERS) as pool:

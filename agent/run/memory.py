@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping
 
 from agent.desired.memo import Memo
 from agent.load.loader import FileCache
 from agent.plan.observed import KubeObserved
 from agent.reconcile.dnsobserve import DnsMemory
-from agent.reconcile.endpoints import Endpoint
 
 
 @dataclasses.dataclass
@@ -34,7 +32,6 @@ class Memory:
     dns: DnsMemory = dataclasses.field(default_factory=DnsMemory)
     dns_at: float = 0.0  # monotonic time of the last full DNS comparison
     agent_namespace: str = ""
-    endpoints: Mapping[str, Endpoint] | None = None  # where the last run found the servers
 
     def kube_fresh(self, resync_after: float, agent_namespace: str) -> bool:
         return (self.kube is not None and self.agent_namespace == agent_namespace

@@ -151,8 +151,6 @@ def plan(snap: Snapshot, targets: Targets, options: Options, *, memory: Memory |
          deadline: Deadline = UNBOUNDED, progress: Progress = quiet) -> Planned:
     """The one way a revision is planned, for `plan --kubeconfig`, `sync --dry-run` and a sync alike:
     validate, observe everything the revision touches, plan it whole, gate it. Writes nothing."""
-    early = (dnsobserve.EarlySerials(memory.dns, memory.endpoints, deadline)
-             if memory is not None and memory.endpoints and memory.dns_fresh(options.sweep_after) else None)
     validated = validate(snap.files, options, limits=snap.limits, kube_api=targets.kube_api, memory=memory,
                          progress=progress)
     planned = Planned(validated)
@@ -161,8 +159,7 @@ def plan(snap: Snapshot, targets: Targets, options: Options, *, memory: Memory |
     desired = validated.desired
     assert desired is not None
     try:
-        _observe(planned, desired, targets, options, memory=memory, early=early, deadline=deadline,
-                 progress=progress)
+        _observe(planned, desired, targets, options, memory=memory, deadline=deadline, progress=progress)
     except AgentError as exc:
         planned.error = str(exc)
         return planned
@@ -187,7 +184,7 @@ def offline(validated: Validated) -> Planned:
 
 
 def _observe(planned: Planned, desired: Desired, targets: Targets, options: Options, *, memory: Memory | None,
-             early: dnsobserve.EarlySerials | None, deadline: Deadline, progress: Progress) -> None:
+             deadline: Deadline, progress: Progress) -> None:
     """What the revision touches in the cluster and on the DNS servers; from memory where it is fresh."""
     observed, api, namespace = planned.observed, targets.kube_api, options.agent_namespace
     planned.kube_fast = memory is not None and memory.kube_fresh(options.resync_after, namespace)
@@ -201,7 +198,7 @@ def _observe(planned: Planned, desired: Desired, targets: Targets, options: Opti
     if planned.endpoints is not None:
         observed.dns = dnsobserve.observe(
             desired, targets.store, planned.endpoints, deadline=deadline,
-            memory=memory.dns if memory and planned.dns_fast else None, early=early, refresh=not planned.dns_fast,
+            memory=memory.dns if memory and planned.dns_fast else None, refresh=not planned.dns_fast,
             progress=lambda done, total: progress("observed", "zones", done, total))
 
 
@@ -409,7 +406,6 @@ class _Run:
             memory.agent_namespace = self.options.agent_namespace
             memory.kube_at = memory.kube_at if self.kube_fast else now
         if result.dns is not None:
-            memory.endpoints = self.endpoints
             wanted = {z.name for z in desired.zones}
             for zone in set(memory.dns.zones) - wanted:
                 memory.dns.forget(zone)
