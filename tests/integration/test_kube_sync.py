@@ -7,25 +7,30 @@ agent's identity, so tests sharing the cluster never prune each other's objects.
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import json
+import logging
 import pathlib
 import shutil
 import subprocess
 import sys
+import time
 import uuid
 from typing import Any
 
 import pytest
+import urllib3
 from kubernetes import client
 
 from agent.desired import hierarchy as desired
 from agent.errors import KubeError
 from agent.plan import render
+from agent.reconcile import kubeapi, kubeapply
 from agent.reconcile.kubeapi import KubeApi
 from agent.run import orchestrator
 from tests.conftest import ROOT, SAMPLE, load_dir
 from tests.support import agentrun, clirun
-from tests.support.kube import KubeCluster, service_account_token
+from tests.support.kube import KubeCluster, service_account_token, token_client
 from tests.support.procs import wait_for
 
 GROUP, VERSION = "bindy.firestoned.io", "v1beta1"
@@ -269,6 +274,46 @@ def test_forbidden_names_the_missing_verb_and_resource(kube: KubeCluster, kube_c
         api.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": namespace}})
     assert err.value.reason == "forbidden"
     assert "may not patch configmaps (missing RBAC rule: verbs [patch] on resource configmaps)" in str(err.value)
+
+
+def test_a_refused_apply_names_the_object_and_the_servers_reason(kube: KubeCluster, namespace: str) -> None:
+    api = KubeApi.from_kubeconfig(str(kube.kubeconfig))
+    body = {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "refused", "namespace": namespace, "labels": {"tier": "not valid!"}}}
+    with pytest.raises(KubeError) as err:
+        api.apply(body)
+    assert err.value.reason == "invalid" and not err.value.retryable
+    message = str(err.value)
+    assert message.startswith(f"PATCH /api/v1/namespaces/{namespace}/configmaps/refused: invalid: ")
+    assert 'metadata.labels: Invalid value: "not valid!"' in message
+    assert kube.token not in message
+    assert api.writes["PATCH"] == 1 and api.reads["GET"] == 0
+
+
+def test_concurrent_calls_share_a_few_connections_and_a_rotated_token_is_used(
+        kube: KubeCluster, namespace: str, caplog: pytest.LogCaptureFixture) -> None:
+    """The apply's threads reuse pooled connections (a connection dropped from a full pool costs a
+    new TLS handshake), and a token the configuration changes is sent within a second."""
+    assert kubeapply.WORKERS <= kubeapi.CONNECTIONS
+    api = KubeApi(token_client(kube, kube.token))
+
+    def put(i: int) -> None:
+        api.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{i}", "namespace": namespace},
+                   "data": {"i": str(i)}})
+
+    with caplog.at_level(logging.WARNING, logger="urllib3"), \
+            concurrent.futures.ThreadPoolExecutor(kubeapply.WORKERS) as pool:
+        list(pool.map(put, range(5 * kubeapply.WORKERS)))
+    assert api.writes["PATCH"] == 5 * kubeapply.WORKERS
+    assert not [r for r in caplog.records if "pool is full" in r.getMessage()]
+    connections = api._pool()[0]
+    assert isinstance(connections, urllib3.HTTPConnectionPool) and connections.num_connections <= kubeapply.WORKERS
+    assert api.get("ConfigMap", namespace, "c3")["data"] == {"i": "3"}  # type: ignore[index]
+    api.client.configuration.api_key = {"authorization": "Bearer not-the-token"}
+    time.sleep(1.1)
+    with pytest.raises(KubeError) as err:
+        api.get("ConfigMap", namespace, "c3")
+    assert err.value.reason == "unauthorized" and "not-the-token" not in str(err.value)
 
 
 def test_cli_exit_codes(kube: KubeCluster, namespace: str, tmp_path: pathlib.Path) -> None:
