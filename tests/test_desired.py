@@ -146,3 +146,17 @@ def test_records_adopted_by_longest_suffix_and_double_selection_is_an_error(repo
         "DNSZone/dns/parent (z.yaml:1), DNSZone/dns/child (z.yaml:10)"]
     warnings = [str(p) for p in state.problems if p.severity is Severity.WARNING]
     assert any(w.startswith("r.yaml:11: ARecord/dns/lost: belongs to no DNSZone") for w in warnings)
+
+
+def test_a_reused_zone_placement_keeps_every_field_but_the_rrsets() -> None:
+    """A zone's placement is reused across revisions (Zone.fresh); a field added to Zone and not
+    copied there would silently vanish on the second revision."""
+    import dataclasses
+
+    zone = desired.build(load_dir(SAMPLE)).zones[0]
+    marks = {f.name: object() for f in dataclasses.fields(zone)}  # every field set to something only it holds
+    for name, mark in marks.items():
+        setattr(zone, name, mark)
+    fresh = zone.fresh()
+    per_revision = {"rrsets": {}, "records": {}, "from_other_namespaces": []}
+    assert {n: getattr(fresh, n) for n in marks} == {n: per_revision.get(n, mark) for n, mark in marks.items()}

@@ -8,6 +8,7 @@ after it (`sweep`), so the memo holds one revision's worth. Pure: no I/O.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
@@ -23,8 +24,7 @@ class Memo:
     def get(self, key: Hashable, inputs: tuple[object, ...], compute: Callable[[], T]) -> T:
         """compute(), or its result from the last revision if `inputs` are the same objects."""
         found = self._entries.get(key) or self._used.get(key)
-        if found is not None and len(found[0]) == len(inputs) and all(a is b for a, b in zip(found[0], inputs,
-                                                                                              strict=True)):
+        if found is not None and len(found[0]) == len(inputs) and all(map(operator.is_, found[0], inputs)):
             self.hits += 1
             self._used[key] = found
             value: T = found[1]

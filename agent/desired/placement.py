@@ -67,6 +67,11 @@ class Zone:
     def instances(self) -> list[ObjectKey]:
         return self.primaries + self.secondaries
 
+    def fresh(self) -> Zone:
+        """The same zone and placement, without RRsets (a revision sets its own)."""
+        return Zone(self.key, self.name, self.origin, self.spec, self.labels, self.annotations, self.primaries,
+                    self.secondaries, self.selection_method, self.selected_by_instance)
+
     @property
     def default_ttl(self) -> int:
         return self.spec.ttl if self.spec.ttl is not None else rrsets.DEFAULT_TTL
@@ -403,8 +408,7 @@ def place(manifest: Manifest, clusters: dict[ObjectKey, ClusterView],
             continue
         compute = functools.partial(_placed, obj, name, fleet)
         placed, problems = memo.get(("placed", obj.key), (obj, fleet_token), compute) if memo else compute()
-        # a zone of its own for this revision: the RRsets are set on it below
-        zone = dataclasses.replace(placed, rrsets={}, records={}, from_other_namespaces=[])
+        zone = placed.fresh()  # a zone of its own for this revision: the RRsets are set on it below
         out.problems += problems
         first_seen[name] = zone
         sources[zone.key] = obj
