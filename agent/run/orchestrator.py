@@ -355,6 +355,8 @@ class _Run:
     def _unchanged(self, head: str) -> bool:
         if self.options.mode == "detect":
             return False  # drift arises in the world, not in Git: look every time
+        if self.memory is not None and self.memory.blank:
+            return False  # a long-running agent just started: reconcile now, not at the first push
         fresh = time.time() - self.state.reconciled_at < self.options.resync_after
         done = self.state.outcome in ("applied", "rejected")
         return head == self.state.seen and done and fresh and not self.options.dry_run

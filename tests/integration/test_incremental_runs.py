@@ -111,3 +111,24 @@ def test_a_hand_edit_in_the_cluster_is_found_at_the_next_full_observe(world: dic
     restored = [c for c in full.plan.kube if c.key.kind == "ConfigMap"]
     assert [(str(c.key), c.drift) for c in restored] == [(f"ConfigMap/{namespace}/dns-primary-0-config", True)]
     assert "allow-new-zones yes;" in core.read_namespaced_config_map("dns-primary-0-config", namespace).data["named.conf"]
+
+
+def test_a_restarted_agent_reconciles_at_once_and_its_first_push_costs_the_change(world: dict[str, Any]) -> None:
+    tag, primary = world["tag"], world["endpoints"][f"{world['namespace']}/dns-primary-0"]
+    world["remote"].commit("Initial DNS", world["files"])
+    world["remote"].push()
+    assert _run(world).outcome == "applied"
+    assert _run(world).outcome == "unchanged"  # the same process: nothing new, nothing done
+
+    _out_of_band(world["bind"], f"example-{tag}.org", "www", "203.0.113.9")  # while the agent is down
+    world["memory"] = Memory()  # a new process remembers nothing
+    start = _run(world)
+    assert start.outcome == "applied", (start.failures, start.message)  # not "unchanged": it looked
+    assert len(_transferred(start)) == 3
+    assert records.query(primary, f"www.example-{tag}.org.", "A") != ("203.0.113.9",)
+
+    _commit(world, world["files"][WEB].replace("192.0.2.12", "192.0.2.46"))
+    push = _run(world)
+    assert push.outcome == "applied", (push.failures, push.message)
+    assert _transferred(push) == []  # served from what the start-up run left in memory
+    assert records.query(primary, f"www.example-{tag}.com.", "A") == ("192.0.2.10", "192.0.2.11", "192.0.2.46")
