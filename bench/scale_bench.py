@@ -14,8 +14,8 @@ first; the Kubernetes comparison needs `kubectl` on PATH). For each N:
              the record step (UPDATEs with prerequisites, verification on both servers) against the
              same RRsets sent raw, one dnspython UPDATE per zone, to zones created beforehand
            - push -> served: a one-record commit, pushed, the signed webhook POSTed, until primary
-             AND secondary answer the new value (median of --rounds; the first push after the agent
-             started, with nothing remembered yet, is shown apart)
+             AND secondary answer the new value (median of --rounds; the agent's start-up run, which
+             reconciles the revision and fills its memory, and the first push after it are shown apart)
            - a webhook with no new commit, until the run is counted on /metrics
            - a no-change full reconcile: an agent with --resync-after 0 re-reads the revision and
              checks every zone (SOA serial) on every trigger
@@ -512,8 +512,8 @@ def table(results: dict[int, dict[str, Any]], kube_size: int | None) -> list[str
         rows.append(f"| push -> served on primary + secondary (median of {len(r['push'])}; "
                     f"min {_s(min(r['push']))}, max {_s(max(r['push']))}) | {n:,} | {_s(push)} | one raw UPDATE "
                     f"{_s(floor)} | {push / floor:.0f}x{ratio_small} | {target} |")
-        rows.append(f"| first push after the agent started (nothing remembered) | {n:,} | {_s(r['first_push'])} "
-                    "| | | (info) |")
+        rows.append(f"| agent start-up run (reconciles the applied revision) / first push after it | {n:,} | "
+                    f"{_s(r['start_run'])} / {_s(r['first_push'])} | | | (info) |")
         full = _med(r["full_reconcile"])
         cluster = " and a full Kubernetes observe" if n == kube_size else ""
         rows.append(f"| no-change full reconcile (re-read revision, SOA of each of {r['zones']:,} zones{cluster}) | "
