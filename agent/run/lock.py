@@ -31,9 +31,10 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _holder(path: pathlib.Path, *, patience: float = 1.0) -> str:
-    """The pid the holder wrote. It writes it just after locking (and clears it on release, a killed
-    holder cannot): an empty file or a dead pid means that moment is now, so look again briefly."""
+def _holder(path: pathlib.Path, fd: int, *, patience: float = 1.0) -> str | None:
+    """The pid the holder wrote; None when the lock came free meanwhile and is now ours. The holder
+    writes its pid just after locking (and clears it on release, which a killed holder cannot): an
+    empty file or a dead pid means that moment is now, so look again briefly."""
     until = time.monotonic() + patience
     while True:
         try:
@@ -42,9 +43,19 @@ def _holder(path: pathlib.Path, *, patience: float = 1.0) -> str:
             text = ""
         if text.isdigit() and _alive(int(text)):
             return f"pid {text}"
+        if _take(fd):  # the holder finished while we looked: nobody to wait for
+            return None
         if time.monotonic() >= until:
             return "unknown pid"
         time.sleep(0.02)
+
+
+def _take(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
 
 
 @contextlib.contextmanager
@@ -54,16 +65,14 @@ def held(path: pathlib.Path, *, wait: float = names.DEFAULT_LOCK_WAIT) -> Iterat
     locked = False
     try:
         deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                locked = True
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise Busy(f"another sync is running ({_holder(path)}); waited {wait:.0f} s for it "
-                               f"(lock {path})") from None
-                time.sleep(0.1)
+        while not (locked := _take(fd)):
+            if time.monotonic() >= deadline:
+                holder = _holder(path, fd)
+                if holder is None:
+                    locked = True
+                    break
+                raise Busy(f"another sync is running ({holder}); waited {wait:.0f} s for it (lock {path})")
+            time.sleep(0.1)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         yield
