@@ -534,7 +534,7 @@ def _changed_keys(parts: list[Manifest], cache: FileCache) -> dict[ObjectKey, Or
         if id(part) not in now:
             gone = part.keys()
             for key in gone:
-                del seen[key]
+                seen.pop(key, None)  # a key left behind by mistake could only force the full merge
     for part in added:
         keys = part.keys()
         if len(keys) != len(part.objects) or not seen.keys().isdisjoint(keys):
