@@ -548,9 +548,9 @@ def _combine(parts: list[Manifest], cache: FileCache | None) -> Manifest:
     definition wins, the others are problems)."""
     total = Manifest(objects=[], problems=[], files=len(parts))
     seen = _changed_keys(parts, cache) if cache is not None else None
+    clean = True
     if seen is None:
         seen = {}
-        clean = True
         for part in parts:
             clean &= not _merge(total, part, seen)
     else:
@@ -558,7 +558,6 @@ def _combine(parts: list[Manifest], cache: FileCache | None) -> Manifest:
             total.documents += part.documents
             total.problems += part.problems
             _add(total, part.objects, part.kinds())
-        clean = True
     if cache is not None:
         cache._parts, cache._seen = parts, seen if clean else None
     return total

@@ -74,14 +74,19 @@ def list_tree(repo: git.Repo, treeish: str) -> dict[str, Entry]:
     return entries
 
 
+def _must_be_blob(blob: str, kind: str | bytes) -> None:
+    """What cat-file found under an id the tree lists as a blob; anything else is refused."""
+    if (kind.decode() if isinstance(kind, bytes) else kind) != "blob":
+        raise SourceError(f"object {blob} is a {kind!r}, not a blob")
+
+
 def _blob_sizer(repo: git.Repo) -> Callable[[str], int]:
     def size(blob: str) -> int:
         try:
             _, kind, found = repo.git.get_object_header(blob)
         except (git.GitCommandError, ValueError, OSError) as exc:
             raise SourceError(f"cannot find blob {blob}: {exc}") from exc
-        if (kind.decode() if isinstance(kind, bytes) else kind) != "blob":
-            raise SourceError(f"object {blob} is a {kind!r}, not a blob")
+        _must_be_blob(blob, kind)
         return int(found)
     return size
 
@@ -92,8 +97,7 @@ def _blob_reader(repo: git.Repo) -> Callable[[str], bytes]:
             _, kind, _, data = repo.git.get_object_data(blob)
         except (git.GitCommandError, ValueError, OSError) as exc:
             raise SourceError(f"cannot read blob {blob}: {exc}") from exc
-        if (kind.decode() if isinstance(kind, bytes) else kind) != "blob":
-            raise SourceError(f"object {blob} is a {kind!r}, not a blob")
+        _must_be_blob(blob, kind)
         return bytes(data)
     return read
 
