@@ -163,3 +163,13 @@ def test_plan_help_and_readme_show_both_exit_conventions_side_by_side_as_plan_ex
     assert [_codes(readme, "| `plan DIR` (like `flux diff`) |"),
             _codes(readme, "| `plan --base REV`, `plan DIR --base-dir OLD` (like `terraform plan -detailed-exitcode`) |"),
             ] == does
+
+
+def test_an_offline_plan_loads_no_cluster_or_http_client() -> None:
+    """`plan DIR` starts without the Kubernetes and HTTP client libraries (0.35 s and 22 MB of
+    imports); they are loaded by the runs that talk to a cluster or a server."""
+    code = ("import sys; from agent import cli; code = cli.main(['plan', sys.argv[1]]); "
+            "print(code, sorted({m.split('.')[0] for m in sys.modules} & {'kubernetes', 'httpx', 'apscheduler', 'waitress'}))")
+    done = subprocess.run([sys.executable, "-c", code, str(SAMPLE)], capture_output=True, text=True, cwd=ROOT,
+                          check=False, timeout=120)
+    assert done.stdout.strip().splitlines()[-1] == "1 []", done.stderr[-2000:]

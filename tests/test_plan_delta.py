@@ -133,9 +133,9 @@ def test_changed_fields_sees_added_removed_and_nested_values() -> None:
 # -- renderings ---------------------------------------------------------------------------------
 def _big_plan(records: int) -> Plan:
     changes = [Change(Action.CREATE, RRsetTarget("example.com.", f"host{i}.example.com.", "A"),
-                      after={"ttl": 300, "values": [f"192.0.2.{i % 250}"]}) for i in range(records)]
-    changes.append(Change(Action.UPDATE, KubeTarget("ARecord", "dns-system", "www"), before={"spec": {"ttl": 1}},
-                          after={"spec": {"ttl": 2}}, fields=("spec.ttl",)))
+                      new={"ttl": 300, "values": [f"192.0.2.{i % 250}"]}) for i in range(records)]
+    changes.append(Change(Action.UPDATE, KubeTarget("ARecord", "dns-system", "www"), old={"spec": {"ttl": 1}},
+                          new={"spec": {"ttl": 2}}, fields=("spec.ttl",)))
     return Plan(changes, revision="b" * 40, base="a" * 40, labels={"a" * 40: "main (aaaaaaaaaaaa)"})
 
 
@@ -159,7 +159,7 @@ def test_markdown_that_fits_is_not_cut() -> None:
 
 def test_markdown_survives_pipes_and_backticks_in_values() -> None:
     plan = Plan([Change(Action.CREATE, RRsetTarget("example.com.", "t.example.com.", "TXT"),
-                        after={"ttl": 60, "values": ['"a|b`c"']})])
+                        new={"ttl": 60, "values": ['"a|b`c"']})])
     row = next(line for line in render.render_markdown(plan).splitlines() if line.startswith("| + "))
     assert row.count(" | ") == 2 and "a\\|b`c" in row  # three cells, the pipe escaped
 

@@ -52,7 +52,7 @@ class RecordError(ValueError):
         self.path = path
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class RRset:
     zone: str  # "example.com." (lowercase, absolute)
     name: str  # owner, absolute and lowercase: "www.example.com."

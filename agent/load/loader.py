@@ -341,6 +341,7 @@ def _validate(doc: _Document, kind: kinds.Kind, data: dict[str, Any]) -> Any:
         return None
     for violation in admission.violations(kind.name, data):  # after the schema, as the API server does
         doc.report(violation.loc, violation.message)
+    model.share_field_sets()
     return model
 
 

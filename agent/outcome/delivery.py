@@ -9,8 +9,10 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger(__name__)
 USER_AGENT = "bindy-agent"
@@ -93,6 +95,8 @@ def _detail(response: httpx.Response) -> str:
 def _attempt(client: httpx.Client, url: str, *, body: bytes, headers: dict[str, str],
              timeout: float) -> httpx.Response | str:
     """One POST: the response, or why there was none."""
+    import httpx
+
     try:
         return client.post(url, content=body, headers=headers, timeout=timeout)
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
@@ -104,6 +108,8 @@ def post(what: str, url: str, *, body: bytes, headers: dict[str, str], budget: B
     """POSTs `body`; True once a 2xx (or a response `accept` takes as done) arrives. Retries connection
     errors, 429 and 5xx while `budget` allows; logs why it gave up and never raises. `what` names the
     delivery in logs: never a URL or a token."""
+    import httpx  # here, not at the top: `plan DIR` and a run without deliveries never load it
+
     deadline = time.monotonic() + budget.timeout
     reason, tries = "no time left", 0
     with httpx.Client(headers={"User-Agent": USER_AGENT}, follow_redirects=False) as client:

@@ -22,12 +22,13 @@ import json
 import pathlib
 import re
 import urllib.parse
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from agent.errors import ConfigError
 from agent.outcome import delivery
+
+if TYPE_CHECKING:
+    import httpx
 
 KINDS = ("github", "gitlab", "gitea")
 DEFAULT_CONTEXT = "bindy-agent"

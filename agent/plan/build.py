@@ -14,7 +14,7 @@ from agent.desired.memo import Memo
 from agent.desired.placement import Zone
 from agent.model import names
 from agent.plan import kubediff, zonediff
-from agent.plan.model import Action, Change, KubeTarget, Plan, RRsetTarget, ZoneTarget, mask_secrets
+from agent.plan.model import Action, Change, KubeTarget, Plan, RRsetTarget, ZoneTarget
 from agent.plan.observed import DnsObserved, KubeObserved, Observed
 
 NOT_OBSERVED_KUBE = "Kubernetes is not observed without --kubeconfig; only DNS is planned."
@@ -95,12 +95,7 @@ def _kube_view(plan: Plan, changes: list[kubediff.KubeChange]) -> None:
             plan.conflicts.append(f"{target}: {c.reason}")
             continue
         reason = f"drift: {c.reason}" if c.drift else c.reason
-        after = mask_secrets(c.desired.body) if c.desired is not None else None
-        plan.changes.append(Change(Action(c.action), target, after=after, fields=c.fields, reason=reason))
-
-
-def _rrset_dict(rr: Any) -> dict[str, Any] | None:
-    return None if rr is None else {"ttl": rr.ttl, "values": list(rr.rdatas)}
+        plan.changes.append(Change(Action(c.action), target, new=c.desired, fields=c.fields, reason=reason))
 
 
 def _zone_view(plan: Plan, zones: list[zonediff.ZonePlan]) -> None:
@@ -112,10 +107,10 @@ def _zone_view(plan: Plan, zones: list[zonediff.ZonePlan]) -> None:
             after: dict[str, Any] = {"zoneType": role}
             if role == "secondary":
                 after["primaries"] = list(zp.primaries)
-            plan.changes.append(Change(Action.CREATE, ZoneTarget(zp.name, instance, role), after=after))
+            plan.changes.append(Change(Action.CREATE, ZoneTarget(zp.name, instance, role), new=after))
         for instance in zp.renotify:
             plan.changes.append(Change(Action.UPDATE, ZoneTarget(zp.name, instance, "primary"),
-                                       after={"alsoNotify": list(zp.secondaries)}, fields=("alsoNotify",),
+                                       new={"alsoNotify": list(zp.secondaries)}, fields=("alsoNotify",),
                                        reason="secondaries changed"))
         plan.unplanned += [f"{zp.name} on {i}: {e.removeprefix(f'{i}: ')}" for i, e in sorted(zp.errors.items())]
         plan.conflicts += [f"{zp.name}: {c}" for c in zp.conflicts]
@@ -123,4 +118,4 @@ def _zone_view(plan: Plan, zones: list[zonediff.ZonePlan]) -> None:
         for c in sorted(zp.rrset_changes, key=lambda c: (c.key[0].count("."), c.key)):
             name, rtype = c.key
             plan.changes.append(Change(Action(c.action), RRsetTarget(zp.name, name, rtype),
-                                       before=_rrset_dict(c.before), after=_rrset_dict(c.after)))
+                                       old=c.before, new=c.after))

@@ -86,7 +86,7 @@ def _exact_update(change: Change, base: dict[KubeTarget, KubeObject]) -> Change:
         return change
     before = mask_secrets(old.body)  # `after` is the head's body, masked the same way
     fields = tuple(changed_fields(before, change.after))
-    return dataclasses.replace(change, before=before, fields=fields or change.fields)
+    return dataclasses.replace(change, old=before, fields=fields or change.fields)
 
 
 def delta(base: Desired, head: Desired, *, base_revision: str | None = None, head_revision: str | None = None,

@@ -120,7 +120,7 @@ def secret_differences(want: dict[str, Any], live: dict[str, Any]) -> list[str]:
     return out
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class KubeChange:
     action: str  # "create" | "update" | "delete" | "conflict"
     key: ObjectKey

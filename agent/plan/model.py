@@ -36,6 +36,8 @@ from collections import Counter
 from typing import Any
 
 from agent.desired import workloads
+from agent.desired.hierarchy import KubeObject
+from agent.desired.rrsets import RRset
 from agent.model.problems import Problem
 from agent.plan import kubediff, zonediff
 
@@ -51,7 +53,7 @@ class Action(enum.StrEnum):
 SYMBOL = {Action.CREATE: "+", Action.UPDATE: "~", Action.DELETE: "-"}
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class KubeTarget:
     kind: str
     namespace: str | None
@@ -62,7 +64,7 @@ class KubeTarget:
         return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class ZoneTarget:
     zone: str
     instance: str  # "namespace/name"
@@ -73,7 +75,7 @@ class ZoneTarget:
         return f"{self.zone} on {self.instance} ({self.role})"
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class RRsetTarget:
     zone: str
     name: str
@@ -88,14 +90,28 @@ Target = KubeTarget | ZoneTarget | RRsetTarget
 LAYERS = (("kubernetes", "Kubernetes objects"), ("zones", "Zones"), ("records", "Records"))
 
 
-@dataclasses.dataclass(frozen=True)
+Shown = dict[str, Any] | RRset | KubeObject | None  # what a change's before/after is made from
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class Change:
+    """One line of the plan. `before` and `after` are made when read, from what the plan holds anyway
+    (an RRset, a desired object): a plan of 100,000 creates keeps no second copy of them."""
+
     action: Action
     target: Target
-    before: dict[str, Any] | None = None
-    after: dict[str, Any] | None = None
+    old: Shown = None  # what `before` shows
+    new: Shown = None  # what `after` shows
     fields: tuple[str, ...] = ()
     reason: str = ""  # e.g. "drift: edited by hand"
+
+    @property
+    def before(self) -> dict[str, Any] | None:
+        return _shown(self.old)
+
+    @property
+    def after(self) -> dict[str, Any] | None:
+        return _shown(self.new)
 
     def as_dict(self) -> dict[str, Any]:
         target = dict(dataclasses.asdict(self.target).items())
@@ -104,6 +120,14 @@ class Change:
         return {"action": self.action.value, "layer": self.target.layer, "target": target,
                 "before": self.before, "after": self.after, "fields": list(self.fields),
                 "reason": self.reason or None}
+
+
+def _shown(what: Shown) -> dict[str, Any] | None:
+    if isinstance(what, RRset):
+        return {"ttl": what.ttl, "values": list(what.rdatas)}
+    if isinstance(what, KubeObject):
+        return mask_secrets(what.body)
+    return what
 
 
 @dataclasses.dataclass

@@ -19,7 +19,7 @@ from agent.desired.rrsets import RRset
 from agent.model.ownership import Key
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class RRChange:
     action: str  # "create" | "update" | "delete"
     before: RRset | None

@@ -24,6 +24,7 @@ import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from agent.desired import rrsets
 from agent.errors import AgentError, ZoneApiError
@@ -37,7 +38,9 @@ from agent.reconcile import dnsverify, rfc2136
 from agent.reconcile.deadline import Deadline
 from agent.reconcile.endpoints import Endpoint
 from agent.reconcile.statestore import Store
-from agent.reconcile.zoneapi import ZoneApi
+
+if TYPE_CHECKING:
+    from agent.reconcile.zoneapi import ZoneApi
 
 log = logging.getLogger(__name__)
 ZONE_WORKERS = 4  # zones are independent; more threads only contend on 2 cores
@@ -104,6 +107,8 @@ class DnsApply:
         self._lock = threading.Lock()
 
     def api(self, instance: str) -> ZoneApi:
+        from agent.reconcile.zoneapi import ZoneApi  # with its HTTP client: only when zones are written
+
         endpoint = self.endpoints[instance]
         with self._lock:
             if instance not in self.apis:

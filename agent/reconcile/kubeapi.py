@@ -25,10 +25,8 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import kubernetes.client
-import kubernetes.config
 import urllib3
 import urllib3.exceptions
 import urllib3.util
@@ -38,6 +36,9 @@ from agent.errors import KubeError
 from agent.model import kinds
 from agent.model.names import FIELD_MANAGER
 from agent.reconcile.deadline import UNBOUNDED, Deadline
+
+if TYPE_CHECKING:
+    import kubernetes.client
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +117,10 @@ class KubeApi:
     @classmethod
     def from_kubeconfig(cls, path: str | None, *, context: str | None = None,
                         namespaces: Iterable[str] | None = None) -> KubeApi:
+        # imported here: the client library costs 14 MB and 0.2 s, which `plan DIR` never needs
+        import kubernetes.client
+        import kubernetes.config
+
         try:
             if path:
                 _check_kubeconfig(path)

@@ -17,8 +17,6 @@ import os
 import pathlib
 import stat
 
-import git
-
 from agent.errors import FileRefused, SourceError
 from agent.sources import boundary
 
@@ -105,6 +103,8 @@ def digest(root: pathlib.Path) -> str:
 
 
 def revision(root: pathlib.Path) -> str:
+    import git  # here: reading a directory needs no Git library
+
     try:
         repo = git.Repo(root, search_parent_directories=True)
         sha = repo.head.commit.hexsha
