@@ -1,4 +1,5 @@
-"""Loaded models share their fields sets (memory at 100,000 records) without sharing their state."""
+"""Loaded models share their fields sets (memory at 100,000 records) without sharing their state,
+and metadata is the plain dict of what a document sets."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def _models() -> list:  # type: ignore[type-arg]
 def test_objects_with_the_same_fields_share_one_set_and_others_keep_theirs() -> None:
     a, b, c = _models()
     assert a.spec.__pydantic_fields_set__ is b.spec.__pydantic_fields_set__
-    assert a.metadata.__pydantic_fields_set__ is b.metadata.__pydantic_fields_set__
+    assert a.__pydantic_fields_set__ is b.__pydantic_fields_set__
     assert c.spec.__pydantic_fields_set__ is not a.spec.__pydantic_fields_set__
     assert "ttl" in c.spec.model_fields_set and "ttl" not in a.spec.model_fields_set
     # what is sent to the cluster is still exactly what each document set
@@ -45,3 +46,13 @@ def test_assigning_a_field_changes_that_object_only() -> None:
     assert "ttl" not in b.spec.model_fields_set and "ttl" not in b.spec.model_dump(exclude_unset=True)
     again, _, _ = _models()  # and objects loaded later do not see it either
     assert "ttl" not in again.spec.model_fields_set
+
+
+def test_metadata_keeps_what_the_document_sets_and_no_more() -> None:
+    a, _, _ = _models()
+    assert a.metadata == {"name": "a", "namespace": "dns"}
+    manifest = loader.load_text("apiVersion: bindy.firestoned.io/v1beta1\nkind: ARecord\n"
+                                "metadata: {name: x, labels: {app: web}, generate_name: x-}\n"
+                                "spec: {name: www, zone: example.com, ipv4Addresses: [192.0.2.1]}\n", "bad.yaml")
+    assert [str(p) for p in manifest.problems if p.severity == "error"] == [
+        "bad.yaml:3: ARecord/default/x: metadata.generate_name: unknown field (did you mean 'generateName'?)"]

@@ -210,7 +210,7 @@ def _instances(manifest: Manifest, clusters: dict[ObjectKey, Cluster], out: list
                          f"no Bind9Cluster {spec.cluster_ref!r} in namespace {key.namespace}")
         out.append(KubeObject(key, obj, TIER_INSTANCE, origin=obj.origin))
         zones_from = list(spec.zones_from or (parent.spec.zones_from if parent else None) or [])
-        instances[key] = Instance(key, spec.cluster_ref, spec.role, dict(obj.model.metadata.labels or {}),
+        instances[key] = Instance(key, spec.cluster_ref, spec.role, dict(obj.model.metadata.get("labels") or {}),
                                   spec, zones_from, parent.provider if parent else None, obj.origin, key)
     return instances
 

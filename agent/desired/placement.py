@@ -219,7 +219,7 @@ class _ZoneSelectors:
                     self.generic[zone.key.namespace].append(entry)
 
     def selecting(self, record: Loaded) -> list[Zone]:
-        labels, ns = record.model.metadata.labels or {}, record.key.namespace
+        labels, ns = record.model.metadata.get("labels") or {}, record.key.namespace
         candidates = list(self.generic.get(ns, []))
         for k, v in labels.items():
             candidates += self.by_label.get((ns, k, v), [])
@@ -383,8 +383,8 @@ def _placed(obj: Loaded, name: str, fleet: _Fleet) -> tuple[Zone, list[Problem]]
     """A DNSZone checked and placed on its instances (no RRsets yet), and the problems found."""
     assert isinstance(obj.model, DNSZone)
     out = _Out()
-    zone = Zone(obj.key, name, obj.origin, obj.model.spec, dict(obj.model.metadata.labels or {}),
-                dict(obj.model.metadata.annotations or {}))
+    zone = Zone(obj.key, name, obj.origin, obj.model.spec, dict(obj.model.metadata.get("labels") or {}),
+                dict(obj.model.metadata.get("annotations") or {}))
     _check_zone(zone, obj, out)
     _select_instances(zone, obj, fleet, out)
     return zone, out.problems

@@ -16,12 +16,14 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import re
+import sys
 import types
 import typing
 from collections.abc import Iterable
 from typing import Any, Protocol
 
 import pydantic
+import typing_extensions
 import yaml
 
 from agent.errors import FileRefused, SourceError
@@ -196,18 +198,25 @@ def _unwrap(annotation: Any) -> Any:
             return annotation
 
 
+def _fields(shape: Any) -> dict[str, Any] | None:
+    """A model's or a TypedDict's keys as written in YAML, each with its annotation; None otherwise."""
+    if isinstance(shape, type) and issubclass(shape, pydantic.BaseModel):
+        return {f.alias or n: f.annotation for n, f in shape.model_fields.items()}
+    if typing_extensions.is_typeddict(shape):
+        return typing_extensions.get_type_hints(shape)
+    return None
+
+
 def _allowed_keys(model: type[pydantic.BaseModel], loc: tuple[Any, ...]) -> list[str]:
     current: Any = model
     for step in loc:
-        if isinstance(step, int) or not (isinstance(current, type) and issubclass(current, pydantic.BaseModel)):
+        fields = _fields(current)
+        if isinstance(step, int) or fields is None:
             continue
-        field = next((f for n, f in current.model_fields.items() if (f.alias or n) == step), None)
-        if field is None:
+        if step not in fields:
             return []
-        current = _unwrap(field.annotation)
-    if isinstance(current, type) and issubclass(current, pydantic.BaseModel):
-        return [f.alias or n for n, f in current.model_fields.items()]
-    return []
+        current = _unwrap(fields[step])
+    return list(_fields(current) or ())
 
 
 def _dotted(loc: tuple[Any, ...]) -> str:
@@ -282,8 +291,13 @@ def _check_document(doc: _Document, default_namespace: str) -> Loaded | None:
     kind = _kind_of(doc, data)
     if kind is None:
         return None
+    # equal to what they were: one str object for every document instead of one each (kept with every
+    # loaded object; 18 MB at 100,000 records)
+    data["apiVersion"], data["kind"] = kinds.API_VERSION, kind.name
     meta: dict[str, Any] = data["metadata"] if isinstance(data.get("metadata"), dict) else {}
     name, namespace = meta.get("name"), meta.get("namespace")
+    if type(namespace) is str:
+        meta["namespace"] = namespace = sys.intern(namespace)
     if kind.namespaced and namespace is None and isinstance(name, str):
         meta["namespace"] = namespace = default_namespace
     key = ObjectKey(kind.name, namespace if kind.namespaced else None, str(name))

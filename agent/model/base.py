@@ -8,10 +8,16 @@ as `K8sObject`: any mapping is accepted and the generated CRD marks them
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import (
+    Annotated,
+    Any,
+    Literal,
+    Required,  # pydantic needs this TypedDict before Python 3.12
+)
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, with_config
 from pydantic.alias_generators import to_camel
+from typing_extensions import TypedDict
 
 _FIELD_SETS: dict[frozenset[str], set[str]] = {}  # see Resource.share_field_sets
 _LAST_FIELD_SET: dict[type, set[str]] = {}
@@ -62,24 +68,28 @@ class OwnerReference(Model):
     block_owner_deletion: bool | None = None
 
 
-class ObjectMeta(Model):
+@with_config(ConfigDict(extra="forbid"))
+class ObjectMeta(TypedDict, total=False):
     """Kubernetes ObjectMeta. Server-populated fields are accepted (an exported object loads)."""
 
-    name: str = Field(min_length=1, max_length=253)
-    namespace: str | None = Field(None, min_length=1, max_length=63)
-    labels: dict[str, str] | None = None
-    annotations: dict[str, str] | None = None
-    generate_name: str | None = None
-    uid: str | None = None
-    resource_version: str | None = None
-    generation: int | None = None
-    creation_timestamp: RFC3339 | None = None
-    deletion_timestamp: RFC3339 | None = None
-    deletion_grace_period_seconds: int | None = None
-    finalizers: list[str] | None = None
-    owner_references: list[OwnerReference] | None = None
-    managed_fields: list[K8sObject] | None = None
-    self_link: str | None = None
+    # A TypedDict, so it is kept as the plain dict of the keys a document sets: every record has one,
+    # and a model of all 15 fields cost 0.5 KB (50 MB at 100,000 records) where that dict costs 0.2 KB.
+
+    name: Required[Annotated[str, Field(min_length=1, max_length=253)]]
+    namespace: Annotated[str, Field(min_length=1, max_length=63)] | None
+    labels: dict[str, str] | None
+    annotations: dict[str, str] | None
+    generateName: str | None
+    uid: str | None
+    resourceVersion: str | None
+    generation: int | None
+    creationTimestamp: RFC3339 | None
+    deletionTimestamp: RFC3339 | None
+    deletionGracePeriodSeconds: int | None
+    finalizers: list[str] | None
+    ownerReferences: list[OwnerReference] | None
+    managedFields: list[K8sObject] | None
+    selfLink: str | None
 
 
 class LabelSelectorRequirement(Model):
@@ -154,13 +164,11 @@ class Resource(Model):
     metadata: ObjectMeta
 
     def share_field_sets(self) -> None:
-        """Makes this object, its metadata and its spec share their fields sets with every object
-        whose set fields are the same. pydantic keeps a set of names per model instance (216 bytes,
-        three per record: 65 MB at 100,000 records); few combinations occur in a repository."""
-        parts = self.__dict__
-        for model in (self, parts["metadata"], parts.get("spec")):
-            if model is None:
-                continue
+        """Makes this object and its spec share their fields sets with every object whose set
+        fields are the same. pydantic keeps a set of names per model instance (216 bytes, two per
+        record: 43 MB at 100,000 records); few combinations occur in a repository."""
+        spec = self.__dict__.get("spec")
+        for model in (self, spec) if isinstance(spec, Model) else (self,):
             fields = model.__pydantic_fields_set__
             shared = _LAST_FIELD_SET.get(type(model))  # most often the same as the last of its class
             if shared != fields:
