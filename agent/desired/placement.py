@@ -270,7 +270,7 @@ def _assign_records(zones: list[Zone], sources: dict[ObjectKey, Loaded], by_file
         token: object = object()
         selectors = _ZoneSelectors(zones)
     else:  # the zones as written: a file re-read for another reason leaves them the same
-        token = memo.token(("zone-set",), tuple((z.key, sources[z.key].origin, sources[z.key].source) for z in zones))
+        token = memo.token(("zone-set",), tuple((z.key, sources[z.key].origin, sources[z.key].model) for z in zones))
         selectors = memo.get(("zone-selectors",), (token,), lambda: _ZoneSelectors(zones))
     members: dict[ObjectKey, list[list[Loaded]]] = defaultdict(list)
     for objects in by_file:  # a cached file's list is the same object while the file is unchanged

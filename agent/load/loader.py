@@ -45,20 +45,58 @@ assert None not in _RESOLVED_FIRST and not yaml.CSafeLoader.yaml_path_resolvers
 _MAX_ERRORS = 50  # schema errors shown per document: a list of 100,000 wrong items is one mistake
 
 
+class FileText:
+    """The text a file's objects were loaded from, read again only when a problem needs a field's
+    own line (`Loaded.origin_at`): keeping every document's text cost 24 MB at 100,000 records. The
+    objects of a cached file are handed each revision's file (`rebind`), so they never keep an old
+    checkout's reader alive."""
+
+    __slots__ = ("file", "_text")
+
+    def __init__(self, file: SourceFile | str) -> None:
+        self.file: SourceFile | str = file  # the file to read again, or the text itself
+        self._text: str | None = file if isinstance(file, str) else None
+
+    def rebind(self, file: SourceFile) -> None:
+        self.file, self._text = file, None
+
+    def text(self) -> str | None:
+        """The file's text (read once, then kept), or None when it can no longer be read."""
+        if self._text is None and not isinstance(self.file, str):
+            try:
+                self._text = self.file.read().decode("utf-8")
+            except (FileRefused, SourceError, OSError, UnicodeDecodeError):
+                return None
+        return self._text
+
+
+_SPAN = 1 << 32  # Loaded.span: start * _SPAN + end, one int instead of a tuple of two
+
+
 @dataclasses.dataclass(frozen=True)
 class Loaded:
     key: ObjectKey
     model: Resource
     origin: Origin
-    source: str = dataclasses.field(default="", repr=False, compare=False)  # the document's text
+    text: FileText | None = dataclasses.field(default=None, repr=False, compare=False)  # its file's
+    span: int = dataclasses.field(default=0, repr=False, compare=False)  # where in it: start * _SPAN + end
 
     def origin_at(self, path: str) -> Origin:
         """file:line of a dotted field path such as "spec.ipv4Addresses[1]" in this document.
 
-        The document's text is composed again only here, when a problem needs a line: keeping
+        The document is read and composed again only here, when a problem needs a line: keeping
         every node tree alive instead would cost far more (memory, and garbage-collector scans).
+        Its own line when the file can no longer be read or no longer holds this object there.
         """
-        if not self.source or not path:
+        text = self.text.text() if self.text is not None and path else None
+        if not text:
+            return self.origin
+        start, end = divmod(self.span, _SPAN)
+        try:
+            node = yaml.compose(text[start:end], Loader=yaml.CSafeLoader)
+        except yaml.YAMLError:
+            return self.origin
+        if not _defines(node, self.key):
             return self.origin
         loc: list[Any] = []
         for part in re.split(r"\.(?![^\[]*\])", path):
@@ -66,8 +104,20 @@ class Loaded:
             if name:
                 loc.append(name)
             loc += [int(i) for i in indexes if i]
-        node = yaml.compose(self.source, Loader=yaml.CSafeLoader)
         return Origin(self.origin.file, self.origin.line - 1 + _line_of(node, tuple(loc)))
+
+
+def _defines(node: yaml.Node | None, key: ObjectKey) -> bool:
+    """Whether a composed document is the object `key` (a local file may have changed since)."""
+    def value(mapping: yaml.Node | None, name: str) -> yaml.Node | None:
+        if isinstance(mapping, yaml.MappingNode):
+            return next((v for k, v in mapping.value if k.value == name), None)
+        return None
+
+    kind, meta = value(node, "kind"), value(node, "metadata")
+    name = value(meta, "name")
+    return (isinstance(kind, yaml.ScalarNode) and kind.value == key.kind
+            and isinstance(name, yaml.ScalarNode) and name.value == key.name)
 
 
 @dataclasses.dataclass
@@ -79,6 +129,7 @@ class Manifest:
     files: int = 0
     documents: int = 0
     by_file: list[list[Loaded]] = dataclasses.field(default_factory=list)  # the same objects, file by file
+    text: FileText | None = None  # one file's part: what its objects' text is read from
 
     @property
     def ok(self) -> bool:
@@ -250,17 +301,17 @@ def _message(err: Any, model: type[pydantic.BaseModel]) -> tuple[tuple[Any, ...]
 class _Document:
     """One YAML document being checked; collects its problems."""
 
-    def __init__(self, file: str, node: yaml.Node, data: Any, problems: list[Problem], text: str) -> None:
-        self.node, self.data, self.problems, self.text = node, data, problems, text
+    def __init__(self, file: str, node: yaml.Node, data: Any, problems: list[Problem], text: str,
+                 file_text: FileText | None) -> None:
+        self.node, self.data, self.problems, self.text, self.file_text = node, data, problems, text, file_text
         self.origin = Origin(file, node.start_mark.line + 1)
         self.file = file
         self.obj = ""
         self.failed = False
 
-    def source(self) -> str:
-        """The document's own text, starting at the line of its first node."""
-        start = self.node.start_mark.index - self.node.start_mark.column
-        return self.text[start:self.node.end_mark.index]
+    def span(self) -> int:
+        """Where the document's own text is in its file (from the line of its first node): Loaded.span."""
+        return (self.node.start_mark.index - self.node.start_mark.column) * _SPAN + self.node.end_mark.index
 
     def report(self, loc: tuple[Any, ...], message: str, severity: Severity = Severity.ERROR) -> None:
         line = _line_of(self.node, loc)
@@ -314,7 +365,7 @@ def _check_document(doc: _Document, default_namespace: str) -> Loaded | None:
         loc = tuple(path.split("."))
         doc.report(loc, message, Severity.ERROR if is_error else Severity.WARNING)
     model = _validate(doc, kind, data)
-    return None if model is None or doc.failed else Loaded(key, model, doc.origin, doc.source())
+    return None if model is None or doc.failed else Loaded(key, model, doc.origin, doc.file_text, doc.span())
 
 
 def _kind_of(doc: _Document, data: dict[str, Any]) -> kinds.Kind | None:
@@ -360,10 +411,11 @@ def _validate(doc: _Document, kind: kinds.Kind, data: dict[str, Any]) -> Any:
 
 
 def load_text(text: str, file: str, *, default_namespace: str = names.DEFAULT_NAMESPACE,
-              budget: bounds.ReadBudget | None = None) -> Manifest:
-    """Loads one file's text (multi-document), spending `budget` (a fresh default one if None)."""
+              budget: bounds.ReadBudget | None = None, source: SourceFile | None = None) -> Manifest:
+    """Loads one file's text (multi-document), spending `budget` (a fresh default one if None). The
+    objects keep `source`, to read their text again, or else the text itself."""
     budget = budget or bounds.ReadBudget(Limits())
-    manifest = Manifest(objects=[], problems=[], files=1)
+    manifest = Manifest(objects=[], problems=[], files=1, text=FileText(text if source is None else source))
     refused = budget.precheck(text, file)
     if refused is not None:
         manifest.problems.append(refused)
@@ -417,7 +469,7 @@ def _construct(loader: _Loader, node: yaml.Node, text: str) -> tuple[Any, int | 
 def _load_document(loader: _Loader, start: int, node: yaml.Node, data: Any, text: str, file: str,
                    default_namespace: str, manifest: Manifest) -> None:
     manifest.documents += 1
-    doc = _Document(file, node, data, manifest.problems, text)
+    doc = _Document(file, node, data, manifest.problems, text, manifest.text)
     for line, key in loader.duplicates[start:]:
         manifest.problems.append(Problem(Origin(file, line), "", "", f"duplicate key {key!r} in a mapping"))
     if data is None:
@@ -600,12 +652,14 @@ def load_files(files: Iterable[SourceFile], *, default_namespace: str = names.DE
             if text is None:
                 parts.append(Manifest(objects=[], problems=unread, files=1))
                 continue
-            part = load_text(text, file.path, default_namespace=default_namespace, budget=budget)
+            part = load_text(text, file.path, default_namespace=default_namespace, budget=budget, source=file)
             if cache is not None and key[1]:
                 cache.misses += 1
                 fresh[key] = _Parsed(part, budget.spent_since(before))
         elif cache is not None:
             fresh[key] = cache._entries[key]
+            if part.text is not None:
+                part.text.rebind(file)  # this revision's file: the same content, read from this checkout
         parts.append(part)
     if cache is not None:
         cache._entries = fresh
