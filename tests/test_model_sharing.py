@@ -56,3 +56,15 @@ def test_metadata_keeps_what_the_document_sets_and_no_more() -> None:
                                 "spec: {name: www, zone: example.com, ipv4Addresses: [192.0.2.1]}\n", "bad.yaml")
     assert [str(p) for p in manifest.problems if p.severity == "error"] == [
         "bad.yaml:3: ARecord/default/x: metadata.generate_name: unknown field (did you mean 'generateName'?)"]
+
+
+def test_a_value_that_recurs_in_a_file_is_one_object_and_keeps_its_type() -> None:
+    text = TWO.replace("spec: {name: www,", "spec: {ttl: 300, name: www,").replace("spec: {name: api,",
+                                                                                  "spec: {ttl: 300, name: api,")
+    text += ("---\napiVersion: bindy.firestoned.io/v1beta1\nkind: TXTRecord\nmetadata: {name: t, namespace: dns}\n"
+             "spec: {name: '300', zone: example.com, text: ['300']}\n")
+    manifest = loader.load_text(text, "records.yaml", default_namespace="dns")
+    assert manifest.ok, manifest.problems
+    a, b, _, txt = (o.model for o in manifest.objects)
+    assert a.spec.ttl == 300 and a.spec.ttl is b.spec.ttl and a.spec.zone is b.spec.zone
+    assert txt.spec.name == "300" and txt.spec.text == ["300"]  # the same text as a number elsewhere: still a str

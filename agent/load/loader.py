@@ -180,6 +180,7 @@ class _Loader(yaml.CSafeLoader):
         # tenth of the parse. Builtins that accept the same arguments and do nothing cost far less.
         self.descend_resolver = _IGNORE_TWO  # type: ignore[method-assign]
         self.ascend_resolver = _IGNORE_NONE  # type: ignore[method-assign]
+        self.shared = construct.Shared()  # a file's recurring values, one object each
 
     def resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
         # Exactly what Resolver.resolve answers when no path resolvers are set (asserted at the top):
@@ -460,7 +461,7 @@ def _construct(loader: _Loader, node: yaml.Node, text: str) -> tuple[Any, int | 
     if bounds.ReadBudget.plain(node, text):
         start = len(loader.duplicates)
         try:
-            return construct.tree(node, loader, loader.duplicates)
+            return construct.tree(node, loader, loader.duplicates, loader.shared)
         except construct.Unusual:
             del loader.duplicates[start:]
     return None, None
