@@ -217,3 +217,20 @@ def test_no_traceback_for_binary_or_empty_files(repo: Repo) -> None:
     assert "Traceback" not in result.stderr
     assert f"{repo.root}/blob.yaml:1: cannot read file" in result.stderr
     assert f"{repo.root}/tabs.yaml:2: YAML syntax error" in result.stderr
+
+
+def test_a_warning_repeated_in_a_file_is_listed_once_with_a_count_and_errors_are_all_kept(repo: Repo) -> None:
+    def record(name: str, extra: str = "") -> str:
+        return HEAD + (f"kind: ARecord\nmetadata: {{name: {name}, namespace: dns}}\n"
+                       f"spec: {{name: {name}, zone: example.com, ipv4Addresses: [192.0.2.1]{extra}}}\n")
+
+    repo.add("a.yaml", "---\n".join([record("a1"), record("a2", ", ttl: -5"), record("a3"), record("a4", ", ttl: -6")]))
+    repo.add("b.yaml", record("b1"))
+    found = [str(p) for p in load_dir(repo.root).problems]
+    shorthand = [p for p in found if "shorthand" in p]
+    assert len(shorthand) == 2, found  # one per file, each at its first record
+    assert shorthand[0].startswith("a.yaml:4: ARecord/dns/a1: spec.zone: shorthand: ")
+    assert shorthand[0].endswith(" (and 3 more like it in this file)")
+    assert shorthand[1].startswith("b.yaml:4: ARecord/dns/b1: spec.zone: ") and "more like it" not in shorthand[1]
+    errors = [p for p in found if "spec.ttl" in p]
+    assert [e.split(":")[:2] for e in errors] == [["a.yaml", "9"], ["a.yaml", "19"]], found  # each error, its own line

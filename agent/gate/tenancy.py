@@ -131,11 +131,12 @@ def _walk(node: Any, path: str) -> Iterator[tuple[str, str, str | None]]:
 def _named_secrets(obj: Loaded) -> list[tuple[str, str, str | None]]:
     """(field path, name, namespace) of the Secrets one CR names; kept with the object, which a
     long-running agent reuses while its file is unchanged (a revision may hold 1,000 DNSZones)."""
-    found: list[tuple[str, str, str | None]] | None = obj.__dict__.get("_named_secrets")
+    found = obj.secrets
     if found is None:
         spec: Any = getattr(obj.model, "spec", None)
         body = spec.model_dump(by_alias=True, exclude_none=True, mode="json") if hasattr(spec, "model_dump") else None
-        found = obj.__dict__["_named_secrets"] = list(_walk(body, "spec"))
+        found = list(_walk(body, "spec"))
+        object.__setattr__(obj, "secrets", found)  # a cache on a frozen object
     return found
 
 

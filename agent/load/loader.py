@@ -73,13 +73,16 @@ class FileText:
 _SPAN = 1 << 32  # Loaded.span: start * _SPAN + end, one int instead of a tuple of two
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class Loaded:
     key: ObjectKey
     model: Resource
     origin: Origin
     text: FileText | None = dataclasses.field(default=None, repr=False, compare=False)  # its file's
     span: int = dataclasses.field(default=0, repr=False, compare=False)  # where in it: start * _SPAN + end
+    # (field path, name, namespace) of the Secrets it names, once asked (gate.tenancy): kept with the
+    # object, which a long-running agent reuses while its file is unchanged
+    secrets: list[tuple[str, str, str | None]] | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def origin_at(self, path: str) -> Origin:
         """file:line of a dotted field path such as "spec.ipv4Addresses[1]" in this document.
@@ -452,7 +455,31 @@ def load_text(text: str, file: str, *, default_namespace: str = names.DEFAULT_NA
         manifest.problems.append(Problem(Origin(file, 1), "", "", f"YAML error: {exc}"))
     finally:
         loader.dispose()
+    _fold_repeated_warnings(manifest.problems)
     return manifest
+
+
+def _fold_repeated_warnings(found: list[Problem]) -> None:
+    """A warning that recurs in one file (the same field, the same words) is listed once, at its first
+    place, with how many more there are: a file of 100 records written with the same shorthand gave
+    100 identical lines, and a repository 33,333, which hid everything else. Errors are all kept."""
+    first: dict[tuple[str, str], int] = {}
+    more: dict[tuple[str, str], int] = {}
+    kept: list[Problem] = []
+    for problem in found:
+        if problem.severity is Severity.WARNING:
+            key = (problem.path, problem.message)
+            if key in first:
+                more[key] = more.get(key, 0) + 1
+                continue
+            first[key] = len(kept)
+        kept.append(problem)
+    if more:
+        for key, count in more.items():
+            shown = kept[first[key]]
+            kept[first[key]] = dataclasses.replace(
+                shown, message=f"{shown.message} (and {count:,} more like it in this file)")
+        found[:] = kept
 
 
 def _construct(loader: _Loader, node: yaml.Node, text: str) -> tuple[Any, int | None]:
