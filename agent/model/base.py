@@ -8,16 +8,11 @@ as `K8sObject`: any mapping is accepted and the generated CRD marks them
 
 from __future__ import annotations
 
-from typing import (
-    Annotated,
-    Any,
-    Literal,
-    Required,  # pydantic needs this TypedDict before Python 3.12
-)
+from typing import Annotated, Any, Literal, Required
 
 from pydantic import BaseModel, ConfigDict, Field, with_config
 from pydantic.alias_generators import to_camel
-from typing_extensions import TypedDict
+from typing_extensions import TypedDict  # the one pydantic accepts before Python 3.12
 
 _FIELD_SETS: dict[frozenset[str], set[str]] = {}  # see Resource.share_field_sets
 _LAST_FIELD_SET: dict[type, set[str]] = {}

@@ -88,14 +88,18 @@ def offline(desired: Desired, *, revision: str | None = None) -> Plan:
     return build(desired, empty_world(desired), revision=revision)
 
 
+_ACTIONS = {a.value: a for a in Action}  # Action(value) costs a call into enum per change
+
+
 def _kube_view(plan: Plan, changes: list[kubediff.KubeChange]) -> None:
+    add = plan.changes.append
     for c in changes:
-        target = KubeTarget(c.key.kind, c.key.namespace, c.key.name)
+        target = KubeTarget(*c.key)
         if c.action == "conflict":
             plan.conflicts.append(f"{target}: {c.reason}")
             continue
         reason = f"drift: {c.reason}" if c.drift else c.reason
-        plan.changes.append(Change(Action(c.action), target, new=c.desired, fields=c.fields, reason=reason))
+        add(Change(_ACTIONS[c.action], target, new=c.desired, fields=c.fields, reason=reason))
 
 
 def _zone_view(plan: Plan, zones: list[zonediff.ZonePlan]) -> None:
@@ -114,8 +118,8 @@ def _zone_view(plan: Plan, zones: list[zonediff.ZonePlan]) -> None:
                                        reason="secondaries changed"))
         plan.unplanned += [f"{zp.name} on {i}: {e.removeprefix(f'{i}: ')}" for i, e in sorted(zp.errors.items())]
         plan.conflicts += [f"{zp.name}: {c}" for c in zp.conflicts]
-    for zp in zones:
-        for c in sorted(zp.rrset_changes, key=lambda c: (c.key[0].count("."), c.key)):
-            name, rtype = c.key
-            plan.changes.append(Change(Action(c.action), RRsetTarget(zp.name, name, rtype),
-                                       old=c.before, new=c.after))
+    add = plan.changes.append
+    for zp in zones:  # shallow names first; a zone's keys are unique, so no two changes compare equal
+        for _, (name, rtype), c in sorted([((key := c.key)[0].count("."), key, c) for c in zp.rrset_changes],
+                                          key=lambda k: k[:2]):
+            add(Change(_ACTIONS[c.action], RRsetTarget(zp.name, name, rtype), old=c.before, new=c.after))
