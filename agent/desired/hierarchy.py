@@ -65,6 +65,12 @@ class KubeObject:
         content = self.content
         return content if type(content) is dict else _cr_body(content)  # type: ignore[arg-type]
 
+    def body_copy(self) -> dict[str, Any]:
+        """The body as a dict the caller may change: a Git CR's is made anew anyway, a generated
+        object's is copied."""
+        content = self.content
+        return json.loads(json.dumps(content)) if type(content) is dict else _cr_body(content)  # type: ignore[arg-type]
+
     @property
     def hash(self) -> str:
         """A fingerprint of the body (the applied-hash annotation), computed once per object."""

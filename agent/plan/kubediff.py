@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -64,7 +63,7 @@ def is_managed(live: dict[str, Any], agent: str) -> bool:
 
 def manifest(obj: KubeObject, agent: str, owner_uid: str | None = None) -> dict[str, Any]:
     """The body to apply: the desired object plus the agent's labels, hash and owner reference."""
-    body: dict[str, Any] = json.loads(json.dumps(obj.body))
+    body = obj.body_copy()
     meta = body.setdefault("metadata", {})
     meta["labels"] = {**(meta.get("labels") or {}), MANAGED_BY_KEY: MANAGED_BY_VALUE, AGENT_LABEL: agent}
     if obj.owner is not None:
