@@ -103,22 +103,21 @@ def _kube_view(plan: Plan, changes: list[kubediff.KubeChange]) -> None:
 
 
 def _zone_view(plan: Plan, zones: list[zonediff.ZonePlan]) -> None:
+    add = plan.changes.append
     for zp in zones:
         for instance in zp.deletes:
             role = "no longer selected" if instance not in zp.primaries + zp.secondaries else "role changed"
-            plan.changes.append(Change(Action.DELETE, ZoneTarget(zp.name, instance, role)))
+            add(Change(Action.DELETE, ZoneTarget(zp.name, instance, role)))
         for instance, role in zp.creates:
             after: dict[str, Any] = {"zoneType": role}
             if role == "secondary":
                 after["primaries"] = list(zp.primaries)
-            plan.changes.append(Change(Action.CREATE, ZoneTarget(zp.name, instance, role), new=after))
+            add(Change(Action.CREATE, ZoneTarget(zp.name, instance, role), new=after))
         for instance in zp.renotify:
-            plan.changes.append(Change(Action.UPDATE, ZoneTarget(zp.name, instance, "primary"),
-                                       new={"alsoNotify": list(zp.secondaries)}, fields=("alsoNotify",),
-                                       reason="secondaries changed"))
+            add(Change(Action.UPDATE, ZoneTarget(zp.name, instance, "primary"),
+                       new={"alsoNotify": list(zp.secondaries)}, fields=("alsoNotify",), reason="secondaries changed"))
         plan.unplanned += [f"{zp.name} on {i}: {e.removeprefix(f'{i}: ')}" for i, e in sorted(zp.errors.items())]
         plan.conflicts += [f"{zp.name}: {c}" for c in zp.conflicts]
-    add = plan.changes.append
     for zp in zones:  # shallow names first; a zone's keys are unique, so no two changes compare equal
         for _, (name, rtype), c in sorted([((key := c.key)[0].count("."), key, c) for c in zp.rrset_changes],
                                           key=lambda k: k[:2]):
