@@ -563,12 +563,7 @@ class FileCache:
         self._parts: list[Manifest] = []  # the last revision's parts, in file order ...
         self._seen: dict[ObjectKey, Origin] | None = None  # ... and their keys; None: start afresh
         self.hits = self.misses = 0
-        self.revisions = 0  # loaded through it
-
-    @property
-    def loaded(self) -> bool:
-        """Whether a revision has been loaded through this cache."""
-        return self.revisions > 0
+        self.loaded = False  # a revision has been loaded through it
 
     def _take(self, key: tuple[str, str], budget: bounds.ReadBudget) -> Manifest | None:
         parsed = self._entries.get(key)
@@ -691,5 +686,5 @@ def load_files(files: Iterable[SourceFile], *, default_namespace: str = names.DE
         parts.append(part)
     if cache is not None:
         cache._entries = fresh
-        cache.revisions += 1
+        cache.loaded = True
     return _combine(parts, cache)
