@@ -38,6 +38,7 @@ class DnsObserved:
     ownership: dict[str, ZoneOwnership]  # zone -> what the agent placed and wrote
     zones: dict[str, dict[str, ZoneObserved]]  # zone -> primary instance -> what it serves
     reachable: set[str]  # instance ids ("namespace/name") the agent has an endpoint for
+    focus: set[str] | None = None  # only these zones were asked; the others are as the agent left them
 
 
 @dataclasses.dataclass

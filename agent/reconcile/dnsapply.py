@@ -389,20 +389,29 @@ def _settled(zp: ZonePlan, result: ZoneResult, revision: str | None) -> ZoneOwne
 
 
 def apply(zones: list[ZonePlan], endpoints: Mapping[str, Endpoint], store: Store, *, options: DnsApplyOptions,
-          deadline: Deadline, progress: Callable[[int, int], None] | None = None) -> DnsResult:
-    """Executes every zone's plan; ownership is stored as it goes. `progress` hears (zones done, zones)."""
+          deadline: Deadline, progress: Callable[[int, int], None] | None = None,
+          focus: set[str] | None = None) -> DnsResult:
+    """Executes every zone's plan; ownership is stored as it goes. `progress` hears (zones done, zones).
+    `focus`: only these zones were observed (dnsobserve.observe); only they are checked for a
+    secondary left behind, the others wait for the next run without a focus."""
     runner = DnsApply(endpoints, store, options, deadline)
     settled = [_settled_already(zp) for zp in zones]
-    done: dict[int, ZoneResult] = {i: runner.zone(zp, settled=True) for i, zp in enumerate(zones) if settled[i]}
     work = [(i, zp) for i, zp in enumerate(zones) if not settled[i]]
-    caught_up = list(done.items())
+    done: dict[int, ZoneResult] = {}
     try:
+        # the zones with writes first: they are what a push waits for; the settled ones (most zones
+        # of most runs) only report what they serve
         with concurrent.futures.ThreadPoolExecutor(max_workers=ZONE_WORKERS) as pool:
             for (i, _), result in zip(work, pool.map(lambda item: runner.zone(item[1]), work), strict=True):
                 done[i] = result
                 if progress is not None:
                     progress(len(done), len(zones))
-        runner.catch_up([(zones[i], r) for i, r in caught_up])  # after the writes: they are what a push waits for
+        rest = [i for i, already in enumerate(settled) if already]
+        for i in rest:
+            done[i] = runner.zone(zones[i], settled=True)
+        if progress is not None and rest:
+            progress(len(zones), len(zones))
+        runner.catch_up([(zones[i], done[i]) for i in rest if focus is None or zones[i].name in focus])
         runner.verify()
     finally:
         runner.close()

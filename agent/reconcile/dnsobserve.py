@@ -3,6 +3,8 @@
 Every zone Git places is transferred (TSIG-signed AXFR) from each of its primaries; a primary
 that does not serve the zone is recorded as such, one that cannot be asked as an error (nothing is
 then planned for that zone). Zones run concurrently; every transfer is bounded by the deadline.
+A long-running agent transfers only the zones whose SOA serial moved since it last saw them
+(`DnsMemory`), and between resyncs asks only the serials of the zones a revision touches.
 """
 
 from __future__ import annotations
@@ -32,6 +34,13 @@ class DnsMemory:
 
     def __init__(self) -> None:
         self.zones: dict[str, dict[str, ZoneObserved]] = {}  # zone -> primary -> rrsets and serial
+        self.sources: dict[str, object] = {}  # zone -> the desired RRsets it was last applied from
+
+    def changed(self, desired: Desired) -> set[str]:
+        """The zones whose desired RRsets are not the very object the agent last applied (a long-running
+        agent's unchanged zone keeps it, agent/desired/memo.py): the zones a revision touches."""
+        sources = self.sources
+        return {z.name for z in desired.zones if sources.get(z.name) is not z.rrsets}
 
     def remember(self, zone: str, primary: str, seen: ZoneObserved) -> None:
         """Kept as `remembered`, the very object handed out while the serial stays (memos compare identity)."""
@@ -39,6 +48,7 @@ class DnsMemory:
 
     def forget(self, zone: str) -> None:
         self.zones.pop(zone, None)
+        self.sources.pop(zone, None)
 
     def seen(self, zone: str, primary: str) -> ZoneObserved | None:
         return self.zones.get(zone, {}).get(primary)
@@ -59,12 +69,18 @@ def _transfer(endpoint: Endpoint, zone: str, deadline: Deadline) -> ZoneObserved
 
 
 def _unmoved(jobs: list[tuple[str, str]], endpoints: Mapping[str, Endpoint], memory: DnsMemory,
-             deadline: Deadline) -> dict[tuple[str, str], ZoneObserved]:
-    """The zones whose serial on their primary is the one the agent last saw: what it saw then."""
+             deadline: Deadline, focus: set[str] | None) -> dict[tuple[str, str], ZoneObserved]:
+    """The zones whose serial on their primary is the one the agent last saw: what it saw then. With
+    a `focus`, the zones outside it are taken as remembered without asking (see `observe`)."""
     out: dict[tuple[str, str], ZoneObserved] = {}
     by_primary: dict[str, list[str]] = {}
     for zone, inst in jobs:
-        if memory.seen(zone, inst) is not None:
+        seen = memory.seen(zone, inst)
+        if seen is None:
+            continue
+        if focus is not None and zone not in focus:
+            out[(zone, inst)] = seen
+        else:
             by_primary.setdefault(inst, []).append(zone)
     for inst, zones in by_primary.items():
         if deadline.expired:
@@ -78,15 +94,17 @@ def _unmoved(jobs: list[tuple[str, str]], endpoints: Mapping[str, Endpoint], mem
 
 
 def observe(desired: Desired, store: Store, endpoints: Mapping[str, Endpoint], *, deadline: Deadline,
-            memory: DnsMemory | None = None, refresh: bool = True,
+            memory: DnsMemory | None = None, refresh: bool = True, focus: set[str] | None = None,
             progress: Callable[[int, int], None] | None = None) -> DnsObserved:
-    """With `memory`, only zones whose serial moved (or that it has not seen) are transferred;
-    `refresh` reads the ownership records back from the store; `progress` hears (zones observed,
-    zones to observe) as each zone's transfers finish."""
+    """With `memory`, only zones whose serial moved (or that it has not seen) are transferred; with a
+    `focus` too (the zones the revision touches), the serials of the other zones are not even asked:
+    they are what the agent left there (hand-made drift in them is found by the next run without a
+    focus, every resync). `refresh` reads the ownership records back from the store; `progress`
+    hears (zones observed, zones to observe) as each zone's transfers finish."""
     ownership = store.load_zones(refresh=refresh)
     wanted = [(z.name, instance_id(k)) for z in desired.zones for k in z.primaries]
     jobs = [(zone, inst) for zone, inst in wanted if inst in endpoints]
-    known = _unmoved(jobs, endpoints, memory, deadline) if memory is not None else {}
+    known = _unmoved(jobs, endpoints, memory, deadline, focus) if memory is not None else {}
     left, finished = collections.Counter(zone for zone, _ in jobs), 0  # transfers left per zone
     zones: dict[str, dict[str, ZoneObserved]] = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=WORKERS) as pool:
@@ -99,4 +117,4 @@ def observe(desired: Desired, store: Store, endpoints: Mapping[str, Endpoint], *
             finished += not left[zone]
             if progress is not None and not left[zone]:
                 progress(finished, len(left))
-    return DnsObserved(ownership, zones, set(endpoints))
+    return DnsObserved(ownership, zones, set(endpoints), focus if memory is not None else None)

@@ -6,9 +6,10 @@
     dns        what each primary served when the agent last saw it, with its SOA serial
 
 The CLI's one-shot runs start with an empty memory. A full observe (Kubernetes listed and compared
-field by field) happens every `resync_after`; a full DNS comparison (every zone transferred) every
-`sweep_after`; and after any run that did not apply cleanly, so that nothing is trusted that the
-last run could not confirm.
+field by field) happens every `resync_after`, and so does asking every zone's SOA serial (between
+them a run asks only the zones its revision touches); a full DNS comparison (every zone
+transferred) every `sweep_after`; and all of them after any run that did not apply cleanly, so that
+nothing is trusted that the last run could not confirm.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class Memory:
     kube_at: float = 0.0  # monotonic time of the last full Kubernetes observe
     dns: DnsMemory = dataclasses.field(default_factory=DnsMemory)
     dns_at: float = 0.0  # monotonic time of the last full DNS comparison
+    serials_at: float = 0.0  # monotonic time of the last run that asked every zone's SOA serial
     agent_namespace: str = ""
 
     @property
@@ -47,8 +49,12 @@ class Memory:
     def dns_fresh(self, sweep_after: float) -> bool:
         return bool(self.dns.zones) and time.monotonic() - self.dns_at < sweep_after
 
+    def serials_fresh(self, resync_after: float) -> bool:
+        """Every zone's serial was asked within `resync_after`: a run may ask only the zones it touches."""
+        return time.monotonic() - self.serials_at < resync_after
+
     def forget_world(self) -> None:
         """Trust nothing remembered of the cluster or the servers (after a failure, a new leader)."""
         self.kube, self.kube_at = None, 0.0
-        self.dns, self.dns_at = DnsMemory(), 0.0
+        self.dns, self.dns_at, self.serials_at = DnsMemory(), 0.0, 0.0
         self.plans = Memo()

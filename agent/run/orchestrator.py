@@ -196,9 +196,12 @@ def _observe(planned: Planned, desired: Desired, targets: Targets, options: Opti
     endpoints = targets.endpoints
     planned.endpoints = endpoints(desired) if callable(endpoints) else endpoints
     if planned.endpoints is not None:
+        focused = (memory is not None and planned.dns_fast and options.mode != "detect"
+                   and memory.serials_fresh(options.resync_after))
         observed.dns = dnsobserve.observe(
             desired, targets.store, planned.endpoints, deadline=deadline,
             memory=memory.dns if memory and planned.dns_fast else None, refresh=not planned.dns_fast,
+            focus=memory.dns.changed(desired) if memory is not None and focused else None,
             progress=lambda done, total: progress("observed", "zones", done, total))
 
 
@@ -379,7 +382,8 @@ class _Run:
                                                        result.revision)
                 result.dns = dnsapply.apply(plan.zones, endpoints, self.targets.store, options=dns_options,
                                             deadline=self.deadline, progress=lambda done, total: self.progress(
-                                                "applied", "zones", done, total))
+                                                "applied", "zones", done, total),
+                                            focus=self.observed.dns.focus if self.observed.dns else None)
             if api is not None and result.kube is not None:
                 only = status.affected(desired, plan, result.kube, result.dns) if self.kube_fast else None
                 wanted = status.wanted(desired, result.kube, revision=result.revision, dns=result.dns, only=only,
@@ -408,8 +412,8 @@ class _Run:
             memory.agent_namespace = self.options.agent_namespace
             memory.kube_at = memory.kube_at if self.kube_fast else now
         if result.dns is not None:
-            wanted = {z.name for z in desired.zones}
-            for zone in set(memory.dns.zones) - wanted:
+            wanted = {z.name: z.rrsets for z in desired.zones}
+            for zone in set(memory.dns.zones) - wanted.keys():
                 memory.dns.forget(zone)
             for zr in result.dns.zones:
                 if not zr.ok:
@@ -418,7 +422,10 @@ class _Run:
                 for primary, seen in zr.after.items():
                     if memory.dns.seen(zr.name, primary) is not seen:
                         memory.dns.remember(zr.name, primary, seen)
+                memory.dns.sources[zr.name] = wanted.get(zr.name)
             memory.dns_at = memory.dns_at if self.dns_fast else now
+            dns = self.observed.dns
+            memory.serials_at = memory.serials_at if dns is not None and dns.focus is not None else now
 
     def _partial(self, result: RunOutcome) -> str:
         """What a partial run tells the user (the CLI prints it; the deadline also goes into the report)."""

@@ -1,6 +1,7 @@
-"""A long-running agent's runs cost what changed: a one-record commit transfers no zone whose serial
-did not move, writes a handful of Kubernetes objects, and is served; drift is still found - in DNS
-when a zone's serial moves, in the cluster at the next full observe."""
+"""A long-running agent's runs cost what changed: a one-record commit asks only the zones it touches,
+transfers none whose serial did not move, writes a handful of Kubernetes objects, and is served;
+drift is still found - in DNS when the resync asks every zone's serial, in the cluster at the next
+full observe."""
 
 from __future__ import annotations
 
@@ -84,13 +85,22 @@ def test_a_one_record_commit_costs_one_zone_and_a_handful_of_writes(world: dict[
     for server in world["endpoints"].values():
         assert records.query(server, f"www.example-{tag}.com.", "A") == ("192.0.2.10", "192.0.2.11", "192.0.2.42")
 
-    # someone changes a managed record of another zone by hand: its serial moves, so it is read and repaired
+    # someone changes a managed record of another zone by hand: a push costs the zones it touches, so
+    # the next push does not even ask that zone's serial; the next resync does, reads it and repairs it
     _out_of_band(world["bind"], f"example-{tag}.org", "www", "203.0.113.9")
     _commit(world, world["files"][WEB].replace("192.0.2.12", "192.0.2.43"))
     third = _run(world)
     assert third.outcome == "applied", (third.failures, third.message)
-    assert _transferred(third) == [f"example-{tag}.org."]
+    assert _transferred(third) == []
+    assert third.plan is not None and third.plan.zones is not None
+    assert [c for zp in third.plan.zones for c in zp.rrset_changes if zp.name != f"example-{tag}.com."] == []
+    assert records.query(primary, f"www.example-{tag}.org.", "A") == ("203.0.113.9",)
+    _commit(world, world["files"][WEB].replace("192.0.2.12", "192.0.2.47"))
+    resync = _run(world, resync_after=0)
+    assert resync.outcome == "applied", (resync.failures, resync.message)
+    assert _transferred(resync) == [f"example-{tag}.org."]
     assert records.query(primary, f"www.example-{tag}.org.", "A") != ("203.0.113.9",)
+    assert records.query(primary, f"www.example-{tag}.com.", "A") == ("192.0.2.10", "192.0.2.11", "192.0.2.47")
 
 
 def test_a_hand_edit_in_the_cluster_is_found_at_the_next_full_observe(world: dict[str, Any]) -> None:
