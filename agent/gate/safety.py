@@ -55,6 +55,8 @@ def _threshold(zone: str, annotations: dict[str, str], default: float) -> tuple[
 def records_refusal(zone: str, plan: rrsetdiff.RRsetPlan, managed: set[Key],
                     annotations: dict[str, str], policy: Policy) -> str | None:
     """None if one primary's RRset plan may go ahead, else why not (also used after a re-plan)."""
+    if not plan.changes and THRESHOLD_ANNOTATION not in annotations:
+        return None  # most zones of most runs: nothing to refuse (a bad threshold is refused below)
     if policy.force or annotations.get(FORCE_ANNOTATION, "").lower() == "true":
         return None
     threshold, bad = _threshold(zone, annotations, policy.delete_threshold)

@@ -64,11 +64,16 @@ class ReadBudget:
 
     def afford(self, spent: tuple[int, int, int, int]) -> bool:
         """Whether a file that took `spent` before fits what is left (then nothing is reported)."""
-        return all(left >= cost for left, cost in zip(self.counters(), spent, strict=True))
+        size, documents, nodes, alias_nodes = spent  # once per cached file: no generator
+        return (self.bytes >= size and self.documents >= documents and self.nodes >= nodes
+                and self.alias_nodes >= alias_nodes)
 
     def charge(self, spent: tuple[int, int, int, int]) -> None:
-        self.bytes, self.documents, self.nodes, self.alias_nodes = (
-            left - cost for left, cost in zip(self.counters(), spent, strict=True))
+        size, documents, nodes, alias_nodes = spent
+        self.bytes -= size
+        self.documents -= documents
+        self.nodes -= nodes
+        self.alias_nodes -= alias_nodes
 
     def admit(self, file: str, size: int) -> Problem | None:
         """Whether a file of `size` bytes may be read; spends nothing."""

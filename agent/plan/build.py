@@ -105,6 +105,9 @@ def _kube_view(plan: Plan, changes: list[kubediff.KubeChange]) -> None:
 def _zone_view(plan: Plan, zones: list[zonediff.ZonePlan]) -> None:
     add = plan.changes.append
     for zp in zones:
+        if zp.settled_once:  # reused from the last revision with nothing to do (dnsapply): its conflicts at most
+            plan.conflicts += [f"{zp.name}: {c}" for c in zp.conflicts]
+            continue
         for instance in zp.deletes:
             role = "no longer selected" if instance not in zp.primaries + zp.secondaries else "role changed"
             add(Change(Action.DELETE, ZoneTarget(zp.name, instance, role)))
@@ -119,6 +122,8 @@ def _zone_view(plan: Plan, zones: list[zonediff.ZonePlan]) -> None:
         plan.unplanned += [f"{zp.name} on {i}: {e.removeprefix(f'{i}: ')}" for i, e in sorted(zp.errors.items())]
         plan.conflicts += [f"{zp.name}: {c}" for c in zp.conflicts]
     for zp in zones:  # shallow names first; a zone's keys are unique, so no two changes compare equal
+        if zp.settled_once:
+            continue
         for _, (name, rtype), c in sorted([((key := c.key)[0].count("."), key, c) for c in zp.rrset_changes],
                                           key=lambda k: k[:2]):
             add(Change(_ACTIONS[c.action], RRsetTarget(zp.name, name, rtype), old=c.before, new=c.after))

@@ -49,6 +49,9 @@ class ZonePlan:
     recovered: bool = False  # an interrupted run's intent was folded back in
     observed: dict[str, ZoneObserved] = dataclasses.field(default_factory=dict)  # primary -> what it served
     revision: str | None = None  # the revision whose writes to this zone were last settled
+    # found to have nothing to write or record (dnsapply): a plan reused for an unchanged zone is not
+    # compared again (a settled plan is never changed, so the answer stays true)
+    settled_once: bool = dataclasses.field(default=False, repr=False, compare=False)
 
     @property
     def key(self) -> ObjectKey | None:

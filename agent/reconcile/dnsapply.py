@@ -372,8 +372,11 @@ class DnsApply:
 
 
 def _settled_already(zp: ZonePlan) -> bool:
-    return (zp.empty and not zp.recovered and not zp.errors and zp.managed_after == zp.managed_before
-            and zp.placements_after == zp.placements_before)
+    if zp.settled_once:
+        return True
+    zp.settled_once = (zp.empty and not zp.recovered and not zp.errors and zp.managed_after == zp.managed_before
+                       and zp.placements_after == zp.placements_before)
+    return zp.settled_once
 
 
 def _settled(zp: ZonePlan, result: ZoneResult, revision: str | None) -> ZoneOwnership:
