@@ -362,21 +362,21 @@ def _check_targets(zone: Zone, sources: dict[tuple[str, str], list[Loaded]], own
                             "record; BIND refuses such an update (check-integrity). Add an ARecord for it")
 
 
-def _zone_rrsets(zone: Zone, obj: Loaded, members: list[list[Loaded]], out: _Out, memo: Memo | None) -> None:
-    """The zone's RRsets and the problems found building them; reused when nothing they come from
-    changed: the DNSZone, and each file's list of its records (the same list while that file's
-    assignment is reused)."""
-    def compute() -> tuple[dict[tuple[str, str], rrsets.RRset], dict[ObjectKey, tuple[str, str]], list[Problem],
-                           list[ObjectKey]]:
-        scratch = _Out()
+def _zone_rrsets(placed: Zone, obj: Loaded, members: list[list[Loaded]], out: _Out, memo: Memo | None) -> Zone:
+    """The placed zone with its RRsets, and the problems found building them; the very zone of the
+    last revision when nothing it comes from changed: its placement (the same object while the
+    DNSZone and the instances are), the DNSZone, and each file's list of its records (the same
+    list while that file's assignment is reused)."""
+    def compute() -> tuple[Zone, list[Problem]]:
+        zone, scratch = placed.fresh(), _Out()  # the placed zone is shared by revisions: never changed
         _add_rrsets(zone, [r for found in members for r in found], scratch)
-        across = [k for k in zone.records if k.namespace != zone.key.namespace]
-        return zone.rrsets, zone.records, scratch.problems, across
+        zone.from_other_namespaces = [k for k in zone.records if k.namespace != zone.key.namespace]
+        return zone, scratch.problems
 
-    found, records, problems, across = (memo.get(("rrsets", zone.name), (obj, *members), compute)
-                                        if memo is not None else compute())
-    zone.rrsets, zone.records, zone.from_other_namespaces = found, records, across
+    zone, problems = (memo.get(("rrsets", placed.name), (placed, obj, *members), compute)
+                      if memo is not None else compute())
     out.problems += problems
+    return zone
 
 
 def _placed(obj: Loaded, name: str, fleet: _Fleet) -> tuple[Zone, list[Problem]]:
@@ -396,7 +396,7 @@ def place(manifest: Manifest, clusters: dict[ObjectKey, ClusterView],
     fleet = _Fleet.of(clusters, instances)
     # a zone's placement is reused while the DNSZone is the same object and the instances say the same
     fleet_token = memo.token(("fleet",), (list(clusters.values()), instances)) if memo is not None else None
-    zones: list[Zone] = []
+    placed_zones: list[Zone] = []  # placed, without RRsets
     sources: dict[ObjectKey, Loaded] = {}
     first_seen: dict[str, Zone] = {}
     for obj in manifest.of_kind("DNSZone"):
@@ -408,12 +408,11 @@ def place(manifest: Manifest, clusters: dict[ObjectKey, ClusterView],
             continue
         compute = functools.partial(_placed, obj, name, fleet)
         placed, problems = memo.get(("placed", obj.key), (obj, fleet_token), compute) if memo else compute()
-        zone = placed.fresh()  # a zone of its own for this revision: the RRsets are set on it below
         out.problems += problems
-        first_seen[name] = zone
-        sources[zone.key] = obj
-        zones.append(zone)
-    members = _assign_records(zones, sources, manifest.by_file or [manifest.objects], out, memo)
-    for zone in zones:
-        _zone_rrsets(zone, sources[zone.key], members.get(zone.key, []), out, memo)
+        first_seen[name] = placed
+        sources[placed.key] = obj
+        placed_zones.append(placed)
+    members = _assign_records(placed_zones, sources, manifest.by_file or [manifest.objects], out, memo)
+    zones = [_zone_rrsets(placed, sources[placed.key], members.get(placed.key, []), out, memo)
+             for placed in placed_zones]
     return zones, out.problems

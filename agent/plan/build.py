@@ -42,14 +42,13 @@ def kube_changes(desired: Desired, observed: KubeObserved, *, agent: str, rotate
 
 def _zone_plan(zone: Zone, observed: DnsObserved, reachable: object, memo: Memo | None) -> zonediff.ZonePlan:
     """A zone's plan; with a memo, the last one when nothing it comes from changed (the same
-    desired RRsets, ownership and observed objects: a zone nobody touched)."""
+    desired zone - placement, annotations and RRsets: placement.place keeps the very object while
+    they stay -, ownership and observed objects: a zone nobody touched)."""
     if memo is None:
         return zonediff.plan_zone(zone.name, zone, observed)
     seen = observed.zones.get(zone.name, {})
-    inputs = (zone.rrsets, observed.ownership.get(zone.name), reachable, *seen.values())  # compared by identity
-    placement = (tuple(zone.primaries), tuple(zone.secondaries), tuple(sorted(zone.annotations.items())))
-    return memo.get(("zone-plan", zone.name, placement), inputs,  # values: in the key, compared by equality
-                    lambda: zonediff.plan_zone(zone.name, zone, observed))
+    inputs = (zone, observed.ownership.get(zone.name), reachable, *seen.values())  # compared by identity
+    return memo.get(("zone-plan", zone.name), inputs, lambda: zonediff.plan_zone(zone.name, zone, observed))
 
 
 def zone_plans(desired: Desired, observed: DnsObserved, memo: Memo | None = None) -> list[zonediff.ZonePlan]:
