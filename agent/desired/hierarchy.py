@@ -14,10 +14,10 @@ semantic problem is collected, never raised.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import itertools
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from agent.desired import apinames, placement, rrsets, workloads
@@ -33,6 +33,7 @@ from agent.model.infra import (
     RndcSecretRef,
     ZoneSource,
 )
+from agent.model.joined import Joined
 from agent.model.key import ObjectKey
 from agent.model.problems import Origin, Problem, Severity
 
@@ -104,7 +105,7 @@ class Instance:
 
 @dataclasses.dataclass
 class Desired:
-    objects: list[KubeObject]  # in apply order: the infrastructure first, then DNSZones, then records
+    objects: Sequence[KubeObject]  # in apply order: the infrastructure first, then DNSZones, then records
     instances: dict[ObjectKey, Instance]
     zones: list[placement.Zone]
     problems: list[Problem]
@@ -113,7 +114,7 @@ class Desired:
     @property
     def infrastructure(self) -> list[KubeObject]:
         """The objects before the DNSZone and record CRs (a few, where the rest may be 100,000)."""
-        return self.objects[:self.infra]
+        return list(itertools.islice(self.objects, self.infra))
 
     def object(self, kind: str, namespace: str | None, name: str) -> KubeObject | None:
         key = ObjectKey(kind, namespace, name)
@@ -262,9 +263,10 @@ def _config_strings(settings: workloads.InstanceSettings) -> list[tuple[str, str
     return out
 
 
-def _children(desired: Desired, clusters: dict[ObjectKey, Cluster], problems: _Problems) -> None:
+def _children(instances: dict[ObjectKey, Instance], clusters: dict[ObjectKey, Cluster], objects: list[KubeObject],
+              problems: _Problems) -> None:
     accounts: set[str] = set()
-    for key, inst in sorted(desired.instances.items(), key=lambda kv: str(kv[0])):
+    for key, inst in sorted(instances.items(), key=lambda kv: str(kv[0])):
         ns, name = key.namespace or "", key.name
         cluster = clusters.get(ObjectKey("Bind9Cluster", ns, inst.cluster))
         settings = _settings(inst, cluster)
@@ -274,7 +276,7 @@ def _children(desired: Desired, clusters: dict[ObjectKey, Cluster], problems: _P
                              f"{value!r} contains a quote, ';', '{{', '}}' or a control character, "
                              "which would break named.conf")
         lbl = workloads.labels(name, inst.cluster, inst.role)
-        add = desired.objects.append
+        add = objects.append
         if ns not in accounts:
             accounts.add(ns)
             add(KubeObject(ObjectKey("ServiceAccount", ns, workloads.SERVICE_ACCOUNT),
@@ -310,22 +312,20 @@ def _children(desired: Desired, clusters: dict[ObjectKey, Cluster], problems: _P
                        TIER_CHILD, key, source=inst.source))
 
 
-def _git_objects(manifest: Manifest, memo: Memo | None) -> tuple[list[KubeObject], list[KubeObject]]:
-    """The DNSZone and the record CRs as written in Git, each in file order; a file's are made again
-    only when it changed (the lists are joined from each file's, not sorted or filtered again)."""
+def _git_objects(manifest: Manifest, memo: Memo | None) -> list[tuple[list[KubeObject], list[KubeObject]]]:
+    """The DNSZone and the record CRs as written in Git, file by file; a file's are made again only
+    when it changed."""
     record_kinds = {k.name for k in kinds.RECORD_KINDS}
 
-    def make(found: list[Loaded]) -> tuple[list[KubeObject], list[KubeObject]]:
+    def make(found: Sequence[Loaded]) -> tuple[list[KubeObject], list[KubeObject]]:
         zones = [KubeObject(o.key, o, TIER_ZONE, origin=o.origin) for o in found if o.key.kind == "DNSZone"]
         records = [KubeObject(o.key, o, TIER_RECORD, origin=o.origin)
                    for o in found if o.key.kind in record_kinds]
         return zones, records
 
-    per_file = [make(found) if memo is None else
-                memo.get(("crs", found[0].origin.file), (found,), functools.partial(make, found))
-                for found in manifest.by_file or [manifest.objects] if found]
-    return (list(itertools.chain.from_iterable(zones for zones, _ in per_file)),
-            list(itertools.chain.from_iterable(records for _, records in per_file)))
+    files = [found for found in manifest.by_file or [manifest.objects] if found]
+    return ([make(found) for found in files] if memo is None
+            else memo.each(("crs",), files, make, name=lambda found: found[0].origin.file))
 
 
 def build(manifest: Manifest, memo: Memo | None = None) -> Desired:
@@ -335,20 +335,20 @@ def build(manifest: Manifest, memo: Memo | None = None) -> Desired:
     objects: list[KubeObject] = []
     clusters = _clusters(manifest, objects, problems)
     instances = _instances(manifest, clusters, objects, problems)
+    _children(instances, clusters, objects, problems)
     desired = Desired(objects, instances, [], problems.items)
-    _children(desired, clusters, problems)
     cluster_view = {k: placement.ClusterView(k, c.provider) for k, c in clusters.items()}
     inst_view = [placement.InstanceView(i.key, i.cluster, i.role, i.labels, i.zones_from)
                  for i in instances.values()]
     zones, zone_problems = placement.place(manifest, cluster_view, inst_view, memo)
     desired.zones = zones
     problems.items += zone_problems
-    zone_crs, record_crs = _git_objects(manifest, memo)
+    per_file = _git_objects(manifest, memo)
     # apply order: parents first, and what a Deployment uses before it; then the DNSZones and the
-    # records, each in the files' order
+    # records, each in the files' order (read as one list, not copied into one)
     infra = sorted(objects, key=lambda o: (o.tier, CHILD_ORDER.get(o.key.kind, 0), o.key.kind, o.key.namespace or "",
                                            o.key.name))
-    objects[:] = infra + zone_crs + record_crs
+    desired.objects = Joined([infra, *(zones for zones, _ in per_file), *(records for _, records in per_file)])
     desired.infra = len(infra)
     problems.items += apinames.check(((o.key, o.body, o.source) for o in infra if o.origin is None),
                                       {o.key: o for o in manifest.of_kind(*INFRA_KINDS)})

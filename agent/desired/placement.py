@@ -13,9 +13,10 @@ Record -> zone: DNSZone `recordsFrom` selectors, the seeds' `spec.zone`, and for
 from __future__ import annotations
 
 import dataclasses
-import functools
 import ipaddress
+import operator
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 from agent.desired import rrsets
@@ -262,7 +263,7 @@ def _assign_file(records: list[Loaded], zones: _ZoneSelectors) -> tuple[dict[Obj
     return dict(by_zone), out.problems
 
 
-def _assign_records(zones: list[Zone], sources: dict[ObjectKey, Loaded], by_file: list[list[Loaded]],
+def _assign_records(zones: list[Zone], sources: dict[ObjectKey, Loaded], by_file: Sequence[Sequence[Loaded]],
                     out: _Out, memo: Memo | None) -> dict[ObjectKey, list[list[Loaded]]]:
     """Each zone's records, as one list per file that has some; a file's assignment (and so its
     lists) is reused while it and the zones are the same objects as in the last revision."""
@@ -272,15 +273,14 @@ def _assign_records(zones: list[Zone], sources: dict[ObjectKey, Loaded], by_file
     else:  # the zones as written: a file re-read for another reason leaves them the same
         token = memo.token(("zone-set",), tuple((z.key, sources[z.key].origin, sources[z.key].model) for z in zones))
         selectors = memo.get(("zone-selectors",), (token,), lambda: _ZoneSelectors(zones))
-    members: dict[ObjectKey, list[list[Loaded]]] = defaultdict(list)
-    for objects in by_file:  # a cached file's list is the same object while the file is unchanged
-        if not objects:
-            continue
-        def compute(objects: list[Loaded] = objects) -> tuple[dict[ObjectKey, list[Loaded]], list[Problem]]:
-            return _assign_file([o for o in objects if o.key.kind in RECORD_KIND_NAMES], selectors)
+    def assign(objects: Sequence[Loaded]) -> tuple[dict[ObjectKey, list[Loaded]], list[Problem]]:
+        return _assign_file([o for o in objects if o.key.kind in RECORD_KIND_NAMES], selectors)
 
-        by_zone, problems = (memo.get(("assign", objects[0].origin.file), (token, objects), compute)
-                             if memo is not None else compute())
+    files = [objects for objects in by_file if objects]  # a cached file's list stays the same object
+    per_file = ([assign(objects) for objects in files] if memo is None else
+                memo.each(("assign",), files, assign, name=lambda objects: objects[0].origin.file, shared=(token,)))
+    members: dict[ObjectKey, list[list[Loaded]]] = defaultdict(list)
+    for by_zone, problems in per_file:
         out.problems += problems
         for key, found in by_zone.items():
             members[key].append(found)
@@ -362,21 +362,34 @@ def _check_targets(zone: Zone, sources: dict[tuple[str, str], list[Loaded]], own
                             "record; BIND refuses such an update (check-integrity). Add an ARecord for it")
 
 
-def _zone_rrsets(placed: Zone, obj: Loaded, members: list[list[Loaded]], out: _Out, memo: Memo | None) -> Zone:
-    """The placed zone with its RRsets, and the problems found building them; the very zone of the
-    last revision when nothing it comes from changed: its placement (the same object while the
-    DNSZone and the instances are), the DNSZone, and each file's list of its records (the same
-    list while that file's assignment is reused)."""
-    def compute() -> tuple[Zone, list[Problem]]:
-        zone, scratch = placed.fresh(), _Out()  # the placed zone is shared by revisions: never changed
-        _add_rrsets(zone, [r for found in members for r in found], scratch)
-        zone.from_other_namespaces = [k for k in zone.records if k.namespace != zone.key.namespace]
-        return zone, scratch.problems
+_ZoneInputs = tuple[Zone, list[list[Loaded]]]  # a placed zone, and its records: a list per file
 
-    zone, problems = (memo.get(("rrsets", placed.name), (placed, obj, *members), compute)
-                      if memo is not None else compute())
-    out.problems += problems
-    return zone
+
+def _with_rrsets(inputs: _ZoneInputs) -> tuple[Zone, list[Problem]]:
+    """The placed zone with its RRsets, and the problems found building them."""
+    placed, members = inputs
+    zone, scratch = placed.fresh(), _Out()  # the placed zone is shared by revisions: never changed
+    _add_rrsets(zone, [r for found in members for r in found], scratch)
+    zone.from_other_namespaces = [k for k in zone.records if k.namespace != zone.key.namespace]
+    return zone, scratch.problems
+
+
+def _same_inputs(a: _ZoneInputs, b: _ZoneInputs) -> bool:
+    """The same placement (the same object while the DNSZone and the instances are) and the same
+    list of each file's records (the same list while that file's assignment is reused)."""
+    return a[0] is b[0] and len(a[1]) == len(b[1]) and all(map(operator.is_, a[1], b[1]))
+
+
+def _zones_rrsets(placed: list[Zone], members: dict[ObjectKey, list[list[Loaded]]], out: _Out,
+                  memo: Memo | None) -> list[Zone]:
+    """Every placed zone with its RRsets; the very zone of the last revision when nothing it comes
+    from changed."""
+    inputs = [(zone, members.get(zone.key, [])) for zone in placed]
+    built = ([_with_rrsets(i) for i in inputs] if memo is None else
+             memo.each(("rrsets",), inputs, _with_rrsets, name=lambda i: i[0].name, same=_same_inputs))
+    for _, problems in built:
+        out.problems += problems
+    return [zone for zone, _ in built]
 
 
 def _placed(obj: Loaded, name: str, fleet: _Fleet) -> tuple[Zone, list[Problem]]:
@@ -396,23 +409,26 @@ def place(manifest: Manifest, clusters: dict[ObjectKey, ClusterView],
     fleet = _Fleet.of(clusters, instances)
     # a zone's placement is reused while the DNSZone is the same object and the instances say the same
     fleet_token = memo.token(("fleet",), (list(clusters.values()), instances)) if memo is not None else None
+    def place_one(obj: Loaded) -> tuple[Zone, list[Problem]]:
+        assert isinstance(obj.model, DNSZone)
+        return _placed(obj, rrsets.absolute(obj.model.spec.zone_name), fleet)
+
+    found = manifest.of_kind("DNSZone")
+    # a zone's placement is reused while its DNSZone is the same object and the instances say the same
+    each = ([place_one(obj) for obj in found] if memo is None else
+            memo.each(("placed",), found, place_one, name=lambda obj: obj.key, shared=(fleet_token,)))
     placed_zones: list[Zone] = []  # placed, without RRsets
     sources: dict[ObjectKey, Loaded] = {}
     first_seen: dict[str, Zone] = {}
-    for obj in manifest.of_kind("DNSZone"):
-        assert isinstance(obj.model, DNSZone)
-        name = rrsets.absolute(obj.model.spec.zone_name)
-        if name in first_seen:
-            out.add(obj, "spec.zoneName", f"zone {obj.model.spec.zone_name} is already "
-                    f"declared by {first_seen[name].key} at {first_seen[name].origin}")
+    for obj, (placed, problems) in zip(found, each, strict=True):
+        if placed.name in first_seen:
+            first = first_seen[placed.name]
+            out.add(obj, "spec.zoneName", f"zone {obj.model.spec.zone_name} is already "  # type: ignore[attr-defined]
+                    f"declared by {first.key} at {first.origin}")
             continue
-        compute = functools.partial(_placed, obj, name, fleet)
-        placed, problems = memo.get(("placed", obj.key), (obj, fleet_token), compute) if memo else compute()
         out.problems += problems
-        first_seen[name] = placed
+        first_seen[placed.name] = placed
         sources[placed.key] = obj
         placed_zones.append(placed)
     members = _assign_records(placed_zones, sources, manifest.by_file or [manifest.objects], out, memo)
-    zones = [_zone_rrsets(placed, sources[placed.key], members.get(placed.key, []), out, memo)
-             for placed in placed_zones]
-    return zones, out.problems
+    return _zones_rrsets(placed_zones, members, out, memo), out.problems

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import itertools
 import re
 import sys
 import types
 import typing
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 import pydantic
@@ -30,6 +31,7 @@ from agent.errors import FileRefused, SourceError
 from agent.load import admission, bounds, construct, shorthand
 from agent.model import kinds, names, syntax
 from agent.model.base import Resource
+from agent.model.joined import Joined
 from agent.model.key import ObjectKey
 from agent.model.limits import Limits
 from agent.model.problems import Origin, Problem, Severity
@@ -127,11 +129,11 @@ def _defines(node: yaml.Node | None, key: ObjectKey) -> bool:
 class Manifest:
     """A parsed revision: its valid objects (file order) and every problem found."""
 
-    objects: list[Loaded]
+    objects: Sequence[Loaded]  # a list; for a revision, its files' lists read as one (model/joined.py)
     problems: list[Problem]
     files: int = 0
     documents: int = 0
-    by_file: list[list[Loaded]] = dataclasses.field(default_factory=list)  # the same objects, file by file
+    by_file: list[Sequence[Loaded]] = dataclasses.field(default_factory=list)  # the same objects, file by file
     text: FileText | None = None  # one file's part: what its objects' text is read from
 
     @property
@@ -140,16 +142,30 @@ class Manifest:
 
     def of_kind(self, *names: str) -> list[Loaded]:
         """The objects of these kinds, in load order (indexed once: a revision may hold 100,000)."""
-        index = self.kinds()
         if len(names) == 1:
-            return index.get(names[0], [])
-        return [o for name in names for o in index.get(name, [])]
+            return self._of_kind(names[0])
+        return [o for name in names for o in self._of_kind(name)]
+
+    def _of_kind(self, name: str) -> list[Loaded]:
+        parts: list[Manifest] | None = self.__dict__.get("_parts")
+        if parts is None or "_by_kind" in self.__dict__:
+            return self.kinds().get(name, [])
+        asked: dict[str, list[Loaded]] = self.__dict__.setdefault("_asked", {})  # joined from the files' indexes
+        found = asked.get(name)
+        if found is None:
+            found = asked[name] = list(itertools.chain.from_iterable(p.kinds().get(name, ()) for p in parts))
+        return found
 
     def kinds(self) -> dict[str, list[Loaded]]:
-        """The objects by kind (built once; load_files builds it from its files' as it goes)."""
+        """The objects by kind (built once; load_files builds it from its files' as it goes, or joins
+        a kind from its files' when first asked)."""
         index: dict[str, list[Loaded]] | None = self.__dict__.get("_by_kind")
         if index is None:
-            index = self.__dict__["_by_kind"] = _index(self.objects)
+            parts: list[Manifest] | None = self.__dict__.get("_parts")
+            index = self.__dict__["_by_kind"] = (_index(self.objects) if parts is None else {})
+            for part in parts or []:
+                for kind, found in part.kinds().items():
+                    index.setdefault(kind, []).extend(found)
         return index
 
     def keys(self) -> dict[ObjectKey, Origin]:
@@ -163,7 +179,7 @@ class Manifest:
         return found
 
 
-def _index(objects: list[Loaded]) -> dict[str, list[Loaded]]:
+def _index(objects: Sequence[Loaded]) -> dict[str, list[Loaded]]:
     index: dict[str, list[Loaded]] = {}
     for obj in objects:
         index.setdefault(obj.key.kind, []).append(obj)
@@ -504,6 +520,7 @@ def _load_document(loader: _Loader, start: int, node: yaml.Node, data: Any, text
         return
     loaded = _check_document(doc, default_namespace)
     if loaded is not None and len(loader.duplicates) == start:
+        assert isinstance(manifest.objects, list)  # one file's part: its own list
         manifest.objects.append(loaded)
 
 
@@ -601,11 +618,10 @@ def _merge(total: Manifest, part: Manifest, seen: dict[ObjectKey, Origin]) -> bo
     return bool(twice)
 
 
-def _add(total: Manifest, kept: list[Loaded], kinds_of: dict[str, list[Loaded]]) -> None:
+def _add(total: Manifest, kept: Sequence[Loaded], kinds_of: dict[str, list[Loaded]]) -> None:
     index = total.__dict__.setdefault("_by_kind", {})
     for kind, found in kinds_of.items():
         index.setdefault(kind, []).extend(found)
-    total.objects += kept
     total.by_file.append(kept)
 
 
@@ -643,11 +659,13 @@ def _combine(parts: list[Manifest], cache: FileCache | None) -> Manifest:
         seen = {}
         for part in parts:
             clean &= not _merge(total, part, seen)
-    else:
-        for part in parts:
-            total.documents += part.documents
-            total.problems += part.problems
-            _add(total, part.objects, part.kinds())
+        total.objects = list(itertools.chain.from_iterable(total.by_file))
+    else:  # nothing defined twice: the files' lists as they are; a kind's index when asked
+        total.documents = sum(part.documents for part in parts)
+        total.problems = list(itertools.chain.from_iterable(part.problems for part in parts))
+        total.by_file = [part.objects for part in parts]
+        total.objects = Joined(total.by_file)
+        total.__dict__["_parts"] = parts
     if cache is not None:
         cache._parts, cache._seen = parts, seen if clean else None
     return total

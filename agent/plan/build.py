@@ -6,12 +6,12 @@ instance), `sync --dry-run` and a real sync, so what a dry run shows is what a s
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from agent.desired import workloads
 from agent.desired.hierarchy import Desired
 from agent.desired.memo import Memo
-from agent.desired.placement import Zone
 from agent.model import names
 from agent.plan import kubediff, zonediff
 from agent.plan.model import Action, Change, KubeTarget, Plan, RRsetTarget, ZoneTarget
@@ -40,22 +40,26 @@ def kube_changes(desired: Desired, observed: KubeObserved, *, agent: str, rotate
     return changes
 
 
-def _zone_plan(zone: Zone, observed: DnsObserved, reachable: object, memo: Memo | None) -> zonediff.ZonePlan:
-    """A zone's plan; with a memo, the last one when nothing it comes from changed (the same
-    desired zone - placement, annotations and RRsets: placement.place keeps the very object while
-    they stay -, ownership and observed objects: a zone nobody touched)."""
-    if memo is None:
-        return zonediff.plan_zone(zone.name, zone, observed)
-    seen = observed.zones.get(zone.name, {})
-    inputs = (zone, observed.ownership.get(zone.name), reachable, *seen.values())  # compared by identity
-    return memo.get(("zone-plan", zone.name), inputs, lambda: zonediff.plan_zone(zone.name, zone, observed))
+_PlanInputs = tuple[Any, ...]  # a Zone, its ownership record, then what each primary serves (ZoneObserved)
+
+
+def _same_inputs(a: _PlanInputs, b: _PlanInputs) -> bool:
+    return len(a) == len(b) and all(map(operator.is_, a, b))
 
 
 def zone_plans(desired: Desired, observed: DnsObserved, memo: Memo | None = None) -> list[zonediff.ZonePlan]:
-    """A plan for every zone Git places, then for every zone the agent owns that Git dropped."""
-    reachable = memo.token(("reachable",), frozenset(observed.reachable)) if memo is not None else None
-    plans = [_zone_plan(z, observed, reachable, memo) for z in desired.zones]
-    if memo is not None:
+    """A plan for every zone Git places, then for every zone the agent owns that Git dropped. With a
+    memo, a zone's plan is the last one when nothing it comes from changed (the same desired zone -
+    placement, annotations and RRsets: placement.place keeps the very object while they stay -, the
+    same ownership record and observed objects: a zone nobody touched), compared by identity."""
+    if memo is None:
+        plans = [zonediff.plan_zone(z.name, z, observed) for z in desired.zones]
+    else:
+        reachable = memo.token(("reachable",), frozenset(observed.reachable))
+        inputs: list[_PlanInputs] = [(z, observed.ownership.get(z.name), *observed.zones.get(z.name, {}).values())
+                                     for z in desired.zones]
+        plans = memo.each(("zone-plans",), inputs, lambda i: zonediff.plan_zone(i[0].name, i[0], observed),
+                          name=lambda i: i[0].name, same=_same_inputs, shared=(reachable,))
         memo.sweep()
     wanted = {z.name for z in desired.zones}
     plans += [zonediff.plan_zone(name, None, observed) for name in sorted(observed.ownership) if name not in wanted]

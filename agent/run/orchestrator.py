@@ -60,10 +60,12 @@ def quiet(verb: str, unit: str, done: int, total: int | None) -> None:
 
 
 def _counted(items: Sequence[T], report: Callable[[int], None]) -> Iterator[T]:
-    """`items`, reporting how many were consumed so far."""
-    for i, item in enumerate(items):
+    """`items`, reporting how many were consumed so far: at most a hundred times, and at the end."""
+    step = max(1, len(items) // 100)
+    for i, item in enumerate(items, 1):
         yield item
-        report(i + 1)
+        if i % step == 0 or i == len(items):
+            report(i)
 
 
 @dataclasses.dataclass
