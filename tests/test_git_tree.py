@@ -195,3 +195,29 @@ def test_a_blob_is_sized_only_when_the_loader_reads_it(remote: GitRemote, tmp_pa
     assert asked == [remote.cmd("rev-parse", "HEAD:records/b.yaml")]
     assert [f.size for f in files] == [len((TXT % (n, f'"{v}"')).encode()) for n, v in
                                        (("a", "a"), ("b", "changed"), ("c", "c"))]
+
+
+def test_a_long_running_source_reuses_unchanged_files_and_resolves_links_again(
+        remote: GitRemote, tmp_path: pathlib.Path) -> None:
+    remote.commit("two", {"a.yaml": TXT % ("a", '"one"'), "b.yaml": TXT % ("b", '"one"'),
+                          "t1.yaml": TXT % ("t1", '"first target"'), "t2.yaml": TXT % ("t2", '"second target"')})
+    os.symlink("t1.yaml", remote.work / "link.yaml")
+    remote.commit("link", {})
+    remote.push()
+    source = GitSource(remote.url, tmp_path / "cache")  # one source, as `bindy-agent run` keeps it
+    first = {f.path: f for f in source.fetch().files()}
+
+    (remote.work / "link.yaml").unlink()
+    os.symlink("t2.yaml", remote.work / "link.yaml")  # the link now names another file
+    remote.commit("change a, move the link", {"a.yaml": TXT % ("a", '"two"')})
+    remote.push()
+    second = {f.path: f for f in source.fetch().files()}
+    assert second["b.yaml"] is first["b.yaml"]  # unchanged: the very file, not listed again
+    assert second["a.yaml"] is not first["a.yaml"] and b'"two"' in second["a.yaml"].read()
+    assert b"second target" in second["link.yaml"].read()  # resolved again, not remembered
+    assert sorted(second) == sorted(first)
+
+    remote.commit("add c", {"c.yaml": TXT % ("c", '"new"')})
+    remote.push()
+    third = [f.path for f in source.fetch().files()]
+    assert third == ["a.yaml", "b.yaml", "c.yaml", "link.yaml", "t1.yaml", "t2.yaml"]  # load order kept

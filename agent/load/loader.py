@@ -60,7 +60,8 @@ class FileText:
         self._text: str | None = file if isinstance(file, str) else None
 
     def rebind(self, file: SourceFile) -> None:
-        self.file, self._text = file, None
+        if file is not self.file:  # a long-running agent's source hands out the same file while it is unchanged
+            self.file, self._text = file, None
 
     def text(self) -> str | None:
         """The file's text (read once, then kept), or None when it can no longer be read."""
@@ -579,6 +580,8 @@ class FileCache:
         self._context: tuple[object, ...] = ()
         self._parts: list[Manifest] = []  # the last revision's parts, in file order ...
         self._seen: dict[ObjectKey, Origin] | None = None  # ... and their keys; None: start afresh
+        self._asked: dict[str, list[Loaded]] = {}  # ... and the kinds asked of it, joined (Manifest.of_kind)
+        self._touched: set[str] = set()  # the kinds of the files that differ from the last revision's
         self.hits = self.misses = 0
         self.loaded = False  # a revision has been loaded through it
 
@@ -636,12 +639,15 @@ def _changed_keys(parts: list[Manifest], cache: FileCache) -> dict[ObjectKey, Or
         return None
     now, before = {id(p) for p in parts}, {id(p) for p in old}
     added = [p for p in parts if id(p) not in before]
+    cache._touched = set()
     for part in old:
         if id(part) not in now:
+            cache._touched.update(part.kinds())
             gone = part.keys()
             for key in gone:
                 seen.pop(key, None)  # a key left behind by mistake could only force the full merge
     for part in added:
+        cache._touched.update(part.kinds())
         keys = part.keys()
         if len(keys) != len(part.objects) or not seen.keys().isdisjoint(keys):
             return None
@@ -666,8 +672,11 @@ def _combine(parts: list[Manifest], cache: FileCache | None) -> Manifest:
         total.by_file = [part.objects for part in parts]
         total.objects = Joined(total.by_file)
         total.__dict__["_parts"] = parts
+        if cache is not None:  # a kind no changed file has is the very list the last revision joined
+            total.__dict__["_asked"] = {k: v for k, v in cache._asked.items() if k not in cache._touched}
     if cache is not None:
         cache._parts, cache._seen = parts, seen if clean else None
+        cache._asked = total.__dict__.setdefault("_asked", {})  # filled as the revision is asked for kinds
     return total
 
 

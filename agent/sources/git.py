@@ -68,12 +68,14 @@ class FetchedCommit:
     path: str = ""  # the directory of CRs inside the repository ("" for the top)
     limits: Limits = dataclasses.field(default_factory=Limits)  # how much the loader may read of it
     repo: git.Repo | None = dataclasses.field(default=None, repr=False, compare=False)
+    listing: gittree.Listing | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def files(self) -> list[gittree.GitFile]:
         """The commit's YAML files below `path`: path, blob id, size and read()."""
         if self.repo is None:
             raise SourceError(f"{self.revision[:12]}: no repository to read the files from")
-        return gittree.files(self.repo, f"{self.revision}:{self.path}" if self.path else self.revision)
+        return gittree.files(self.repo, f"{self.revision}:{self.path}" if self.path else self.revision,
+                             self.listing)
 
 
 def _absolute_if_local(url: str) -> str:
@@ -99,6 +101,10 @@ class GitSource:
     timeout: float = 60  # seconds one git command may take, at most
     limits: Limits = dataclasses.field(default_factory=Limits)
     time_left: TimeLeft = dataclasses.field(default=unbounded, repr=False, compare=False)  # set by a run
+    # one repository object for the source's life (its `git cat-file` processes too), and what its
+    # last commit listed: a long-running agent's next listing reuses the entries that did not change
+    _repo: git.Repo | None = dataclasses.field(default=None, init=False, repr=False, compare=False)
+    _listing: gittree.Listing | None = dataclasses.field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.ssh_key and not self.known_hosts and not self.insecure_ignore_host_key:
@@ -181,11 +187,17 @@ class GitSource:
 
     def repo(self) -> git.Repo:
         if (self.workdir / ".git").is_dir():
-            return git.Repo(self.workdir)
+            if self._repo is None:
+                self._repo, self._listing = git.Repo(self.workdir), gittree.Listing()
+            return self._repo
+        if self._repo is not None:  # the clone was removed under it: start again
+            self._repo.close()
+            self._repo = self._listing = None
         self.cache.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(self.workdir, ignore_errors=True)
         repo = git.Repo.init(self.workdir)
         repo.git.remote("add", "origin", self.url)
+        self._repo, self._listing = repo, gittree.Listing()
         return repo
 
     def fetch(self) -> FetchedCommit:
@@ -202,7 +214,7 @@ class GitSource:
         sha = self._git(repo, "rev-parse", "FETCH_HEAD^{commit}").strip()
         if self.path and self._object_type(repo, f"{sha}:{self.path}") != "tree":
             raise SourceError(f"{self._safe_url()}@{sha[:12]}: no directory {self.path!r} in the repository")
-        return FetchedCommit(sha, self.commit(repo, sha), self.path, self.limits, repo)
+        return FetchedCommit(sha, self.commit(repo, sha), self.path, self.limits, repo, self._listing)
 
     @staticmethod
     def _object_type(repo: git.Repo, spec: str) -> str | None:

@@ -149,19 +149,53 @@ class _Resolver:
         return self.read(entry.blob).decode("utf-8", "surrogateescape") if entry and entry.mode == _LINK else rel
 
 
-def files(repo: git.Repo, treeish: str) -> list[GitFile]:
-    """The candidate files of a commit's directory of CRs, in load order (boundary.order)."""
+@dataclasses.dataclass
+class Listing:
+    """What the last listing of one repository object found: its paths in load order, and the file
+    of each path and blob that is not a symbolic link (a link is resolved again every time: its
+    target may have changed). A commit changes a few of thousands."""
+
+    paths: set[str] = dataclasses.field(default_factory=set)
+    ordered: list[str] = dataclasses.field(default_factory=list)
+    files: dict[tuple[str, Entry], GitFile | None] = dataclasses.field(default_factory=dict)  # None: not a candidate
+
+
+def files(repo: git.Repo, treeish: str, last: Listing | None = None) -> list[GitFile]:
+    """The candidate files of a commit's directory of CRs, in load order (boundary.order). With the
+    `last` listing of this same repository object, unchanged entries are the very files it made, and
+    it is updated to this listing."""
     entries = list_tree(repo, treeish)
     resolver = _Resolver(entries, _blob_reader(repo), _blob_sizer(repo))
+    same_paths = last is not None and last.paths == entries.keys()
+    ordered = last.ordered if last is not None and same_paths else sorted(entries, key=boundary.order)
+    known = last.files if last is not None else {}
+    made: dict[tuple[str, Entry], GitFile | None] = {}
     out: list[GitFile] = []
-    for rel in sorted(entries, key=boundary.order):
+    for rel in ordered:
         entry = entries[rel]
-        if entry.kind == "commit" and not boundary.is_hidden(rel):
-            out.append(GitFile(boundary.shown(rel), "", 0, warning=True, refused=(
-                "skipped: a Git submodule; the agent reads only files committed in this repository")))
-        elif boundary.is_candidate(rel):
-            out.append(_file(rel, entry, resolver))
+        key = (rel, entry)
+        if entry.mode == _LINK:  # resolved every time: its target may have changed
+            found = _listed(rel, entry, resolver)
+        else:
+            found = known[key] if key in known else _listed(rel, entry, resolver)
+            made[key] = found
+        if found is not None:
+            out.append(found)
+    if last is not None:
+        if not same_paths:
+            last.paths, last.ordered = set(entries), ordered
+        last.files = made
     return out
+
+
+def _listed(rel: str, entry: Entry, resolver: _Resolver) -> GitFile | None:
+    """The file an entry stands for, or None when it is not a candidate."""
+    if entry.kind == "commit" and not boundary.is_hidden(rel):
+        return GitFile(boundary.shown(rel), "", 0, warning=True, refused=(
+            "skipped: a Git submodule; the agent reads only files committed in this repository"))
+    if boundary.is_candidate(rel):  # a submodule here is hidden, so not a candidate
+        return _file(rel, entry, resolver)
+    return None
 
 
 def _file(rel: str, entry: Entry, resolver: _Resolver) -> GitFile:
