@@ -9,10 +9,12 @@ import random
 from typing import Any
 
 import git
+import pytest
 
 from agent.desired import hierarchy
 from agent.desired.memo import Memo
 from agent.load import loader
+from agent.model.limits import Limits
 from agent.plan import build, render
 from agent.sources import gittree
 
@@ -111,26 +113,62 @@ def _view(manifest: loader.Manifest, state: hierarchy.Desired | None) -> dict[st
     return view
 
 
-def _load(repo: git.Repo, sha: str, cache: loader.FileCache | None, memo: Memo | None) -> dict[str, Any]:
-    manifest = loader.load_files(gittree.files(repo, sha), default_namespace="dns", cache=cache)
+def _load(repo: git.Repo, sha: str, cache: loader.FileCache | None, memo: Memo | None,
+          listing: gittree.Listing | None = None, limits: Limits | None = None) -> dict[str, Any]:
+    manifest = loader.load_files(gittree.files(repo, sha, listing), default_namespace="dns", cache=cache,
+                                 limits=limits)
     state = hierarchy.build(manifest, memo) if manifest.ok else None
     return _view(manifest, state)
 
 
-def test_incremental_loads_equal_loads_from_scratch_on_random_commits(tmp_path: pathlib.Path) -> None:
+@pytest.fixture
+def reused(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each incremental load took the last revision's files but the changed ones (loader._reuse)."""
+    taken: list[bool] = []
+    original = loader._reuse
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        found = original(*args, **kwargs)
+        taken.append(found is not None)
+        return found
+
+    monkeypatch.setattr(loader, "_reuse", spy)
+    return taken
+
+
+def test_incremental_loads_equal_loads_from_scratch_on_random_commits(tmp_path: pathlib.Path,
+                                                                      reused: list[bool]) -> None:
     world = World(tmp_path / "repo", random.Random(16))
     world.repo.git.config("user.name", "t")
     world.repo.git.config("user.email", "t@example.com")
-    cache, memo = loader.FileCache(), Memo()
+    cache, memo, listing = loader.FileCache(), Memo(), gittree.Listing()  # as a long-running agent keeps them
     shas = [world.write()] + [world.mutate() for _ in range(60)]
     invalid = twice = 0
     for sha in shas:
-        incremental = _load(world.repo, sha, cache, memo)
+        incremental = _load(world.repo, sha, cache, memo, listing)
         assert incremental == _load(world.repo, sha, None, None), sha
         twice += any("duplicate object" in p for p in incremental["problems"])
         invalid += "desired" not in incremental or any(not p.startswith("warning") and "error" in p
                                                        for p in incremental["desired"])
     assert cache.hits > cache.misses  # most files were reused, not parsed again
     assert memo.hits > 0
+    assert 0 < sum(reused) < len(reused)  # both ways: the last revision's files but the changed, and in order
     assert len(shas) - invalid > 0  # the sequence is not all broken revisions
     assert 0 < twice < len(shas)  # objects defined twice come and go
+
+
+def test_a_revision_that_reaches_a_limit_after_a_change_reads_in_order_as_from_scratch(
+        tmp_path: pathlib.Path, reused: list[bool]) -> None:
+    world = World(tmp_path / "repo", random.Random(3))
+    world.repo.git.config("user.name", "t")
+    world.repo.git.config("user.email", "t@example.com")
+    limits = Limits(max_documents=1 + len(world.zones) + len(world.records) + 3)  # room for three more records
+    cache, memo, listing = loader.FileCache(), Memo(), gittree.Listing()
+    for _ in range(6):
+        sha = world.write()
+        incremental = _load(world.repo, sha, cache, memo, listing, limits)
+        assert incremental == _load(world.repo, sha, None, None, None, limits), sha
+        world.records[world.next] = {"zone": 0, "value": world.next}  # the next commit: one more record
+        world.next += 1
+    assert any("documents" in p for p in incremental["problems"])  # the limit was reached, and reported alike
+    assert True in reused  # before it was, the changed file alone was read

@@ -107,8 +107,14 @@ def prune_refusal(plan: Plan, policy: Policy) -> str | None:
     return None
 
 
+def _may_refuse(zp: ZonePlan) -> bool:
+    """Not a zone plan found settled before (nothing to write or delete: only a malformed threshold
+    annotation could refuse it, and that is looked at every time)."""
+    return not zp.settled_once or THRESHOLD_ANNOTATION in zp.annotations
+
+
 def check(plan: Plan, policy: Policy) -> list[str]:
     """Every reason to refuse this plan (empty: it may be applied)."""
-    refusals = [r for zp in plan.zones or [] if (r := zone_refusal(zp, policy))]
+    refusals = [r for zp in plan.zones or [] if _may_refuse(zp) and (r := zone_refusal(zp, policy))]
     prune = prune_refusal(plan, policy)
     return refusals + ([prune] if prune else [])

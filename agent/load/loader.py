@@ -16,11 +16,12 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import itertools
+import operator
 import re
 import sys
 import types
 import typing
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 import pydantic
@@ -582,6 +583,7 @@ class FileCache:
         self._seen: dict[ObjectKey, Origin] | None = None  # ... and their keys; None: start afresh
         self._asked: dict[str, list[Loaded]] = {}  # ... and the kinds asked of it, joined (Manifest.of_kind)
         self._touched: set[str] = set()  # the kinds of the files that differ from the last revision's
+        self._last = _Positions([], [], (0, 0, 0, 0))  # the last revision's files, position by position
         self.hits = self.misses = 0
         self.loaded = False  # a revision has been loaded through it
 
@@ -680,38 +682,125 @@ def _combine(parts: list[Manifest], cache: FileCache | None) -> Manifest:
     return total
 
 
-def load_files(files: Iterable[SourceFile], *, default_namespace: str = names.DEFAULT_NAMESPACE,
-               limits: Limits | None = None, cache: FileCache | None = None) -> Manifest:
+def load_files(files: Sequence[SourceFile], *, default_namespace: str = names.DEFAULT_NAMESPACE,
+               limits: Limits | None = None, cache: FileCache | None = None,
+               progress: Callable[[int, int], None] | None = None) -> Manifest:
     """Loads every file of a revision within `limits`; paths in problems are the files' relative
-    paths. With a `cache`, files whose content id did not change since the last call are reused."""
+    paths. With a `cache`, files whose content id did not change since the last call are reused.
+    `progress` hears (files loaded, files), at most a hundred times."""
     limits = limits or Limits()
-    budget = bounds.ReadBudget(limits)
-    parts: list[Manifest] = []
-    fresh: dict[tuple[str, str], _Parsed] = {}
     if cache is not None and cache._context != (default_namespace, limits):
         cache._entries, cache._context, cache._parts, cache._seen = {}, (default_namespace, limits), [], None
-    for file in files:
-        if budget.exhausted:
-            break
-        key = (file.path, _content_id(file))
-        part = cache._take(key, budget) if cache is not None and key[1] else None
-        if part is None:
-            before = budget.counters()
-            unread: list[Problem] = []
-            text = _read(file, budget, unread)
-            if text is None:
-                parts.append(Manifest(objects=[], problems=unread, files=1))
-                continue
-            part = load_text(text, file.path, default_namespace=default_namespace, budget=budget, source=file)
-            if cache is not None and key[1]:
-                cache.misses += 1
-                fresh[key] = _Parsed(part, budget.spent_since(before))
-        elif cache is not None:
-            fresh[key] = cache._entries[key]
-            if part.text is not None:
-                part.text.rebind(file)  # this revision's file: the same content, read from this checkout
-        parts.append(part)
+        cache._last = _Positions([], [], (0, 0, 0, 0))
+    loaded = _reuse(files, cache, limits, default_namespace) if cache is not None else None
+    if loaded is None:
+        loaded = _load_in_order(files, cache, limits, default_namespace, progress)
+    elif progress is not None:
+        progress(len(files), len(files))
+    parts, positions, fresh = loaded
     if cache is not None:
-        cache._entries = fresh
+        cache._entries, cache._last = fresh, positions
         cache.loaded = True
     return _combine(parts, cache)
+
+
+@dataclasses.dataclass
+class _Positions:
+    """What a revision's files were, position by position: the file objects, the cache key of each
+    one that was cached (None: read again every time), and what the cached ones took together."""
+
+    files: list[SourceFile]
+    keys: list[tuple[str, str] | None]
+    spent: tuple[int, int, int, int]
+
+
+_Loaded = tuple[list[Manifest], _Positions, dict[tuple[str, str], _Parsed]]
+
+
+def _one(file: SourceFile, budget: bounds.ReadBudget, cache: FileCache | None, default_namespace: str,
+         fresh: dict[tuple[str, str], _Parsed]) -> tuple[Manifest, tuple[str, str] | None]:
+    """One file's part, from the cache or read and parsed, and its cache key (None: not cached)."""
+    key = (file.path, _content_id(file))
+    part = cache._take(key, budget) if cache is not None and key[1] else None
+    if part is not None:
+        assert cache is not None
+        fresh[key] = cache._entries[key]
+        if part.text is not None:
+            part.text.rebind(file)  # this revision's file: the same content, read from this checkout
+        return part, key
+    before = budget.counters()
+    unread: list[Problem] = []
+    text = _read(file, budget, unread)
+    if text is None:
+        return Manifest(objects=[], problems=unread, files=1), None
+    part = load_text(text, file.path, default_namespace=default_namespace, budget=budget, source=file)
+    if cache is None or not key[1]:
+        return part, None
+    cache.misses += 1
+    fresh[key] = _Parsed(part, budget.spent_since(before))
+    return part, key
+
+
+def _load_in_order(files: Sequence[SourceFile], cache: FileCache | None, limits: Limits, default_namespace: str,
+                   progress: Callable[[int, int], None] | None) -> _Loaded:
+    budget = bounds.ReadBudget(limits)
+    parts: list[Manifest] = []
+    keys: list[tuple[str, str] | None] = []
+    fresh: dict[tuple[str, str], _Parsed] = {}
+    step = max(1, len(files) // 100)
+    for i, file in enumerate(files, 1):
+        if budget.exhausted:
+            break
+        part, key = _one(file, budget, cache, default_namespace, fresh)
+        parts.append(part)
+        keys.append(key)
+        if progress is not None and (i % step == 0 or i == len(files)):
+            progress(i, len(files))
+    if len(parts) < len(files):  # a limit stopped it: the next revision is read in order again
+        return parts, _Positions([], [], (0, 0, 0, 0)), fresh
+    return parts, _Positions(list(files), keys, _sum(fresh[k].spent for k in keys if k is not None)), fresh
+
+
+_Spent = tuple[int, int, int, int]  # bytes, documents, nodes, alias nodes
+
+
+def _sum(spent: Iterable[_Spent], sign: int = 1, start: _Spent = (0, 0, 0, 0)) -> _Spent:
+    b, d, n, a = start
+    for sb, sd, sn, sa in spent:
+        b, d, n, a = b + sign * sb, d + sign * sd, n + sign * sn, a + sign * sa
+    return b, d, n, a
+
+
+def _reuse(files: Sequence[SourceFile], cache: FileCache, limits: Limits, default_namespace: str) -> _Loaded | None:
+    """The revision's parts when it is the last one's files but a few (a long-running agent's source
+    hands out the same file objects while they are unchanged): the few are read or taken from the
+    cache, the rest are the last parts as they are, and what they took is charged at once. None
+    when that cannot give what reading in order gives: another number of files, most of them
+    changed, or a limit reached (then the order decides what is read)."""
+    last = cache._last
+    if not last.files or len(last.files) != len(files) or len(cache._parts) != len(files):
+        return None
+    keys = list(last.keys)
+    changed = [i for i, same in enumerate(map(operator.is_, last.files, files)) if not same or keys[i] is None]
+    if len(changed) > len(files) // 4:
+        return None
+    old = [cache._entries[k] for i in changed if (k := keys[i]) is not None]
+    kept = _sum((o.spent for o in old), -1, last.spent)
+    budget = bounds.ReadBudget(limits)
+    if not budget.afford(kept):
+        return None
+    budget.charge(kept)
+    fresh = dict(cache._entries)
+    for i in changed:
+        if (k := keys[i]) is not None:
+            fresh.pop(k, None)
+    parts = list(cache._parts)
+    hits = cache.hits
+    for i in changed:
+        parts[i], keys[i] = _one(files[i], budget, cache, default_namespace, fresh)
+        if budget.exhausted:
+            cache.hits = hits
+            return None
+    cache.hits += len(files) - len(changed)
+    spent = _sum((fresh[k].spent for i in changed if (k := keys[i]) is not None), 1, kept)
+    return parts, _Positions(list(files), keys, spent), fresh

@@ -410,12 +410,16 @@ def apply(zones: list[ZonePlan], endpoints: Mapping[str, Endpoint], store: Store
                 if progress is not None:
                     progress(len(done), len(zones))
         rest = [i for i, already in enumerate(settled) if already]
-        for i in rest:
+        checked = [i for i in rest if focus is None or zones[i].name in focus]
+        for i in checked:
             done[i] = runner.zone(zones[i], settled=True)
+        runner.catch_up([(zones[i], done[i]) for i in checked])
+        runner.verify()  # what a push waits for is confirmed before the other zones are reported on
+        for i in rest:
+            if i not in done:
+                done[i] = runner.zone(zones[i], settled=True)
         if progress is not None and rest:
             progress(len(zones), len(zones))
-        runner.catch_up([(zones[i], done[i]) for i in rest if focus is None or zones[i].name in focus])
-        runner.verify()
     finally:
         runner.close()
     results = [done[i] for i in range(len(zones))]

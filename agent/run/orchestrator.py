@@ -17,8 +17,7 @@ import datetime
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Mapping, Sequence
 
 from agent.desired import hierarchy
 from agent.desired.hierarchy import Desired
@@ -49,7 +48,6 @@ SUSPENDED_BY_SETTING = ("suspended by the setting suspend (BINDY_AGENT_SUSPEND, 
 SUSPENDED_BY_MARK = (f"suspended by `bindy-agent suspend` (the annotation {names.SUSPEND_ANNOTATION}: \"true\" on the "
                      "agent's state ConfigMap, or the file `suspended` in its --state directory): nothing is read or "
                      "written; `bindy-agent resume` to continue")
-T = TypeVar("T")
 Endpoints = Mapping[str, Endpoint] | Callable[[Desired], Mapping[str, Endpoint]]
 # Progress of a long step: (verb, unit, done, total or None), e.g. ("observed", "zones", 100, 500).
 Progress = Callable[[str, str, int, int | None], None]
@@ -57,15 +55,6 @@ Progress = Callable[[str, str, int, int | None], None]
 
 def quiet(verb: str, unit: str, done: int, total: int | None) -> None:
     """The default Progress: nobody is watching."""
-
-
-def _counted(items: Sequence[T], report: Callable[[int], None]) -> Iterator[T]:
-    """`items`, reporting how many were consumed so far: at most a hundred times, and at the end."""
-    step = max(1, len(items) // 100)
-    for i, item in enumerate(items, 1):
-        yield item
-        if i % step == 0 or i == len(items):
-            report(i)
 
 
 @dataclasses.dataclass
@@ -122,10 +111,10 @@ def validate(files: Sequence[loader.SourceFile], options: Options, *, limits: Li
              progress: Progress = quiet) -> Validated:
     """load -> desired -> policy. With a cluster, the policy sees the live labels of the Secrets the
     revision references (metadata only); without one, such references are only warned about."""
-    counted = _counted(files, lambda n: progress("loaded", "files", n, len(files)))
     with collector.long_lived():
-        manifest = loader.load_files(counted, default_namespace=options.default_namespace, limits=limits,
-                                     cache=memory.files if memory else None)
+        manifest = loader.load_files(files, default_namespace=options.default_namespace, limits=limits,
+                                     cache=memory.files if memory else None,
+                                     progress=lambda done, total: progress("loaded", "files", done, total))
         if not manifest.ok:
             return Validated(manifest, None)
         desired = hierarchy.build(manifest, memory.desired if memory else None)

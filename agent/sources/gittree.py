@@ -15,7 +15,9 @@ blob, not listed: `ls-tree --long` opens every blob of the tree to list its size
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
+from typing import NamedTuple
 
 import git
 
@@ -25,8 +27,7 @@ from agent.sources import boundary
 _LINK, _SUBMODULE = "120000", "160000"
 
 
-@dataclasses.dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):  # a tuple: hashed and compared in C, a thousand of them per listing
     mode: str
     kind: str  # blob / commit
     blob: str
@@ -107,7 +108,11 @@ class _Resolver:
 
     def __init__(self, entries: dict[str, Entry], read: Callable[[str], bytes], size: Callable[[str], int]) -> None:
         self.entries, self.read, self.size = entries, read, size
-        self.dirs = {""} | {"/".join(p.split("/")[:i]) for p in entries for i in range(1, p.count("/") + 1)}
+
+    @functools.cached_property
+    def dirs(self) -> set[str]:
+        """The tree's directories (asked only to word why a link cannot be read)."""
+        return {""} | {"/".join(p.split("/")[:i]) for p in self.entries for i in range(1, p.count("/") + 1)}
 
     def target(self, rel: str) -> Entry:
         """The regular blob `rel` stands for; raises FileRefused with the reason otherwise."""
