@@ -108,7 +108,10 @@ def offline(n: int, work: pathlib.Path, repeat: int) -> dict[str, Any]:
     root = work / f"offline-{n}"
     root.mkdir()
     parse_bench.generate(root, n, zones=max(1, n // 100))
-    runs = {mode: [_child(mode, root) for _ in range(repeat)] for mode in ("bare", "ours")}
+    runs: dict[str, list[dict[str, float]]] = {"bare": [], "ours": []}
+    for _ in range(repeat):  # interleaved: a shared machine's speed drifts between runs, not within a pair
+        for mode in runs:
+            runs[mode].append(_child(mode, root))
     shutil.rmtree(root)
     best = {mode: min(r["seconds"] for r in rs) for mode, rs in runs.items()}
     rss = {mode: max(r["rss_kib"] for r in rs) / 1024 for mode, rs in runs.items()}
