@@ -172,3 +172,49 @@ def test_a_revision_that_reaches_a_limit_after_a_change_reads_in_order_as_from_s
         world.next += 1
     assert any("documents" in p for p in incremental["problems"])  # the limit was reached, and reported alike
     assert True in reused  # before it was, the changed file alone was read
+
+
+def _cluster(name: str, copies: int) -> str:
+    """`copies` Bind9Clusters in one file, each adding 6 alias nodes (a merge key)."""
+    return "---\n".join(HEAD + f"kind: Bind9Cluster\nmetadata: {{name: {name}{i}, namespace: dns}}\nspec:\n"
+                        "  primary: &role {replicas: 1, allowTransfer: [10.0.0.0/8]}\n  secondary:\n    <<: *role\n"
+                        "    replicas: 2\n" for i in range(copies))
+
+
+def _commit(repo: git.Repo, files: dict[str, str]) -> str:
+    root = pathlib.Path(repo.working_tree_dir or ".")
+    for name, text in files.items():
+        (root / name).write_text(text)
+    repo.git.add("-A")
+    repo.git.commit("-q", "-m", "change")
+    return repo.head.commit.hexsha
+
+
+_PLAIN = {f"f{i}.yaml": HEAD + f"kind: Bind9Cluster\nmetadata: {{name: f{i}, namespace: dns}}\nspec: {{}}\n"
+          for i in range(3)}  # files that stay the same: a revision is then mostly the last one's
+
+
+@pytest.mark.parametrize("limits, revisions", [
+    # the document limit is reached inside the last file; then an earlier file shrinks: all of it fits
+    (Limits(max_documents=7), [{"a.yaml": _cluster("a", 2), "b.yaml": _cluster("b", 2), **_PLAIN},
+                               {"a.yaml": _cluster("a", 3)}, {"a.yaml": _cluster("a", 1)}]),
+    # the alias budget: an early file grows and takes what a later one had, then the later one shrinks
+    (Limits(max_alias_nodes=12), [{"a.yaml": _cluster("a", 1), "b.yaml": _cluster("b", 1), **_PLAIN},
+                                  {"a.yaml": _cluster("a", 2)}, {"b.yaml": "# none\n"},
+                                  {"a.yaml": _cluster("a", 1), "b.yaml": _cluster("b", 1)}]),
+])
+def test_what_a_limit_cut_is_read_again_and_in_order(tmp_path: pathlib.Path, limits: Limits,
+                                                     revisions: list[dict[str, str]]) -> None:
+    """A file cut or refused for what the revision had left is not kept: the next revision decides
+    again, in load order, as a load from scratch does."""
+    repo = git.Repo.init(tmp_path / "repo")
+    repo.git.config("user.name", "t")
+    repo.git.config("user.email", "t@example.com")
+    cache, memo, listing = loader.FileCache(), Memo(), gittree.Listing()
+    limited = 0
+    for files in revisions:
+        sha = _commit(repo, files)
+        incremental = _load(repo, sha, cache, memo, listing, limits)
+        assert incremental == _load(repo, sha, None, None, None, limits), (sha, files)
+        limited += any("limit" in p for p in incremental["problems"])
+    assert 0 < limited < len(revisions)

@@ -728,13 +728,16 @@ def _one(file: SourceFile, budget: bounds.ReadBudget, cache: FileCache | None, d
         if part.text is not None:
             part.text.rebind(file)  # this revision's file: the same content, read from this checkout
         return part, key
-    before = budget.counters()
+    before, limited = budget.counters(), budget.limited
+    budget.limited = False
     unread: list[Problem] = []
     text = _read(file, budget, unread)
     if text is None:
+        budget.limited |= limited
         return Manifest(objects=[], problems=unread, files=1), None
     part = load_text(text, file.path, default_namespace=default_namespace, budget=budget, source=file)
-    if cache is None or not key[1]:
+    cut, budget.limited = budget.limited, budget.limited or limited
+    if cache is None or not key[1] or cut:  # cut by what was left: the same file may read whole next time
         return part, None
     cache.misses += 1
     fresh[key] = _Parsed(part, budget.spent_since(before))
@@ -798,7 +801,7 @@ def _reuse(files: Sequence[SourceFile], cache: FileCache, limits: Limits, defaul
     hits = cache.hits
     for i in changed:
         parts[i], keys[i] = _one(files[i], budget, cache, default_namespace, fresh)
-        if budget.exhausted:
+        if budget.exhausted or budget.limited:  # what was left decided: only the order gives the answer
             cache.hits = hits
             return None
     cache.hits += len(files) - len(changed)

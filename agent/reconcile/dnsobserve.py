@@ -78,7 +78,7 @@ def _unmoved(jobs: list[tuple[str, str]], endpoints: Mapping[str, Endpoint], mem
         seen = memory.seen(zone, inst)
         if seen is None:
             continue
-        if focus is not None and zone not in focus:
+        if focus is not None and zone not in focus and seen.serial is not None:
             out[(zone, inst)] = seen
         else:
             by_primary.setdefault(inst, []).append(zone)

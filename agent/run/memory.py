@@ -32,7 +32,7 @@ class Memory:
     kube_at: float = 0.0  # monotonic time of the last full Kubernetes observe
     dns: DnsMemory = dataclasses.field(default_factory=DnsMemory)
     dns_at: float = 0.0  # monotonic time of the last full DNS comparison
-    serials_at: float = 0.0  # monotonic time of the last run that asked every zone's SOA serial
+    serials_at: float | None = None  # monotonic time of the last run that asked every zone's SOA serial
     agent_namespace: str = ""
 
     @property
@@ -51,10 +51,10 @@ class Memory:
 
     def serials_fresh(self, resync_after: float) -> bool:
         """Every zone's serial was asked within `resync_after`: a run may ask only the zones it touches."""
-        return time.monotonic() - self.serials_at < resync_after
+        return self.serials_at is not None and time.monotonic() - self.serials_at < resync_after
 
     def forget_world(self) -> None:
         """Trust nothing remembered of the cluster or the servers (after a failure, a new leader)."""
         self.kube, self.kube_at = None, 0.0
-        self.dns, self.dns_at, self.serials_at = DnsMemory(), 0.0, 0.0
+        self.dns, self.dns_at, self.serials_at = DnsMemory(), 0.0, None
         self.plans = Memo()

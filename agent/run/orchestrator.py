@@ -404,7 +404,7 @@ class _Run:
             memory.kube_at = memory.kube_at if self.kube_fast else now
         if result.dns is not None:
             wanted = {z.name: z.rrsets for z in desired.zones}
-            for zone in set(memory.dns.zones) - wanted.keys():
+            for zone in (set(memory.dns.zones) | set(memory.dns.sources)) - wanted.keys():
                 memory.dns.forget(zone)
             for zr in result.dns.zones:
                 if not zr.ok:
@@ -413,7 +413,10 @@ class _Run:
                 for primary, seen in zr.after.items():
                     if memory.dns.seen(zr.name, primary) is not seen:
                         memory.dns.remember(zr.name, primary, seen)
-                memory.dns.sources[zr.name] = wanted.get(zr.name)
+                if zr.conflicts or not all(c.ok for c in zr.checks):  # not confirmed: asked again next run
+                    memory.dns.sources.pop(zr.name, None)
+                else:
+                    memory.dns.sources[zr.name] = wanted.get(zr.name)
             memory.dns_at = memory.dns_at if self.dns_fast else now
             dns = self.observed.dns
             memory.serials_at = memory.serials_at if dns is not None and dns.focus is not None else now

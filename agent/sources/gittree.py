@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import git
 
@@ -25,6 +25,7 @@ from agent.errors import FileRefused, SourceError
 from agent.sources import boundary
 
 _LINK, _SUBMODULE = "120000", "160000"
+T = TypeVar("T")
 
 
 class Entry(NamedTuple):  # a tuple: hashed and compared in C, a thousand of them per listing
@@ -81,12 +82,22 @@ def _must_be_blob(blob: str, kind: str | bytes) -> None:
         raise SourceError(f"object {blob} is a {kind!r}, not a blob")
 
 
+def _asked(repo: git.Repo, ask: Callable[[], T], what: str) -> T:
+    """One question to the repository's persistent `git cat-file`; one that died (a long-running
+    agent keeps it for days) is started again once before the question fails."""
+    try:
+        return ask()
+    except (git.GitCommandError, ValueError, OSError):
+        repo.git.clear_cache()
+    try:
+        return ask()
+    except (git.GitCommandError, ValueError, OSError) as exc:
+        raise SourceError(f"{what}: {exc}") from exc
+
+
 def _blob_sizer(repo: git.Repo) -> Callable[[str], int]:
     def size(blob: str) -> int:
-        try:
-            _, kind, found = repo.git.get_object_header(blob)
-        except (git.GitCommandError, ValueError, OSError) as exc:
-            raise SourceError(f"cannot find blob {blob}: {exc}") from exc
+        _, kind, found = _asked(repo, lambda: repo.git.get_object_header(blob), f"cannot find blob {blob}")
         _must_be_blob(blob, kind)
         return int(found)
     return size
@@ -94,10 +105,7 @@ def _blob_sizer(repo: git.Repo) -> Callable[[str], int]:
 
 def _blob_reader(repo: git.Repo) -> Callable[[str], bytes]:
     def read(blob: str) -> bytes:
-        try:
-            _, kind, _, data = repo.git.get_object_data(blob)
-        except (git.GitCommandError, ValueError, OSError) as exc:
-            raise SourceError(f"cannot read blob {blob}: {exc}") from exc
+        _, kind, _, data = _asked(repo, lambda: repo.git.get_object_data(blob), f"cannot read blob {blob}")
         _must_be_blob(blob, kind)
         return bytes(data)
     return read

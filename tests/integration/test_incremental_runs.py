@@ -142,3 +142,26 @@ def test_a_restarted_agent_reconciles_at_once_and_its_first_push_costs_the_chang
     assert push.outcome == "applied", (push.failures, push.message)
     assert _transferred(push) == []  # served from what the start-up run left in memory
     assert records.query(primary, f"www.example-{tag}.com.", "A") == ("192.0.2.10", "192.0.2.11", "192.0.2.46")
+
+
+def test_a_zone_whose_secondary_was_behind_is_checked_again_by_the_next_run(world: dict[str, Any]) -> None:
+    tag = world["tag"]
+    world["remote"].commit("Initial DNS", world["files"])
+    world["remote"].push()
+    assert _run(world).outcome == "applied"
+    secondary = world["endpoints"][f"{world['namespace']}/dns-secondary-0"]
+    world["bind"].secondary.pause()  # the push is written to the primary; the secondary cannot take it
+    try:
+        _commit(world, world["files"][WEB].replace("192.0.2.12", "192.0.2.48"))
+        behind = _run(world, verify_wait=1)
+        assert behind.outcome == "partial", behind.message
+        # the same revision again, nothing left to write: the zone is not taken as confirmed, so the
+        # secondary is looked at again and is still behind
+        again = _run(world, verify_wait=1)
+        assert again.outcome == "partial", (again.failures, again.message)
+        assert any(f"example-{tag}.com." in f and "does not answer" in f for f in again.failures)
+    finally:
+        world["bind"].secondary.resume()
+    caught_up = _run(world)
+    assert caught_up.outcome == "applied", (caught_up.failures, caught_up.message)
+    assert records.query(secondary, f"www.example-{tag}.com.", "A") == ("192.0.2.10", "192.0.2.11", "192.0.2.48")
