@@ -62,12 +62,13 @@ class Memo:
         else:
             old_items = typing.cast(Sequence[I], found[0][-1])
             old_results: list[T] = found[1]
-            if len(old_items) == len(items):
+            aligned = len(old_items) == len(items)
+            if aligned:
                 results = list(old_results)
                 todo: Sequence[int] = [i for i, kept in enumerate(map(same, old_items, items)) if not kept]
             else:
                 results, todo = [None] * len(items), range(len(items))  # type: ignore[list-item]
-            computed, aligned = 0, len(old_items) == len(items)
+            computed = 0
             before: dict[Hashable, tuple[I, T]] | None = None
             for i in todo:
                 item = items[i]

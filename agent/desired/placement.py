@@ -407,7 +407,6 @@ def place(manifest: Manifest, clusters: dict[ObjectKey, ClusterView],
           instances: list[InstanceView], memo: Memo | None = None) -> tuple[list[Zone], list[Problem]]:
     out = _Out()
     fleet = _Fleet.of(clusters, instances)
-    # a zone's placement is reused while the DNSZone is the same object and the instances say the same
     fleet_token = memo.token(("fleet",), (list(clusters.values()), instances)) if memo is not None else None
     def place_one(obj: Loaded) -> tuple[Zone, list[Problem]]:
         assert isinstance(obj.model, DNSZone)

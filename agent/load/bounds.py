@@ -54,8 +54,9 @@ class ReadBudget:
         self.alias_nodes = limits.max_alias_nodes
         self.nodes = limits.max_nodes
         self.exhausted = False  # a revision-wide limit was hit: nothing more is read
-        # something was refused for what the revision had left: that depends on the files read before it
-        self.limited = False
+        # how many times something was refused for what the revision had left (it depends on the files
+        # read before it)
+        self.limited = 0
 
     def counters(self) -> tuple[int, int, int, int]:
         return (self.bytes, self.documents, self.nodes, self.alias_nodes)
@@ -85,7 +86,8 @@ class ReadBudget:
                            f"{_size(limits.max_file_bytes)} allowed for one file; split it into smaller files "
                            f"(or raise the limit: {flag('max_file_bytes')})")
         if size > self.bytes:
-            self.exhausted = self.limited = True
+            self.exhausted = True
+            self.limited += 1
             return Problem(Origin(file, 1), "", "", f"not read: the revision's YAML files add up to more than "
                            f"{_size(limits.max_revision_bytes)}; this file and the files after it were not read "
                            f"(raise the limit: {flag('max_revision_bytes')})")
@@ -139,7 +141,8 @@ class ReadBudget:
         return self._too_many_nodes(file, line) if total > self.nodes else None
 
     def _too_many_nodes(self, file: str, line: int) -> Problem:
-        self.exhausted = self.limited = True
+        self.exhausted = True
+        self.limited += 1
         return Problem(Origin(file, line), "", "", f"more than {self.limits.max_nodes:,} YAML nodes (keys, values, "
                        f"lists, mappings) in the revision; the rest was not read (raise the limit: "
                        f"{flag('max_nodes')})")
@@ -155,7 +158,8 @@ class ReadBudget:
         a plain tree); a problem when it may not be used."""
         line = node.start_mark.line + 1
         if self.documents == 0:
-            self.exhausted = self.limited = True
+            self.exhausted = True
+            self.limited += 1
             return Problem(Origin(file, line), "", "", f"more than {self.limits.max_documents:,} YAML documents "
                            f"in the revision; the rest was not read (raise the limit: {flag('max_documents')})")
         self.documents -= 1
@@ -174,7 +178,7 @@ class ReadBudget:
             return Problem(Origin(file, node.start_mark.line + 1), "", "", "expanding its YAML aliases nests this "
                            f"document more than {MAX_DEPTH} levels deep; write the values out instead")
         if added > self.alias_nodes:
-            self.limited = True
+            self.limited += 1
             limit = self.limits.max_alias_nodes
             left = "" if self.alias_nodes == limit else f" ({self.alias_nodes:,} of them left)"
             return Problem(Origin(file, culprit), "", "", f"YAML aliases of the anchor at this line expand the "

@@ -166,8 +166,7 @@ class Manifest:
             parts: list[Manifest] | None = self.__dict__.get("_parts")
             index = self.__dict__["_by_kind"] = (_index(self.objects) if parts is None else {})
             for part in parts or []:
-                for kind, found in part.kinds().items():
-                    index.setdefault(kind, []).extend(found)
+                _extend(index, part.kinds())
         return index
 
     def keys(self) -> dict[ObjectKey, Origin]:
@@ -561,10 +560,13 @@ def _read(file: SourceFile, budget: bounds.ReadBudget, problems: list[Problem]) 
     return None
 
 
+_Spent = tuple[int, int, int, int]  # what a file took of the read budget: bytes, documents, nodes, alias nodes
+
+
 @dataclasses.dataclass(frozen=True)
 class _Parsed:
     part: Manifest
-    spent: tuple[int, int, int, int]  # what it took of the budget: bytes, documents, nodes, alias nodes
+    spent: _Spent
 
 
 class FileCache:
@@ -583,7 +585,7 @@ class FileCache:
         self._seen: dict[ObjectKey, Origin] | None = None  # ... and their keys; None: start afresh
         self._asked: dict[str, list[Loaded]] = {}  # ... and the kinds asked of it, joined (Manifest.of_kind)
         self._touched: set[str] = set()  # the kinds of the files that differ from the last revision's
-        self._last = _Positions([], [], (0, 0, 0, 0))  # the last revision's files, position by position
+        self._last = _Positions()  # the last revision's files, position by position
         self.hits = self.misses = 0
         self.loaded = False  # a revision has been loaded through it
 
@@ -624,10 +626,14 @@ def _merge(total: Manifest, part: Manifest, seen: dict[ObjectKey, Origin]) -> bo
 
 
 def _add(total: Manifest, kept: Sequence[Loaded], kinds_of: dict[str, list[Loaded]]) -> None:
-    index = total.__dict__.setdefault("_by_kind", {})
+    _extend(total.__dict__.setdefault("_by_kind", {}), kinds_of)
+    total.by_file.append(kept)
+
+
+def _extend(index: dict[str, list[Loaded]], kinds_of: dict[str, list[Loaded]]) -> None:
+    """A revision's kind index, extended by the next file's."""
     for kind, found in kinds_of.items():
         index.setdefault(kind, []).extend(found)
-    total.by_file.append(kept)
 
 
 def _changed_keys(parts: list[Manifest], cache: FileCache) -> dict[ObjectKey, Origin] | None:
@@ -691,7 +697,7 @@ def load_files(files: Sequence[SourceFile], *, default_namespace: str = names.DE
     limits = limits or Limits()
     if cache is not None and cache._context != (default_namespace, limits):
         cache._entries, cache._context, cache._parts, cache._seen = {}, (default_namespace, limits), [], None
-        cache._last = _Positions([], [], (0, 0, 0, 0))
+        cache._last = _Positions()
     loaded = _reuse(files, cache, limits, default_namespace) if cache is not None else None
     if loaded is None:
         loaded = _load_in_order(files, cache, limits, default_namespace, progress)
@@ -707,11 +713,12 @@ def load_files(files: Sequence[SourceFile], *, default_namespace: str = names.DE
 @dataclasses.dataclass
 class _Positions:
     """What a revision's files were, position by position: the file objects, the cache key of each
-    one that was cached (None: read again every time), and what the cached ones took together."""
+    one that was cached (None: read again every time), and what the cached ones took together.
+    Empty: the next revision is read in order."""
 
-    files: list[SourceFile]
-    keys: list[tuple[str, str] | None]
-    spent: tuple[int, int, int, int]
+    files: list[SourceFile] = dataclasses.field(default_factory=list)
+    keys: list[tuple[str, str] | None] = dataclasses.field(default_factory=list)
+    spent: _Spent = (0, 0, 0, 0)
 
 
 _Loaded = tuple[list[Manifest], _Positions, dict[tuple[str, str], _Parsed]]
@@ -729,15 +736,12 @@ def _one(file: SourceFile, budget: bounds.ReadBudget, cache: FileCache | None, d
             part.text.rebind(file)  # this revision's file: the same content, read from this checkout
         return part, key
     before, limited = budget.counters(), budget.limited
-    budget.limited = False
     unread: list[Problem] = []
     text = _read(file, budget, unread)
     if text is None:
-        budget.limited |= limited
         return Manifest(objects=[], problems=unread, files=1), None
     part = load_text(text, file.path, default_namespace=default_namespace, budget=budget, source=file)
-    cut, budget.limited = budget.limited, budget.limited or limited
-    if cache is None or not key[1] or cut:  # cut by what was left: the same file may read whole next time
+    if cache is None or not key[1] or budget.limited != limited:  # cut by what was left: may read whole next time
         return part, None
     cache.misses += 1
     fresh[key] = _Parsed(part, budget.spent_since(before))
@@ -760,11 +764,8 @@ def _load_in_order(files: Sequence[SourceFile], cache: FileCache | None, limits:
         if progress is not None and (i % step == 0 or i == len(files)):
             progress(i, len(files))
     if len(parts) < len(files):  # a limit stopped it: the next revision is read in order again
-        return parts, _Positions([], [], (0, 0, 0, 0)), fresh
+        return parts, _Positions(), fresh
     return parts, _Positions(list(files), keys, _sum(fresh[k].spent for k in keys if k is not None)), fresh
-
-
-_Spent = tuple[int, int, int, int]  # bytes, documents, nodes, alias nodes
 
 
 def _sum(spent: Iterable[_Spent], sign: int = 1, start: _Spent = (0, 0, 0, 0)) -> _Spent:
