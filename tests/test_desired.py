@@ -93,7 +93,7 @@ def test_zone_selection_union_of_cluster_ref_and_instance_selectors(repo: Repo) 
     repo.add("c.yaml", HEAD + "kind: Bind9Cluster\nmetadata: {name: a, namespace: dns}\n"
              "spec: {secondary: {replicas: 2}}\n---\n"
              + HEAD + "kind: Bind9Cluster\nmetadata: {name: b, namespace: dns}\n"
-             "spec: {secondary: {replicas: 0, labels: {x: y}}}\n")
+             "spec: {secondary: {replicas: 0, labels: {x: 'y'}}}\n")
     repo.add("z.yaml", HEAD + "kind: DNSZone\nmetadata: {name: z, namespace: dns}\nspec:\n"
              "  zoneName: example.com\n  clusterRef: a\n  bind9InstancesFrom:\n"
              "    - selector: {matchLabels: {bindy.firestoned.io/cluster: b}}\n"
@@ -131,7 +131,7 @@ def test_records_adopted_by_longest_suffix_and_double_selection_is_an_error(repo
     repo.add("c.yaml", HEAD + "kind: Bind9Cluster\nmetadata: {name: a, namespace: dns}\nspec: {}\n")
     zone = HEAD + "kind: DNSZone\nmetadata: {name: %s, namespace: dns}\nspec:\n  zoneName: %s\n  clusterRef: a\n%s" + SOA
     repo.add("z.yaml", zone % ("parent", "example.org", "  recordsFrom: [{selector: {matchLabels: {app: x}}}]\n")
-             + "---\n" + zone % ("child", "sub.example.org", "  recordsFrom: [{selector: {matchLabels: {app: y}}}]\n"))
+             + "---\n" + zone % ("child", "sub.example.org", "  recordsFrom: [{selector: {matchLabels: {app: 'y'}}}]\n"))
     repo.add("r.yaml", HEAD + "kind: ARecord\nmetadata: {name: deep, namespace: dns}\n"
              "spec: {name: www.sub.example.org., ipv4Addresses: [192.0.2.1]}\n---\n"
              + HEAD + "kind: ARecord\nmetadata: {name: twice, namespace: dns, labels: {app: x}}\n"

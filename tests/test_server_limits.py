@@ -66,7 +66,7 @@ def test_kubernetes_names_and_labels_at_and_over_their_limits(repo: Repo) -> Non
     repo.add("ok.yaml", _record("ARecord", "ok", "ipv4Addresses: [192.0.2.1]", obj=subdomain_253)
              .replace("namespace: dns}", "namespace: dns, labels: {team: " + "t" * 63 + "}}"))
     repo.add("bad.yaml", HEAD + f"kind: ARecord\nmetadata:\n  name: {subdomain_253}x\n  namespace: {'n' * 64}\n"
-             f"  labels: {{team: {'t' * 64}, 'bad key!': x, ok/: y}}\n"
+             f"  labels: {{team: {'t' * 64}, 'bad key!': x, ok/: 'y'}}\n"
              "spec: {zone: example.com, name: bad, ipv4Addresses: [192.0.2.1]}\n---\n"
              + HEAD + 'kind: ARecord\nmetadata: {name: "www\\n", namespace: dns}\n'
              "spec: {zone: example.com, name: www, ipv4Addresses: [192.0.2.1]}\n")

@@ -20,7 +20,9 @@ No traceback reaches a user: bad input is a message and an exit status (a bug st
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import os
 import pathlib
 import sys
 from collections.abc import Sequence
@@ -29,7 +31,7 @@ from typing import Any
 from pydantic.fields import FieldInfo
 
 from agent import __version__
-from agent.cli import common, importzone, offline, run, sync
+from agent.cli import common, importzone, offline, run, sync, terminal
 from agent.cli import plan as plan_verb
 from agent.model import names
 from agent.run import collector
@@ -86,6 +88,9 @@ def _policy_flags(parser: argparse.ArgumentParser) -> None:
             shown = ",".join(default) or "none"
             group.add_argument(flag, dest=name, action="append", metavar="A[,B]",
                                help=f"{field.description}; repeatable (default: {shown})")
+    threshold = config.Settings.model_fields["delete_threshold_percent"]
+    group.add_argument("--delete-threshold-percent", type=common.percent, default=threshold.default, metavar="N",
+                       help=f"{' '.join((threshold.description or '').split())} (default: %(default)s)")
 
 
 def _validate_verb(verbs: Any, shared: argparse.ArgumentParser, guard: argparse.ArgumentParser) -> None:
@@ -170,15 +175,19 @@ def _sync_verb(verbs: Any, kube: argparse.ArgumentParser, guard: argparse.Argume
     sy.add_argument("--batch", type=common.positive, default=1000, metavar="N",
                     help="changes per DNS UPDATE message (default: %(default)s)")
     common.add_limit_flags(sy)
+    common.add_transfer_flags(sy)
     _git_flags(sy)
 
 
 def _git_flags(sy: argparse.ArgumentParser) -> None:
     """where sync finds the Git revision"""
     git_args = sy.add_argument_group("Git source")
-    git_args.add_argument("--repo", metavar="URL", help="Git repository (URL or local path) instead of DIR")
-    git_args.add_argument("--branch", default="main", help="branch to follow (default: %(default)s)")
-    git_args.add_argument("--ref", help="pin a tag or commit instead of following the branch")
+    git_args.add_argument("--repo", metavar="URL", type=common.git_operand("the repository"),
+                          help="Git repository (URL or local path) instead of DIR")
+    git_args.add_argument("--branch", default="main", type=common.git_operand("the branch"),
+                          help="branch to follow (default: %(default)s)")
+    git_args.add_argument("--ref", type=common.git_operand("the ref"),
+                          help="pin a tag or commit instead of following the branch")
     git_args.add_argument("--path", default="", help="sub-directory of the repository holding the CRs")
     git_args.add_argument("--cache", type=pathlib.Path, default=names.GIT_CACHE,
                           help="where the clone is kept (default: %(default)s)")
@@ -192,6 +201,7 @@ def _git_flags(sy: argparse.ArgumentParser) -> None:
                           "(GitHub, GitLab, Gitea), or write 'user:token' in the file for another user")
     git_args.add_argument("--no-push-notes", dest="push_notes", action="store_false",
                           help="keep the commit reports local instead of pushing refs/notes/bindy-agent")
+    _report_key_flag(git_args, "signs each commit report (HMAC-SHA256)")
     git_args.add_argument("--resync-after", type=common.seconds, default=names.DEFAULT_RESYNC_AFTER,
                           metavar="SECONDS",
                           help="an unchanged revision is a no-op until this long after the last full "
@@ -212,16 +222,28 @@ def _run_verb(verbs: Any) -> None:
         _setting_flag(rn, name, field)
 
 
+def _report_key_flag(parser: Any, what: str) -> None:
+    env = config.ENV_PREFIX + "REPORT_KEY_FILE"
+    parser.add_argument("--report-key-file", type=common.readable_file, metavar="FILE", default=os.environ.get(env),
+                        help=f"file holding the report key (at least 32 characters), which {what}; the same "
+                        f"file for sync, run and report ({env})")
+
+
 def _report_verb(verbs: Any) -> None:
     """the report on a commit"""
     rp = verbs.add_parser("report", help="print the report the agent attached to a commit",
                           description="Fetch refs/notes/bindy-agent from the repository and print the report on "
-                          "REV (default: the head of --branch). Exit 0 shown, 1 no report, 3 could not run.")
+                          "REV (default: the head of --branch), checking its signature with --report-key-file. "
+                          "Exit 0 shown and verified, 1 no report, 2 unknown revision, 3 could not run, 4 shown "
+                          "but UNVERIFIED (no --report-key-file, no or a wrong signature, or a malformed note: "
+                          "the first line says why).")
     rp.set_defaults(func=sync.report)
     rp.add_argument("revision", nargs="?", metavar="REV",
                     help="a commit (full or abbreviated SHA), branch or tag (default: the head of --branch)")
-    rp.add_argument("--repo", required=True, metavar="URL", help="Git repository (URL or local path)")
-    rp.add_argument("--branch", default="main", help="branch whose head is shown by default")
+    rp.add_argument("--repo", required=True, metavar="URL", type=common.git_operand("the repository"),
+                    help="Git repository (URL or local path)")
+    rp.add_argument("--branch", default="main", type=common.git_operand("the branch"),
+                    help="branch whose head is shown by default")
     rp.add_argument("-o", "--output", choices=["text", "json"], default="text")
     rp.add_argument("--cache", type=pathlib.Path, default=names.GIT_CACHE)
     for name in ("ref", "ssh_key", "known_hosts", "token_file"):
@@ -231,6 +253,7 @@ def _report_verb(verbs: Any) -> None:
     rp.add_argument("--known-hosts", type=common.readable_file, metavar="FILE", help="known_hosts for the SSH key")
     rp.add_argument("--token-file", type=common.readable_file, metavar="FILE",
                     help="HTTPS token (or 'user:token'), read from a file; sent as Basic auth")
+    _report_key_flag(rp, "checks that the agent wrote the report")
 
 
 def _cluster_verbs(verbs: Any, kube: argparse.ArgumentParser) -> None:
@@ -304,6 +327,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Every verb, with sys.stderr escaped: nothing a repository wrote drives the terminal (agent/cli/terminal.py)."""
+    with contextlib.redirect_stderr(terminal.escaped(sys.stderr)):
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     collector.tune()
     common.Parser.usage_status = plan_verb.DELTA_ERROR if plan_verb.is_delta(argv) else common.EXIT_ERROR

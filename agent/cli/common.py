@@ -16,14 +16,16 @@ import dataclasses
 import os
 import pathlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
-from agent.gate import policy
+from agent.gate import policy, safety
 from agent.load import loader
 from agent.model import limits as read_limits
 from agent.model import names, problems
+from agent.reconcile import axfr
 from agent.run import orchestrator
+from agent.sources import git as git_source
 
 EXIT_OK, EXIT_CHANGES, EXIT_ERROR = 0, 1, 2
 EXIT_INVALID = 1
@@ -53,6 +55,17 @@ def directory(value: str) -> pathlib.Path:
     if not path.is_dir():
         raise argparse.ArgumentTypeError(f"{value!r} is not a directory")
     return path
+
+
+def git_operand(what: str) -> Callable[[str], str]:
+    """A flag whose value goes to git (a URL, branch or ref): one starting with `-` is a usage error,
+    never an option of git (`--repo=--upload-pack=CMD`)."""
+    def check(value: str) -> str:
+        problem = git_source.option_like(value, what)
+        if problem is not None:
+            raise argparse.ArgumentTypeError(problem)
+        return value
+    return check
 
 
 def readable_file(value: str) -> pathlib.Path:
@@ -102,6 +115,20 @@ def limits(args: argparse.Namespace) -> read_limits.Limits:
                                  for f in dataclasses.fields(read_limits.Limits)})
 
 
+def add_transfer_flags(parser: argparse.ArgumentParser) -> None:
+    """--max-transfer-bytes, --max-transfer-records: the bounds of one zone transfer (agent/reconcile/axfr.py)."""
+    group = parser.add_argument_group("limits on what a DNS server's zone transfer may bring in")
+    defaults = axfr.TransferLimits()
+    group.add_argument("--max-transfer-bytes", type=positive, default=defaults.max_bytes, metavar="N",
+                       help=axfr.BYTES_HELP)
+    group.add_argument("--max-transfer-records", type=positive, default=defaults.max_records, metavar="N",
+                       help=axfr.RECORDS_HELP)
+
+
+def transfer_limits(args: argparse.Namespace) -> axfr.TransferLimits:
+    return axfr.TransferLimits(int(args.max_transfer_bytes), int(args.max_transfer_records))
+
+
 def print_problems(items: Sequence[problems.Problem], root: pathlib.Path | str, out: TextIO,
                    *, quiet: bool = False, errors_only: bool = False) -> None:
     """Every problem as `file:line: ...`, the file under `root` (a directory, or a prefix such as `main:`)."""
@@ -128,10 +155,28 @@ def policy_settings(args: argparse.Namespace) -> policy.PolicySettings:
         raise SystemExit(Parser.usage_status) from exc
 
 
+def percent(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole percentage") from None
+    if not 0 <= number <= 100:
+        raise argparse.ArgumentTypeError(f"{value!r} must be from 0 to 100")
+    return number
+
+
+def safety_policy(args: argparse.Namespace) -> safety.Policy:
+    """The safety gate's limits from the operator's flags (a repository can only make them stricter)."""
+    threshold = getattr(args, "delete_threshold_percent", None)
+    return safety.Policy(force=getattr(args, "force", False), allow_prune=getattr(args, "allow_prune", False),
+                         delete_threshold=safety.DELETE_THRESHOLD if threshold is None else threshold / 100)
+
+
 def options(args: argparse.Namespace) -> orchestrator.Options:
     """What every verb that validates or plans takes from its flags: the namespace of objects that name
-    none, the policy, and the agent's namespace (where a verb has it)."""
-    return orchestrator.Options(repo_policy=policy_settings(args), default_namespace=args.namespace,
+    none, the policy, the safety gate, and the agent's namespace (where a verb has it)."""
+    return orchestrator.Options(repo_policy=policy_settings(args), policy=safety_policy(args),
+                                default_namespace=args.namespace,
                                 agent_namespace=getattr(args, "agent_namespace", names.DEFAULT_AGENT_NAMESPACE))
 
 

@@ -41,8 +41,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the Bind9Cluster (or ClusterBind9Provider) to serve the zone: spec.clusterRef")
     p.add_argument("-o", "--output-dir", type=pathlib.Path, metavar="DIR",
                    help="write DIR/zones/<zone>.yaml and DIR/records/<zone>.yaml instead of printing")
-    p.add_argument("--timeout", type=common.seconds, default=30, metavar="SECONDS",
-                   help="the most the transfer may wait for the server (default: %(default)s)")
+    p.add_argument("--timeout", type=_timeout, default=60, metavar="SECONDS",
+                   help="the most the whole transfer may take; a server that stalls or trickles is cut then "
+                   "(default: %(default)s)")
+    common.add_transfer_flags(p)
+
+
+def _timeout(value: str) -> float:
+    seconds = common.seconds(value)
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"{value!r} must be more than 0 seconds")
+    return seconds
 
 
 def _zone(value: str) -> str:
@@ -100,7 +109,9 @@ def _write(args: argparse.Namespace, adopted: adopt.Adopted, header: str) -> lis
 def run(args: argparse.Namespace) -> int:
     try:
         endpoint = _endpoint(args)
-        live = rfc2136.observe(endpoint, args.zone, timeout=args.timeout)
+        live = rfc2136.observe(endpoint, args.zone, timeout=min(10.0, args.timeout), lifetime=args.timeout,
+                               limits=common.transfer_limits(args),
+                               time_hint="give it more time with --timeout SECONDS")
     except rfc2136.ZoneMissing:
         host, port = args.server
         print(f"bindy-agent import: error: {host}:{port} does not serve zone {args.zone} (or refuses it: NOTAUTH)",

@@ -146,7 +146,7 @@ def _git_side(revs: gitrevs.Revisions, rev: str, path: str) -> Side:
 
 def _sides(args: argparse.Namespace) -> tuple[Side, Side]:
     if args.base_dir is not None:
-        return _dir_side(args.base_dir), _dir_side(args.directory)
+        return _dir_side(args.base_dir, args), _dir_side(args.directory, args)
     if args.repo:
         source = GitSource(args.repo, args.cache, ssh_key=args.ssh_key, known_hosts=args.known_hosts,
                            insecure_ignore_host_key=args.insecure_ignore_host_key, token_file=args.token_file)
@@ -157,11 +157,11 @@ def _sides(args: argparse.Namespace) -> tuple[Side, Side]:
     base = _git_side(revs, args.base, path)
     if args.head is not None:
         return base, _git_side(revs, args.head, path)
-    return base, _dir_side(args.directory)
+    return base, _dir_side(args.directory, args)
 
 
-def _dir_side(directory: pathlib.Path) -> Side:
-    revision = localdir.revision(directory)
+def _dir_side(directory: pathlib.Path, args: argparse.Namespace) -> Side:
+    revision = localdir.revision(directory, common.limits(args))
     short = revision if revision.startswith("sha256:") else revision[:12] + revision[40:]  # keeps "-dirty"
     return Side(revision, localdir.files(directory), directory, f"{directory} ({short})")
 
@@ -207,7 +207,7 @@ def show_delta(args: argparse.Namespace) -> int:
     result = delta.delta(base, head, base_revision=base_side.revision, head_revision=head_side.revision,
                          agent=args.agent_namespace)
     result.labels = _labels(base_side, head_side)
-    result.refusals = safety.check(result, safety.Policy())
+    result.refusals = safety.check(result, common.safety_policy(args))
     _emit(result, args)
     return DELTA_OK if result.empty else DELTA_CHANGES
 
@@ -225,7 +225,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     d.add_argument("--base", metavar="REV", help="the revision to compare against: a branch, tag or commit")
     d.add_argument("--head", metavar="REV", help="the revision compared (default: DIR's files on disk)")
     d.add_argument("--base-dir", type=common.directory, metavar="DIR", help="compare DIR with this directory")
-    d.add_argument("--repo", metavar="URL", help="a remote (or the path of a repository) instead of the work "
+    d.add_argument("--repo", metavar="URL", type=common.git_operand("the repository"),
+                   help="a remote (or the path of a repository) instead of the work "
                    "tree holding DIR")
     d.add_argument("--path", default="", metavar="P",
                    help="directory of CRs inside the repository (default: DIR's, or the top)")

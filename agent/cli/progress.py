@@ -15,6 +15,9 @@ import sys
 import time
 from typing import TextIO
 
+from agent.cli import terminal
+from agent.model import printable
+
 KEEP = 0.5  # seconds a step must take for its last count to stay on screen
 INTERVAL = 0.1  # at most this often a line is rewritten
 
@@ -29,7 +32,8 @@ class Reporter:
     @classmethod
     def for_stderr(cls, prefix: str = "") -> Reporter:
         """A reporter on stderr, enabled on a terminal; log lines then first clear the progress line."""
-        reporter = cls(sys.stderr, enabled=sys.stderr.isatty(), prefix=prefix)
+        stream = terminal.unescaped(sys.stderr)  # its own line control passes; its text is escaped in _write
+        reporter = cls(stream, enabled=stream.isatty(), prefix=prefix)
         if reporter.enabled:
             for handler in logging.getLogger().handlers:
                 handler.addFilter(reporter.interrupt)
@@ -57,7 +61,7 @@ class Reporter:
             self._write(f"{self.prefix}{verb} {counted} {unit}", now)
 
     def _write(self, line: str, now: float) -> None:
-        self.stream.write("\r\x1b[K" + line)
+        self.stream.write("\r\x1b[K" + printable.line(line))
         self.stream.flush()
         self.line, self.written = line, now
 

@@ -15,16 +15,17 @@ from typing import Any
 
 from agent.cli import common, progress
 from agent.errors import AgentError, KubeError
-from agent.gate import safety
-from agent.model import kinds, names
+from agent.model import kinds, names, printable
+from agent.outcome import signature
 from agent.plan import render
 from agent.reconcile import crds, statestore
 from agent.reconcile import endpoints as cluster_endpoints
 from agent.run import orchestrator, revisions
 from agent.sources import gitrevs
-from agent.sources.git import NOTES_REF, GitSource
+from agent.sources.git import NOTES_REF, GitSource, StoredNote
 
 UNPUSHED = "the report could not be pushed (kept in the local clone; pushed on a later run)"
+EXIT_UNVERIFIED = 4  # report: shown, but not known to be the agent's (no key, no or a wrong signature, malformed)
 
 
 def install_crds(args: argparse.Namespace) -> int:
@@ -111,10 +112,11 @@ def git_source(args: argparse.Namespace) -> GitSource:
 def options(args: argparse.Namespace) -> orchestrator.Options:
     return dataclasses.replace(
         common.options(args), dry_run=args.dry_run,
-        policy=safety.Policy(force=args.force, allow_prune=args.allow_prune),
+        policy=common.safety_policy(args),
         install_crds=args.install_crds, create_namespaces=args.create_namespaces,
         rotate_rndc_keys=args.rotate_rndc_keys, batch=args.batch, deadline=args.deadline or None,
-        push_notes=args.push_notes, resync_after=args.resync_after, lock_wait=args.lock_wait)
+        push_notes=args.push_notes, resync_after=args.resync_after, lock_wait=args.lock_wait,
+        transfer=common.transfer_limits(args))
 
 
 def _targets(args: argparse.Namespace) -> orchestrator.Targets:
@@ -137,7 +139,7 @@ def sync(args: argparse.Namespace) -> int:
     try:
         targets = _targets(args)
         source: revisions.RevisionSource = (
-            revisions.GitRevisions(git_source(args)) if args.repo
+            revisions.GitRevisions(git_source(args), report_key=_report_key(args)) if args.repo
             else revisions.DirectoryRevisions(args.directory, limits=common.limits(args)))
     except AgentError as exc:
         print(f"error: could not run: {exc}", file=sys.stderr)
@@ -177,12 +179,9 @@ def _show(run: orchestrator.RunOutcome, args: argparse.Namespace, api: Any) -> i
     if api is None:
         print(f"notice: no --kubeconfig: Kubernetes steps skipped (zones and records only){_unused_kubeconfig()}",
               file=sys.stderr)
-    for line in run.failures:
-        print(f"failed: {line}", file=sys.stderr)
-    for line in run.refusals:
-        print(f"refused: {line}", file=sys.stderr)
-    for line in run.conflicts:
-        print(f"conflict: {line}", file=sys.stderr)
+    for label, items in (("failed", run.failures), ("refused", run.refusals), ("conflict", run.conflicts)):
+        for line in items:  # one line each, whatever a name in it holds
+            print(f"{label}: {printable.line(line)}", file=sys.stderr)
     print(_summary(run, api, args.dry_run), file=sys.stderr)
     if run.outcome == "partial":
         print(f"{prefix}: {run.message}", file=sys.stderr)
@@ -196,9 +195,19 @@ def _unused_kubeconfig() -> str:
     return f"; {found} was not used: add --kubeconfig or --context to include its cluster" if found else ""
 
 
+def _report_key(args: argparse.Namespace) -> bytes | None:
+    """The key that signs (sync) or checks (report) the commit reports; None without one."""
+    return signature.read_key(args.report_key_file) if args.report_key_file else None
+
+
 def report(args: argparse.Namespace) -> int:
     from agent.outcome import report
 
+    try:
+        key = _report_key(args)
+    except AgentError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return common.EXIT_UNREACHABLE
     # a clone of its own under the cache: fetching notes into the one a sync is using would collide on
     # git's ref locks, and waiting for the sync's lock would block a read behind a whole run (or a sync
     # behind a read)
@@ -214,21 +223,41 @@ def report(args: argparse.Namespace) -> int:
     if note is None:
         print(f"no bindy-agent report on {rev}", file=sys.stderr)
         return common.EXIT_CHANGES
-    try:
-        doc = report.parse(note)
-    except ValueError as exc:
-        print(f"{rev}: {exc}", file=sys.stderr)
-        return common.EXIT_ERROR
+    shown, whole = _checked(note, rev, key, "summary"), False
+    if full is not None:  # -o json: the complete report, when it is at least as trusted as the summary
+        complete = _checked(full, rev, key, "full")
+        if not complete.malformed and (complete.verified or not shown.verified):
+            shown, whole = complete, True
+        elif shown.verified:
+            print(f"warning: the complete report on {rev[:12]} is not shown ({complete.reason}); this is the "
+                  "summary's JSON", file=sys.stderr)
+    if not shown.verified:
+        print(f"warning: the report on {rev} is UNVERIFIED: {shown.reason}", file=sys.stderr)
     if args.output == "json":
-        sys.stdout.write((full if full else json.dumps(doc, indent=2)).rstrip("\n") + "\n")
+        sys.stdout.write((shown.json_text(rev) if whole else json.dumps(shown.as_json(rev), indent=2)) + "\n")
+    elif shown.doc is None:
+        sys.stdout.write(f"UNVERIFIED: {rev}: {shown.reason}\n")
     else:
-        sys.stdout.write(report.render_text(doc))
-    return common.EXIT_OK
+        if not shown.verified:
+            sys.stdout.write(f"UNVERIFIED: {shown.reason}\n")
+        sys.stdout.write(report.render_text(shown.doc))
+        if shown.verified:
+            sys.stdout.write("verified: signed with the report key\n")
+    return common.EXIT_OK if shown.verified else EXIT_UNVERIFIED
 
 
-def _notes(source: GitSource, revision: str | None, *, full: bool) -> tuple[str, str | None, str | None]:
-    """(commit, its note, its full report) from the remote's notes, fetched into the cache."""
+def _checked(note: StoredNote, rev: str, key: bytes | None, kind: signature.Kind) -> signature.Shown:
+    if note.unread is not None:
+        return signature.malformed(note.unread)
+    return signature.examine(note.data, sha=rev, key=key, kind=kind)
+
+
+def _notes(source: GitSource, revision: str | None, *,
+           full: bool) -> tuple[str, StoredNote | None, StoredNote | None]:
+    """(commit, its note, its full report) from the remote's notes, fetched into the cache; each read
+    only up to the size a report may have."""
     source.repo()
-    source.fetch_notes()
+    source.fetch_notes(keep_local=False)  # what the remote holds now, nothing older
     rev = gitrevs.noted_revision(source, revision, NOTES_REF)
-    return rev, source.note(rev), source.note(rev, full=True) if full else None
+    return (rev, source.note(rev, limit=signature.MAX_NOTE_BYTES),
+            source.note(rev, full=True, limit=signature.MAX_FULL_BYTES) if full else None)

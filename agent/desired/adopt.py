@@ -31,7 +31,7 @@ import yaml
 
 from agent.desired import hierarchy
 from agent.desired.rrsets import RRset, absolute
-from agent.load import loader
+from agent.load import loader, scalars
 from agent.model import kinds
 from agent.model.ownership import Key
 from agent.model.problems import Problem, Severity
@@ -188,7 +188,9 @@ def adopt(zone: str, rrsets: dict[Key, RRset], *, namespace: str, cluster_ref: s
 
 def to_yaml(docs: list[dict[str, Any]], header: str = "") -> str:
     """Documents as YAML, one `---` apart, long values on one line."""
-    return header + yaml.safe_dump_all(docs, sort_keys=False, width=2**16, allow_unicode=True)
+    # quoted where Kubernetes' YAML would read a string as something else (`y`, `n`: booleans), so that
+    # the files read back as they were written, by the agent and by kubectl
+    return header + yaml.dump_all(docs, Dumper=scalars.Dumper, sort_keys=False, width=2**16, allow_unicode=True)
 
 
 def _key(doc: dict[str, Any]) -> str:

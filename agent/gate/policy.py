@@ -217,8 +217,8 @@ def _mount(mount: dict[str, Any], where: str) -> Iterator[tuple[str, str]]:
 
 def _quantity(value: Any) -> decimal.Decimal | None:
     match = _QUANTITY.match(str(value))
-    if not match:
-        return None
+    if not match or (match[2] and len(match[2].lstrip("+-").lstrip("0")) > 3):
+        return None  # an exponent past 999 is no quantity of cpu or memory (1e999999999 overflowed Decimal)
     number = decimal.Decimal(match[1])
     return number * (decimal.Decimal(10) ** int(match[2]) if match[2] else decimal.Decimal(_SUFFIX[match[3] or ""]))
 

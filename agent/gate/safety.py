@@ -6,16 +6,19 @@
     Kubernetes     pruning more than a threshold share of the objects the agent manages
 
 Any refusal refuses the whole revision: nothing is applied. Each refusal says the counts, the
-limit and how to allow it: `--force` (everything), `--allow-prune` (Kubernetes prunes), or per
-zone the DNSZone annotations allow-unsafe-plan / delete-threshold-percent (for a zone that left
-Git, the annotations it had when last applied).
+limit and how the operator allows it: `--force` (everything), `--allow-prune` (Kubernetes prunes),
+`--delete-threshold-percent` (the share of a zone's RRsets a plan may delete). The gate is the
+operator's: a repository can only make it stricter. A DNSZone's delete-threshold-percent annotation
+counts only where it is lower than the operator's threshold (for a zone that left Git, the one it
+had when last applied); allow-unsafe-plan relaxes nothing (agent/gate/overrides.py warns about both).
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from agent.model.names import FORCE_ANNOTATION, THRESHOLD_ANNOTATION
+from agent.gate import overrides
+from agent.model.names import THRESHOLD_ANNOTATION
 from agent.model.ownership import Key
 from agent.plan import rrsetdiff
 from agent.plan.model import Plan
@@ -37,19 +40,24 @@ class Policy:
     prune_min: int = PRUNE_MIN
 
 
+FORCE_HOW = ("the operator can allow it for one run with `bindy-agent sync --force` (for `bindy-agent run`: the "
+             "setting force, --force or BINDY_AGENT_FORCE=true); a DNSZone annotation cannot relax the gate")
+
+
 def _how(zone: str) -> str:
-    return (f"force it with `--force`, or for this zone annotate its DNSZone with {FORCE_ANNOTATION}: \"true\" "
-            f"(or raise {THRESHOLD_ANNOTATION})")
+    return (f"{FORCE_HOW}, or raise the agent's delete threshold (--delete-threshold-percent, "
+            "BINDY_AGENT_DELETE_THRESHOLD_PERCENT)")
 
 
 def _threshold(zone: str, annotations: dict[str, str], default: float) -> tuple[float, str | None]:
+    """The operator's threshold, or the zone's annotation where it is stricter (lower)."""
     if THRESHOLD_ANNOTATION not in annotations:
         return default, None
-    try:
-        return int(annotations[THRESHOLD_ANNOTATION]) / 100, None
-    except ValueError:
-        return default, (f"zone {zone}: annotation {THRESHOLD_ANNOTATION} must be a whole percentage, "
+    percent = overrides.percent(annotations[THRESHOLD_ANNOTATION])
+    if percent is None:
+        return default, (f"zone {zone}: annotation {THRESHOLD_ANNOTATION} must be a whole percentage from 0 to 100, "
                          f"got {annotations[THRESHOLD_ANNOTATION]!r}")
+    return min(default, percent / 100), None
 
 
 def records_refusal(zone: str, plan: rrsetdiff.RRsetPlan, managed: set[Key],
@@ -57,14 +65,14 @@ def records_refusal(zone: str, plan: rrsetdiff.RRsetPlan, managed: set[Key],
     """None if one primary's RRset plan may go ahead, else why not (also used after a re-plan)."""
     if not plan.changes and THRESHOLD_ANNOTATION not in annotations:
         return None  # most zones of most runs: nothing to refuse (a bad threshold is refused below)
-    if policy.force or annotations.get(FORCE_ANNOTATION, "").lower() == "true":
+    if policy.force:
         return None
     threshold, bad = _threshold(zone, annotations, policy.delete_threshold)
     if bad:
         return bad
     apex_ns = [c for c in plan.changes if c.key == (zone, "NS")]
     if apex_ns:
-        return f"zone {zone}: refusing to change the apex NS set ({apex_ns[0].action}); {_how(zone)}"
+        return f"zone {zone}: refusing to change the apex NS set ({apex_ns[0].action}); {FORCE_HOW}"
     deletes = sum(1 for c in plan.changes if c.action == "delete")
     if len(managed) >= policy.min_managed and deletes > threshold * len(managed):
         share = 100 * deletes / len(managed)
@@ -76,15 +84,14 @@ def records_refusal(zone: str, plan: rrsetdiff.RRsetPlan, managed: set[Key],
 
 def zone_refusal(zp: ZonePlan, policy: Policy) -> str | None:
     if zp.removed_everywhere and zp.deletes:
-        if policy.force or zp.annotations.get(FORCE_ANNOTATION, "").lower() == "true":
+        if policy.force:
             return None
         count = len(zp.managed_before)
         threshold, _ = _threshold(zp.name, zp.annotations, policy.delete_threshold)
         if count >= policy.min_managed and threshold < 1.0:  # the whole zone: 100% of its RRsets
             where = "it left Git" if zp.zone is None else "it no longer selects any instance"
             return (f"zone {zp.name}: refusing to delete the whole zone from {len(zp.deletes)} server(s) ({where}): "
-                    f"that deletes all {count} managed RRsets; force it with `--force`, or first annotate the DNSZone "
-                    f"with {FORCE_ANNOTATION}: \"true\" in a commit of its own, then remove it")
+                    f"that deletes all {count} managed RRsets; {FORCE_HOW}")
         return None
     for plan in zp.records.values():
         refusal = records_refusal(zp.name, plan, zp.managed_before, zp.annotations, policy)

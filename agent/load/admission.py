@@ -1,4 +1,7 @@
-"""Bindy's admission rules (its ValidatingAdmissionPolicies) on one CR, checked after the schema (pure)."""
+"""Bindy's admission rules (its ValidatingAdmissionPolicies) on one CR, checked after the schema (pure).
+
+The rules read the validated object, by Bindy's field names (`spec.volumeMounts[*].mountPath`): a
+value the rules did not see cannot reach the plan under another spelling."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from agent.model import kinds
+from agent.model.base import Model
 
 Loc = tuple[str | int, ...]
 Found = list[tuple[Loc, Any]]  # the values a rule reads, each with its location
@@ -265,6 +269,21 @@ def _immutable(image: str) -> str | None:
     return None
 
 
+BIND9_REPOSITORY = BIND9_SOURCES[0]  # the image a version without spec.image.image makes (desired/hierarchy.py)
+
+
+def _version_immutable(version: str) -> str | None:
+    """`spec.version` is the tag of the BIND9 image when spec.image.image does not name one."""
+    image = f"{BIND9_REPOSITORY}:{version}"
+    if not version.strip():
+        return (f"an empty version makes the BIND9 image {image!r}, which names no tag: write a version "
+                "(e.g. 9.18), or leave the field out")
+    if _immutable(image):
+        return (f"version {version!r} makes the BIND9 image {image!r}, which is mutable: write a named version "
+                "other than latest (e.g. 9.18), or pin a digest (@sha256:...) in spec.image.image")
+    return None
+
+
 # bindy-bindcar-env-validation: sidecar variables the operator sets
 RESERVED_ENV = frozenset({
     "BIND_API_TOKEN", "DISABLE_AUTH", "BIND_ALLOW_ANY_SERVICEACCOUNT", "BIND_ALLOWED_SERVICE_ACCOUNTS",
@@ -344,6 +363,9 @@ RULES: tuple[Rule, ...] = (
     Rule("bindy-image-provenance-validation", "bind9-image-registry", INFRA, BIND9_IMAGES, _each(_bind9_registry)),
     Rule("bindy-image-provenance-validation", "image-immutable", INFRA,
          BIND9_IMAGES + tuple(f"{b}.image" for b in BINDCAR), _each(_immutable)),
+    # the same promise for the image a version makes (`version: latest` is bind9:latest)
+    Rule("bindy-image-provenance-validation", "image-immutable", INFRA, ("spec.version",),
+         _each(_version_immutable)),
     Rule("bindy-bindcar-env-validation", "bindcar-env-reserved-names", INFRA,
          tuple(f"{b}.envVars[*].name" for b in BINDCAR), _each(_env_name)),
     Rule("bindy-bindcar-env-validation", "bindcar-env-reserved-prefixes", INFRA,
@@ -355,23 +377,42 @@ def _steps(path: str) -> tuple[str, ...]:
     return tuple(path.replace("[*]", ".[*]").split("."))
 
 
+_ABSENT: Any = object()
+_ATTRIBUTES: dict[type, dict[str, str]] = {}  # per model class: Bindy's field name -> attribute name
+
+
+def _child(node: Any, step: str) -> Any:
+    """A field of a validated object (by Bindy's name; unset is absent) or a key of a mapping."""
+    if type(node) is dict:
+        return node.get(step, _ABSENT)
+    names = _ATTRIBUTES.get(type(node))
+    if names is None:
+        if not isinstance(node, Model):
+            return _ABSENT
+        names = _ATTRIBUTES[type(node)] = {f.alias or n: n for n, f in type(node).model_fields.items()}
+    value = node.__dict__.get(names.get(step, ""))  # where pydantic keeps a model's field values
+    return _ABSENT if value is None else value
+
+
 def _select(doc: Any, steps: tuple[str, ...]) -> Found:
-    """The values at a path ("spec.volumes[*].name": every item of the list) with their locations."""
+    """The values at a path ("spec.volumes[*].name": every item of the list) with their locations,
+    in a validated object (or a plain mapping, as a document's data)."""
     if "[*]" not in steps:  # the common case: one value or none
         node = doc
         for step in steps:
-            if not isinstance(node, dict) or step not in node:
+            node = _child(node, step)
+            if node is _ABSENT:
                 return []
-            node = node[step]
         return [(steps, node)]
     found: Found = [((), doc)]
     for step in steps:
         deeper: Found = []
         for loc, node in found:
-            if step == "[*]" and isinstance(node, list):
-                deeper += [((*loc, i), item) for i, item in enumerate(node)]
-            elif isinstance(node, dict) and step in node:
-                deeper.append(((*loc, step), node[step]))
+            if step == "[*]":
+                if isinstance(node, list):
+                    deeper += [((*loc, i), item) for i, item in enumerate(node)]
+            elif (child := _child(node, step)) is not _ABSENT:
+                deeper.append(((*loc, step), child))
         found = deeper
     return found
 
@@ -390,8 +431,9 @@ _TARGET_FINE = re.compile(r"(?!.*\.\.)[A-Za-z0-9_-][A-Za-z0-9._-]{0,251}\.")
 FINE: dict[int, re.Pattern[str]] = {_FIELDS.index(NAMES): _NAME_FINE, _FIELDS.index(TARGET_FIELDS): _TARGET_FINE}
 
 
-def violations(kind: str, doc: dict[str, Any]) -> list[RuleViolation]:
-    """Every Bindy admission rule `doc` breaks; at most one per field (the first in RULES)."""
+def violations(kind: str, doc: Model | dict[str, Any]) -> list[RuleViolation]:
+    """Every Bindy admission rule `doc` breaks; at most one per field (the first in RULES). The loader
+    hands it the validated object, so that a rule reads exactly the fields the plan is made of."""
     out: list[RuleViolation] = []
     seen: list[Loc] = []
     selected: dict[int, Found] = {}

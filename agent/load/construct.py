@@ -1,11 +1,12 @@
 """Plain Python data from a composed YAML document, in one pass that also counts its nodes (pure).
 
-PyYAML's SafeConstructor is general (aliases, merge keys, sets, omaps, binary, recursive objects)
-and pays for it on every node: at 100,000 documents it costs more than the C parser itself. A
-repository document is almost always a plain tree of strings, numbers, booleans and nulls, so
-that case is built here directly; scalars are converted by SafeConstructor's own methods, so the
-result is the same. Anything else (an alias, a merge key, an explicit tag, a non-scalar key)
-raises `Unusual`, and the caller constructs that document the general way.
+PyYAML's SafeConstructor is general (aliases, merge keys, recursive objects) and pays for it on
+every node: at 100,000 documents it costs more than the C parser itself. A repository document is
+almost always a plain tree of strings, numbers, booleans and nulls, so that case is built here
+directly; scalars are converted by the schema's own constructors (load/scalars.py), so the result
+is the same. Anything else (an alias, a merge key, a tag outside the core schema, a non-scalar key,
+a scalar the schema refuses) raises `Unusual`, and the caller constructs that document the general
+way, which reports what is wrong at its line.
 """
 
 from __future__ import annotations
@@ -14,17 +15,16 @@ from typing import Any
 
 import yaml
 
-_STR = "tag:yaml.org,2002:str"
-_MAP = "tag:yaml.org,2002:map"
-_SEQ = "tag:yaml.org,2002:seq"
-_INT = "tag:yaml.org,2002:int"
+from agent.load import scalars
+
+_STR, _MAP, _SEQ, _INT = scalars.STR, scalars.MAP, scalars.SEQ, scalars.INT
 _SCALARS = {
-    "tag:yaml.org,2002:null": yaml.constructor.SafeConstructor.construct_yaml_null,
-    "tag:yaml.org,2002:bool": yaml.constructor.SafeConstructor.construct_yaml_bool,
-    "tag:yaml.org,2002:int": yaml.constructor.SafeConstructor.construct_yaml_int,
-    "tag:yaml.org,2002:float": yaml.constructor.SafeConstructor.construct_yaml_float,
-    "tag:yaml.org,2002:timestamp": yaml.constructor.SafeConstructor.construct_yaml_timestamp,
+    scalars.NULL: scalars.construct_null,
+    scalars.BOOL: scalars.construct_bool,
+    scalars.INT: scalars.construct_int,
+    scalars.FLOAT: scalars.construct_float,
 }
+_SHORT_INT = 18  # decimal digits: any such number fits in 64 bits
 
 
 class Unusual(Exception):
@@ -65,13 +65,17 @@ def _build(node: yaml.Node, constructor: yaml.constructor.SafeConstructor, dupli
             number = ints.get(value)
             if number is not None:
                 return number
-            if value.isdigit() and value[0] != "0":  # plain decimal (the int resolver admits ASCII only);
-                number = ints[value] = int(value)    # YAML 1.1 reads a leading 0 as octal: the general way
+            # plain decimal (a leading 0 is octal, and `!!int` may tag any digits: the schema's way)
+            if len(value) <= _SHORT_INT and value.isdigit() and value.isascii() and value[0] != "0":
+                number = ints[value] = int(value)
                 return number
         convert = _SCALARS.get(tag)
         if convert is None:
             raise Unusual(tag)
-        return convert(constructor, node)  # type: ignore[arg-type]  # a ScalarNode, checked above
+        try:
+            return convert(constructor, node)
+        except scalars.BadScalar as exc:  # the general way reports it, at its line
+            raise Unusual(tag) from exc
     if kind is yaml.MappingNode and tag == _MAP:
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
@@ -87,4 +91,4 @@ def _build(node: yaml.Node, constructor: yaml.constructor.SafeConstructor, dupli
     raise Unusual(tag)
 
 
-_KEY_TAGS = frozenset({_STR, *_SCALARS})  # the merge key `<<` and explicit tags go the general way
+_KEY_TAGS = frozenset({_STR, *_SCALARS})  # the merge key `<<` and other tags go the general way

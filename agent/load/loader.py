@@ -29,7 +29,7 @@ import typing_extensions
 import yaml
 
 from agent.errors import FileRefused, SourceError
-from agent.load import admission, bounds, construct, shorthand
+from agent.load import admission, bounds, construct, scalars, shorthand
 from agent.model import kinds, names, syntax
 from agent.model.base import Resource
 from agent.model.joined import Joined
@@ -37,14 +37,13 @@ from agent.model.key import ObjectKey
 from agent.model.limits import Limits
 from agent.model.problems import Origin, Problem, Severity
 
-_MERGE_TAG = "tag:yaml.org,2002:merge"
-_STR_TAG = yaml.CSafeLoader.DEFAULT_SCALAR_TAG
-_MAP_TAG, _SEQ_TAG = yaml.CSafeLoader.DEFAULT_MAPPING_TAG, yaml.CSafeLoader.DEFAULT_SEQUENCE_TAG
+_MERGE_TAG = scalars.MERGE
+_STR_TAG, _MAP_TAG, _SEQ_TAG = scalars.STR, scalars.MAP, scalars.SEQ
 _IGNORE_TWO: Any = {}.get  # called as (parent node, index): returns the index, which the composer ignores
 _IGNORE_NONE: Any = tuple  # called with no arguments: returns (), ignored
-_RESOLVED_FIRST = frozenset(yaml.CSafeLoader.yaml_implicit_resolvers)
+_RESOLVED_FIRST = frozenset(scalars.Loader.yaml_implicit_resolvers)
 _RESOLVED: dict[tuple[str, tuple[bool, bool]], str] = {}
-assert None not in _RESOLVED_FIRST and not yaml.CSafeLoader.yaml_path_resolvers
+assert None not in _RESOLVED_FIRST and not scalars.Loader.yaml_path_resolvers
 _MAX_ERRORS = 50  # schema errors shown per document: a list of 100,000 wrong items is one mistake
 
 
@@ -187,9 +186,10 @@ def _index(objects: Sequence[Loaded]) -> dict[str, list[Loaded]]:
     return index
 
 
-class _Loader(yaml.CSafeLoader):
-    """The C loader, plus a record of duplicate mapping keys (PyYAML silently keeps the last), and a
-    faster way to the same tag for the scalars no implicit resolver can match."""
+class _Loader(scalars.Loader):
+    """The C loader with Kubernetes' YAML schema (load/scalars.py), plus a record of duplicate mapping
+    keys (PyYAML silently keeps the last), and a faster way to the same tag for the scalars no
+    implicit resolver can match."""
 
     duplicates: list[tuple[int, str]]
 
@@ -236,15 +236,16 @@ def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int:
     """The line of the deepest node along `loc` (a key's own line for the last mapping step)."""
     assert node is not None
     line = node.start_mark.line + 1
-    for step in loc:
+    for i, step in enumerate(loc):
         if isinstance(node, yaml.MappingNode):
             for key_node, value_node in node.value:
                 if key_node.value == step:
                     line = key_node.start_mark.line + 1
                     node = value_node
                     break
-            else:
-                return line
+            else:  # a key with dots in it, as a label or an annotation has: the rest of the path
+                rest = ".".join(str(s) for s in loc[i:])
+                return next((k.start_mark.line + 1 for k, _ in node.value if k.value == rest), line)
         elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and step < len(node.value):
             node = node.value[step]
             line = node.start_mark.line + 1
@@ -279,16 +280,68 @@ def _fields(shape: Any) -> dict[str, Any] | None:
     return None
 
 
-def _allowed_keys(model: type[pydantic.BaseModel], loc: tuple[Any, ...]) -> list[str]:
+def _shape_at(model: type[pydantic.BaseModel], loc: tuple[Any, ...]) -> Any:
+    """The model or TypedDict at a location of a document (None: none is known there)."""
     current: Any = model
     for step in loc:
         fields = _fields(current)
         if isinstance(step, int) or fields is None:
             continue
         if step not in fields:
-            return []
+            return None
         current = _unwrap(fields[step])
-    return list(_fields(current) or ())
+    return current
+
+
+def _allowed_keys(model: type[pydantic.BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    return list(_fields(_shape_at(model, loc)) or ())
+
+
+def _bindy_spelling(model: type[pydantic.BaseModel], loc: tuple[Any, ...]) -> str | None:
+    """Bindy's name of a field written as the agent's Python attribute (volume_mounts: volumeMounts)."""
+    shape = _shape_at(model, loc[:-1])
+    if isinstance(shape, type) and issubclass(shape, pydantic.BaseModel):
+        field = shape.model_fields.get(str(loc[-1]))
+        if field is not None and field.alias and field.alias != loc[-1]:
+            return field.alias
+    return None
+
+
+# what a strict type error expects; the API server checks the CRD's types the same way
+_EXPECTED = {"int_type": "an integer", "string_type": "a string", "bool_type": "true or false",
+             "list_type": "a list", "dict_type": "a mapping", "model_type": "a mapping"}
+
+
+def _yaml_type(value: Any) -> str:
+    """What YAML made of a value, in the words of a YAML author."""
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, int):
+        return f"the integer {value}" if value.bit_length() <= 128 else "an integer"  # no 4,300-digit str()
+    if isinstance(value, float):
+        return f"the number {value!r} (not an integer)"
+    if isinstance(value, str):
+        return f"the string {value[:40]!r}" + ("..." if len(value) > 40 else "")
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return "a mapping"
+    return "a list" if isinstance(value, list) else f"a {type(value).__name__}"
+
+
+def _type_message(kind: str, value: Any) -> str:
+    expected = _EXPECTED[kind]
+    message = f"must be {expected} (the API server checks types strictly), not {_yaml_type(value)}"
+    if kind == "int_type" and isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        return f"{message}: write the number without quotes"
+    if kind == "int_type" and isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
+        return f"{message}: write {int(value)}"
+    if kind == "string_type" and isinstance(value, (bool, int, float)):
+        return (f"{message}: quote it to keep it text (YAML reads unquoted numbers, true/false, yes/no, "
+                "on/off and y/n as other types)")
+    if kind == "bool_type" and isinstance(value, str) and value.lower() in ("true", "false"):
+        return f"{message}: write {value.lower()} without quotes"
+    return message
 
 
 def _dotted(loc: tuple[Any, ...]) -> str:
@@ -301,10 +354,16 @@ def _dotted(loc: tuple[Any, ...]) -> str:
 def _message(err: Any, model: type[pydantic.BaseModel]) -> tuple[tuple[Any, ...], str]:
     loc, kind, value = tuple(err["loc"]), err["type"], err.get("input")
     if kind == "extra_forbidden":
+        bindy = _bindy_spelling(model, loc)
+        if bindy is not None:
+            return loc, (f"unknown field (did you mean '{bindy}'?): Bindy's fields are spelled in "
+                         "camelCase, as in its CRDs")
         allowed = _allowed_keys(model, loc[:-1])
         close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.6)
         hint = f" (did you mean '{close[0]}'?)" if close else ""
         return loc, f"unknown field{hint}"
+    if kind in _EXPECTED:
+        return loc, _type_message(kind, value)
     if kind == "missing":
         return loc, "required field is missing"
     msg = err["msg"]
@@ -415,7 +474,7 @@ def _kind_of(doc: _Document, data: dict[str, Any]) -> kinds.Kind | None:
 def _validate(doc: _Document, kind: kinds.Kind, data: dict[str, Any]) -> Any:
     """The schema model of the document, then the API server's admission rules; None on schema errors."""
     try:
-        model = kind.model.model_validate(data)
+        model = kind.model.from_document(data)  # strict types, Bindy's spelling of fields only
     except pydantic.ValidationError as exc:
         errors = exc.errors()
         for err in errors[:_MAX_ERRORS]:
@@ -425,7 +484,9 @@ def _validate(doc: _Document, kind: kinds.Kind, data: dict[str, Any]) -> Any:
             doc.report((), f"and {len(errors) - _MAX_ERRORS:,} more schema errors in this document "
                        f"(the first {_MAX_ERRORS} are shown)")
         return None
-    for violation in admission.violations(kind.name, data):  # after the schema, as the API server does
+    # after the schema, as the API server does, and on the validated object: what it reads is what
+    # the plan is made of, however a document spelled it
+    for violation in admission.violations(kind.name, model):
         doc.report(violation.loc, violation.message)
     model.share_field_sets()
     return model
@@ -458,16 +519,14 @@ def load_text(text: str, file: str, *, default_namespace: str = names.DEFAULT_NA
                     break
                 continue
             if nodes is None:  # checked, now built the general way
-                data = loader.construct_document(node)
+                data, problem = _general(loader, node, file, start)
+                if problem is not None:
+                    manifest.documents += 1
+                    manifest.problems.append(problem)
+                    continue
             _load_document(loader, start, node, data, text, file, default_namespace, manifest)
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else 1
-        context = exc.context
-        if context and exc.context_mark and exc.context_mark.line + 1 != line:
-            context += f" (opened at line {exc.context_mark.line + 1})"
-        what = ": ".join(str(x) for x in (context, exc.problem) if x)
-        manifest.problems.append(Problem(Origin(file, line), "", "", f"YAML syntax error: {what}"))
+        manifest.problems.append(_yaml_problem(exc, file))
     except yaml.YAMLError as exc:
         manifest.problems.append(Problem(Origin(file, 1), "", "", f"YAML error: {exc}"))
     finally:
@@ -509,6 +568,53 @@ def _construct(loader: _Loader, node: yaml.Node, text: str) -> tuple[Any, int | 
         except construct.Unusual:
             del loader.duplicates[start:]
     return None, None
+
+
+def _general(loader: _Loader, node: yaml.Node, file: str, start: int) -> tuple[Any, Problem | None]:
+    """A document built the general way; a problem (and no data) when a scalar, a tag or a key
+    cannot be constructed: the next document is still read."""
+    try:
+        return loader.construct_document(node), None
+    except yaml.constructor.ConstructorError as exc:
+        # what construct_document leaves behind when it stops half-way
+        loader.constructed_objects, loader.recursive_objects, loader.state_generators = {}, {}, []
+        loader.deep_construct = False
+        del loader.duplicates[start:]
+        if isinstance(exc, scalars.BadScalar):
+            return None, Problem(Origin(file, exc.line), "", _dotted(_path_to(node, exc.node)), exc.message)
+        return None, _yaml_problem(exc, file)
+
+
+def _path_to(root: yaml.Node, target: yaml.Node) -> tuple[Any, ...]:
+    """The field path of a node in a document (a key: its mapping's path and the key), () if not found."""
+    todo: list[tuple[yaml.Node, tuple[Any, ...]]] = [(root, ())]
+    seen: set[int] = set()
+    while todo:
+        node, loc = todo.pop()
+        if node is target:
+            return loc
+        if id(node) in seen:  # an alias: visited already
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                name = key_node.value if isinstance(key_node, yaml.ScalarNode) else "?"
+                if key_node is target:
+                    return (*loc, name)
+                todo.append((value_node, (*loc, name)))
+        elif isinstance(node, yaml.SequenceNode):
+            todo += [(item, (*loc, i)) for i, item in enumerate(node.value)]
+    return ()
+
+
+def _yaml_problem(exc: yaml.MarkedYAMLError, file: str) -> Problem:
+    mark = exc.problem_mark or exc.context_mark
+    line = mark.line + 1 if mark else 1
+    context = exc.context
+    if context and exc.context_mark and exc.context_mark.line + 1 != line:
+        context += f" (opened at line {exc.context_mark.line + 1})"
+    what = ": ".join(str(x) for x in (context, exc.problem) if x)
+    return Problem(Origin(file, line), "", "", f"YAML syntax error: {what}")
 
 
 def _load_document(loader: _Loader, start: int, node: yaml.Node, data: Any, text: str, file: str,

@@ -1,14 +1,19 @@
 """Shared building blocks of the CR models: the strict base class, metadata, selectors, conditions.
 
 Every model forbids unknown fields and uses Bindy's exact camelCase names (Python attributes are
-snake_case). Large embedded Kubernetes types (volumes, resources, service specs) are typed loosely
-as `K8sObject`: any mapping is accepted and the generated CRD marks them
+snake_case). A repository document is validated with `Resource.from_document`: strictly, as the API
+server checks it against the CRD (an integer is an integer, not "3600", 3600.0 or true), and by
+Bindy's spelling only (`volume_mounts` is an unknown field, not another way to write
+`volumeMounts`). The agent's own code may still build models by attribute name.
+
+Large embedded Kubernetes types (volumes, resources, service specs) are typed loosely as
+`K8sObject`: any mapping is accepted and the generated CRD marks them
 `x-kubernetes-preserve-unknown-fields`, like Bindy's own embedded types are accepted by the server.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Required
+from typing import Annotated, Any, Literal, Required, Self
 
 from pydantic import BaseModel, ConfigDict, Field, with_config
 from pydantic.alias_generators import to_camel
@@ -33,11 +38,13 @@ PolicyName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")] 
 
 
 class Model(BaseModel):
-    """Strict base: camelCase aliases, unknown fields rejected, attribute names accepted too."""
+    """Strict base: camelCase aliases, unknown fields rejected; attribute names accepted too, but only
+    from the agent's own code (a repository's documents go through `Resource.from_document`)."""
 
     model_config = ConfigDict(
         alias_generator=to_camel,
-        populate_by_name=True,
+        validate_by_alias=True,
+        validate_by_name=True,
         extra="forbid",
         frozen=False,
         ser_json_timedelta="iso8601",
@@ -157,6 +164,13 @@ class Resource(Model):
     api_version: Literal["bindy.firestoned.io/v1beta1"]
     kind: str
     metadata: ObjectMeta
+
+    @classmethod
+    def from_document(cls, data: dict[str, Any]) -> Self:
+        """The object a repository document describes, checked as the API server checks a CR against
+        its CRD: fields only by Bindy's camelCase names, and types strictly (no string, float or
+        boolean taken for an integer, no number for a string). Raises pydantic.ValidationError."""
+        return cls.model_validate(data, strict=True, by_alias=True, by_name=False)
 
     def share_field_sets(self) -> None:
         """Makes this object and its spec share their fields sets with every object whose set

@@ -11,6 +11,8 @@ import enum
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from agent.model import printable
+
 
 class Severity(enum.StrEnum):
     ERROR = "error"
@@ -44,7 +46,7 @@ class Problem:
         if self.path:
             parts.append(self.path)
         parts.append(self.message)
-        return ": ".join(parts)
+        return printable.line(": ".join(parts))  # one line, whatever the repository wrote
 
     def sort_key(self) -> tuple[str, int, str, str]:
         o = self.origin

@@ -14,6 +14,8 @@ from __future__ import annotations
 import functools
 import re
 
+from agent.model import printable as _printable
+
 _LABEL_1123 = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 DNS1123_LABEL = re.compile(_LABEL_1123)
 DNS1123_SUBDOMAIN = re.compile(rf"{_LABEL_1123}(\.{_LABEL_1123})*")
@@ -24,11 +26,8 @@ MAX_LABEL_OCTETS, MAX_NAME_OCTETS = 63, 255
 
 def printable(text: str) -> str:
     """`text` safe to print on one line: undecodable bytes (surrogate escapes) and non-printable
-    characters (newlines, escape sequences, U+2028 ...) written as backslash escapes."""
-    if text.isprintable():  # the usual case; a surrogate escape is not printable
-        return text
-    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+    characters (newlines, escape sequences, U+2028 ...) written as backslash escapes (agent/model/printable.py)."""
+    return _printable.line(text)
 
 
 def brief(name: str, width: int = 40) -> str:

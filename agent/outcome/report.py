@@ -14,6 +14,7 @@ prints when it is there:
      "summary": {...}, "changes": [{..., "result": "applied" | "failed: ..."}],
      "problems": [{"file", "line", "object", "path", "message", "severity"}],
      "verification": [{"server", "name", "type", "ok"}], "refusals": [...], "supersededBy": str|null}
+    bindy-agent-signature: v1 hmac-sha256=...   (with a report key: agent/outcome/signature.py)
 
 Outcomes: applied, partial (some objects or zones failed), rejected (invalid or unsafe: nothing
 applied), superseded (a newer commit arrived before this one was applied). Secrets never appear:
@@ -27,10 +28,12 @@ import json
 from collections import Counter
 from typing import Any
 
+from agent.model import printable
 from agent.model.problems import Problem
 
 FORMAT_VERSION = 1
 MARKER = "--- bindy-agent report (JSON) ---"
+SIGNATURE = "bindy-agent-signature: "  # the last line of a signed note (agent/outcome/signature.py)
 OUTCOMES = ("applied", "partial", "rejected", "superseded")
 DETAIL_LIMIT = 200  # items per list in the note's JSON
 DETAIL_LINES = 20  # detail lines in the note's summary
@@ -126,7 +129,7 @@ def to_note(report: Report) -> str:
     details = [f"  {change_line(c)}" for c in changes[:DETAIL_LINES]]
     details += [f"  ... and {len(changes) - DETAIL_LINES:,} more (`bindy-agent report {report.revision[:12]} -o json` "
                 "lists every change)"] if len(changes) > DETAIL_LINES else []
-    return "\n".join([headline(doc), *summary_lines(doc), *details, MARKER,
+    return "\n".join([*map(printable.line, [headline(doc), *summary_lines(doc), *details]), MARKER,
                       json.dumps(doc, separators=(",", ":"), sort_keys=True)]) + "\n"
 
 
@@ -135,10 +138,26 @@ def to_full(report: Report) -> str:
     return json.dumps(report.as_dict(), separators=(",", ":"), sort_keys=True) + "\n"
 
 
+def json_part(note: str) -> str | None:
+    """What follows the marker line of a note (None: it has none). The marker is a line of its own,
+    and no line of the summary above it can be one: each starts with its own words, or two spaces,
+    and what they quote (a commit subject, a refusal) is escaped onto that line (model/printable.py).
+    So a subject holding the marker's text does not move where the JSON starts."""
+    if note.startswith(MARKER + "\n"):
+        return note[len(MARKER) + 1:]
+    _, found, rest = note.partition("\n" + MARKER + "\n")
+    return rest if found else None
+
+
 def parse(note: str) -> dict[str, Any]:
-    if MARKER not in note:
+    """The JSON of a note, its signature line (agent/outcome/signature.py) left out; nothing verified."""
+    head, _, last = note.rstrip("\n").rpartition("\n")
+    if last.startswith(SIGNATURE):
+        note = head + "\n"
+    body = json_part(note)
+    if body is None:
         raise ValueError("not a bindy-agent report (no JSON part)")
-    doc: dict[str, Any] = json.loads(note.split(MARKER, 1)[1])
+    doc: dict[str, Any] = json.loads(body)
     return doc
 
 
@@ -160,4 +179,4 @@ def render_text(doc: dict[str, Any]) -> str:
     bad = [v for v in doc["verification"] if not v["ok"]]
     if bad:
         lines += ["", "Not served:"] + [f"  {v['server']}: {v['name']} {v['type']}" for v in bad]
-    return "\n".join(lines) + "\n"
+    return "\n".join(printable.line(line) for line in lines) + "\n"  # each line one line, shown as written

@@ -47,7 +47,8 @@ def _same_inputs(a: _PlanInputs, b: _PlanInputs) -> bool:
     return len(a) == len(b) and all(map(operator.is_, a, b))
 
 
-def zone_plans(desired: Desired, observed: DnsObserved, memo: Memo | None = None) -> list[zonediff.ZonePlan]:
+def zone_plans(desired: Desired, observed: DnsObserved, memo: Memo | None = None, *,
+               force: bool = False) -> list[zonediff.ZonePlan]:
     """A plan for every zone Git places, then for every zone the agent owns that Git dropped. With a
     memo, a zone's plan is the last one when nothing it comes from changed (the same desired zone -
     placement, annotations and RRsets: placement.place keeps the very object while they stay -, the
@@ -62,18 +63,20 @@ def zone_plans(desired: Desired, observed: DnsObserved, memo: Memo | None = None
                           name=lambda i: i[0].name, same=_same_inputs, shared=(reachable,))
         memo.sweep()
     wanted = {z.name for z in desired.zones}
-    plans += [zonediff.plan_zone(name, None, observed) for name in sorted(observed.ownership) if name not in wanted]
-    return [p for p in plans if p.zone is not None or p.deletes or p.errors or p.managed_before]
+    plans += [zonediff.plan_zone(name, None, observed, force=force) for name in sorted(observed.ownership)
+              if name not in wanted]
+    return [p for p in plans if p.zone is not None or p.deletes or p.errors or p.managed_before or p.kept]
 
 
 def build(desired: Desired, observed: Observed, *, revision: str | None = None,
           agent: str = names.DEFAULT_AGENT_NAMESPACE, rotate_rndc_keys: bool = False,
-          trust_hash: bool = False, memo: Memo | None = None) -> Plan:
+          trust_hash: bool = False, memo: Memo | None = None, force: bool = False) -> Plan:
     """`trust_hash`: the Kubernetes objects were remembered, not read back (see kubediff.diff);
-    `memo`: the plans of the last revision, for zones nothing changed in."""
+    `memo`: the plans of the last revision, for zones nothing changed in; `force`: a zone that left Git
+    is deleted even where it holds RRsets the agent did not write (zonediff.plan_zone)."""
     kube = (kube_changes(desired, observed.kube, agent=agent, rotate_rndc_keys=rotate_rndc_keys,
                          trust_hash=trust_hash) if observed.kube is not None else None)
-    zones = zone_plans(desired, observed.dns, memo) if observed.dns is not None else None
+    zones = zone_plans(desired, observed.dns, memo, force=force) if observed.dns is not None else None
     plan = Plan([], list(desired.problems), revision, kube=kube, zones=zones)
     if observed.kube is not None:
         plan.kube_managed = sum(1 for body in observed.kube.live.values() if kubediff.is_managed(body, agent))
@@ -108,6 +111,8 @@ def _kube_view(plan: Plan, changes: list[kubediff.KubeChange]) -> None:
 def _zone_view(plan: Plan, zones: list[zonediff.ZonePlan]) -> None:
     add = plan.changes.append
     for zp in zones:
+        if zp.kept:  # it left Git, and stays: it holds data the agent did not write
+            plan.conflicts.append(f"{zp.name}: {zp.kept}")
         if zp.settled_once:  # reused from the last revision with nothing to do (dnsapply): its conflicts at most
             plan.conflicts += [f"{zp.name}: {c}" for c in zp.conflicts]
             continue

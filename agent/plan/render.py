@@ -8,9 +8,11 @@ is cut to the same number of rows and ends with "... and N more".
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
+from agent.model import printable
 from agent.model.problems import Problem, Severity
 from agent.plan.model import FORMAT_VERSION, LAYERS, SYMBOL, Action, Change, KubeTarget, Plan, RRsetTarget, ZoneTarget
 
@@ -96,7 +98,7 @@ def render_text(plan: Plan) -> str:
         lines += [f"  ! {r}" for r in plan.refusals] + [""]
     lines += [f"Note: {n}" for n in plan.notes]
     lines.append(_closing_line(plan))
-    return "\n".join(lines) + "\n"
+    return "\n".join(printable.line(line) for line in lines) + "\n"  # each line one line, shown as written
 
 
 def _problem_dicts(plan: Plan) -> list[dict[str, Any]]:
@@ -123,14 +125,32 @@ def render_json(plan: Plan) -> str:
 
 
 # -- Markdown ------------------------------------------------------------------------------------
-def _md(text: str) -> str:
-    return text.replace("|", "\\|")
+# Everything a revision wrote (names, values, field paths, messages, labels) is shown in code spans:
+# there a CommonMark renderer (GitHub's is cmark-gfm) makes no link, autolink, emphasis or HTML, and
+# escapes `<`, `>` and `&` itself, so `[x](https://evil)`, `<img src=x onerror=...>` and `<details>`
+# are shown as written. Only the agent's own words are Markdown.
+_BACKTICKS = re.compile("`+")
 
 
-def _code(text: str) -> str:
-    """Inline code that survives any backticks and pipes inside it."""
-    fence = "``" if "`" in text else "`"
-    return f"{fence} {_md(text)} {fence}" if fence == "``" else f"`{_md(text)}`"
+def _code(text: str, *, cell: bool = False) -> str:
+    """`text` as inline code shown exactly as written, on one line (controls and newlines escaped). Its
+    fence is longer than any run of backticks inside; a space pads text that starts or ends with a
+    backtick or a space (CommonMark strips one from each side). In a table `cell`, every `|` is escaped:
+    GFM splits cells on it even inside code, and takes the backslash away again."""
+    text = printable.line(text)
+    if not text:
+        return ""
+    if cell:
+        text = text.replace("|", "\\|")
+    if "`" not in text:  # the usual case
+        return f"` {text} `" if text[0] == " " == text[-1] and text.strip(" ") else f"`{text}`"
+    fence = "`" * (max(map(len, _BACKTICKS.findall(text))) + 1)
+    pad = " " if text[0] in "` " or text[-1] in "` " else ""
+    return fence + pad + text + pad + fence
+
+
+def _cell(text: str) -> str:
+    return _code(text, cell=True)
 
 
 def _lookup(body: Any, path: str) -> Any:
@@ -161,8 +181,8 @@ def _value(value: Any) -> str:
 def _kube_detail(change: Change) -> str:
     """An update of a Kubernetes object with its first fields' old and new values."""
     if change.action is not Action.UPDATE or change.before is None or change.after is None:
-        return _md(_detail(change))
-    shown = [f"{_code(f)}: {_code(_value(_lookup(change.before, f)))} → {_code(_value(_lookup(change.after, f)))}"
+        return _cell(_detail(change))
+    shown = [f"{_cell(f)}: {_cell(_value(_lookup(change.before, f)))} → {_cell(_value(_lookup(change.after, f)))}"
              for f in change.fields[:SHOWN_FIELDS]]
     more = len(change.fields) - SHOWN_FIELDS
     return "<br>".join(shown + ([f"and {more} more fields"] if more > 0 else []))
@@ -170,11 +190,11 @@ def _kube_detail(change: Change) -> str:
 
 def _row(change: Change) -> str:
     if isinstance(change.target, RRsetTarget):
-        target, detail = f"{change.target.zone} {change.target}", _md(_detail(change))
+        target, detail = f"{change.target.zone} {change.target}", _cell(_detail(change))
     else:
         target = str(change.target)
-        detail = _kube_detail(change) if isinstance(change.target, KubeTarget) else _md(_detail(change))
-    return f"| {SYMBOL[change.action]} | {_code(target)} | {detail} |"
+        detail = _kube_detail(change) if isinstance(change.target, KubeTarget) else _cell(_detail(change))
+    return f"| {SYMBOL[change.action]} | {_cell(target)} | {detail} |"
 
 
 Section = tuple[list[str], list[str], Callable[[int], str]]  # heading lines, item lines, "... and N more"
@@ -190,7 +210,7 @@ def _sections(plan: Plan) -> list[Section]:
                         lambda n: f"| | ... and {n:,} more | |"))
     bullets: list[tuple[str, list[str]]] = [
         (f"### The safety gate would refuse this plan ({len(plan.refusals)}): a sync applies nothing",
-         [f"- {_md(r)}" for r in plan.refusals]),
+         [f"- {_code(r)}" for r in plan.refusals]),
         (f"### Conflicts, left untouched ({len(plan.conflicts)})", [f"- {_code(c)}" for c in plan.conflicts]),
         (f"### Not observed ({len(plan.unplanned)})", [f"- {_code(u)}" for u in plan.unplanned]),
     ]
@@ -214,9 +234,10 @@ def _problem_sections(plan: Plan) -> list[tuple[str, list[str]]]:
 def _markdown_head(plan: Plan) -> list[str]:
     lines = ["## bindy-agent plan", ""]
     if plan.base is not None:
-        lines += [f"Changes from base `{_label(plan, plan.base)}` to head `{_label(plan, plan.revision)}`", ""]
+        lines += [f"Changes from base {_code(_label(plan, plan.base))} to head {_code(_label(plan, plan.revision))}",
+                  ""]
     elif plan.revision:
-        lines += [f"Revision `{plan.revision}`", ""]
+        lines += [f"Revision {_code(plan.revision)}", ""]
     if plan.invalid:
         errors = {"base": plan.base_problems, "head": plan.problems, "revision": plan.problems}
         counts = ", ".join(f"{what} has {sum(p.severity is Severity.ERROR for p in errors[what])} errors"

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from agent.desired import adopt, rrsets
 from agent.desired.placement import Zone
+from agent.desired.rrsets import RRset
 from agent.model.key import ObjectKey
 from agent.model.names import FORCE_ANNOTATION, THRESHOLD_ANNOTATION
 from agent.model.ownership import Intent, Key, ZoneOwnership, digest
@@ -47,6 +49,7 @@ class ZonePlan:
     placements_after: dict[str, str] = dataclasses.field(default_factory=dict)
     annotations: dict[str, str] = dataclasses.field(default_factory=dict)  # gate annotations in force
     recovered: bool = False  # an interrupted run's intent was folded back in
+    kept: str = ""  # a zone that left Git stays on its servers: why (it holds RRsets the agent did not write)
     observed: dict[str, ZoneObserved] = dataclasses.field(default_factory=dict)  # primary -> what it served
     revision: str | None = None  # the revision whose writes to this zone were last settled
     # found to have nothing to write or record (dnsapply): a plan reused for an unchanged zone is not
@@ -172,8 +175,60 @@ def _records(plan: ZonePlan, managed: set[Key], seen: dict[str, ZoneObserved]) -
     plan.managed_after = managed
 
 
-def plan_zone(name: str, zone: Zone | None, dns: DnsObserved) -> ZonePlan:
-    """The whole plan of one zone (`zone` is None when the zone left Git)."""
+def zone_own(zone: str, key: Key, have: dict[Key, RRset]) -> bool:
+    """An RRset that belongs to the zone itself, made with it by the zone API or by BIND: the SOA, the
+    apex NS, the glue (addresses) of name servers in that NS set that lie inside the zone, and the
+    DNSSEC data BIND makes when it signs the zone."""
+    name, rtype = key
+    if rtype == "SOA" or (name == zone and rtype == "NS") or rtype in adopt.DNSSEC:
+        return True
+    apex_ns = have.get((zone, "NS"))
+    return rtype in ("A", "AAAA") and apex_ns is not None and name in {rrsets.absolute(v) for v in apex_ns.rdatas}
+
+
+def foreign(zone: str, have: dict[Key, RRset], managed: set[Key]) -> list[Key]:
+    """The RRsets of a zone the agent did not write and that are not the zone's own (zone_own)."""
+    return sorted(k for k in have if k not in managed and not zone_own(zone, k, have))
+
+
+def leftovers(zone: str, have: dict[Key, RRset], managed: set[Key]) -> rrsetdiff.RRsetPlan:
+    """A zone that left Git but stays (it holds foreign data): the deletes of the agent's own RRsets in it,
+    the zone's own ones (SOA, apex NS, glue) excepted: they go with the zone."""
+    return rrsetdiff.plan_zone(zone, {}, have, {k for k in managed if not zone_own(zone, k, have)})
+
+
+def _named(keys: list[Key], shown: int = 5) -> str:
+    names = ", ".join(f"{n} {t}" for n, t in keys[:shown])
+    return names + (f" and {len(keys) - shown} more" if len(keys) > shown else "")
+
+
+def _keep_foreign(plan: ZonePlan, managed: set[Key], placed: dict[str, str], seen: dict[str, ZoneObserved]) -> bool:
+    """A zone that left Git and that a primary serves with foreign data stays where it is; only the
+    agent's RRsets in it are deleted. True if kept (the plan then says why in `kept`)."""
+    primaries = [i for i, role in sorted(placed.items()) if role == "primary" and i in plan.deletes]
+    unknown = [i for i in primaries if seen.get(i) is None or seen[i].error]
+    if unknown:  # what it serves could not be read: nothing is deleted this run
+        why = "; ".join(f"{i}: {seen[i].error if seen.get(i) is not None else 'not observed'}" for i in unknown)
+        plan.kept = (f"zone kept on {len(placed)} server(s) although it left Git: what its primary serves could not "
+                     f"be read ({why}), so it may hold data the agent did not write; it is deleted once it can be "
+                     "checked (`--force` deletes it now)")
+        return True
+    found = sorted({k for i in primaries for k in foreign(plan.name, seen[i].rrsets or {}, managed)})
+    if not found:
+        return False
+    for instance in primaries:
+        have = seen[instance].rrsets
+        if have is not None:
+            plan.records[instance] = leftovers(plan.name, have, managed)
+    plan.kept = (f"zone kept on {len(placed)} server(s) although it left Git: it holds {len(found)} RRset(s) the "
+                 f"agent did not write ({_named(found)}); the agent's own RRsets in it are deleted; "
+                 "`--force` deletes the zone with them")
+    return True
+
+
+def plan_zone(name: str, zone: Zone | None, dns: DnsObserved, *, force: bool = False) -> ZonePlan:
+    """The whole plan of one zone (`zone` is None when the zone left Git: it is deleted from its servers,
+    unless a primary serves RRsets in it that the agent did not write and `force` is not given)."""
     owned = dns.ownership.get(name) or ZoneOwnership(name)
     seen = dns.zones.get(name, {})
     managed, placed, unsure = recover(owned, list(seen.values()))
@@ -186,6 +241,10 @@ def plan_zone(name: str, zone: Zone | None, dns: DnsObserved) -> ZonePlan:
     if plan.blocked:  # nothing moves: keep what is known, including the interrupted run's intent
         plan.creates, plan.deletes, plan.renotify = [], [], []
         plan.placements_after, plan.managed_after = placed, managed
+        return plan
+    if zone is None and plan.deletes and not force and _keep_foreign(plan, managed, placed, seen):
+        plan.deletes, plan.placements_after = [], dict(placed)
+        plan.managed_after = {k for k in managed if k not in {c.key for p in plan.records.values() for c in p.changes}}
         return plan
     if zone is not None and primaries:
         _records(plan, managed, seen)

@@ -31,10 +31,10 @@ from agent.errors import AgentError, ZoneApiError
 from agent.gate import safety
 from agent.model.key import ObjectKey
 from agent.model.ownership import Key, ZoneOwnership
-from agent.plan import rrsetdiff
+from agent.plan import rrsetdiff, zonediff
 from agent.plan.observed import ZoneObserved
 from agent.plan.zonediff import ZonePlan
-from agent.reconcile import dnsverify, rfc2136
+from agent.reconcile import axfr, dnsobserve, dnsverify, rfc2136
 from agent.reconcile.deadline import Deadline
 from agent.reconcile.endpoints import Endpoint
 from agent.reconcile.statestore import Store
@@ -87,6 +87,7 @@ class DnsApplyOptions:
     verify_wait: float = 10
     policy: safety.Policy = safety.Policy()
     revision: str | None = None  # recorded on each zone it writes (DNSZone status shows it)
+    transfer: axfr.TransferLimits = axfr.TransferLimits()  # bounds of the AXFR a re-plan makes
 
 
 class _Stop(Exception):
@@ -202,10 +203,11 @@ class DnsApply:
 
     def _replan(self, zp: ZonePlan, primary: Endpoint, managed: set[Key]) -> rrsetdiff.RRsetPlan:
         """The zone changed meanwhile: observe it again, plan again, gate again, keep the intent true."""
-        assert zp.zone is not None
         log.warning("%s on %s changed while planning; observing again", zp.name, primary.instance)
-        observed = rfc2136.observe(primary, zp.name, timeout=self.deadline.timeout(10))
-        plan = rrsetdiff.plan_zone(zp.name, zp.zone.rrsets, observed, managed)
+        observed = rfc2136.observe(primary, zp.name, timeout=self.deadline.timeout(10),
+                                   lifetime=dnsobserve.transfer_time(self.deadline), limits=self.options.transfer)
+        plan = (rrsetdiff.plan_zone(zp.name, zp.zone.rrsets, observed, managed) if zp.zone is not None
+                else zonediff.leftovers(zp.name, observed, managed))  # it left Git but stays: the agent's RRsets go
         refusal = safety.records_refusal(zp.name, plan, managed, zp.annotations, self.options.policy)
         if refusal:
             raise _Refused(refusal)

@@ -17,9 +17,10 @@ from collections.abc import Callable, Mapping
 
 from agent.desired.hierarchy import Desired
 from agent.errors import DnsUpdateError
+from agent.model import names
 from agent.plan.observed import DnsObserved, ZoneObserved
 from agent.plan.zonediff import instance_id
-from agent.reconcile import rfc2136
+from agent.reconcile import axfr, rfc2136
 from agent.reconcile.deadline import Deadline
 from agent.reconcile.endpoints import Endpoint
 from agent.reconcile.statestore import Store
@@ -54,11 +55,17 @@ class DnsMemory:
         return self.zones.get(zone, {}).get(primary)
 
 
-def _transfer(endpoint: Endpoint, zone: str, deadline: Deadline) -> ZoneObserved:
+def transfer_time(deadline: Deadline) -> float:
+    """The most one transfer may take: what the run has left (without a deadline, the default one's length)."""
+    return max(0.001, min(deadline.remaining(), names.DEFAULT_DEADLINE))
+
+
+def _transfer(endpoint: Endpoint, zone: str, deadline: Deadline, limits: axfr.TransferLimits) -> ZoneObserved:
     try:
         if deadline.expired:
             return ZoneObserved(None, error="the run's deadline passed before this zone was read")
-        found = rfc2136.observe(endpoint, zone, timeout=deadline.timeout(10))
+        found = rfc2136.observe(endpoint, zone, timeout=deadline.timeout(10), lifetime=transfer_time(deadline),
+                                limits=limits)
         return ZoneObserved(found, serial=rfc2136.serial_of(found[(zone, "SOA")].rdatas)
                             if (zone, "SOA") in found else None)
     except rfc2136.ZoneMissing:
@@ -95,7 +102,8 @@ def _unmoved(jobs: list[tuple[str, str]], endpoints: Mapping[str, Endpoint], mem
 
 def observe(desired: Desired, store: Store, endpoints: Mapping[str, Endpoint], *, deadline: Deadline,
             memory: DnsMemory | None = None, refresh: bool = True, focus: set[str] | None = None,
-            progress: Callable[[int, int], None] | None = None) -> DnsObserved:
+            progress: Callable[[int, int], None] | None = None,
+            limits: axfr.TransferLimits = axfr.DEFAULT_LIMITS) -> DnsObserved:
     """With `memory`, only zones whose serial moved (or that it has not seen) are transferred; with a
     `focus` too (the zones the revision touches), the serials of the other zones are not even asked:
     they are what the agent left there (hand-made drift in them is found by the next run without a
@@ -104,12 +112,20 @@ def observe(desired: Desired, store: Store, endpoints: Mapping[str, Endpoint], *
     ownership = store.load_zones(refresh=refresh)
     wanted = [(z.name, instance_id(k)) for z in desired.zones for k in z.primaries]
     jobs = [(zone, inst) for zone, inst in wanted if inst in endpoints]
+    # a zone that left Git is read in full from the primaries it is on, never from memory: whether it
+    # still holds RRsets the agent did not write decides if it may be deleted (plan/zonediff.py)
+    placed = {z.name for z in desired.zones}
+    gone = [(zone, inst) for zone, owned in sorted(ownership.items()) if zone not in placed
+            for inst, role in sorted({**(owned.pending.place if owned.pending else {}), **owned.placements}.items())
+            if role == "primary" and inst in endpoints]
     known = _unmoved(jobs, endpoints, memory, deadline, focus) if memory is not None else {}
     left, finished = collections.Counter(zone for zone, _ in jobs), 0  # transfers left per zone
     zones: dict[str, dict[str, ZoneObserved]] = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        futures = {job: pool.submit(_transfer, endpoints[job[1]], job[0], deadline) for job in jobs
-                   if job not in known}
+        futures = {job: pool.submit(_transfer, endpoints[job[1]], job[0], deadline, limits)
+                   for job in [*jobs, *gone] if job not in known}
+        for zone, inst in gone:
+            zones.setdefault(zone, {})[inst] = futures[(zone, inst)].result()
         for job in jobs:
             zone, inst = job
             zones.setdefault(zone, {})[inst] = known[job] if job in known else futures[job].result()

@@ -33,6 +33,7 @@ import yaml
 from agent.desired import workloads
 from agent.desired.hierarchy import Desired
 from agent.errors import ConfigError
+from agent.load import scalars
 from agent.model.key import ObjectKey
 from agent.reconcile.kubeapi import KubeApi
 
@@ -86,8 +87,8 @@ def _host_port(value: Any, where: str, default_port: int) -> tuple[str, int]:
 def load_endpoints(path: pathlib.Path) -> dict[str, Endpoint]:
     """Reads an endpoint map; every problem is a ConfigError naming the file and the entry."""
     try:
-        doc = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
+        doc = scalars.load(path.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"{path}: cannot read the endpoint map: {exc}") from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("instances"), dict):
         raise ConfigError(f"{path}: expected a mapping with `instances:` (namespace/name -> endpoint)")

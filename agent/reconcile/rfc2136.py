@@ -38,6 +38,7 @@ from agent.desired import rrsets
 from agent.errors import DnsUpdateError
 from agent.model.ownership import Key
 from agent.plan.rrsetdiff import RRChange
+from agent.reconcile import axfr
 from agent.reconcile.endpoints import Endpoint, TsigKey
 
 PREREQUISITE_FAILED = {dns.rcode.NXRRSET, dns.rcode.YXRRSET, dns.rcode.NXDOMAIN, dns.rcode.YXDOMAIN}
@@ -63,16 +64,20 @@ def _keyring(tsig: TsigKey | None) -> tuple[dict[dns.name.Name, dns.tsig.Key] | 
     return keyring, dns.name.from_text(tsig.name), tsig.algorithm
 
 
-def observe(endpoint: Endpoint, zone: str, *, timeout: float = 10) -> dict[Key, rrsets.RRset]:
-    """The zone's RRsets, read with a TSIG-signed AXFR from `endpoint`."""
+def observe(endpoint: Endpoint, zone: str, *, timeout: float = 10, lifetime: float | None = None,
+            limits: axfr.TransferLimits = axfr.DEFAULT_LIMITS,
+            time_hint: str = "give the run more time with --deadline") -> dict[Key, rrsets.RRset]:
+    """The zone's RRsets, read with a TSIG-signed AXFR from `endpoint`: cut when no data comes for
+    `timeout` seconds, when the whole transfer takes `lifetime` (default three times `timeout`), or at
+    the octets and records of `limits` (agent/reconcile/axfr.py)."""
     keyring, keyname, algorithm = _keyring(endpoint.tsig)
     xfr = dns.zone.Zone(zone)
     request, _ = dns.xfr.make_query(xfr)
     if keyring is not None:
         request.use_tsig(keyring, keyname, algorithm=algorithm)
     try:
-        dns.query.inbound_xfr(endpoint.dns_host, xfr, request, port=endpoint.dns_port, timeout=timeout,
-                              lifetime=timeout * 3)
+        axfr.transfer(endpoint.dns_host, endpoint.dns_port, xfr, request, server=endpoint.instance, timeout=timeout,
+                      lifetime=timeout * 3 if lifetime is None else lifetime, limits=limits, time_hint=time_hint)
     except dns.xfr.TransferError as exc:
         if exc.rcode in (dns.rcode.NOTAUTH, dns.rcode.NOTZONE):
             raise ZoneMissing(f"{endpoint.instance}: does not serve zone {zone}") from exc

@@ -11,6 +11,8 @@ import json
 import logging
 import sys
 
+from agent.model import printable
+
 run_id: contextvars.ContextVar[str] = contextvars.ContextVar("run_id", default="")
 revision: contextvars.ContextVar[str] = contextvars.ContextVar("revision", default="")
 
@@ -33,7 +35,8 @@ class JsonFormatter(logging.Formatter):
 class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         ctx = " ".join(f"{k}={v}" for k, v in (("run", run_id.get()), ("rev", revision.get()[:12])) if v)
-        return f"{record.levelname.lower()} {record.name}: {record.getMessage()}" + (f" [{ctx}]" if ctx else "")
+        text = f"{record.levelname.lower()} {record.name}: {record.getMessage()}" + (f" [{ctx}]" if ctx else "")
+        return printable.line(text)  # one line, whatever a name or a message in it holds
 
 
 def configure(fmt: str, level: int = logging.INFO) -> None:

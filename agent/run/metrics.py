@@ -50,8 +50,8 @@ class Metrics:
         if run.outcome in ("drift", "in-sync") and run.plan is not None:
             for layer in ("kubernetes", "zones", "records"):
                 self.drift.labels(layer).set(sum(1 for c in run.plan.changes if c.target.layer == layer))
-        if run.outcome in ("applied", "unchanged", "in-sync", "suspended"):
-            self.failures.set(0)
+        if run.outcome in ("applied", "in-sync", "suspended") or (run.outcome == "unchanged" and not run.rejected_head):
+            self.failures.set(0)  # a rejected head counts on every run until a good commit applies
         elif run.outcome != "drift":
             self.failures.inc()
         if run.kube is not None:

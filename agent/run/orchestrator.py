@@ -22,8 +22,8 @@ from collections.abc import Callable, Mapping, Sequence
 from agent.desired import hierarchy
 from agent.desired.hierarchy import Desired
 from agent.errors import AgentError
+from agent.gate import overrides, safety, tenancy
 from agent.gate import policy as repo_rules
-from agent.gate import safety, tenancy
 from agent.load import loader
 from agent.model import names, problems
 from agent.model.key import ObjectKey
@@ -33,7 +33,7 @@ from agent.outcome import forge, notify, report, status
 from agent.plan import build
 from agent.plan.model import Plan
 from agent.plan.observed import KubeObserved, Observed
-from agent.reconcile import dnsapply, dnsobserve, events, kubeapply, kubeobserve
+from agent.reconcile import axfr, dnsapply, dnsobserve, events, kubeapply, kubeobserve
 from agent.reconcile.deadline import UNBOUNDED, Deadline
 from agent.reconcile.endpoints import Endpoint
 from agent.reconcile.kubeapi import KubeApi
@@ -88,6 +88,7 @@ class Options:
     resync_after: float = names.DEFAULT_RESYNC_AFTER
     sweep_after: float = 3600  # every zone is transferred and compared in full after this long
     lock_wait: float = names.DEFAULT_LOCK_WAIT
+    transfer: axfr.TransferLimits = axfr.TransferLimits()  # octets and records one AXFR may bring in
 
 
 @dataclasses.dataclass
@@ -121,6 +122,7 @@ def validate(files: Sequence[loader.SourceFile], options: Options, *, limits: Li
     labels = (kubeobserve.secret_labels(kube_api, tenancy.secrets_to_observe(manifest))
               if kube_api is not None else None)
     desired.problems += repo_rules.check(manifest, desired, options.repo_policy, secret_labels=labels)
+    desired.problems += overrides.check(manifest, options.policy.delete_threshold)  # the gate is the operator's
     return Validated(manifest, desired)
 
 
@@ -158,7 +160,8 @@ def plan(snap: Snapshot, targets: Targets, options: Options, *, memory: Memory |
         planned.plan = build.build(desired, planned.observed, revision=snap.revision,
                                    agent=options.agent_namespace, rotate_rndc_keys=options.rotate_rndc_keys,
                                    trust_hash=planned.kube_fast,
-                                   memo=memory.plans if memory is not None and planned.dns_fast else None)
+                                   memo=memory.plans if memory is not None and planned.dns_fast else None,
+                                   force=options.policy.force)
     planned.plan.refusals = safety.check(planned.plan, options.policy)
     return planned
 
@@ -193,7 +196,7 @@ def _observe(planned: Planned, desired: Desired, targets: Targets, options: Opti
             desired, targets.store, planned.endpoints, deadline=deadline,
             memory=memory.dns if memory and planned.dns_fast else None, refresh=not planned.dns_fast,
             focus=memory.dns.changed(desired) if memory is not None and focused else None,
-            progress=lambda done, total: progress("observed", "zones", done, total))
+            progress=lambda done, total: progress("observed", "zones", done, total), limits=options.transfer)
 
 
 @dataclasses.dataclass
@@ -210,6 +213,7 @@ class RunOutcome:
     notes_pushed: bool | None = None
     message: str = ""
     errors: list[str] = dataclasses.field(default_factory=list)  # steps that failed as a whole
+    rejected_head: bool = False  # the newest commit is one the gate or validation refused (this run or before)
 
     @property
     def refusals(self) -> list[str]:
@@ -231,6 +235,12 @@ class RunOutcome:
     @property
     def conflicts(self) -> list[str]:
         return list(self.plan.conflicts) if self.plan else []
+
+
+def serving(state: RunState) -> bool:
+    """Whether the world serves the newest good revision: one was applied, and the newest commit a run
+    looked at was not rejected (while it is, every change after it is blocked)."""
+    return state.applied is not None and state.outcome not in ("rejected", "refused")
 
 
 def _now() -> str:
@@ -316,7 +326,8 @@ class _Run:
         """The head was handled: no fetch, no parse, no writes - but a report an earlier run could not
         push is pushed now (the remote may be back)."""
         result = RunOutcome(self.run_id, head, "unchanged",
-                            message=f"{head[:12]} was already {self.state.outcome}; nothing to do")
+                            message=f"{head[:12]} was already {self.state.outcome}; nothing to do",
+                            rejected_head=not serving(self.state))
         if self.state.notes_pending and self.options.push_notes:
             result.notes_pushed = self._publish([])
             if result.notes_pushed:
@@ -370,7 +381,7 @@ class _Run:
             endpoints = self.endpoints
             if plan.zones is not None and endpoints is not None:
                 dns_options = dnsapply.DnsApplyOptions(options.batch, options.verify_wait, options.policy,
-                                                       result.revision)
+                                                       result.revision, transfer=options.transfer)
                 result.dns = dnsapply.apply(plan.zones, endpoints, self.targets.store, options=dns_options,
                                             deadline=self.deadline, progress=lambda done, total: self.progress(
                                                 "applied", "zones", done, total),
@@ -433,7 +444,7 @@ class _Run:
     # -- outcomes -----------------------------------------------------------------------------
     def _reject(self, snap: Snapshot, result: RunOutcome, message: str, *, reason: str = "RevisionRejected",
                 ) -> RunOutcome:
-        result.outcome, result.message = "rejected", message
+        result.outcome, result.message, result.rejected_head = "rejected", message, True
         if self.options.dry_run:
             return result
         api = self.targets.kube_api

@@ -20,7 +20,7 @@ from agent.errors import SourceError
 from agent.load.loader import SourceFile
 from agent.model import names
 from agent.model.limits import Limits
-from agent.outcome import report
+from agent.outcome import report, signature
 from agent.sources import git, localdir
 from agent.sources.git import GitSource
 
@@ -63,7 +63,8 @@ class DirectoryRevisions:
         return None  # always read: a directory has no cheap "nothing changed" signal
 
     def snapshot(self) -> Snapshot:
-        return Snapshot(self.revision or localdir.revision(self.root), localdir.files(self.root), {}, self.limits)
+        revision = self.revision or localdir.revision(self.root, self.limits)
+        return Snapshot(revision, localdir.files(self.root), {}, self.limits)
 
     def superseded(self, old: str | None, new: str) -> list[str]:
         return []
@@ -79,8 +80,9 @@ class DirectoryRevisions:
 
 
 class GitRevisions:
-    def __init__(self, source: GitSource) -> None:
+    def __init__(self, source: GitSource, *, report_key: bytes | None = None) -> None:
         self.source = source
+        self.report_key = report_key  # signs every note (agent/outcome/signature.py); None: unsigned
         self.label = source.url
         self.lock_path = source.workdir.with_name(source.workdir.name + ".lock")
 
@@ -104,13 +106,16 @@ class GitRevisions:
         return dataclasses.asdict(self.source.commit(self.source.repo(), sha))
 
     def publish(self, reports: list[report.Report], *, push: bool) -> bool | None:
-        """Writes each report as notes; pushes them if asked. Failing to push is logged, not fatal."""
+        """Writes each report as notes, signed with the report key if there is one; pushes them if asked.
+        Failing to push is logged, not fatal."""
         try:
             self.source.fetch_notes()
         except SourceError as exc:
             log.warning("could not fetch existing notes: %s", exc)
         for item in reports:
-            self.source.add_note(item.revision, report.to_note(item), report.to_full(item))
+            key, sha = self.report_key, item.revision
+            self.source.add_note(sha, signature.sign(key, "summary", sha, report.to_note(item)),
+                                 signature.sign(key, "full", sha, report.to_full(item)))
         if not push:
             return None
         try:

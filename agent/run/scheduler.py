@@ -6,8 +6,8 @@
                                         one run per min interval a run starts are all served by it
 
 HTTP (agent/run/httpserver.py, agent/run/webhook.py): GET /healthz (the worker is alive), GET /readyz
-(a sync succeeded, or the last good revision is serving), GET /metrics (Prometheus text), POST
-/hooks/git (GitHub X-Hub-Signature-256, GitLab X-Gitlab-Token, or a generic X-Signature-256:
+(the newest good revision serves: one was applied and the newest commit is not rejected), GET /metrics
+(Prometheus text), POST /hooks/git (GitHub X-Hub-Signature-256, GitLab X-Gitlab-Token, or a generic X-Signature-256:
 sha256=<HMAC of the body>). SIGTERM finishes the current run, then stops.
 """
 
@@ -24,6 +24,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from agent.errors import AgentError
 from agent.gate import safety
+from agent.outcome import signature
 from agent.reconcile import endpoints as cluster_endpoints
 from agent.reconcile.kubeapi import KubeApi
 from agent.reconcile.statestore import ConfigMapStore, FileStore, Store
@@ -39,6 +40,7 @@ class Agent:
     def __init__(self, settings: config.Settings) -> None:
         self.settings = settings
         self.secret = webhook.read_secret(settings.webhook_secret_file) if settings.webhook_secret_file else None
+        self.report_key = signature.read_key(settings.report_key_file) if settings.report_key_file else None
         self.metrics = metrics.Metrics()
         self.source = GitSource(settings.repo, settings.cache, branch=settings.branch, ref=settings.ref,
                                 path=settings.path, ssh_key=settings.ssh_key, known_hosts=settings.known_hosts,
@@ -58,7 +60,7 @@ class Agent:
                         if self.api is not None and settings.leader_election else None)
         self.triggers = throttle.Triggers(settings.webhook_min_interval)
         self.stopping = threading.Event()
-        self.ready = self.store.load_run().applied is not None  # serving the last good revision
+        self.ready = runner.serving(self.store.load_run())  # serving the newest good revision
         self.runs = 0
         self.memory = memory.Memory()  # so that a run costs what changed (agent/run/memory.py)
         self.scheduler = BackgroundScheduler()
@@ -81,10 +83,11 @@ class Agent:
         return self.worker.is_alive() and not self.stopping.is_set()
 
     def is_ready(self) -> bool:
-        """Ready after a good sync, or while a good revision serves (a standby reads the shared state)."""
-        if not self.ready and self.elector is not None and not self.elector.leader:
+        """Ready while the newest good revision serves: a revision was applied and the newest commit
+        is not a rejected one (a standby reads the shared state on every probe)."""
+        if self.elector is not None and not self.elector.leader:
             try:
-                self.ready = self.store.load_run().applied is not None
+                self.ready = runner.serving(self.store.load_run())
             except AgentError:  # the probe must answer, not raise
                 return False
         return self.ready
@@ -98,24 +101,28 @@ class Agent:
 
     def options(self) -> runner.Options:
         s = self.settings
-        return runner.Options(policy=safety.Policy(force=s.force, allow_prune=s.allow_prune),
+        return runner.Options(policy=safety.Policy(force=s.force, allow_prune=s.allow_prune,
+                                                   delete_threshold=s.delete_threshold_percent / 100),
                               repo_policy=s.policy_settings(),
                               agent_namespace=s.agent_namespace, default_namespace=s.namespace,
                               install_crds=s.install_crds, create_namespaces=s.create_namespaces,
                               deadline=s.deadline or None, mode=s.mode, suspend=s.suspend,
-                              push_notes=s.push_notes, resync_after=s.resync_after)
+                              push_notes=s.push_notes, resync_after=s.resync_after,
+                              transfer=s.transfer_limits())
 
     def run_once(self) -> runner.RunOutcome:
         started = time.monotonic()
         before = dict(self.api.reads + self.api.writes) if self.api else {}
         targets = runner.Targets(self.store, self.api, self._endpoints(), self.forge, self.alerts)
-        run = runner.run(revisions.GitRevisions(self.source), targets, self.options(), run_id=uuid.uuid4().hex[:12],
-                         memory=self.memory)
+        source = revisions.GitRevisions(self.source, report_key=self.report_key)
+        run = runner.run(source, targets, self.options(), run_id=uuid.uuid4().hex[:12], memory=self.memory)
         after = dict(self.api.reads + self.api.writes) if self.api else {}
         calls = {verb: after.get(verb, 0) - before.get(verb, 0) for verb in after}
-        self.metrics.record(run, time.monotonic() - started, calls)
-        if run.outcome in ("applied", "partial", "unchanged"):
+        if run.outcome in ("applied", "partial") or (run.outcome == "unchanged" and not run.rejected_head):
             self.ready = True
+        elif run.rejected_head:
+            self.ready = False  # until a good commit applies
+        self.metrics.record(run, time.monotonic() - started, calls)  # after: a counted run shows in /readyz
         why = "; ".join(run.failures[:3] + run.refusals[:3])
         log.info("sync %s: %s", run.outcome, f"{run.message} ({why})" if run.message and why else run.message or why)
         return run
@@ -136,7 +143,7 @@ class Agent:
                 continue
             log.debug("sync run started by %s", why)
             if self.elector is not None and not self.elector.leader:
-                continue  # a standby stays ready but does not sync
+                continue  # a standby does not sync (it is ready while the leader serves the newest good revision)
             try:
                 self.run_once()
             except Exception:  # the loop boundary: log, count, keep serving
@@ -159,6 +166,10 @@ class Agent:
                  self.settings.ref or self.settings.branch, self.settings.interval, self.httpd.address,
                  "" if self.secret else " (webhook off: no --webhook-secret-file)",
                  f", as {self.elector.identity}" if self.elector else "")
+        if self.report_key is None:
+            log.warning("commit reports are not signed: no --report-key-file (BINDY_AGENT_REPORT_KEY_FILE); "
+                        "`bindy-agent report` shows every report as unverified, since anyone who can push to "
+                        "refs/notes/bindy-agent can write one")
 
     def stop(self) -> None:
         """Finishes the run in progress (a run is never cut in half), then stops everything."""

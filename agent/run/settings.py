@@ -10,11 +10,14 @@ import pydantic
 import yaml
 
 from agent.errors import ConfigError
-from agent.gate import policy
+from agent.gate import policy, safety
+from agent.load import scalars
 from agent.model import limits as read_limits
 from agent.model import names
 from agent.outcome import delivery, forge, notify
+from agent.reconcile import axfr
 from agent.reconcile import endpoints as zone_endpoints
+from agent.sources import git as git_source
 
 ENV_PREFIX = "BINDY_AGENT_"
 MIB = 1024 * 1024
@@ -50,6 +53,9 @@ class Settings(pydantic.BaseModel):
     """file holding an HTTPS token for the Git server"""
     push_notes: bool = True
     """push the commit reports (refs/notes/bindy-agent) to the remote"""
+    report_key_file: pathlib.Path | None = None
+    """file holding the key that signs each commit report (HMAC-SHA256), at least 32 characters; give the
+    same file to `bindy-agent report --report-key-file` (without it reports are unsigned: unverified)"""
     resync_after: float = pydantic.Field(names.DEFAULT_RESYNC_AFTER, ge=0)
     """seconds after which an unchanged revision is reconciled again (repairs drift)"""
 
@@ -79,6 +85,9 @@ class Settings(pydantic.BaseModel):
     """apply plans the safety gate refuses (mass deletes, whole-zone deletes, apex NS changes, large prunes)"""
     allow_prune: bool = False
     """allow deleting more than 30% of the Kubernetes objects the agent manages"""
+    delete_threshold_percent: int = pydantic.Field(round(safety.DELETE_THRESHOLD * 100), ge=0, le=100)
+    """the largest share (percent) of a zone's managed RRsets a plan may delete; 100 also allows deleting whole
+    zones. The repository's DNSZone annotation may only lower it"""
     create_namespaces: bool = False
     """create missing namespaces (the agent's account then needs to write namespaces)"""
     mode: str = pydantic.Field("apply", pattern="^(apply|detect)$")
@@ -167,6 +176,16 @@ class Settings(pydantic.BaseModel):
         _POLICY.allow_cross_namespace_refs, description="let records join a DNSZone of another namespace and "
         "references name a Secret of another namespace")
 
+    @pydantic.field_validator("repo", "branch", "ref")
+    @classmethod
+    def _not_an_option(cls, value: str | None, info: pydantic.ValidationInfo) -> str | None:
+        """A value git would read as one of its options (`--upload-pack=CMD`) is refused."""
+        problem = git_source.option_like(value, {"repo": "the repository"}.get(str(info.field_name),
+                                                                            f"the {info.field_name}"))
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
     @pydantic.field_validator("allowed_registries", "allowed_service_types", "allowed_external_ips",
                               "allowed_namespaces", mode="before")
     @classmethod
@@ -197,6 +216,13 @@ class Settings(pydantic.BaseModel):
     max_nodes: int = pydantic.Field(read_limits.Limits.max_nodes, ge=1, description=read_limits.help_of("max_nodes"))
     max_alias_nodes: int = pydantic.Field(read_limits.Limits.max_alias_nodes, ge=1,
                                           description=read_limits.help_of("max_alias_nodes"))
+
+    # What a DNS server's zone transfer may bring in (agent/reconcile/axfr.py).
+    max_transfer_bytes: int = pydantic.Field(axfr.TransferLimits.max_bytes, ge=1, description=axfr.BYTES_HELP)
+    max_transfer_records: int = pydantic.Field(axfr.TransferLimits.max_records, ge=1, description=axfr.RECORDS_HELP)
+
+    def transfer_limits(self) -> axfr.TransferLimits:
+        return axfr.TransferLimits(self.max_transfer_bytes, self.max_transfer_records)
 
     def limits(self) -> read_limits.Limits:
         """What a revision may make the agent read (agent/model/limits.py)."""
@@ -255,8 +281,8 @@ def _merged(flags: dict[str, object], config_file: pathlib.Path | None,
     merged: dict[str, object] = {}
     if config_file is not None:
         try:
-            doc = yaml.safe_load(config_file.read_text()) or {}
-        except (OSError, yaml.YAMLError) as exc:
+            doc = scalars.load(config_file.read_text()) or {}  # Kubernetes' schema, as for a ConfigMap
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
             raise ConfigError(f"{config_file}: cannot read the settings file: {exc}") from exc
         if not isinstance(doc, dict):
             raise ConfigError(f"{config_file}: expected a mapping of settings")

@@ -91,7 +91,8 @@ class App:
             return Reply("200 OK", b"ok\n") if self.alive() else Reply("503 Service Unavailable", b"stopping\n")
         if path == "/readyz":
             return (Reply("200 OK", b"ready\n") if self.ready()
-                    else Reply("503 Service Unavailable", b"no good revision yet\n"))
+                    else Reply("503 Service Unavailable", b"not serving the newest good revision: none applied "
+                                                     b"yet, or the newest commit was rejected\n"))
         return Reply("200 OK", prometheus_client.generate_latest(self.registry), prometheus_client.CONTENT_TYPE_LATEST)
 
     def _hook(self, environ: WSGIEnvironment) -> Reply:

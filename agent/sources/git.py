@@ -44,6 +44,7 @@ _AUTH_FAILURES = ("could not read Username", "Authentication failed", "Permissio
 _HOST_KEY_FAILURES = ("REMOTE HOST IDENTIFICATION HAS CHANGED", "Host key verification failed")
 TOKEN_USER = "x-access-token"  # GitHub needs exactly this user; GitLab and Gitea accept any
 TimeLeft = Callable[[], float]  # seconds the current run has left (math.inf: no run, or no deadline)
+_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 def unbounded() -> float:
@@ -57,6 +58,14 @@ class Commit:
     author: str
     subject: str
     date: str
+
+
+@dataclasses.dataclass(frozen=True)
+class StoredNote:
+    """A report note as Git stores it: its bytes, or why they were not read (too large, not a blob)."""
+
+    data: bytes
+    unread: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +85,20 @@ class FetchedCommit:
             raise SourceError(f"{self.revision[:12]}: no repository to read the files from")
         return gittree.files(self.repo, f"{self.revision}:{self.path}" if self.path else self.revision,
                              self.listing)
+
+
+def option_like(value: str | None, what: str) -> str | None:
+    """Why an operator's value may not be given to git (it would be read as an option of git, e.g.
+    `--upload-pack=CMD`), or None. No branch, tag, URL or path of a remote starts with `-`."""
+    if value and value.startswith("-"):
+        advice = {
+            "the branch": "no branch name git accepts does (git check-ref-format --branch): give the branch's "
+                          "name, as `git branch -r` lists it without origin/",
+            "the ref": f"pin a tag of another name, or the commit by its 40-hex-digit id (git rev-parse "
+                       f"'refs/tags/{value}^{{commit}}')",
+        }.get(what, f"give the repository's URL, or its path (./{value} for a directory of that name)")
+        return f"{what} {value!r} starts with '-', which git would take for an option; {advice}"
+    return None
 
 
 def _absolute_if_local(url: str) -> str:
@@ -107,6 +130,10 @@ class GitSource:
     _listing: gittree.Listing | None = dataclasses.field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        for value, what in ((self.url, "the repository"), (self.branch, "the branch"), (self.ref, "the ref")):
+            problem = option_like(value, what)
+            if problem is not None:
+                raise ConfigError(problem)
         if self.ssh_key and not self.known_hosts and not self.insecure_ignore_host_key:
             raise ConfigError("an SSH deploy key needs --known-hosts (or, knowingly, --insecure-ignore-host-key)")
         self.path = "" if posixpath.normpath(self.path or ".") == "." else posixpath.normpath(self.path).strip("/")
@@ -178,7 +205,7 @@ class GitSource:
         target = self._target()
         if self.ref and len(self.ref) == 40 and all(c in "0123456789abcdef" for c in self.ref):
             return self.ref
-        out = self._git(None, "ls-remote", self.url, target, f"refs/tags/{target}^{{}}")
+        out = self._git(None, "ls-remote", "--", self.url, target, f"refs/tags/{target}^{{}}")
         lines = [line.split("\t") for line in out.splitlines() if line.strip()]
         peeled = [sha for sha, name in lines if name.endswith("^{}")]
         if peeled or lines:
@@ -196,7 +223,7 @@ class GitSource:
         self.cache.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(self.workdir, ignore_errors=True)
         repo = git.Repo.init(self.workdir)
-        repo.git.remote("add", "origin", self.url)
+        repo.git.remote("add", "--", "origin", self.url)
         self._repo, self._listing = repo, gittree.Listing()
         return repo
 
@@ -206,12 +233,12 @@ class GitSource:
         depth = ["--depth", str(self.depth)] if self.depth else []
         target = self._target()
         if self.ref and len(self.ref) == 40:
-            self._git(repo, "fetch", "--quiet", *depth, "origin", self.ref)
+            self._git(repo, "fetch", "--quiet", *depth, "--", "origin", self.ref)
         else:
             tag = f"refs/tags/{target}"
             refspec = f"+{tag}:{tag}" if self.ref else f"+{target}:refs/remotes/origin/{target}"
-            self._git(repo, "fetch", "--quiet", "--force", *depth, "origin", refspec)
-        sha = self._git(repo, "rev-parse", "FETCH_HEAD^{commit}").strip()
+            self._git(repo, "fetch", "--quiet", "--force", *depth, "--", "origin", refspec)
+        sha = self._git(repo, "rev-parse", "--verify", "--end-of-options", "FETCH_HEAD^{commit}").strip()
         if self.path and self._object_type(repo, f"{sha}:{self.path}") != "tree":
             raise SourceError(f"{self._safe_url()}@{sha[:12]}: no directory {self.path!r} in the repository")
         return FetchedCommit(sha, self.commit(repo, sha), self.path, self.limits, repo, self._listing)
@@ -219,7 +246,7 @@ class GitSource:
     @staticmethod
     def _object_type(repo: git.Repo, spec: str) -> str | None:
         try:
-            return str(repo.git.cat_file("-t", spec)).strip()
+            return str(repo.git.cat_file("-t", "--", spec)).strip()
         except git.GitCommandError:
             return None
 
@@ -235,7 +262,7 @@ class GitSource:
             return []
         repo = self.repo()
         try:
-            out = self._git(repo, "rev-list", "--reverse", f"{old}..{new}")
+            out = self._git(repo, "rev-list", "--reverse", "--end-of-options", f"{old}..{new}")
         except SourceError:
             log.info("commit %s is not in the fetched history; cannot name the commits skipped", old[:12])
             return []
@@ -251,45 +278,78 @@ class GitSource:
         out = repo.git.for_each_ref("--format=%(refname)", *NOTES_REFS)
         return [line for line in str(out).splitlines() if line]
 
-    def fetch_notes(self) -> None:
-        """Brings the remote's reports in, keeping local ones a failed push left behind (merged)."""
+    def fetch_notes(self, *, keep_local: bool = True) -> None:
+        """Brings the remote's reports in, keeping local ones a failed push left behind (merged); with
+        `keep_local=False` (a reader: `report`), the local refs become exactly the remote's."""
         repo = self.repo()
-        self._git(repo, "fetch", "--quiet", "origin", f"+{NOTES_REF}*:{REMOTE_NOTES}*")
+        self._git(repo, "fetch", "--quiet", "--prune", "--", "origin", f"+{NOTES_REF}*:{REMOTE_NOTES}*")
         local = set(self._local_refs(repo))
         for ref in NOTES_REFS:
             remote = ref.replace(NOTES_REF, REMOTE_NOTES, 1)
-            if not repo.git.for_each_ref(remote):
-                continue
-            if ref not in local:
-                repo.git.update_ref(ref, remote)
-                continue
-            with self._identity(repo):  # a note this run wrote wins over an older one for the same commit
-                repo.git.notes("--ref", ref, "merge", "--quiet", "--strategy=ours", remote)
+            # anyone who can push can write these refs: one that is no commit is left out, and a merge
+            # that fails is an error of this step, not of the run (the next push replaces it)
+            present = bool(repo.git.for_each_ref(remote))
+            usable = present and self._object_type(repo, remote) == "commit"
+            if present and not usable:
+                log.warning("%s on the remote is not a commit; ignored", ref)
+            try:
+                if not usable:
+                    if not keep_local and ref in local:
+                        repo.git.update_ref("-d", ref)
+                    continue
+                if ref not in local or not keep_local:
+                    repo.git.update_ref("--", ref, remote)
+                    continue
+                with self._identity(repo):  # a note this run wrote wins over an older one for the same commit
+                    repo.git.notes("--ref", ref, "merge", "--quiet", "--strategy=ours", "--", remote)
+            except git.GitCommandError as exc:
+                raise SourceError(f"cannot merge the remote's {ref}: {_stderr(exc)}") from exc
 
     def add_note(self, sha: str, text: str, full: str | None = None) -> None:
-        """Attaches a report to a commit. The text goes through a file, never the command line."""
+        """Attaches a report to a commit, byte for byte (a blob given with -C: git does not clean it up,
+        so its signature still matches). The text goes through a file, never the command line."""
         repo = self.repo()
         for ref, body in ((NOTES_REF, text), (FULL_NOTES_REF, full)):
             if body is None:
                 continue
-            with tempfile.NamedTemporaryFile("w", suffix=".note", dir=repo.git_dir, delete=False) as f:
-                f.write(body)
+            with tempfile.NamedTemporaryFile("wb", suffix=".note", dir=repo.git_dir, delete=False) as f:
+                f.write(body.encode())
             try:
+                blob = str(repo.git.hash_object("-w", "--", f.name)).strip()
                 with self._identity(repo):
-                    repo.git.notes("--ref", ref, "add", "--force", "--file", f.name, sha)
+                    repo.git.notes("--ref", ref, "add", "--force", "-C", blob, "--", sha)
+            except git.GitCommandError as exc:
+                raise SourceError(f"cannot write the report note on {sha[:12]} ({ref}): {_stderr(exc)}") from exc
             finally:
                 os.unlink(f.name)
 
     def push_notes(self) -> None:
         refs = [f"+{ref}:{ref}" for ref in self._local_refs(self.repo())]
         if refs:
-            self._git(self.repo(), "push", "--quiet", "origin", *refs)
+            self._git(self.repo(), "push", "--quiet", "--", "origin", *refs)
 
-    def note(self, sha: str, *, full: bool = False) -> str | None:
-        try:
-            return str(self.repo().git.notes("--ref", FULL_NOTES_REF if full else NOTES_REF, "show", sha))
-        except git.GitCommandError:
+    def note(self, sha: str, *, full: bool = False, limit: int) -> StoredNote | None:
+        """The note on commit `sha` as stored, read only if at most `limit` bytes (anyone who can push
+        can write one, of any size); None if there is none."""
+        if not _SHA.fullmatch(sha):
             return None
+        repo = self.repo()
+        try:
+            blob = str(repo.git.notes("--ref", FULL_NOTES_REF if full else NOTES_REF, "list", "--", sha)).strip()
+            kind = str(repo.git.cat_file("-t", "--", blob)).strip()
+            size = int(str(repo.git.cat_file("-s", "--", blob)).strip())
+        except (git.GitCommandError, ValueError):
+            return None
+        if kind != "blob":
+            return StoredNote(b"", f"the note is a {kind}, not a blob")
+        if size > limit:
+            return StoredNote(b"", f"the note is {size:,} bytes, more than the {limit:,} a report may have")
+        try:
+            data = repo.git.execute(["git", "cat-file", "blob", "--end-of-options", blob], stdout_as_string=False,
+                                    strip_newline_in_stdout=False)
+        except git.GitCommandError as exc:
+            raise SourceError(f"cannot read the note on {sha[:12]}: {_stderr(exc)}") from exc
+        return StoredNote(bytes(data))
 
     def clear_stale_locks(self) -> None:
         """Removes lock files a killed git left in the clone. Only safe while holding the run lock:

@@ -65,7 +65,7 @@ class Revisions:
         assert self.source is not None
         try:
             with self.repo.git.custom_environment(**self.source.env()):
-                self.repo.git.execute(["git", "fetch", "--quiet", "--force", "origin", *refspecs],
+                self.repo.git.execute(["git", "fetch", "--quiet", "--force", "--", "origin", *refspecs],
                                       kill_after_timeout=self.source.timeout)
         except git.GitCommandError as exc:
             detail = " ".join(str(exc.stderr or exc).replace("stderr:", "").split())[:300]
@@ -101,7 +101,7 @@ class Revisions:
 
     def _kind(self, spec: str) -> str | None:
         try:
-            return str(self.repo.git.cat_file("-t", spec)).strip()
+            return str(self.repo.git.cat_file("-t", "--", spec)).strip()
         except git.GitCommandError:
             return None
 
@@ -114,6 +114,8 @@ def noted_revision(source: GitSource, rev: str | None, notes_ref: str) -> str:
     abbreviated SHA among the commits that carry a report; else a branch or tag of the remote."""
     if not rev or rev == "HEAD":
         return source.remote_head()
+    if rev.startswith("-"):
+        raise UnknownRevision(f"{rev!r} is not a revision")
     if len(rev) == 40 and _hex(rev):
         return rev.lower()
     if len(rev) >= 4 and _hex(rev):

@@ -1,11 +1,19 @@
 """A commit's files, straight from its tree: no work tree, so nothing outside the commit is read.
 
-    git ls-tree -r -z <commit>[:<path>]          -> every entry: mode, type, blob id, path
+    git ls-tree -r -t -z <commit>[:<path>]       -> every entry: mode, type, object id, path
     git cat-file --batch-check (persistent)      -> a blob's size, only when the loader asks for it
-    git cat-file --batch (GitPython, persistent) -> a blob's bytes, only when the loader reads it
+    git cat-file --batch (GitPython, persistent) -> a blob's bytes, only when the loader reads it;
+                                                    a tree's raw entries, checked as git fsck does
+                                                    (agent/sources/gitfsck.py) once per tree id
+
+A revision with a tree git would refuse (a name with `/`, `.`, `..`, a name twice ...: its listed
+paths are not what `git show` reads) lists only refusals, one for each such tree, so the loader
+refuses the whole revision and nothing of it is read. With a path, the trees on the way to it (the
+commit's own tree included) are checked too: a second `dns` there decides which `dns` is read.
 
 A symbolic link (mode 120000) is a blob holding its target's path; it is resolved inside the tree
-(links to links, `..`), and the file takes the target blob's id and size. A link leaving the
+(links to links, `..`), one step per path component whatever the depth, and the file takes the
+target blob's id and size. A link leaving the
 directory of CRs, to a directory or to nothing is refused; a submodule is skipped with a warning.
 The loader checks a file's size against its limits before a byte is read. Sizes are asked per
 blob, not listed: `ls-tree --long` opens every blob of the tree to list its size (20-40 ms at
@@ -17,12 +25,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable
-from typing import NamedTuple, TypeVar
+from typing import NamedTuple, TypeVar, Union
 
 import git
 
 from agent.errors import FileRefused, SourceError
-from agent.sources import boundary
+from agent.sources import boundary, gitfsck
 
 _LINK, _SUBMODULE = "120000", "160000"
 T = TypeVar("T")
@@ -60,20 +68,26 @@ class GitFile:
         return self.reader(self.blob)
 
 
-def list_tree(repo: git.Repo, treeish: str) -> dict[str, Entry]:
-    """Every blob and submodule below `treeish`, by path relative to it."""
+def list_tree(repo: git.Repo, treeish: str) -> tuple[dict[str, Entry], dict[str, str]]:
+    """Every blob and submodule below `treeish`, by path relative to it; and every tree below it,
+    its id by path."""
     try:
-        raw = repo.git.execute(["git", "ls-tree", "-r", "-z", treeish], stdout_as_string=False)
+        raw = repo.git.execute(["git", "ls-tree", "-r", "-t", "-z", "--end-of-options", treeish],
+                               stdout_as_string=False)
     except git.GitCommandError as exc:
         raise SourceError(f"cannot list {treeish}: {exc.stderr.strip() if exc.stderr else exc}") from exc
     entries: dict[str, Entry] = {}
+    trees: dict[str, str] = {}
     for record in bytes(raw).split(b"\0"):
         if not record:
             continue
         meta, _, path = record.partition(b"\t")
         mode, kind, blob = meta.decode().split()
-        entries[path.decode("utf-8", "surrogateescape")] = Entry(mode, kind, blob)
-    return entries
+        if kind == "tree":
+            trees[path.decode("utf-8", "surrogateescape")] = blob
+        else:
+            entries[path.decode("utf-8", "surrogateescape")] = Entry(mode, kind, blob)
+    return entries, trees
 
 
 def _must_be_blob(blob: str, kind: str | bytes) -> None:
@@ -111,51 +125,67 @@ def _blob_reader(repo: git.Repo) -> Callable[[str], bytes]:
     return read
 
 
+_Node = dict[str, Union["_Node", Entry]]  # a directory of the listed tree: its entries by name
+
+
 class _Resolver:
-    """Follows symbolic links inside one listed tree, component by component."""
+    """Follows symbolic links inside one listed tree, component by component: each step looks one
+    name up in one directory, so a link costs the length of its path and target, whatever the depth."""
 
     def __init__(self, entries: dict[str, Entry], read: Callable[[str], bytes], size: Callable[[str], int]) -> None:
         self.entries, self.read, self.size = entries, read, size
 
     @functools.cached_property
-    def dirs(self) -> set[str]:
-        """The tree's directories (asked only to word why a link cannot be read)."""
-        return {""} | {"/".join(p.split("/")[:i]) for p in self.entries for i in range(1, p.count("/") + 1)}
+    def top(self) -> _Node:
+        """The listed tree as nested directories (built once, when a first link is resolved)."""
+        top: _Node = {}
+        for path, entry in self.entries.items():
+            node, *parents = top, *path.split("/")[:-1]
+            for name in parents:
+                found = node.setdefault(name, {})
+                if not isinstance(found, dict):  # a file and a directory of one name: not a sound tree
+                    break
+                node = found
+            else:
+                node[path.rpartition("/")[2]] = entry
+        return top
 
     def target(self, rel: str) -> Entry:
         """The regular blob `rel` stands for; raises FileRefused with the reason otherwise."""
-        todo, done, hops = rel.split("/"), list[str](), 0
+        todo = rel.split("/")[::-1]  # the components left, the next one last
+        walked: list[_Node | Entry | None] = [self.top]  # what each component named (None: nothing)
+        hops = 0
         while todo:
-            part = todo.pop(0)
+            part = todo.pop()
             if part in ("", "."):
                 continue
             if part == "..":
-                if not done:
+                if len(walked) == 1:
                     raise FileRefused(boundary.outside(self._link_text(rel)))
-                done.pop()
+                walked.pop()
                 continue
-            entry = self.entries.get("/".join([*done, part]))
-            if entry is not None and entry.mode == _LINK:
+            here = walked[-1]
+            found = here.get(part) if isinstance(here, dict) else None
+            if isinstance(found, Entry) and found.mode == _LINK:
                 hops += 1
-                if hops > boundary.MAX_LINK_HOPS or self.size(entry.blob) > boundary.MAX_LINK_BYTES:
+                if hops > boundary.MAX_LINK_HOPS or self.size(found.blob) > boundary.MAX_LINK_BYTES:
                     raise FileRefused("not read: too many levels of symbolic links, or a link too long")
-                link = self.read(entry.blob).decode("utf-8", "surrogateescape")
+                link = self.read(found.blob).decode("utf-8", "surrogateescape")
                 if link.startswith("/"):
                     raise FileRefused(boundary.outside(self._link_text(rel)))
-                todo = link.split("/") + todo
+                todo.extend(reversed(link.split("/")))  # relative to the link's own directory
                 continue
-            done.append(part)
-        return self._regular(rel, "/".join(done))
+            walked.append(found)
+        return self._regular(rel, walked[-1])
 
-    def _regular(self, rel: str, final: str) -> Entry:
-        entry = self.entries.get(final)
-        if entry is None:
-            what = "a directory" if final in self.dirs else "a missing file"
+    def _regular(self, rel: str, found: _Node | Entry | None) -> Entry:
+        if not isinstance(found, Entry):
+            what = "a missing file" if found is None else "a directory"
             raise FileRefused(boundary.not_regular(f"a symbolic link to {what} (-> "
                                                    f"{boundary.shown(self._link_text(rel))!r})"))
-        if entry.kind != "blob":
+        if found.kind != "blob":
             raise FileRefused(boundary.not_regular("a Git submodule"))
-        return entry
+        return found
 
     def _link_text(self, rel: str) -> str:
         entry = self.entries.get(rel)
@@ -171,13 +201,17 @@ class Listing:
     paths: set[str] = dataclasses.field(default_factory=set)
     ordered: list[str] = dataclasses.field(default_factory=list)
     files: dict[tuple[str, Entry], GitFile | None] = dataclasses.field(default_factory=dict)  # None: not a candidate
+    sound: set[str] = dataclasses.field(default_factory=set)  # ids of the trees git would accept
 
 
 def files(repo: git.Repo, treeish: str, last: Listing | None = None) -> list[GitFile]:
     """The candidate files of a commit's directory of CRs, in load order (boundary.order). With the
     `last` listing of this same repository object, unchanged entries are the very files it made, and
     it is updated to this listing."""
-    entries = list_tree(repo, treeish)
+    entries, trees = list_tree(repo, treeish)
+    refused = _unsound(repo, treeish, trees, last)
+    if refused:
+        return refused
     resolver = _Resolver(entries, _blob_reader(repo), _blob_sizer(repo))
     same_paths = last is not None and last.paths == entries.keys()
     ordered = last.ordered if last is not None and same_paths else sorted(entries, key=boundary.order)
@@ -199,6 +233,43 @@ def files(repo: git.Repo, treeish: str, last: Listing | None = None) -> list[Git
             last.paths, last.ordered = set(entries), ordered
         last.files = made
     return out
+
+
+def _unsound(repo: git.Repo, treeish: str, trees: dict[str, str], last: Listing | None) -> list[GitFile]:
+    """A refusal for each tree of the listing that git would refuse (agent/sources/gitfsck.py), and
+    for each tree on the way to it from the commit's own (`COMMIT:a/b` is looked up in the commit's
+    tree, then in `a`'s: a duplicate `a` there decides which `a` is read); the `last` listing's trees
+    are not read again, and it keeps this listing's."""
+    commit, _, below = treeish.partition(":")  # after `:` all is the path
+    parts = [p for p in below.split("/") if p]
+    above = ["/".join(parts[:i]) for i in range(len(parts))]  # "" (the commit's tree), "a", ... not a/b itself
+    specs = [f"{commit}^{{tree}}" if not path else f"{commit}:{path}" for path in above] + [
+        treeish if below else f"{commit}^{{tree}}"]
+    try:
+        ids = [str(repo.git.rev_parse("--verify", "--end-of-options", spec)).strip() for spec in specs]
+    except git.GitCommandError as exc:
+        raise SourceError(f"cannot list {treeish}: {exc.stderr.strip() if exc.stderr else exc}") from exc
+    root = ids[-1]
+
+    def read(tree: str) -> bytes:
+        _, kind, _, data = _asked(repo, lambda: repo.git.get_object_data(tree), f"cannot read tree {tree}")
+        if (kind.decode() if isinstance(kind, bytes) else kind) != "tree":
+            raise SourceError(f"object {tree} is a {kind!r}, not a tree")
+        return bytes(data)
+
+    sound = last.sound if last is not None else set()
+    on_the_way = list(zip(ids[:-1], above, strict=True))
+    unsound: list[tuple[str | None, str, str]] = [
+        (None, path, why) for path, why in gitfsck.check(on_the_way, sound, read)]
+    unsound += [(path, "/".join(p for p in (below, path) if p), why)
+                for path, why in gitfsck.check([(root, ""), *((t, p) for p, t in trees.items())], sound, read)]
+    if last is not None:
+        last.sound = sound & {*ids, *trees.values()}
+    return [GitFile(boundary.shown(path) if path else ".", "", 0, refused=(
+        f"not read: the Git tree {boundary.shown(full or '.')!r} of commit "
+        f"{commit[:12]} has {why}; its paths are not what `git show` reads, so no file of this revision is "
+        "read - rewrite the commit with ordinary git (git fsck --strict shows the tree)"))
+        for path, full, why in unsound]
 
 
 def _listed(rel: str, entry: Entry, resolver: _Resolver) -> GitFile | None:

@@ -168,8 +168,10 @@ def test_safety_gate_refuses_mass_deletes_until_forced(sample: dict[str, Any]) -
     assert refused.outcome == "rejected" and refused.dns is None
     assert refused.refusals == [(
         f"zone example-{tag}.com.: refusing to delete 5 of 15 managed RRsets (33%); the limit is 30% for zones "
-        "with at least 10 managed RRsets; force it with `--force`, or for this zone annotate its DNSZone with "
-        'bindy.firestoned.io/allow-unsafe-plan: "true" (or raise bindy.firestoned.io/delete-threshold-percent)')]
+        "with at least 10 managed RRsets; the operator can allow it for one run with `bindy-agent sync --force` (for "
+        "`bindy-agent run`: the setting force, --force or BINDY_AGENT_FORCE=true); a DNSZone annotation cannot relax "
+        "the gate, or raise the agent's delete threshold (--delete-threshold-percent, "
+        "BINDY_AGENT_DELETE_THRESHOLD_PERCENT)")]
     assert records.query(_servers(sample)[0], f"sip1.example-{tag}.com.", "A") == ("192.0.2.60",)
     forced = next(z for z in _sync(sample, force=True).zones if z.name == f"example-{tag}.com.")
     assert forced.refused == "" and sum(c.action == "delete" for c in forced.changes) == 5
@@ -184,8 +186,10 @@ def test_a_zone_dropped_from_git_is_deleted_from_exactly_its_instances(sample: d
     assert sorted(result.deleted) == [(f"internal.example-{tag}.net.", "dns-system/dns-primary-0"),
                                       (f"internal.example-{tag}.net.", "dns-system/dns-secondary-0")]
     for server in _servers(sample):
-        assert records.query(server, f"internal.example-{tag}.net.", "SOA") in (None, ())
-        assert records.query(server, f"example-{tag}.com.", "SOA") != ()
+        assert records.query(server, f"internal.example-{tag}.net.", "SOA") == ()  # answered: not served
+        soa = records.query(server, f"example-{tag}.com.", "SOA")  # still served, with the SOA in Git
+        assert soa is not None and len(soa) == 1, soa
+        assert soa[0].split()[:2] == [f"ns1.example-{tag}.com.", f"hostmaster.example-{tag}.com."], soa
     assert f"internal.example-{tag}.net." not in FileStore(sample["state"]).load_zones()
 
 
@@ -198,7 +202,7 @@ def test_adding_a_secondary_later_updates_the_primary_and_serves_the_zone(
     first = _sync(sample)
     assert all(set(z.instances) == {"dns-system/dns-primary-0"} for z in first.zones)
     secondary = _servers(sample)[1]
-    assert records.query(secondary, f"www.example-{tag}.com.", "A") in (None, ())
+    assert records.query(secondary, f"www.example-{tag}.com.", "A") == ()  # answered: the zone is not there
 
     cluster.write_text(original)
     calls_before = len(zone_api["primary"].requests)

@@ -62,8 +62,11 @@ def test_a_pushed_commit_is_applied_and_its_note_is_readable_with_plain_git(worl
     remote = world["remote"]
     sha = remote.commit("Add DNS for example", world["files"])
     remote.push()
+    key = world["tmp"] / "report.key"
+    key.write_text("a report key of more than 32 characters\n")
+    signed = ["--report-key-file", str(key)]
     cli = [sys.executable, "-m", "agent", "sync", "--repo", remote.url, "--endpoints", str(world["endpoints_file"]),
-           "--state", str(world["state"]), "--cache", str(world["cache"])]
+           "--state", str(world["state"]), "--cache", str(world["cache"]), *signed]
     done = subprocess.run(cli, capture_output=True, text=True, cwd=ROOT, check=False)
     assert done.returncode == 0, done.stderr
     primary = world["endpoints"]["dns-system/dns-primary-0"]
@@ -77,12 +80,14 @@ def test_a_pushed_commit_is_applied_and_its_note_is_readable_with_plain_git(worl
     assert all(c["result"] == "applied" for c in doc["changes"])
 
     shown = subprocess.run([sys.executable, "-m", "agent", "report", "--repo", remote.url, "--cache",
-                            str(world["tmp"] / "report-cache")], capture_output=True, text=True, cwd=ROOT, check=False)
+                            str(world["tmp"] / "report-cache"), *signed], capture_output=True, text=True, cwd=ROOT,
+                           check=False)
     assert shown.returncode == 0 and shown.stdout.startswith("bindy-agent: applied")
+    assert shown.stdout.endswith("verified: signed with the report key\n")
     as_json = subprocess.run([sys.executable, "-m", "agent", "report", sha, "--repo", remote.url, "-o", "json",
-                              "--cache", str(world["tmp"] / "report-cache")], capture_output=True, text=True,
+                              "--cache", str(world["tmp"] / "report-cache"), *signed], capture_output=True, text=True,
                              cwd=ROOT, check=False)
-    assert json.loads(as_json.stdout)["outcome"] == "applied"
+    assert (json.loads(as_json.stdout)["outcome"], json.loads(as_json.stdout)["verified"]) == ("applied", True)
 
 
 def test_bad_commits_are_rejected_change_nothing_and_the_fix_applies(
@@ -107,7 +112,7 @@ def test_bad_commits_are_rejected_change_nothing_and_the_fix_applies(
         ("Broken YAML", {web: files[web] + "---\nkind: [unclosed\n"},
          f"{web}:50: YAML syntax error: while parsing a flow sequence (opened at line 49)"),
         ("Schema error", {web: files[web].replace("  ttl: 300\n  ipv4Addresses:", "  ttl: soon\n  ipv4Addresses:")},
-         f"{web}:10: ARecord/{namespace}/www: spec.ttl: input should be a valid integer"),
+         f"{web}:10: ARecord/{namespace}/www: spec.ttl: must be an integer (the API server checks types strictly), not the string 'soon'"),
         ("CNAME conflict", {web: files[web] + f"""---
 apiVersion: bindy.firestoned.io/v1beta1
 kind: CNAMERecord

@@ -1,0 +1,122 @@
+"""A zone transfer (AXFR over TCP) that the peer cannot hold: bounded in time, octets and records.
+
+dnspython's `inbound_xfr` restarts its per-message `timeout` with every message and counts
+nothing: a server that streams records without end fills memory until the transfer's lifetime
+ends, and one that trickles a message every few seconds is only cut by that lifetime. Here the
+transfer is read message by message (dnspython parses each one, checks its TSIG and builds the
+zone: `dns.xfr.Inbound`), and it stops at whichever comes first: the deadline (`lifetime`), no
+data for `timeout` seconds, `max_bytes` octets or `max_records` records. The error says which,
+for which server and zone, and how to raise it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import select
+import socket
+import struct
+import time
+
+import dns.exception
+import dns.message
+import dns.rdatatype
+import dns.xfr
+import dns.zone
+
+from agent.errors import DnsUpdateError
+
+MiB = 1024 * 1024
+
+
+@dataclasses.dataclass(frozen=True)
+class TransferLimits:
+    """How much one zone transfer may bring in. Sized for the agent's own limits: a revision holds
+    at most 250,000 documents (max_documents) of 64 MiB of YAML (max_revision_bytes); a zone's
+    transfer is allowed twice that in records, for multi-valued RRsets and data the agent did not write."""
+
+    max_bytes: int = 128 * MiB
+    max_records: int = 500_000
+
+    def __post_init__(self) -> None:
+        if self.max_bytes < 1 or self.max_records < 1:
+            raise ValueError("transfer limits must be at least 1")
+
+
+DEFAULT_LIMITS = TransferLimits()
+BYTES_HELP = ("most octets one zone transfer (AXFR) may bring in before it is cut (default 128 MiB; 100,000 "
+              "records weigh about 5 MB on the wire)")
+RECORDS_HELP = ("most records one zone transfer (AXFR) may bring in before it is cut (default 500,000: twice the "
+                "250,000 documents a revision may hold)")
+
+
+class TransferCut(DnsUpdateError):
+    """The transfer hit one of its bounds; `limit` names which ("time", "idle", "bytes", "records")."""
+
+    def __init__(self, message: str, *, limit: str) -> None:
+        super().__init__(message, retryable=limit in ("time", "idle"))
+        self.limit = limit
+
+
+def _read(sock: socket.socket, count: int, until: float) -> bytes:
+    """Exactly `count` octets, or TimeoutError at `until` (time.monotonic()), EOFError if closed."""
+    out = bytearray()
+    while len(out) < count:
+        left = until - time.monotonic()
+        if left <= 0 or not select.select([sock], [], [], left)[0]:
+            raise TimeoutError
+        chunk = sock.recv(count - len(out))
+        if not chunk:
+            raise EOFError
+        out += chunk
+    return bytes(out)
+
+
+def transfer(host: str, port: int, xfr: dns.zone.Zone, request: dns.message.Message, *, server: str,
+             timeout: float, lifetime: float, limits: TransferLimits, time_hint: str) -> None:
+    """Transfers the zone `request` asks for from host:port into `xfr`. `timeout`: the most to wait
+    for the next octets; `lifetime`: the most the whole transfer may take; `time_hint` says how the
+    operator gives it more time. Raises TransferCut at a bound; dnspython's errors, OSError and
+    EOFError otherwise."""
+    zone = xfr.origin.to_text() if xfr.origin else "?"
+    start = time.monotonic()
+    end = start + lifetime
+
+    def cut(limit: str, what: str, how: str) -> TransferCut:
+        return TransferCut(f"{server}: AXFR of {zone} cut: {what}; {how}", limit=limit)
+
+    def until() -> float:
+        return min(time.monotonic() + timeout, end)
+
+    octets = records = 0
+    try:
+        with socket.create_connection((host, port), timeout=max(0.001, min(timeout, lifetime))) as sock:
+            wire = request.to_wire()
+            sock.sendall(struct.pack("!H", len(wire)) + wire)
+            with dns.xfr.Inbound(xfr, dns.rdatatype.AXFR, None, False) as inbound:
+                done, tsig_ctx = False, None
+                while not done:
+                    (length,) = struct.unpack("!H", _read(sock, 2, until()))
+                    octets += 2 + length
+                    if octets > limits.max_bytes:
+                        raise cut("bytes", f"more than {limits.max_bytes:,} octets ({records:,} records so far)",
+                                  "the limit is max_transfer_bytes: raise it with --max-transfer-bytes (setting "
+                                  "BINDY_AGENT_MAX_TRANSFER_BYTES) if the zone is really that large")
+                    message = dns.message.from_wire(_read(sock, length, until()), keyring=request.keyring,
+                                                    request_mac=request.mac, xfr=True, origin=xfr.origin,
+                                                    tsig_ctx=tsig_ctx, multi=True)
+                    if message.id != request.id:
+                        raise dns.exception.FormError(f"{server}: the transfer answers another query (id {message.id})")
+                    records += sum(len(rrset) for rrset in message.answer)
+                    if records > limits.max_records:
+                        raise cut("records", f"more than {limits.max_records:,} records ({octets:,} octets so far)",
+                                  "the limit is max_transfer_records: raise it with --max-transfer-records "
+                                  "(setting BINDY_AGENT_MAX_TRANSFER_RECORDS) if the zone is really that large")
+                    done = inbound.process_message(message)
+                    tsig_ctx = message.tsig_ctx
+    except TimeoutError:
+        took = time.monotonic() - start
+        if took >= lifetime - 0.01:
+            raise cut("time", f"not finished within {lifetime:.0f} s ({records:,} records, {octets:,} octets so far)",
+                      time_hint) from None
+        raise cut("idle", f"no data for {timeout:.0f} s ({records:,} records, {octets:,} octets so far)",
+                  "the server stalled; the next attempt asks again") from None
