@@ -194,7 +194,10 @@ CASES = [
     # bindy-dnssec-policy-validation (09): Bindy's CRD schema holds the same patterns, so the schema
     # (generated from the models) already refuses these before admission runs, as the API server does.
     Case("bindy-dnssec-policy-validation/dnssec-policy-name",
-         zone("zoneName: example.com\ndnssecPolicy: high-security"),
+         # the policy is defined where the zone is created (a zone naming an undefined policy is an
+         # error of its own: tests/test_dnssec_render.py)
+         zone("zoneName: example.com\ndnssecPolicy: high-security").replace(
+             "version: '9.18'", "global: {dnssec: {signing: {enabled: true, policy: high-security}}}"),
          zone(f"zoneName: example.com\ndnssecPolicy: 'evil\"; }}; allow-update {{ any; }};'  {MARK}"),
          "spec.dnssecPolicy", "does not match the required pattern ^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$"),
     Case("bindy-dnssec-policy-validation/dnssec-signing-params",

@@ -20,7 +20,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from agent.desired import apinames, placement, rrsets, workloads
+from agent.desired import apinames, placement, rrsets, signing, workloads
 from agent.desired.memo import Memo
 from agent.load.loader import Loaded, Manifest
 from agent.model import kinds, names
@@ -30,6 +30,7 @@ from agent.model.infra import (
     Bind9InstanceSpec,
     ClusterBind9Provider,
     ClusterCommonSpec,
+    DnssecSigning,
     RndcSecretRef,
     ZoneSource,
 )
@@ -201,6 +202,8 @@ def _instances(manifest: Manifest, clusters: dict[ObjectKey, Cluster], out: list
                 ref = _role_ref(cluster.spec, role)
                 if ref:
                     spec_body["rndcSecretRef"] = ref.dump()
+                elif cfg and cfg.rndc_key and "algorithm" in cfg.rndc_key.model_fields_set:
+                    spec_body["rndcKey"] = {"algorithm": cfg.rndc_key.algorithm}  # the role's, as Bindy
                 if cluster.spec.zones_from:
                     spec_body["zonesFrom"] = [z.dump() for z in cluster.spec.zones_from]
                 spec = Bind9InstanceSpec.model_validate(spec_body)
@@ -232,14 +235,15 @@ def _settings(inst: Instance, cluster: Cluster | None) -> workloads.InstanceSett
         merged["allow_transfer"] = role_cfg.allow_transfer
     config = Bind9Config.model_validate(merged)
     version = spec.version or cspec.version or workloads.DEFAULT_VERSION
-    image = (spec.image and spec.image.image) or (cspec.image and cspec.image.image) \
-        or f"{workloads.BIND9_IMAGE}:{version}"
+    image_cfg = spec.image or cspec.image  # as Bindy: the instance's image block, else its cluster's, whole
+    image = (image_cfg and image_cfg.image) or f"{workloads.BIND9_IMAGE}:{version}"
     ref = spec.rndc_secret_ref or (spec.rndc_key.secret_ref if spec.rndc_key else None) \
         or config.rndc_secret_ref
     if cluster and not ref:
         ref = _role_ref(cspec, inst.role)
     service = role_cfg.service if role_cfg and role_cfg.service else None
     refs = spec.config_map_refs or cspec.config_map_refs
+    bindcar = spec.bindcar_config or config.bindcar_config  # as the Deployment's sidecar
     return workloads.InstanceSettings(
         image=image, version=version, config=config, acls=dict(cspec.acls or {}), rndc_ref=ref,
         service_spec=dict(service.spec or {}) if service else {},
@@ -248,7 +252,23 @@ def _settings(inst: Instance, cluster: Cluster | None) -> workloads.InstanceSett
         volume_mounts=list(spec.volume_mounts if spec.volume_mounts is not None else cspec.volume_mounts or []),
         named_conf_ref=refs.named_conf if refs else None,
         resources=spec.resources if spec.resources is not None else cspec.resources,
+        image_pull_policy=image_cfg.image_pull_policy if image_cfg else None,
+        image_pull_secrets=list(image_cfg.image_pull_secrets or []) if image_cfg else None,
+        named_conf_options_ref=refs.named_conf_options if refs else None,
+        named_conf_zones_ref=refs.named_conf_zones if refs else None,
+        bindcar_service_spec=dict(bindcar.service_spec) if bindcar and bindcar.service_spec else None,
+        signing=workloads.signing_of(cspec.global_, spec.config),
     )
+
+
+def _signing(instances: dict[ObjectKey, Instance], clusters: dict[ObjectKey, Cluster]
+             ) -> dict[ObjectKey, DnssecSigning | None]:
+    """Each instance's dnssec.signing in effect (None: signing not enabled)."""
+    out: dict[ObjectKey, DnssecSigning | None] = {}
+    for key, inst in instances.items():
+        cluster = clusters.get(ObjectKey("Bind9Cluster", key.namespace, inst.cluster))
+        out[key] = workloads.signing_of(cluster.spec.global_ if cluster else None, inst.spec.config)
+    return out
 
 
 def _config_strings(settings: workloads.InstanceSettings) -> list[tuple[str, str]]:
@@ -290,7 +310,9 @@ def _children(instances: dict[ObjectKey, Instance], clusters: dict[ObjectKey, Cl
             secret_name = inline.metadata.name
             body = {"apiVersion": "v1", "kind": "Secret", "type": inline.type,
                     "metadata": {"name": secret_name, "namespace": ns,
-                                 "labels": {**lbl, **(inline.metadata.labels or {})}},
+                                 "labels": {**lbl, **(inline.metadata.labels or {})},
+                                 **({"annotations": dict(inline.metadata.annotations)}
+                                    if inline.metadata.annotations else {})},
                     "stringData": {k: workloads.SECRET_PLACEHOLDER for k in
                                    {**(inline.data or {}), **(inline.string_data or {})}}}
             add(KubeObject(ObjectKey("Secret", ns, secret_name), body, TIER_CHILD, key, source=inst.source))
@@ -303,7 +325,8 @@ def _children(instances: dict[ObjectKey, Instance], clusters: dict[ObjectKey, Cl
         config_name = settings.named_conf_ref or f"{name}-config"
         if not settings.named_conf_ref:
             add(KubeObject(ObjectKey("ConfigMap", ns, config_name),
-                           workloads.config_map(config_name, ns, lbl, workloads.named_conf(name, settings, key_name)),
+                           workloads.config_map(config_name, ns, lbl, workloads.with_config_refs(
+                               workloads.named_conf(name, settings, key_name), settings)),
                            TIER_CHILD, key, source=inst.source))
         deploy = workloads.deployment(name, ns, lbl, inst.spec, settings, secret_name, config_name)
         api_port = deploy["spec"]["template"]["spec"]["containers"][1]["ports"][0]["containerPort"]
@@ -343,6 +366,8 @@ def build(manifest: Manifest, memo: Memo | None = None) -> Desired:
     zones, zone_problems = placement.place(manifest, cluster_view, inst_view, memo)
     desired.zones = zones
     problems.items += zone_problems
+    problems.items += signing.zone_policies(zones, _signing(instances, clusters), manifest)
+    problems.items += signing.builtin_names(manifest)
     per_file = _git_objects(manifest, memo)
     # apply order: parents first, and what a Deployment uses before it; then the DNSZones and the
     # records, each in the files' order (read as one list, not copied into one)

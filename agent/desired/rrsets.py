@@ -33,7 +33,7 @@ import dns.rdtypes.IN.SRV
 from agent.model import records, syntax
 
 IN = dns.rdataclass.IN
-DEFAULT_TTL = 3600
+DEFAULT_TTL = 300  # Bindy's DEFAULT_DNS_RECORD_TTL_SECS: a record (or zone) without `ttl`
 _LABEL = re.compile(r"\*|[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
 _CAA_TAG = re.compile(r"[A-Za-z0-9]{1,15}")
 MAX_RDATA = 65535  # octets of one record's data (RDLENGTH is 16 bits)

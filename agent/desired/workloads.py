@@ -15,11 +15,23 @@ import copy
 import dataclasses
 from typing import Any
 
-from agent.model.infra import Bind9Config, Bind9InstanceSpec, BindcarConfig, RndcSecretRef
+from agent.model.infra import Bind9Config, Bind9InstanceSpec, BindcarConfig, DnssecSigning, RndcSecretRef
 from agent.model.names import CLUSTER_LABEL, MANAGED_BY, ROLE_LABEL
 
 BIND9_IMAGE = "internetsystemsconsortium/bind9"
-BINDCAR_IMAGE = "ghcr.io/firestoned/bindcar:v0.5.0"
+BINDCAR_IMAGE = "ghcr.io/firestoned/bindcar:v0.7.2"  # Bindy's DEFAULT_BINDCAR_IMAGE
+PULL_POLICY = "IfNotPresent"  # Bindy's, for both containers, when no imagePullPolicy is set
+# bindcar (0.7, TokenReview mode) lets in only the callers it names: the agent's ServiceAccount as
+# deploy/ installs it (Bindy names its operator's), with tokens bound to this audience.
+AGENT_ACCOUNT = "system:serviceaccount:bindy-agent:bindy-agent"
+API_AUDIENCE = "bindcar"
+# Where the sidecar's own token is mounted (for its TokenReview calls): the path an automounted
+# token has, in that container only; the bind9 container gets none.
+TOKEN_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+# configMapRefs (Bindy's paths): a user's options file replaces the generated options block, a
+# zones file is included after it.
+OPTIONS_FILE = "/etc/bind/named.conf.options"
+ZONES_FILE = "/etc/bind/named.conf.zones"
 DEFAULT_VERSION = "9.18"
 DNS_PORT = 53  # what the Service offers
 # Where named listens in the pod. It runs as a non-root user with every capability dropped, and a
@@ -62,6 +74,13 @@ class InstanceSettings:
     volume_mounts: list[dict[str, Any]]
     named_conf_ref: str | None
     resources: dict[str, Any] | None = None  # the bind9 container's; None: the defaults
+    # from the image block in effect: the instance's, else its cluster's (a provider's), whole as in Bindy
+    image_pull_policy: str | None = None
+    image_pull_secrets: list[str] | None = None
+    named_conf_options_ref: str | None = None  # configMapRefs.namedConfOptions
+    named_conf_zones_ref: str | None = None  # configMapRefs.namedConfZones
+    bindcar_service_spec: dict[str, Any] | None = None  # bindcarConfig.serviceSpec
+    signing: DnssecSigning | None = None  # dnssec.signing in effect (signing_of); None: not enabled
 
 
 def _copy(value: dict[str, Any]) -> dict[str, Any]:
@@ -114,9 +133,59 @@ def named_conf(instance: str, settings: InstanceSettings, key_name: str) -> str:
     ]
     if cfg.forwarders:
         lines.append(f"    forwarders {{ {_acl(cfg.forwarders, 'none')} }};")
-    validation = cfg.dnssec.validation if cfg.dnssec and cfg.dnssec.validation is not None else False
-    lines += [f"    dnssec-validation {'auto' if validation else 'no'};", "};", ""]
+    if cfg.dnssec is not None:  # Bindy: a `dnssec` block says yes or no; without one, BIND's default (auto)
+        lines.append(f"    dnssec-validation {'yes' if cfg.dnssec.validation else 'no'};")
+    if settings.signing is not None:
+        lines.append(f'    key-directory "{KEY_DIRECTORY}";')
+    lines += ["};", ""]
+    if settings.signing is not None and policy_name(settings.signing) not in BUILTIN_POLICIES:
+        lines += [dnssec_policy(settings.signing), ""]
     return "\n".join(lines)
+
+
+# -- DNSSEC signing (Bindy's bind9_resources.rs: generate_dnssec_policies) -------------------------
+BUILTIN_POLICIES = frozenset({"default", "insecure", "none"})  # BIND's own; named.conf may not redefine them
+DEFAULT_POLICY = "default"  # Bindy's name for a policy whose `policy` is unset
+DEFAULT_ALGORITHM = "ECDSAP256SHA256"
+NSEC3_SALT_LENGTH = 16  # Bindy's; `nsec3Salt` is not read (by Bindy either)
+# The keys BIND makes live with the zone files: the zones volume, an emptyDir like Bindy's cache
+# volume (where Bindy's named keeps them, as it sets no key-directory), or the claim `storage` names.
+KEY_DIRECTORY = ZONES_DIR
+
+
+def signing_of(global_config: Bind9Config | None, instance_config: Bind9Config | None) -> DnssecSigning | None:
+    """The signing configuration an instance's named.conf carries, as Bindy picks it: the instance's
+    when it enables signing, else its cluster's (or provider's) `global` when that enables it."""
+    for config in (instance_config, global_config):
+        signing = config.dnssec.signing if config and config.dnssec else None
+        if signing is not None and signing.enabled:
+            return signing
+    return None
+
+
+def policy_name(signing: DnssecSigning) -> str:
+    return signing.policy or DEFAULT_POLICY
+
+
+def dnssec_policy(signing: DnssecSigning) -> str:
+    """The `dnssec-policy` statement of Bindy's template, with Bindy's defaults (unlimited key
+    lifetimes, ECDSAP256SHA256, NSEC unless `nsec3`)."""
+    algorithm = signing.algorithm or DEFAULT_ALGORITHM
+    nsec3 = (f"    nsec3param iterations {signing.nsec3_iterations or 0} optout no salt-length {NSEC3_SALT_LENGTH};\n"
+             if signing.nsec3 else "")
+    return (f'dnssec-policy "{policy_name(signing)}" {{\n'
+            "    keys {\n"
+            f"        ksk lifetime {signing.ksk_lifetime or 'unlimited'} algorithm {algorithm};\n"
+            f"        zsk lifetime {signing.zsk_lifetime or 'unlimited'} algorithm {algorithm};\n"
+            "    };\n"
+            f"{nsec3}"
+            "    signatures-refresh 5d;\n"
+            "    signatures-validity 30d;\n"
+            "    signatures-validity-dnskey 30d;\n"
+            "    zone-propagation-delay 300;\n"
+            "    parent-propagation-delay 3600;\n"
+            "    max-zone-ttl 86400;\n"
+            "};")
 
 
 def _meta(name: str, namespace: str, lbl: dict[str, str]) -> dict[str, Any]:
@@ -143,6 +212,22 @@ def key_block(key_name: str, algorithm: str, secret: str) -> str:
 
 
 
+def with_config_refs(conf: str, settings: InstanceSettings) -> str:
+    """named.conf with Bindy's configMapRefs: `namedConfOptions` replaces the generated options block
+    with an include of the user's file (which must then set what the pod needs: `directory
+    "/var/cache/bind"`, `listen-on port 5353`, `allow-new-zones yes`); `namedConfZones` includes the
+    user's zone statements after the options."""
+    lines = conf.split("\n")
+    start = lines.index("options {")
+    end = lines.index("};", start)
+    if settings.named_conf_options_ref:
+        lines[start:end + 1] = [f'include "{OPTIONS_FILE}";']
+        end = start
+    if settings.named_conf_zones_ref:
+        lines.insert(end + 1, f'include "{ZONES_FILE}";')
+    return "\n".join(lines)
+
+
 def config_map(name: str, namespace: str, lbl: dict[str, str], conf: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(name, namespace, lbl),
             "data": {"named.conf": conf}}
@@ -162,6 +247,16 @@ def _volumes(instance: str, spec: Bind9InstanceSpec, settings: InstanceSettings,
         zones_volume,
         {"name": "run", "emptyDir": {}},  # named's pid file and session key: the root filesystem is read-only
         {"name": "tmp", "emptyDir": {}},
+        # the sidecar's own ServiceAccount token, for bindcar's TokenReview of the agent's token: what
+        # automounting gives, but in that container only
+        {"name": "api-token", "projected": {"sources": [
+            {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}},
+            {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+            {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {
+                "apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}]}},
+        *({"name": name, "configMap": {"name": ref}} for name, ref in
+          (("named-conf-options", settings.named_conf_options_ref),
+           ("named-conf-zones", settings.named_conf_zones_ref)) if ref),
         *settings.volumes,
     ]
 
@@ -181,42 +276,53 @@ def _bind9(spec: Bind9InstanceSpec, settings: InstanceSettings) -> dict[str, Any
             {"name": "rndc-key", "mountPath": "/etc/bind/keys", "readOnly": True},
             {"name": "zones", "mountPath": ZONES_DIR},
             {"name": "run", "mountPath": RUN_DIR},
+            *({"name": name, "mountPath": path, "subPath": path.rsplit("/", 1)[1], "readOnly": True}
+              for name, path, ref in (("named-conf-options", OPTIONS_FILE, settings.named_conf_options_ref),
+                                      ("named-conf-zones", ZONES_FILE, settings.named_conf_zones_ref)) if ref),
             *settings.volume_mounts,
         ],
         "readinessProbe": {"tcpSocket": {"port": DNS_CONTAINER_PORT}, "periodSeconds": 10},
         "resources": dict(settings.resources) if settings.resources is not None else _copy(BIND9_RESOURCES),
         "securityContext": _copy(CONTAINER_SECURITY),
     }
-    if spec.image and spec.image.image_pull_policy:
-        container["imagePullPolicy"] = spec.image.image_pull_policy
+    container["imagePullPolicy"] = settings.image_pull_policy or PULL_POLICY
     return container
 
 
 def _bindcar(bindcar: BindcarConfig | None, api_port: int, secret_name: str,
-             key_ref: RndcSecretRef | None) -> dict[str, Any]:
+             key_ref: RndcSecretRef | None, inline_algorithm: str | None = None) -> dict[str, Any]:
+    # Bindy's sidecar environment (bindcar 0.7), with the agent's ServiceAccount as the allowed caller;
+    # RNDC_SERVER because the agent's named.conf has its controls on RNDC_PORT (Bindy mounts rndc.conf)
+    algorithm: dict[str, Any] = (
+        {"value": key_ref.algorithm} if key_ref else {"value": inline_algorithm} if inline_algorithm
+        else {"valueFrom": {"secretKeyRef": {"name": secret_name, "key": "algorithm"}}})  # the generated Secret's
     env = [
         {"name": "BIND_ZONE_DIR", "value": ZONES_DIR},
         {"name": "RNDC_SERVER", "value": f"127.0.0.1:{RNDC_PORT}"},
         {"name": "API_PORT", "value": str(api_port)},
-        {"name": "RNDC_ALGORITHM", "value": key_ref.algorithm if key_ref else "hmac-sha256"},
+        {"name": "RUST_LOG", "value": bindcar.log_level if bindcar and bindcar.log_level else "info"},
+        {"name": "BIND_ALLOWED_SERVICE_ACCOUNTS", "value": AGENT_ACCOUNT},
+        {"name": "BIND_TOKEN_AUDIENCES", "value": API_AUDIENCE},
+        {"name": "TMPDIR", "value": "/tmp"},
         {"name": "RNDC_SECRET", "valueFrom": {"secretKeyRef": {
             "name": secret_name, "key": key_ref.secret_key if key_ref else "secret"}}},
+        {"name": "RNDC_ALGORITHM", **algorithm},
+        {"name": "NSUPDATE_PORT", "value": str(DNS_CONTAINER_PORT)},
         *((bindcar.env_vars or []) if bindcar else []),
     ]
-    if bindcar and bindcar.log_level:
-        env.append({"name": "RUST_LOG", "value": bindcar.log_level})
     container: dict[str, Any] = {
         "name": "bindcar",
         "image": (bindcar.image if bindcar and bindcar.image else BINDCAR_IMAGE),
         "ports": [{"name": "http", "containerPort": api_port, "protocol": "TCP"}],
         "env": env,
-        "volumeMounts": [{"name": "zones", "mountPath": ZONES_DIR}, {"name": "tmp", "mountPath": "/tmp"}],
+        "volumeMounts": [{"name": "zones", "mountPath": ZONES_DIR}, {"name": "tmp", "mountPath": "/tmp"},
+                         {"name": "api-token", "mountPath": TOKEN_DIR, "readOnly": True}],
         "resources": dict(bindcar.resources) if bindcar and bindcar.resources is not None
         else _copy(BINDCAR_RESOURCES),
         "securityContext": _copy(CONTAINER_SECURITY),
     }
-    if bindcar and bindcar.image_pull_policy:
-        container["imagePullPolicy"] = bindcar.image_pull_policy
+    container["imagePullPolicy"] = bindcar.image_pull_policy if bindcar and bindcar.image_pull_policy \
+        else PULL_POLICY
     return container
 
 
@@ -224,7 +330,8 @@ def deployment(instance: str, namespace: str, lbl: dict[str, str], spec: Bind9In
                settings: InstanceSettings, secret_name: str, config_name: str) -> dict[str, Any]:
     """bind9 + the zone API sidecar, meeting Pod Security "restricted": non-root, no privilege
     escalation, every capability dropped, RuntimeDefault seccomp, read-only root filesystems,
-    no ServiceAccount token (neither container talks to the Kubernetes API)."""
+    no automounted ServiceAccount token: only the sidecar gets one, for bindcar's TokenReview of the
+    agent's calls; bind9 never talks to the Kubernetes API."""
     bindcar = spec.bindcar_config or settings.config.bindcar_config
     api_port = (bindcar.port if bindcar and bindcar.port else None) or API_PORT
     selector = {"app.kubernetes.io/instance": instance, "app.kubernetes.io/name": "bind9"}
@@ -232,11 +339,13 @@ def deployment(instance: str, namespace: str, lbl: dict[str, str], spec: Bind9In
         "serviceAccountName": SERVICE_ACCOUNT,
         "automountServiceAccountToken": False,
         "securityContext": _copy(POD_SECURITY),
-        "containers": [_bind9(spec, settings), _bindcar(bindcar, api_port, secret_name, settings.rndc_ref)],
+        "containers": [_bind9(spec, settings), _bindcar(bindcar, api_port, secret_name, settings.rndc_ref,
+                                                        spec.rndc_key.algorithm if spec.rndc_key and
+                                                        spec.rndc_key.secret else None)],
         "volumes": _volumes(instance, spec, settings, secret_name, config_name),
     }
-    if spec.image and spec.image.image_pull_secrets:
-        pod_spec["imagePullSecrets"] = [{"name": s} for s in spec.image.image_pull_secrets]
+    if settings.image_pull_secrets:
+        pod_spec["imagePullSecrets"] = [{"name": s} for s in settings.image_pull_secrets]
     return {
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(instance, namespace, lbl),
         "spec": {
@@ -247,11 +356,28 @@ def deployment(instance: str, namespace: str, lbl: dict[str, str], spec: Bind9In
     }
 
 
+def _merge_service_spec(spec: dict[str, Any], custom: dict[str, Any]) -> None:
+    """Bindy's merge_service_spec: each field set in `custom` replaces the default, ports by name
+    (a new name is added), the selector never."""
+    for field, value in custom.items():
+        if field == "selector":
+            continue
+        if field == "ports" and isinstance(value, list):
+            ports = spec["ports"]
+            for port in value:
+                at = next((i for i, p in enumerate(ports) if p.get("name") == port.get("name")), None)
+                if at is None:
+                    ports.append(copy.deepcopy(port))
+                else:
+                    ports[at] = copy.deepcopy(port)
+        else:
+            spec[field] = copy.deepcopy(value)
+
+
 def service(instance: str, namespace: str, lbl: dict[str, str], settings: InstanceSettings,
             api_port: int) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "type": "ClusterIP",
-        **settings.service_spec,
         "selector": {"app.kubernetes.io/instance": instance, "app.kubernetes.io/name": "bind9"},
         "ports": [
             {"name": "dns-udp", "port": DNS_PORT, "targetPort": DNS_CONTAINER_PORT, "protocol": "UDP"},
@@ -259,6 +385,9 @@ def service(instance: str, namespace: str, lbl: dict[str, str], settings: Instan
             {"name": "http", "port": API_PORT, "targetPort": api_port, "protocol": "TCP"},
         ],
     }
+    # as Bindy: the sidecar's bindcarConfig.serviceSpec first, then the role's service.spec
+    _merge_service_spec(spec, settings.bindcar_service_spec or {})
+    _merge_service_spec(spec, settings.service_spec)
     meta = _meta(instance, namespace, lbl)
     if settings.service_annotations:
         meta["annotations"] = dict(settings.service_annotations)

@@ -30,11 +30,14 @@ BINDCAR_PATHS = ("spec.bindcarConfig", "spec.config.bindcarConfig", "spec.global
 SERVICE_PATHS = ("spec.primary.service.spec", "spec.secondary.service.spec")
 LOAD_BALANCER_FIELDS = ("loadBalancerIP", "loadBalancerSourceRanges", "loadBalancerClass",
                         "allocateLoadBalancerNodePorts", "healthCheckNodePort")
-AGENT_VOLUMES = frozenset({"config", "rndc-key", "zones", "run", "tmp"})
-AGENT_MOUNT_PATHS = frozenset({"/etc/bind/named.conf", "/etc/bind/keys", workloads.ZONES_DIR, workloads.RUN_DIR})
+AGENT_VOLUMES = frozenset({"config", "rndc-key", "zones", "run", "tmp", "api-token", "named-conf-options",
+                           "named-conf-zones"})
+AGENT_MOUNT_PATHS = frozenset({"/etc/bind/named.conf", "/etc/bind/keys", workloads.ZONES_DIR, workloads.RUN_DIR,
+                               workloads.OPTIONS_FILE, workloads.ZONES_FILE, workloads.TOKEN_DIR})
 # The sidecar env the agent sets (a later entry of the same name would win), and bindcar's switch
 # that turns off the zone API's authentication.
-PROTECTED_ENV = frozenset({"BIND_ZONE_DIR", "RNDC_SERVER", "API_PORT", "RNDC_ALGORITHM", "RNDC_SECRET", "DISABLE_AUTH"})
+PROTECTED_ENV = frozenset({"BIND_ZONE_DIR", "RNDC_SERVER", "API_PORT", "RNDC_ALGORITHM", "RNDC_SECRET", "DISABLE_AUTH",
+                           "BIND_ALLOWED_SERVICE_ACCOUNTS", "BIND_TOKEN_AUDIENCES", "TMPDIR", "NSUPDATE_PORT"})
 RESOURCE_NAMES = ("cpu", "memory", "ephemeral-storage")
 SERVICE_TYPES = ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName")
 

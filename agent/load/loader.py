@@ -29,7 +29,7 @@ import typing_extensions
 import yaml
 
 from agent.errors import FileRefused, SourceError
-from agent.load import admission, bounds, construct, scalars, shorthand
+from agent.load import admission, bounds, construct, inert, scalars, shorthand
 from agent.model import kinds, names, syntax
 from agent.model.base import Resource
 from agent.model.joined import Joined
@@ -488,6 +488,8 @@ def _validate(doc: _Document, kind: kinds.Kind, data: dict[str, Any]) -> Any:
     # the plan is made of, however a document spelled it
     for violation in admission.violations(kind.name, model):
         doc.report(violation.loc, violation.message)
+    for loc, entry in inert.found(kind.name, data):  # fields bindy-agent does not act on (load/inert.py)
+        doc.report(loc, entry.message(), Severity.WARNING)
     model.share_field_sets()
     return model
 

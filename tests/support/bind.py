@@ -42,8 +42,9 @@ class Keys:
 
 
 class BindServer:
-    def __init__(self, workdir: pathlib.Path, address: str, keys: Keys, name: str) -> None:
+    def __init__(self, workdir: pathlib.Path, address: str, keys: Keys, name: str, extra: str = "") -> None:
         self.dir, self.address, self.keys, self.name = workdir, address, keys, name
+        self.extra = extra  # top-level named.conf statements after the options (e.g. dnssec-policy blocks)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.port = 0
         self.rndc_port = 0
@@ -85,7 +86,7 @@ options {{
     minimal-responses yes;
 }};
 logging {{ category default {{ default_stderr; }}; category lame-servers {{ null; }}; }};
-""")
+""" + self.extra)
         self.rndc_conf.write_text(keys + f'options {{ default-key "{RNDC_NAME}"; default-server 127.0.0.1; '
                                   f'default-port {self.rndc_port}; }};\n')
         self.proc = Process(f"named {self.name} ({self.address}:{self.port})",
@@ -144,10 +145,11 @@ class BindPair:
         self.primary.stop()
 
 
-def start_pair(workdir: pathlib.Path) -> BindPair:
+def start_pair(workdir: pathlib.Path, extra: str = "") -> BindPair:
+    """`extra`: named.conf statements both servers get after their options (dnssec-policy blocks)."""
     keys = Keys()
-    primary = BindServer(workdir / "primary", "127.0.0.10", keys, "primary")
-    secondary = BindServer(workdir / "secondary", "127.0.0.11", keys, "secondary")
+    primary = BindServer(workdir / "primary", "127.0.0.10", keys, "primary", extra)
+    secondary = BindServer(workdir / "secondary", "127.0.0.11", keys, "secondary", extra)
     pair = BindPair(primary, secondary, keys)
     try:
         primary.start()

@@ -197,6 +197,11 @@ class ZoneApi:
             options += f" also-notify {{ {notify} }};"
         if transfer:
             options += f" allow-transfer {{ {transfer} }};"
+        # like bindcar: the policy and inline signing as given, for any zone type
+        if cfg.get("dnssecPolicy") is not None:
+            options += f' dnssec-policy "{self._check(cfg["dnssecPolicy"], "dnssecPolicy")}";'
+        if cfg.get("inlineSigning") is not None:
+            options += f" inline-signing {'yes' if cfg['inlineSigning'] else 'no'};"
         self.bind.rndc("addzone", zone, f"{{ {options} }};")
         return 201, {"success": True, "message": f"zone {zone} created", "details": options}
 
