@@ -11,6 +11,8 @@ import urllib.parse
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from agent.errors import ConfigError
+
 if TYPE_CHECKING:
     import httpx
 
@@ -46,6 +48,22 @@ def redact(text: str) -> str:
     for secret in known:
         text = text.replace(secret, REDACTED)
     return text
+
+
+def read_key(path: pathlib.Path, *, what: str, minimum: int, use: str) -> bytes:
+    """A shared key from its file (the webhook secret, the report key), surrounding whitespace dropped
+    and registered for redaction; an unreadable, empty or short one is refused (an HMAC keyed with it
+    would prove nothing). `use` says where the same value must also go. The value is never in a message."""
+    try:
+        key = path.read_bytes().strip()
+    except OSError as exc:
+        raise ConfigError(f"{what} file {path}: cannot read it: {exc.strerror or exc}") from exc
+    if len(key) < minimum:
+        held = "is empty" if not key else f"holds only {len(key)} characters"
+        raise ConfigError(f"{what} file {path} {held}: the {what} must be at least {minimum} characters. "
+                          f"Generate one with `openssl rand -hex 32`, and {use}")
+    register_secret(key.decode("utf-8", "replace"))
+    return key
 
 
 def read_secret(path: pathlib.Path, what: str) -> str | None:

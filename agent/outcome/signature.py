@@ -28,7 +28,6 @@ from typing import Annotated, Any, Literal
 
 import pydantic
 
-from agent.errors import ConfigError
 from agent.outcome import delivery, report
 
 MIN_KEY_LENGTH = 32  # like the webhook secret: an HMAC keyed with less proves little
@@ -46,19 +45,10 @@ MISMATCH = ("the signature does not match: the note was edited, copied from anot
 
 
 def read_key(path: pathlib.Path) -> bytes:
-    """The report key from its file, surrounding whitespace dropped; refused when short. The value
-    never appears in a message, and is redacted from log lines should it ever reach one."""
-    try:
-        key = path.read_bytes().strip()
-    except OSError as exc:
-        raise ConfigError(f"report key file {path}: cannot read it: {exc.strerror or exc}") from exc
-    if len(key) < MIN_KEY_LENGTH:
-        what = "is empty" if not key else f"holds only {len(key)} characters"
-        raise ConfigError(f"report key file {path} {what}: the report key must be at least {MIN_KEY_LENGTH} "
-                          "characters. Generate one with `openssl rand -hex 32`, and give the same file to "
-                          "`bindy-agent report --report-key-file`")
-    delivery.register_secret(key.decode("utf-8", "replace"))
-    return key
+    """The report key from its file; refused when short. The value never appears in a message, and is
+    redacted from log lines should it ever reach one."""
+    return delivery.read_key(path, what="report key", minimum=MIN_KEY_LENGTH,
+                             use="give the same file to `bindy-agent report --report-key-file`")
 
 
 def _digest(key: bytes, kind: Kind, sha: str, body: bytes) -> str:

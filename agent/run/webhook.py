@@ -12,7 +12,7 @@ from wsgiref.types import StartResponse, WSGIEnvironment
 
 import prometheus_client
 
-from agent.errors import ConfigError
+from agent.outcome import delivery
 
 log = logging.getLogger(__name__)
 
@@ -23,18 +23,10 @@ TEXT = "text/plain; charset=utf-8"
 
 
 def read_secret(path: pathlib.Path) -> bytes:
-    """The shared secret from its file, surrounding whitespace dropped; an empty or short one is refused
-    (an HMAC keyed with it would prove nothing). The value never appears in a message."""
-    try:
-        secret = path.read_bytes().strip()
-    except OSError as exc:
-        raise ConfigError(f"webhook secret file {path}: cannot read it: {exc.strerror or exc}") from exc
-    if len(secret) < MIN_SECRET_LENGTH:
-        what = "is empty" if not secret else f"holds only {len(secret)} characters"
-        raise ConfigError(f"webhook secret file {path} {what}: the webhook secret must be at least "
-                          f"{MIN_SECRET_LENGTH} characters. Generate one with `openssl rand -hex 32` and give the "
-                          "same value to the Git server's webhook")
-    return secret
+    """The shared secret from its file; an empty or short one is refused. The value never appears in a
+    message."""
+    return delivery.read_key(path, what="webhook secret", minimum=MIN_SECRET_LENGTH,
+                             use="give the same value to the Git server's webhook")
 
 
 def verify_webhook(secret: bytes, body: bytes, headers: Mapping[str, str | None]) -> bool:
