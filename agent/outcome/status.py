@@ -13,6 +13,7 @@ from agent.desired.hierarchy import Desired
 from agent.desired.placement import Zone
 from agent.model import kinds
 from agent.model.key import ObjectKey
+from agent.outcome import signing
 from agent.plan.model import Plan
 from agent.reconcile.dnsapply import DnsResult, ZoneResult
 from agent.reconcile.kubeapply import KubeResult
@@ -44,6 +45,46 @@ def conditions(outcome: Outcome, *, dns_pending: bool = False) -> list[dict[str,
                 _condition("Progressing", "True", "WaitingForDns", msg)]
     return [_condition("Ready", "True", "ReconcileSucceeded", outcome.message or "Reconciled"),
             _condition("Degraded", "False", "ReconcileSucceeded", "")]
+
+
+def readiness(deployment: dict[str, Any]) -> list[dict[str, str]]:
+    """A Bind9Instance's conditions from its Deployment, as Bindy counts its pods: Ready True with
+    AllReady when every replica is ready (and of the current template), else False with NotReady
+    (none ready) or PartiallyReady. Pods still starting are Progressing; Degraded once the Deployment
+    says it failed (ReplicaFailure, ProgressDeadlineExceeded: a bad image, say), with its message."""
+    spec, status = deployment.get("spec") or {}, deployment.get("status") or {}
+    want = int(spec.get("replicas", 1))
+    ready = int(status.get("readyReplicas") or 0)
+    current = (status.get("observedGeneration") or 0) >= (deployment.get("metadata") or {}).get("generation", 0)
+    updated = int(status.get("updatedReplicas") or 0) if current else 0
+    if want > 0 and ready >= want and updated >= want:
+        return [_condition("Ready", "True", "AllReady", f"All {want} pods are ready"),
+                _condition("Degraded", "False", "AllReady", "")]
+    conds = status.get("conditions") or []
+    if ready == 0:
+        reason, message = "NotReady", "Waiting for pods to become ready" if want else "No pods are wanted (replicas: 0)"
+    else:
+        reason, message = "PartiallyReady", f"{min(ready, want)}/{want} pods are ready"
+    # pods starting say no more than that (as Bindy): the message stays the same from run to run
+    failed = _deployment_problem(conds, (("ReplicaFailure", "True"), ("Progressing", "False")))
+    message += f": {failed}" if failed else ""
+    if failed:
+        return [_condition("Ready", "False", reason, message), _condition("Degraded", "True", reason, message)]
+    return [_condition("Ready", "False", reason, message), _condition("Progressing", "True", reason, message),
+            _condition("Degraded", "False", reason, "")]
+
+
+def _deployment_problem(conds: list[dict[str, Any]], bad: tuple[tuple[str, str], ...]) -> str:
+    """The reason and message of the first Deployment condition in `bad` (type, status) that holds."""
+    for ctype, value in bad:
+        found = next((c for c in conds if c.get("type") == ctype and c.get("status") == value), None)
+        if found is not None:
+            return f"{found.get('reason') or ctype}: {found.get('message') or ''}".rstrip(": ")
+    return ""
+
+
+def _ready(conds: list[dict[str, str]]) -> bool:
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conds)
 
 
 def _ref(key: ObjectKey, **extra: Any) -> dict[str, Any]:
@@ -106,9 +147,11 @@ class _Index:
     zones_by_key: dict[ObjectKey, Zone]
     zone_results: dict[ObjectKey | None, ZoneResult]
     dns: bool  # zones and records were synced in this run
+    deployments: dict[ObjectKey, dict[str, Any]]  # Bind9Instance -> its live Deployment (with .status)
 
     @classmethod
-    def of(cls, desired: Desired, outcomes: dict[ObjectKey, Outcome], dns: DnsResult | None) -> _Index:
+    def of(cls, desired: Desired, outcomes: dict[ObjectKey, Outcome], dns: DnsResult | None,
+           deployments: dict[ObjectKey, dict[str, Any]] | None = None) -> _Index:
         by_instance: dict[ObjectKey, list[Zone]] = {}
         for zone in desired.zones:
             for inst in zone.instances:
@@ -116,12 +159,14 @@ class _Index:
         record_zone = {rk: z for z in desired.zones for rk in z.records}
         results = {z.key: z for z in dns.zones} if dns else {}
         return cls(desired, outcomes, by_instance, record_zone, {z.key: z for z in desired.zones}, results,
-                   dns is not None)
+                   dns is not None, deployments or {})
 
 
 def _conditions_of(key: ObjectKey, index: _Index) -> list[dict[str, str]]:
     outcome = index.outcomes.get(key, Outcome(True))
     in_dns = key.kind == "DNSZone" or key.kind in RECORD_KINDS
+    if key.kind == "Bind9Instance" and outcome.ok and key in index.deployments:
+        return readiness(index.deployments[key])
     if not in_dns or not outcome.ok:
         return conditions(outcome)
     if not index.dns:
@@ -138,7 +183,7 @@ def _conditions_of(key: ObjectKey, index: _Index) -> list[dict[str, str]]:
 def _cluster_fields(key: ObjectKey, index: _Index) -> dict[str, Any]:
     names = sorted(i.key.name for i in index.desired.instances.values()
                    if i.key.namespace == key.namespace and i.cluster == key.name)
-    ready = [n for n in names if index.outcomes.get(ObjectKey("Bind9Instance", key.namespace, n), Outcome(True)).ok]
+    ready = [n for n in names if _ready(_conditions_of(ObjectKey("Bind9Instance", key.namespace, n), index))]
     return {"instances": names, "instanceCount": len(names), "readyInstances": len(ready)}
 
 
@@ -186,6 +231,10 @@ def _zone_fields(key: ObjectKey, index: _Index) -> dict[str, Any]:
         out["selectionMethod"] = placed.selection_method
     if placed.selected_by_instance:
         out["selectedByInstance"] = placed.selected_by_instance
+    if zr is not None and zr.after:  # what the primaries serve, as observe read it or apply left it
+        dnssec = signing.status(placed, (seen.rrsets or {} for seen in zr.after.values()))
+        if dnssec is not None:
+            out["dnssec"] = dnssec
     return out
 
 
@@ -216,10 +265,12 @@ def _fields(key: ObjectKey, index: _Index, service_ips: dict[ObjectKey, str]) ->
 
 def statuses(desired: Desired, outcomes: dict[ObjectKey, Outcome], *, revisions: dict[ObjectKey, str],
              generations: dict[ObjectKey, int], service_ips: dict[ObjectKey, str],
-             dns: DnsResult | None = None, only: set[ObjectKey] | None = None) -> dict[ObjectKey, dict[str, Any]]:
+             dns: DnsResult | None = None, only: set[ObjectKey] | None = None,
+             deployments: dict[ObjectKey, dict[str, Any]] | None = None) -> dict[ObjectKey, dict[str, Any]]:
     """The status of every CR in `desired` (or of those in `only`), keyed by the CR; `revisions` is
-    the lastAppliedRevision of the CRs that carry one."""
-    index = _Index.of(desired, outcomes, dns)
+    the lastAppliedRevision of the CRs that carry one; `deployments`: each instance's live
+    Deployment, whose readiness its status shows."""
+    index = _Index.of(desired, outcomes, dns, deployments)
     out: dict[ObjectKey, dict[str, Any]] = {}
     for obj in desired.objects:
         key = obj.key
@@ -278,8 +329,10 @@ def wanted(desired: Desired, result: KubeResult, *, revision: str | None, dns: D
     generations = {k: v["metadata"].get("generation", 0) for k, v in live.items() if k.kind in kinds.KINDS}
     service_ips = {ObjectKey("Bind9Instance", k.namespace, k.name): v.get("spec", {}).get("clusterIP", "")
                    for k, v in live.items() if k.kind == "Service" and v.get("spec", {}).get("clusterIP")}
+    deployments = {ObjectKey("Bind9Instance", k.namespace, k.name): v
+                   for k, v in live.items() if k.kind == "Deployment"}
     return statuses(desired, _outcomes(desired, result), revisions=_revisions(desired, live, revision, changed, dns),
-                    generations=generations, service_ips=service_ips, dns=dns, only=only)
+                    generations=generations, service_ips=service_ips, dns=dns, only=only, deployments=deployments)
 
 
 def _zone_touched(zr: ZoneResult) -> bool:

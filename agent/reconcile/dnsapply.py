@@ -24,9 +24,9 @@ import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from agent.desired import rrsets
+from agent.desired import zonebody
 from agent.errors import AgentError, ZoneApiError
 from agent.gate import safety
 from agent.model.key import ObjectKey
@@ -36,7 +36,7 @@ from agent.plan.observed import ZoneObserved
 from agent.plan.zonediff import ZonePlan
 from agent.reconcile import axfr, dnsobserve, dnsverify, rfc2136
 from agent.reconcile.deadline import Deadline
-from agent.reconcile.endpoints import Endpoint
+from agent.reconcile.endpoints import Endpoint, allow_transfer, transfer_addresses
 from agent.reconcile.statestore import Store
 
 if TYPE_CHECKING:
@@ -94,6 +94,10 @@ class _Stop(Exception):
     """Nothing more is written to this zone in this run (the reason is already in the result)."""
 
 
+class NoTransferSource(AgentError):
+    """A secondary zone cannot be created: none of its primaries has a ready pod address."""
+
+
 class _Refused(AgentError):
     """A re-plan after a concurrent change was refused by the gate."""
 
@@ -124,33 +128,19 @@ class DnsApply:
     # -- zone placements -------------------------------------------------------------------
     def _body(self, zp: ZonePlan, instance: str, role: str) -> dict[str, object]:
         assert zp.zone is not None
-        name = zp.name.rstrip(".")
-        primaries = [self.endpoints[p].dns for p in zp.primaries if p in self.endpoints]
         if role == "secondary":
-            return {"zoneName": name, "zoneType": "secondary", "zoneConfig": {"primaries": primaries}}
-        spec, soa = zp.zone.spec, zp.zone.spec.soa_record
-        glue = {ns.hostname: ns.ipv4_address for ns in spec.name_servers or [] if ns.ipv4_address}
-        glue.update({rrsets.absolute(h): ip for h, ip in (spec.name_server_ips or {}).items()})
-        config: dict[str, object] = {
-            "ttl": zp.zone.default_ttl,
-            "soa": {"primaryNs": soa.primary_ns, "adminEmail": soa.admin_email, "serial": soa.serial,
-                    "refresh": soa.refresh, "retry": soa.retry, "expire": soa.expire,
-                    "negativeTtl": soa.negative_ttl},
-            "nameServers": [ns.hostname for ns in spec.name_servers or []] or [soa.primary_ns],
-            # glue only for name servers inside the zone
-            "nameServerIps": {h: ip for h, ip in glue.items() if h == zp.name or h.endswith("." + zp.name)},
-        }
-        secondaries = [self.endpoints[s].dns for s in zp.secondaries if s in self.endpoints]
-        if secondaries:  # transfers are allowed by the server's own allow-transfer (TSIG key + ACL)
-            config["alsoNotify"] = secondaries
-        body: dict[str, object] = {"zoneName": name, "zoneType": "primary", "zoneConfig": config}
+            primaries = transfer_addresses([self.endpoints[p] for p in zp.primaries if p in self.endpoints])
+            if not primaries:
+                raise NoTransferSource(f"no ready pod of its primaries {', '.join(zp.primaries)} to transfer from")
+            return zonebody.secondary(zp.name, primaries=primaries)
         tsig = self.endpoints[instance].tsig
-        if tsig:
-            body["updateKeyName"] = tsig.name
-        return body
+        return zonebody.primary(zp.zone, update_key=tsig.name if tsig else None, **self._transfers(zp, instance))
 
-    def _secondary_dns(self, zp: ZonePlan) -> list[str]:
-        return [self.endpoints[s].dns for s in zp.secondaries if s in self.endpoints]
+    def _transfers(self, zp: ZonePlan, primary: str) -> dict[str, Any]:
+        """The secondaries' addresses for the primary's also-notify and allow-transfer."""
+        secondaries = [self.endpoints[s] for s in zp.secondaries if s in self.endpoints]
+        return {"also_notify": transfer_addresses(secondaries),
+                "allow_transfer": allow_transfer(self.endpoints[primary], secondaries)}
 
     def _create(self, zp: ZonePlan, result: ZoneResult, instance: str, role: str) -> bool:
         try:
@@ -158,7 +148,7 @@ class DnsApply:
             if self.api(instance).create(self._body(zp, instance, role)):
                 result.created_on.append(instance)
             elif role == "primary" and zp.secondaries:  # it was there already (adopted): tell it its secondaries
-                self.api(instance).modify(zp.name.rstrip("."), also_notify=self._secondary_dns(zp))
+                self.api(instance).modify(zp.name.rstrip("."), **self._transfers(zp, instance))
             result.instances[instance] = ("Configured", f"{role} zone configured")
             return True
         except AgentError as exc:
@@ -187,7 +177,7 @@ class DnsApply:
         for instance in zp.renotify:
             try:
                 self.deadline.check(f"updating also-notify of {zp.name} on {instance}")
-                self.api(instance).modify(zp.name.rstrip("."), also_notify=self._secondary_dns(zp))
+                self.api(instance).modify(zp.name.rstrip("."), **self._transfers(zp, instance))
             except AgentError as exc:
                 result.instances[instance] = ("Failed", str(exc))
                 result.primary_error = str(exc)

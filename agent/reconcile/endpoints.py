@@ -23,8 +23,10 @@ import binascii
 import dataclasses
 import json
 import logging
+import os
 import pathlib
 import re
+import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -32,7 +34,7 @@ import yaml
 
 from agent.desired import workloads
 from agent.desired.hierarchy import Desired
-from agent.errors import ConfigError
+from agent.errors import ConfigError, KubeError
 from agent.load import scalars
 from agent.model.key import ObjectKey
 from agent.reconcile.kubeapi import KubeApi
@@ -55,10 +57,42 @@ class Endpoint:
     api_url: str
     token: str = dataclasses.field(default="", repr=False)
     tsig: TsigKey | None = None
+    # the addresses of the instance's ready pods, as its Service's Endpoints list them; None: not read
+    # (an endpoint map), then `dns` is the instance's one address for transfers too
+    pods: tuple[str, ...] | None = None
+    pod_port: int = workloads.DNS_CONTAINER_PORT
+    # a primary's zones allow transfers to their secondaries' addresses and to these (the agent's own,
+    # for its TSIG-signed AXFR); None: no per-zone ACL, named.conf's allow-transfer applies (an explicit
+    # allowTransfer in the instance's config, a user-supplied named.conf, or an endpoint map)
+    transfer_acl: tuple[str, ...] | None = None
 
     @property
     def dns(self) -> str:
         return f"{self.dns_host}:{self.dns_port}"
+
+    def transfer_addresses(self) -> list[str]:
+        """Where transfers and NOTIFY reach this instance: every ready pod's address and DNS port
+        (`ip:port`, IPv6 in brackets, as Bindy sends them to bindcar), or the map's `dns`."""
+        if self.pods is None:
+            return [self.dns]
+        return [f"[{ip}]:{self.pod_port}" if ":" in ip else f"{ip}:{self.pod_port}" for ip in self.pods]
+
+    def transfer_hosts(self) -> list[str]:
+        """This instance's addresses without ports (an allow-transfer ACL is port-agnostic)."""
+        return list(self.pods) if self.pods is not None else [self.dns_host]
+
+
+def transfer_addresses(endpoints: list[Endpoint]) -> list[str]:
+    return [a for e in endpoints for a in e.transfer_addresses()]
+
+
+def allow_transfer(primary: Endpoint, secondaries: list[Endpoint]) -> list[str] | None:
+    """The per-zone allow-transfer ACL of a zone on `primary` (bindcar takes bare IP addresses): its
+    secondaries' pod addresses and the agent's own; None where named.conf's ACL applies instead."""
+    if primary.transfer_acl is None:
+        return None
+    hosts = [h for s in secondaries for h in s.transfer_hosts()]
+    return sorted(set(hosts) | set(primary.transfer_acl)) if hosts else []
 
 
 def parse_key_file(text: str, where: str) -> TsigKey:
@@ -176,14 +210,22 @@ def _decode(data: dict[str, str], key: str) -> str:
 
 def from_cluster(api: KubeApi, desired: Desired, *, token_file: pathlib.Path = ZONE_API_TOKEN,
                  audience: str = ZONE_API_AUDIENCE, cluster_domain: str = "cluster.local",
-                 send_token_to: Callable[[ObjectKey], bool] | None = None) -> dict[str, Endpoint]:
+                 send_token_to: Callable[[ObjectKey], bool] | None = None,
+                 read_in: Callable[[ObjectKey], bool] | None = None,
+                 agent_addresses: list[str] | None = None) -> dict[str, Endpoint]:
     """Every instance's endpoint: `<instance>.<namespace>.svc.<domain>` on ports 53 and 8080, the
-    audience-bound zone API token (see `zone_api_token`), and the key from the instance's RNDC Secret
-    (the generated `<instance>-rndc-key`, or the Secret its rndcSecretRef names).
+    audience-bound zone API token (see `zone_api_token`), the key from the instance's RNDC Secret
+    (the generated `<instance>-rndc-key`, or the Secret its rndcSecretRef names), and the addresses
+    of its ready pods from its Service's Endpoints (BIND's `primaries` and `also-notify` take
+    addresses, not names).
 
     `send_token_to` decides which instances get the token at all (default: every instance of the
-    revision); the others are reached without one."""
+    revision); the others are reached without one. `read_in` decides whose Endpoints are read
+    (default: `send_token_to`'s instances: those in the allowed namespaces). `agent_addresses`: the
+    agent's own pod address(es), allowed to transfer zones (default: POD_IP, else the pod's hostname)."""
     token = zone_api_token(token_file, audience=audience)
+    readable = read_in or send_token_to
+    agent = tuple(agent_addresses) if agent_addresses is not None else own_addresses()
     out: dict[str, Endpoint] = {}
     for key in desired.instances:
         namespace, name = key.namespace or "", key.name
@@ -192,12 +234,55 @@ def from_cluster(api: KubeApi, desired: Desired, *, token_file: pathlib.Path = Z
             continue
         volumes = deployment.body["spec"]["template"]["spec"]["volumes"]
         secret_name = next(v["secret"]["secretName"] for v in volumes if v["name"] == "rndc-key")
+        config_name = next((v["configMap"]["name"] for v in volumes if v["name"] == "config"), f"{name}-config")
         host = f"{name}.{namespace}.svc.{cluster_domain}"
         granted = token if send_token_to is None or send_token_to(key) else ""
-        out[f"{namespace}/{name}"] = Endpoint(f"{namespace}/{name}", host, workloads.DNS_PORT,
-                                              f"http://{host}:{workloads.API_PORT}", granted,
-                                              _tsig(api, desired, key, secret_name))
+        pods, port = ready_pods(api, namespace, name) if readable is None or readable(key) else ((), 0)
+        out[f"{namespace}/{name}"] = Endpoint(
+            f"{namespace}/{name}", host, workloads.DNS_PORT, f"http://{host}:{workloads.API_PORT}", granted,
+            _tsig(api, desired, key, secret_name), pods=pods, pod_port=port or workloads.DNS_CONTAINER_PORT,
+            transfer_acl=None if explicit_transfer_acl(desired, namespace, config_name) else agent)
     return out
+
+
+def ready_pods(api: KubeApi, namespace: str, name: str) -> tuple[tuple[str, ...], int]:
+    """The ready pods' addresses of the instance's Service (its Endpoints object: ready addresses only)
+    and their DNS port; none when it cannot be read (said in the log: transfers then wait)."""
+    try:
+        found = api.get("Endpoints", namespace, name)
+    except KubeError as exc:
+        log.warning("%s/%s: cannot read its Endpoints, so no pod address for transfers: %s", namespace, name, exc)
+        return (), 0
+    ips: list[str] = []
+    port = 0
+    for subset in (found or {}).get("subsets") or []:
+        ips += [a["ip"] for a in subset.get("addresses") or [] if a.get("ip")]
+        port = port or next((p.get("port", 0) for p in subset.get("ports") or [] if p.get("name") == "dns-tcp"), 0)
+    return tuple(sorted(set(ips))), port
+
+
+_DEFAULT_TRANSFER = re.compile(r'allow-transfer \{ key "[^"]+"; none; \};')
+
+
+def explicit_transfer_acl(desired: Desired, namespace: str, config_name: str) -> bool:
+    """Whether the instance's named.conf has an allow-transfer ACL of its own: an explicit
+    `allowTransfer` in its config, or a named.conf the user supplies (a ConfigMap the agent does not
+    generate). Then zones carry no per-zone ACL, which would override it."""
+    generated = desired.object("ConfigMap", namespace, config_name)
+    text = (generated.body.get("data") or {}).get("named.conf") if generated is not None else None
+    return not isinstance(text, str) or not _DEFAULT_TRANSFER.search(text)
+
+
+def own_addresses() -> tuple[str, ...]:
+    """The agent pod's address (the source of its AXFRs): POD_IP (downward API), else what its
+    hostname resolves to in the pod's /etc/hosts; none outside a pod."""
+    if os.environ.get("POD_IP"):
+        return (os.environ["POD_IP"],)
+    try:
+        address = socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return ()
+    return () if address.startswith("127.") else (address,)
 
 
 def _tsig(api: KubeApi, desired: Desired, key: ObjectKey, secret_name: str) -> TsigKey | None:

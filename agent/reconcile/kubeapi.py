@@ -70,6 +70,7 @@ RESOURCES: dict[str, ApiResource] = {
     "ConfigMap": ApiResource("v1", "ConfigMap", "configmaps", True),
     "Service": ApiResource("v1", "Service", "services", True),
     "Deployment": ApiResource("apps/v1", "Deployment", "deployments", True),
+    "Endpoints": ApiResource("v1", "Endpoints", "endpoints", True),
     "Lease": ApiResource("coordination.k8s.io/v1", "Lease", "leases", True),
     "Event": ApiResource("v1", "Event", "events", True),
     "CustomResourceDefinition": ApiResource("apiextensions.k8s.io/v1", "CustomResourceDefinition",

@@ -82,7 +82,9 @@ def test_sync_creates_the_hierarchy_and_a_second_sync_writes_nothing(
     assert (_ready(cluster), cluster["status"]["lastAppliedRevision"]) == ("True", "rev-1")
     assert cluster["status"]["instances"] == ["dns-primary-0", "dns-secondary-0"]
     instance = _cr(kube_client, "bind9instances", namespace, "dns-primary-0")
-    assert _ready(instance) == "True" and instance["status"]["zonesCount"] == 3
+    # no kubelet in this control plane: the instances' pods never run, so they are not Ready (issue 25)
+    assert _ready(instance) == "False" and instance["status"]["zonesCount"] == 3
+    assert next(c for c in instance["status"]["conditions"] if c["type"] == "Ready")["reason"] == "NotReady"
     assert instance["status"]["serviceAddress"].startswith("10.96.0.")
     assert instance["metadata"]["ownerReferences"][0]["kind"] == "Bind9Cluster"
     zone = _cr(kube_client, "dnszones", namespace, "internal")
@@ -91,7 +93,7 @@ def test_sync_creates_the_hierarchy_and_a_second_sync_writes_nothing(
     shown = subprocess.run(["kubectl", "--kubeconfig", str(kube.kubeconfig), "get", "bind9instances", "-n", namespace,
                             "-o", "custom-columns=NAME:.metadata.name,READY:.status.conditions[?(@.type=='Ready')].status",
                             "--no-headers"], capture_output=True, text=True, check=True)
-    assert shown.stdout.split() == ["dns-primary-0", "True", "dns-secondary-0", "True"]
+    assert shown.stdout.split() == ["dns-primary-0", "False", "dns-secondary-0", "False"]
     columns = subprocess.run(["kubectl", "--kubeconfig", str(kube.kubeconfig), "get", "bind9clusters,dnszones", "-n",
                               namespace], capture_output=True, text=True, check=True).stdout
     assert columns.count("REVISION") == 2 and columns.count("rev-1") == 4  # the cluster and its three zones
@@ -240,7 +242,9 @@ spec:
                 if e.involved_object.name == "broken" and e.type == "Warning"]
     assert [e.reason for e in warnings] == ["ApplyFailed"] and "not a valid name" not in warnings[0].reason
     assert f"Deployment/{namespace}/broken" in degraded["message"]
-    assert _ready(_cr(kube_client, "bind9instances", namespace, "dns-primary-0")) == "True"
+    spared = _cr(kube_client, "bind9instances", namespace, "dns-primary-0")  # not failed: its pods are awaited
+    assert [(c["type"], c["status"]) for c in spared["status"]["conditions"]] == [
+        ("Ready", "False"), ("Progressing", "True"), ("Degraded", "False")]
     client.AppsV1Api(kube_client).read_namespaced_deployment("dns-primary-0", namespace)
 
 
