@@ -223,7 +223,8 @@ def report(args: argparse.Namespace) -> int:
     if note is None:
         print(f"no bindy-agent report on {rev}", file=sys.stderr)
         return common.EXIT_CHANGES
-    shown, whole = _checked(note, rev, key, "summary"), False
+    summary = shown = _checked(note, rev, key, "summary")
+    whole = False
     if full is not None:  # -o json: the complete report, when it is at least as trusted as the summary
         complete = _checked(full, rev, key, "full")
         if not complete.malformed and (complete.verified or not shown.verified):
@@ -234,7 +235,8 @@ def report(args: argparse.Namespace) -> int:
     if not shown.verified:
         print(f"warning: the report on {rev} is UNVERIFIED: {shown.reason}", file=sys.stderr)
     if args.output == "json":
-        sys.stdout.write((shown.json_text(rev) if whole else json.dumps(shown.as_json(rev), indent=2)) + "\n")
+        later = _later_runs(summary, shown) if whole else {}
+        sys.stdout.write((shown.json_text(rev, later) if whole else json.dumps(shown.as_json(rev), indent=2)) + "\n")
     elif shown.doc is None:
         sys.stdout.write(f"UNVERIFIED: {rev}: {shown.reason}\n")
     else:
@@ -244,6 +246,17 @@ def report(args: argparse.Namespace) -> int:
         if shown.verified:
             sys.stdout.write("verified: signed with the report key\n")
     return common.EXIT_OK if shown.verified else EXIT_UNVERIFIED
+
+
+def _later_runs(summary: signature.Shown, shown: signature.Shown) -> dict[str, Any]:
+    """The later runs the note lists (report.py), for the complete report of the commit's first run:
+    only from a note at least as trusted as what is shown."""
+    doc = summary.doc or {}
+    later = {k: doc[k] for k in ("laterRuns", "laterRunsDropped") if doc.get(k)}
+    if later and shown.verified and not summary.verified:
+        print(f"warning: the later runs in the note are not shown ({summary.reason})", file=sys.stderr)
+        return {}
+    return later
 
 
 def _checked(note: StoredNote, rev: str, key: bytes | None, kind: signature.Kind) -> signature.Shown:

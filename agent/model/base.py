@@ -48,6 +48,9 @@ class Model(BaseModel):
         extra="forbid",
         frozen=False,
         ser_json_timedelta="iso8601",
+        # a model's validator is built when first used, not at import: `validate` of a one-file
+        # repository builds the few kinds it holds (bench/cli_startup_bench.py)
+        defer_build=True,
     )
 
     def __setattr__(self, name: str, value: Any) -> None:

@@ -19,6 +19,15 @@ prints when it is there:
 Outcomes: applied, partial (some objects or zones failed), rejected (invalid or unsafe: nothing
 applied), superseded (a newer commit arrived before this one was applied). Secrets never appear:
 plans mask them before they get here.
+
+A note keeps what its commit did. A later run of the same commit (a resync, a restart, a retry)
+does not replace it: when it changed something (drift repaired), failed, met a conflict or ended
+otherwise than the note's latest run, it adds a dated entry (`laterRuns`: outcome, counts, the first
+ENTRY_LINES changes, failures, conflicts and refusals), at most MAX_ENTRIES of them, the oldest
+dropped first (`laterRunsDropped` counts them); the original run stays first. A commit whose note
+says it did nothing (rejected, superseded) gets the report of the first run that does something
+instead (e.g. a forced apply of a refused commit). The complete report
+(refs/notes/bindy-agent-full) stays the original run's. Which notes a run may add to: run/revisions.py.
 """
 
 from __future__ import annotations
@@ -33,10 +42,14 @@ from agent.model.problems import Problem
 
 FORMAT_VERSION = 1
 MARKER = "--- bindy-agent report (JSON) ---"
+NOTHING_DONE = ("rejected", "superseded")  # outcomes of a run that applied nothing
 SIGNATURE = "bindy-agent-signature: "  # the last line of a signed note (agent/outcome/signature.py)
 OUTCOMES = ("applied", "partial", "rejected", "superseded")
 DETAIL_LIMIT = 200  # items per list in the note's JSON
 DETAIL_LINES = 20  # detail lines in the note's summary
+MAX_ENTRIES = 20  # later runs kept on a commit's note, the oldest dropped first
+ENTRY_LINES = 10  # changes (and failures, conflicts, refusals) an entry lists
+_ENTRY_LISTS = ("changes", "failures", "conflicts", "refusals")
 _LISTS = ("changes", "problems", "verification", "refusals", "failures", "conflicts")
 
 
@@ -123,14 +136,74 @@ def change_line(change: dict[str, Any]) -> str:
 def to_note(report: Report) -> str:
     """The note for refs/notes/bindy-agent: readable at any size (the first DETAIL_LINES changes,
     then how many more; every one of them is in the full report)."""
-    full = report.as_dict()
-    doc = bounded(full)
-    changes = full["changes"]
+    return note_text(bounded(report.as_dict()))
+
+
+def note_text(doc: dict[str, Any]) -> str:
+    """The note of a bounded report document (with its later runs, if any): summary lines, marker, JSON."""
+    changes = doc["changes"]
+    total = len(changes) + (doc.get("omitted") or {}).get("changes", 0)
     details = [f"  {change_line(c)}" for c in changes[:DETAIL_LINES]]
-    details += [f"  ... and {len(changes) - DETAIL_LINES:,} more (`bindy-agent report {report.revision[:12]} -o json` "
-                "lists every change)"] if len(changes) > DETAIL_LINES else []
-    return "\n".join([*map(printable.line, [headline(doc), *summary_lines(doc), *details]), MARKER,
-                      json.dumps(doc, separators=(",", ":"), sort_keys=True)]) + "\n"
+    details += [f"  ... and {total - DETAIL_LINES:,} more (`bindy-agent report {doc['revision'][:12]} -o json` "
+                "lists every change)"] if total > DETAIL_LINES else []
+    return "\n".join([*map(printable.line, [headline(doc), *summary_lines(doc), *details, *later_lines(doc)]),
+                      MARKER, json.dumps(doc, separators=(",", ":"), sort_keys=True)]) + "\n"
+
+
+def entry(report: Report) -> dict[str, Any]:
+    """What a later run of a noted commit adds to its note: when, the outcome, the counts, and the first
+    ENTRY_LINES items of each list (`omitted` says how many more)."""
+    full = report.as_dict()
+    doc = {key: full[key] for key in ("runId", "startedAt", "durationSeconds", "outcome", "summary")}
+    doc.update({key: full[key][:ENTRY_LINES] for key in _ENTRY_LISTS})
+    omitted = {key: len(full[key]) - ENTRY_LINES for key in _ENTRY_LISTS if len(full[key]) > ENTRY_LINES}
+    if omitted:
+        doc["omitted"] = omitted
+    return doc
+
+
+def noteworthy(doc: dict[str, Any], report: Report) -> bool:
+    """Whether a later run is worth an entry on the note `doc`: it changed something (repaired drift),
+    failed, met a conflict, or ended otherwise than the note's latest run. A run that found nothing
+    adds nothing (and a commit refused again for the same reasons is not noted again)."""
+    latest = ([doc, *(doc.get("laterRuns") or [])])[-1]
+    return bool(report.changes or report.failures or report.conflicts) or report.outcome != latest.get("outcome")
+
+
+def with_entry(doc: dict[str, Any], item: dict[str, Any], limit: int = MAX_ENTRIES) -> dict[str, Any]:
+    """The note's document with one more later run; past `limit` runs the oldest are dropped (counted)."""
+    runs = [*(doc.get("laterRuns") or []), item]
+    out = dict(doc)
+    out["laterRuns"] = runs[-limit:]
+    dropped = (doc.get("laterRunsDropped") or 0) + max(0, len(runs) - limit)
+    if dropped:
+        out["laterRunsDropped"] = dropped
+    return out
+
+
+def later_lines(doc: dict[str, Any]) -> list[str]:
+    """The later runs of a note, oldest first, each a dated line and what it changed or met."""
+    runs = doc.get("laterRuns") or []
+    if not runs:
+        return []
+    dropped = doc.get("laterRunsDropped") or 0
+    lines = [f"later runs of this commit: {len(runs)}" + (f" ({dropped:,} older ones dropped)" if dropped else "")]
+    for run in runs:
+        s, omitted = run["summary"], run.get("omitted") or {}
+        k = s["kubernetes"]
+        total = len(run["changes"]) + omitted.get("changes", 0)
+        repaired = " (drift repaired)" if total else ""
+        lines.append(f"  {run['startedAt']} run {run['runId']}: {run['outcome']}, {total:,} changes{repaired}: "
+                     f"Kubernetes {k['create']} created, {k['update']} updated, {k['delete']} deleted; "
+                     f"DNS {s['rrsetChanges']} RRset changes, {s['zoneChanges']} zone changes, verified "
+                     f"{s['verified']}/{s['checks']}")
+        lines += [f"    {change_line(c)}" for c in run["changes"]]
+        lines += ["    " + m for m in _more(run["changes"], len(run["changes"]), total)]
+        for label, key in (("failed", "failures"), ("conflict", "conflicts"), ("refused", "refusals")):
+            items = run.get(key) or []
+            lines += [f"    {label}: {item}" for item in items]
+            lines += ["    " + m for m in _more(items, len(items), len(items) + omitted.get(key, 0))]
+    return lines
 
 
 def to_full(report: Report) -> str:
@@ -179,4 +252,9 @@ def render_text(doc: dict[str, Any]) -> str:
     bad = [v for v in doc["verification"] if not v["ok"]]
     if bad:
         lines += ["", "Not served:"] + [f"  {v['server']}: {v['name']} {v['type']}" for v in bad]
+    later = later_lines(doc)
+    if later:
+        dropped = doc.get("laterRunsDropped") or 0
+        lines += ["", f"Later runs of this commit ({len(doc['laterRuns'])}"
+                  + (f"; {dropped:,} older ones dropped" if dropped else "") + "):", *later[1:]]
     return "\n".join(printable.line(line) for line in lines) + "\n"  # each line one line, shown as written

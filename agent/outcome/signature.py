@@ -94,12 +94,15 @@ class Shown:
             doc["unverifiedReason"] = self.reason
         return doc
 
-    def json_text(self, revision: str) -> str:
-        """as_json() as compact JSON; a signed complete report is not parsed and written again (30 MB
-        at 100,000 records): the agent wrote it, and it gets `verified` in front."""
+    def json_text(self, revision: str, extra: dict[str, Any] | None = None) -> str:
+        """as_json() as compact JSON, with the fields of `extra` (a note's later runs); a signed complete
+        report is not parsed and written again (30 MB at 100,000 records): the agent wrote it, and it
+        gets `verified` and `extra` in front."""
         if self.signed_json is not None:
-            return '{"verified":true,' + self.signed_json[1:]
-        return json.dumps(self.as_json(revision), separators=(",", ":"), sort_keys=True)
+            front = "".join(f"{json.dumps(k)}:{json.dumps(v, separators=(',', ':'), sort_keys=True)},"
+                            for k, v in (extra or {}).items())
+            return '{"verified":true,' + front + self.signed_json[1:]
+        return json.dumps({**self.as_json(revision), **(extra or {})}, separators=(",", ":"), sort_keys=True)
 
 
 def malformed(reason: str) -> Shown:
@@ -208,6 +211,21 @@ class _Commit(_Fields):
     date: _Str = ""
 
 
+class _Entry(_Fields):
+    """A later run of the commit (report.entry)."""
+
+    runId: _Str
+    startedAt: _Str
+    outcome: Literal["applied", "partial", "rejected", "superseded"]
+    durationSeconds: _Seconds
+    summary: _Summary
+    changes: list[_Change]
+    failures: list[_Str] = []
+    conflicts: list[_Str] = []
+    refusals: list[_Str] = []
+    omitted: dict[str, _Int] | None = None
+
+
 class _Report(_Fields):
     runId: _Str
     revision: _Str
@@ -223,6 +241,20 @@ class _Report(_Fields):
     conflicts: list[_Str] = []
     supersededBy: _Str | None
     omitted: dict[str, _Int] | None = None
+    laterRuns: list[_Entry] = []
+    laterRunsDropped: _Int = 0
+
+
+def extendable(data: bytes, *, sha: str, key: bytes | None) -> dict[str, Any] | None:
+    """The document of the note on `sha` that a later run may add an entry to, or None (the run then
+    writes its own report in its place). With a key: only a note that verifies, so nothing another
+    hand wrote is ever signed by the agent. Without one: any well-formed report on `sha` (its
+    signature line dropped): the agent signs nothing then, so it lends no trust, and `report` says it
+    cannot verify."""
+    shown = examine(data, sha=sha, key=key, kind="summary")
+    if shown.doc is None or (key is not None and not shown.verified):
+        return None
+    return shown.doc
 
 
 def _shape(doc: dict[str, Any], sha: str) -> str | None:

@@ -14,7 +14,7 @@ import hashlib
 import logging
 import pathlib
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from agent.errors import SourceError
 from agent.load.loader import SourceFile
@@ -105,17 +105,39 @@ class GitRevisions:
     def commit(self, sha: str) -> dict[str, str]:
         return dataclasses.asdict(self.source.commit(self.source.repo(), sha))
 
+    def _noted(self, sha: str) -> dict[str, Any] | None:
+        """The agent's note already on `sha`, which a later run adds to (agent/outcome/signature.py
+        `extendable`); None: there is none, or it is not one to build on (it is replaced)."""
+        stored = self.source.note(sha, limit=signature.MAX_NOTE_BYTES)
+        if stored is None:
+            return None
+        doc = signature.extendable(stored.data, sha=sha, key=self.report_key) if stored.unread is None else None
+        if doc is None:
+            log.warning("the note on %s is not one the agent can add to (%s): replaced by this run's report",
+                        sha[:12], stored.unread or ("it does not verify with the report key" if self.report_key
+                                                    else "it is not a well-formed report"))
+        return doc
+
     def publish(self, reports: list[report.Report], *, push: bool) -> bool | None:
         """Writes each report as notes, signed with the report key if there is one; pushes them if asked.
-        Failing to push is logged, not fatal."""
+        A commit that already has the agent's note keeps it: this run is added as a dated entry, when
+        it is worth one (agent/outcome/report.py). Failing to push is logged, not fatal."""
         try:
             self.source.fetch_notes()
         except SourceError as exc:
             log.warning("could not fetch existing notes: %s", exc)
         for item in reports:
             key, sha = self.report_key, item.revision
-            self.source.add_note(sha, signature.sign(key, "summary", sha, report.to_note(item)),
-                                 signature.sign(key, "full", sha, report.to_full(item)))
+            earlier = self._noted(sha)
+            if earlier is not None and earlier.get("outcome") in report.NOTHING_DONE \
+                    and item.outcome not in report.NOTHING_DONE:
+                earlier = None  # the commit had done nothing yet (rejected, superseded): this run is what it did
+            if earlier is None:
+                self.source.add_note(sha, signature.sign(key, "summary", sha, report.to_note(item)),
+                                     signature.sign(key, "full", sha, report.to_full(item)))
+            elif report.noteworthy(earlier, item):  # the complete report stays the first run's
+                note = report.note_text(report.with_entry(earlier, report.entry(item)))
+                self.source.add_note(sha, signature.sign(key, "summary", sha, note))
         if not push:
             return None
         try:
