@@ -44,9 +44,8 @@ FORCE_HOW = ("the operator can allow it for one run with `bindy-agent sync --for
              "setting force, --force or BINDY_AGENT_FORCE=true); a DNSZone annotation cannot relax the gate")
 
 
-def _how(zone: str) -> str:
-    return (f"{FORCE_HOW}, or raise the agent's delete threshold (--delete-threshold-percent, "
-            "BINDY_AGENT_DELETE_THRESHOLD_PERCENT)")
+THRESHOLD_HOW = (f"{FORCE_HOW}, or raise the agent's delete threshold (--delete-threshold-percent, "
+                 "BINDY_AGENT_DELETE_THRESHOLD_PERCENT)")
 
 
 def _threshold(zone: str, annotations: dict[str, str], default: float) -> tuple[float, str | None]:
@@ -78,7 +77,7 @@ def records_refusal(zone: str, plan: rrsetdiff.RRsetPlan, managed: set[Key],
         share = 100 * deletes / len(managed)
         return (f"zone {zone}: refusing to delete {deletes} of {len(managed)} managed RRsets ({share:.0f}%); "
                 f"the limit is {threshold * 100:.0f}% for zones with at least {policy.min_managed} managed RRsets; "
-                f"{_how(zone)}")
+                f"{THRESHOLD_HOW}")
     return None
 
 

@@ -15,6 +15,7 @@ exactly that data is the agent's, a placement it was about to make is made again
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from agent.desired import adopt, rrsets
 from agent.desired.placement import Zone
@@ -175,26 +176,31 @@ def _records(plan: ZonePlan, managed: set[Key], seen: dict[str, ZoneObserved]) -
     plan.managed_after = managed
 
 
-def zone_own(zone: str, key: Key, have: dict[Key, RRset]) -> bool:
-    """An RRset that belongs to the zone itself, made with it by the zone API or by BIND: the SOA, the
-    apex NS, the glue (addresses) of name servers in that NS set that lie inside the zone, and the
-    DNSSEC data BIND makes when it signs the zone."""
-    name, rtype = key
-    if rtype == "SOA" or (name == zone and rtype == "NS") or rtype in adopt.DNSSEC:
-        return True
+def _zone_own(zone: str, have: dict[Key, RRset]) -> Callable[[Key], bool]:
+    """Whether an RRset belongs to the zone itself, made with it by the zone API or by BIND: the SOA,
+    the apex NS, the glue (addresses) of name servers in that NS set, and the DNSSEC data BIND makes
+    when it signs the zone. The NS set's names are read once per zone."""
     apex_ns = have.get((zone, "NS"))
-    return rtype in ("A", "AAAA") and apex_ns is not None and name in {rrsets.absolute(v) for v in apex_ns.rdatas}
+    glue = {rrsets.absolute(v) for v in apex_ns.rdatas} if apex_ns is not None else set()
+
+    def own(key: Key) -> bool:
+        name, rtype = key
+        return (rtype == "SOA" or (name == zone and rtype == "NS") or rtype in adopt.DNSSEC
+                or (rtype in ("A", "AAAA") and name in glue))
+    return own
 
 
 def foreign(zone: str, have: dict[Key, RRset], managed: set[Key]) -> list[Key]:
-    """The RRsets of a zone the agent did not write and that are not the zone's own (zone_own)."""
-    return sorted(k for k in have if k not in managed and not zone_own(zone, k, have))
+    """The RRsets of a zone the agent did not write and that are not the zone's own (_zone_own)."""
+    own = _zone_own(zone, have)
+    return sorted(k for k in have if k not in managed and not own(k))
 
 
 def leftovers(zone: str, have: dict[Key, RRset], managed: set[Key]) -> rrsetdiff.RRsetPlan:
     """A zone that left Git but stays (it holds foreign data): the deletes of the agent's own RRsets in it,
     the zone's own ones (SOA, apex NS, glue) excepted: they go with the zone."""
-    return rrsetdiff.plan_zone(zone, {}, have, {k for k in managed if not zone_own(zone, k, have)})
+    own = _zone_own(zone, have)
+    return rrsetdiff.plan_zone(zone, {}, have, {k for k in managed if not own(k)})
 
 
 def _named(keys: list[Key], shown: int = 5) -> str:
@@ -244,7 +250,8 @@ def plan_zone(name: str, zone: Zone | None, dns: DnsObserved, *, force: bool = F
         return plan
     if zone is None and plan.deletes and not force and _keep_foreign(plan, managed, placed, seen):
         plan.deletes, plan.placements_after = [], dict(placed)
-        plan.managed_after = {k for k in managed if k not in {c.key for p in plan.records.values() for c in p.changes}}
+        deleted = {c.key for p in plan.records.values() for c in p.changes}
+        plan.managed_after = managed - deleted
         return plan
     if zone is not None and primaries:
         _records(plan, managed, seen)

@@ -49,13 +49,6 @@ def _start(*args: str) -> subprocess.Popen[str]:
                             stderr=subprocess.PIPE, text=True, cwd=ROOT)
 
 
-def _commit(remote: GitRemote, rev: dnsworld.Revision, message: str, *, namespace: str = "dns-system") -> str:
-    dnsworld.write_repo(remote.work, rev, namespace=namespace)
-    sha = remote.commit(message, {})
-    remote.push()
-    return sha
-
-
 def _note(remote: GitRemote, tmp: pathlib.Path, sha: str) -> str:
     """The report on `sha`, read with plain git from a fresh clone (as a user would)."""
     clone = tmp / f"fresh-{sha[:8]}-{time.monotonic_ns()}"
@@ -106,7 +99,7 @@ def test_a_refused_revision_writes_nothing_but_the_refusal_mark_and_force_applie
     big, small = dnsworld.zone_names(2)
     rev = {**dnsworld.revision([big], 20), **dnsworld.revision([small], 10)}
     cli = _cluster_sync(tmp_path, git_remote, kube, namespace, world)
-    _commit(git_remote, rev, "Two zones", namespace=namespace)
+    dnsworld.push_revision(git_remote, rev, "Two zones", namespace=namespace)
     first = _agent(*cli)
     assert first.returncode == 0, first.stderr
     dnsworld.add_foreign(world, [big])
@@ -114,7 +107,7 @@ def test_a_refused_revision_writes_nothing_but_the_refusal_mark_and_force_applie
     assert len(before) == 1 + 2 + 2 + 30
 
     cut = {big: dict(sorted(rev[big].items())[10:]), small: rev[small]}  # 10 of the 20 records of `big` go
-    sha = _commit(git_remote, cut, "Drop half of big", namespace=namespace)
+    sha = dnsworld.push_revision(git_remote, cut, "Drop half of big", namespace=namespace)
     refused = _agent(*cli)
     assert refused.returncode == 2, refused.stderr
     reason = f"zone {big}.: refusing to delete 10 of 20 managed RRsets (50%)"
@@ -468,7 +461,7 @@ def test_two_syncs_started_together_never_collide(tmp_path: pathlib.Path, git_re
     outcomes = []
     for pair in range(10):
         rev = dnsworld.revision(zones, 10, generation=pair)
-        sha = _commit(git_remote, rev, f"revision {pair}")
+        sha = dnsworld.push_revision(git_remote, rev, f"revision {pair}")
         wait = ["--lock-wait", "0"] if pair % 2 else []  # odd pairs: give up at once instead of waiting
         report_run = _start("report", sha, "--repo", git_remote.url, "--cache", cache)  # the same cache
         runs = [_start(*cli, *wait), _start(*cli, *wait), report_run]
@@ -504,12 +497,12 @@ def test_a_git_remote_gone_writes_nothing_and_a_report_it_missed_is_pushed_later
     cli = ["sync", "--repo", git_remote.url, "--cache", str(cache), "--state", str(state),
            "--endpoints", str(world.endpoints)]
     a = dnsworld.revision(zones, 100)
-    _commit(git_remote, a, "A")
+    dnsworld.push_revision(git_remote, a, "A")
     assert _agent(*cli).returncode == 0
     away = git_remote.bare.with_name("remote-away.git")
 
     b = dnsworld.revision(zones, 100, generation=1)
-    sha_b = _commit(git_remote, b, "B")
+    sha_b = dnsworld.push_revision(git_remote, b, "B")
     before = _tree(state)
     git_remote.bare.rename(away)  # gone before the run
     gone = _agent(*cli)
@@ -547,7 +540,7 @@ def test_a_repository_of_3000_records_syncs_and_its_report_is_readable_and_compl
     world = _shared_dns(tmp_path, bind, zone_api, "dns-system")
     zones = dnsworld.zone_names(30)
     rev = dnsworld.revision(zones, 101)
-    sha = _commit(git_remote, rev, "3030 records")
+    sha = dnsworld.push_revision(git_remote, rev, "3030 records")
     started = time.monotonic()
     key = tmp_path / "report.key"
     key.write_text("a report key of more than 32 characters\n")
@@ -622,13 +615,13 @@ def test_a_foreign_rrset_git_wants_makes_the_run_partial_and_is_named_in_note_an
     (zone,) = dnsworld.zone_names(1)
     a = dnsworld.revision([zone], 6)
     cli = _cluster_sync(tmp_path, git_remote, kube, namespace, world)
-    _commit(git_remote, a, "Six records", namespace=namespace)
+    dnsworld.push_revision(git_remote, a, "Six records", namespace=namespace)
     first = _agent(*cli)
     assert first.returncode == 0, first.stderr
     dnsworld.add_foreign(world, [zone])  # legacy A 198.51.100.77, written by someone else with an UPDATE
 
     wanted = {**a[zone], ("legacy", "A"): ("192.0.2.50",), ("h6", "A"): ("192.0.2.60",)}  # legacy: Git wants it too
-    sha = _commit(git_remote, {zone: wanted}, "Take over legacy, add h6", namespace=namespace)
+    sha = dnsworld.push_revision(git_remote, {zone: wanted}, "Take over legacy, add h6", namespace=namespace)
     run = _agent(*cli)
     conflict = (f"{zone}.: legacy.{zone}. A: exists with data the agent did not write (198.51.100.77); "
                 "not overwritten")
@@ -690,7 +683,7 @@ def test_a_stalled_git_remote_ends_the_run_within_its_deadline(
     world = _shared_dns(tmp_path, bind, zone_api, "dns-system")
     zones = dnsworld.zone_names(2)
     a, b = dnsworld.revision(zones, 10), dnsworld.revision(zones, 10, generation=1)
-    _commit(git_remote, a, "A")
+    dnsworld.push_revision(git_remote, a, "A")
     subprocess.run(["git", "-C", str(git_remote.bare), "config", "http.receivepack", "true"], check=True)
     token = tmp_path / "git-token"
     token.write_text("tok-stall\n")
@@ -701,7 +694,7 @@ def test_a_stalled_git_remote_ends_the_run_within_its_deadline(
     try:
         first = _agent(*cli)
         assert first.returncode == 0, first.stderr
-        sha_b = _commit(git_remote, b, "B")
+        sha_b = dnsworld.push_revision(git_remote, b, "B")
         before = _tree(state)
         server.stall = GIT_STALLS[stalled]
         run = _agent(*cli)

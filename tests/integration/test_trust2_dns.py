@@ -112,23 +112,6 @@ def test_a_sync_whose_primary_never_ends_its_transfer_is_partial_within_its_dead
 
 
 # -- 11. a zone that leaves Git keeps what the agent did not write ------------------------------------
-def _commit(remote: GitRemote, rev: dnsworld.Revision, message: str) -> str:
-    dnsworld.write_repo(remote.work, rev)
-    sha = remote.commit(message, {})
-    remote.push()
-    return sha
-
-
-def _note(remote: GitRemote, tmp: pathlib.Path, sha: str) -> str:
-    """The report on `sha`, read with plain git from a fresh clone (as a user would)."""
-    clone = tmp / f"fresh-{sha[:8]}-{time.monotonic_ns()}"
-    subprocess.run(["git", "clone", "-q", remote.url, str(clone)], check=True)
-    subprocess.run(["git", "-C", str(clone), "fetch", "-q", "origin", "refs/notes/*:refs/notes/*"], check=True)
-    shown = subprocess.run(["git", "-C", str(clone), "notes", "--ref=bindy-agent", "show", sha],
-                           capture_output=True, text=True, check=False)
-    return shown.stdout if shown.returncode == 0 else ""
-
-
 def _others(served: dnsworld.Served | None, zone: str) -> dict[tuple[str, str], tuple[int, tuple[str, ...]]]:
     """What a server serves in `zone` besides its SOA and apex NS."""
     assert served is not None, f"{zone} is not served"
@@ -142,21 +125,21 @@ def test_a_zone_removed_from_git_keeps_foreign_data_and_only_force_deletes_it(
     rev = {**dnsworld.revision([doomed], 5), **dnsworld.revision([kept], 3)}
     cli = ["sync", "--repo", git_remote.url, "--cache", str(tmp_path / "cache"), "--endpoints",
            str(world.endpoints), "--state", str(tmp_path / "state")]
-    _commit(git_remote, rev, "Two zones")
+    dnsworld.push_revision(git_remote, rev, "Two zones")
     first = _agent(*cli)
     assert first.returncode == 0, first.stderr
     acme = f'"cert-manager token for {doomed}"'
     world.update(doomed, lambda u: u.add("_acme-challenge", 60, "TXT", acme))  # cert-manager's, not the agent's
 
     rest = {kept: rev[kept]}
-    sha = _commit(git_remote, rest, "Drop the doomed zone")
+    sha = dnsworld.push_revision(git_remote, rest, "Drop the doomed zone")
     second = _agent(*cli)
     assert second.returncode == 1, second.stderr  # partial: the zone Git dropped is still there
     why = (f"{doomed}.: zone kept on 2 server(s) although it left Git: it holds 1 RRset(s) the agent did not write "
            f"(_acme-challenge.{doomed}. TXT); the agent's own RRsets in it are deleted; `--force` deletes the zone "
            "with them")
     assert f"conflict: {why}" in second.stderr.splitlines(), second.stderr
-    note = _note(git_remote, tmp_path, sha)
+    note = git_remote.note_seen_by_a_fresh_clone(tmp_path / f"fresh-{sha[:8]}", sha)
     assert note.startswith(f"bindy-agent: partial {sha[:12]}"), note
     assert f"conflict: {why}" in note.splitlines(), note
     assert why in report.parse(note)["conflicts"]

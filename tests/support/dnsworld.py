@@ -12,6 +12,7 @@ import pathlib
 import time
 import uuid
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import dns.exception
 import dns.message
@@ -26,6 +27,9 @@ import yaml
 
 from tests.support.bind import TSIG_NAME, BindPair, BindServer
 from tests.support.zone_api import ZoneApi
+
+if TYPE_CHECKING:
+    from tests.support.gitremote import GitRemote
 
 HEAD = "apiVersion: bindy.firestoned.io/v1beta1\n"
 SOA = ("  soaRecord: {primaryNs: ns1.example.com., adminEmail: hostmaster.example.com., serial: 1, refresh: 3600, "
@@ -87,6 +91,14 @@ def write_repo(root: pathlib.Path, rev: Revision, *, namespace: str = "dns-syste
         docs += [_record_doc(zone, index, key, values, namespace) for key, values in sorted(rrsets.items())]
         (root / f"zone-{zone}.yaml").write_text("---\n".join(docs))
     return root
+
+
+def push_revision(remote: GitRemote, rev: Revision, message: str, *, namespace: str = "dns-system") -> str:
+    """`rev` written over the remote's work tree (write_repo), committed and pushed; the commit's sha."""
+    write_repo(remote.work, rev, namespace=namespace)
+    sha = remote.commit(message, {})
+    remote.push()
+    return sha
 
 
 def records(rev: Revision) -> int:

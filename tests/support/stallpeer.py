@@ -11,6 +11,7 @@ import struct
 import threading
 import time
 from collections.abc import Iterator
+from typing import Self
 
 import dns.exception
 import dns.message
@@ -19,18 +20,18 @@ import dns.rrset
 from tests.support.procs import free_port
 
 
-class StallingPeer:
-    def __init__(self, *, every: float = 3.0, data: bytes = b"HTTP/1.1 200 OK\r\nX-Slow: ") -> None:
-        self.every, self.data = every, data
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+class _Peer:
+    """A TCP server on loopback that serves each connection in a thread of its own (`_serve`)."""
+
+    def __init__(self, address: str = "127.0.0.1") -> None:
+        self.address, self.port = address, free_port(address)
         self.accepted = 0
         self.first_accept: float | None = None  # time.monotonic() of the first connection
         self._stop = threading.Event()
-        self._sock = socket.create_server(("127.0.0.1", self.port))
+        self._sock = socket.create_server((self.address, self.port))
         self._threads: list[threading.Thread] = []
 
-    def start(self) -> StallingPeer:
+    def start(self) -> Self:
         self._spawn(self._accept)
         return self
 
@@ -50,9 +51,25 @@ class StallingPeer:
                 return
             self.accepted += 1
             self.first_accept = self.first_accept or time.monotonic()
-            self._spawn(self._trickle, conn)
+            self._spawn(self._serve, conn)
 
-    def _trickle(self, conn: socket.socket) -> None:
+    def _serve(self, conn: socket.socket) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._sock.close()
+        for thread in self._threads:
+            thread.join(5)
+
+
+class StallingPeer(_Peer):
+    def __init__(self, *, every: float = 3.0, data: bytes = b"HTTP/1.1 200 OK\r\nX-Slow: ") -> None:
+        super().__init__()
+        self.every, self.data = every, data
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def _serve(self, conn: socket.socket) -> None:
         with conn:
             for i in range(10_000):
                 try:
@@ -62,14 +79,8 @@ class StallingPeer:
                 if self._stop.wait(self.every):
                     return
 
-    def stop(self) -> None:
-        self._stop.set()
-        self._sock.close()
-        for thread in self._threads:
-            thread.join(5)
 
-
-class AxfrPeer:
+class AxfrPeer(_Peer):
     """A hostile DNS server on loopback (TCP): it answers any AXFR with the zone's SOA and then more
     records, never the closing SOA. `mode` "flood": messages of `per_message` A records as fast as
     the client reads them; "huge": messages of the largest size DNS allows (TXT records); "trickle":
@@ -77,34 +88,9 @@ class AxfrPeer:
 
     def __init__(self, mode: str = "flood", *, per_message: int = 500, every: float = 2.0) -> None:
         assert mode in ("flood", "huge", "trickle")
+        super().__init__()
         self.mode, self.per_message, self.every = mode, per_message, every
-        self.port = free_port()
-        self.address = "127.0.0.1"
-        self.accepted = 0
         self.sent = 0
-        self._stop = threading.Event()
-        self._sock = socket.create_server((self.address, self.port))
-        self._threads: list[threading.Thread] = []
-
-    def start(self) -> AxfrPeer:
-        thread = threading.Thread(target=self._accept, daemon=True)
-        self._threads.append(thread)
-        thread.start()
-        return self
-
-    def _accept(self) -> None:
-        self._sock.settimeout(0.2)
-        while not self._stop.is_set():
-            try:
-                conn, _ = self._sock.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            self.accepted += 1
-            thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
-            self._threads.append(thread)
-            thread.start()
 
     def _messages(self, query: dns.message.Message) -> Iterator[bytes]:
         """The SOA, then records without end, composed on the wire (dnspython would be the bottleneck):
@@ -144,13 +130,6 @@ class AxfrPeer:
                         return
             except (OSError, EOFError, dns.exception.DNSException):
                 return
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._sock.close()
-        for thread in self._threads:
-            thread.join(5)
-
 
 def _recv_exactly(conn: socket.socket, count: int) -> bytes:
     out = b""
