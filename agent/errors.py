@@ -9,6 +9,9 @@ trying again can help.
      ├── SourceError            the revision could not be fetched or read        (retryable)
      │    └── FileRefused       one file of the revision may not be read: outside the repository,
      │                          not a regular file, a bad name (not retryable; a problem, not a crash)
+     ├── ReadError              reading the world failed                        (retryable)
+     │    └── ZoneTransferError an AXFR of a zone (refused, cut at a bound, transport)
+     │         └── ZoneMissing  the server does not serve the zone (not retryable)
      └── ApplyError             a write to the outside world failed
           ├── KubeError         Kubernetes API (forbidden, not found, conflict, invalid, server)
           ├── ZoneApiError      the BIND9 sidecar's zone HTTP API
@@ -47,6 +50,25 @@ class FileRefused(SourceError):
     def __init__(self, message: str, *, warning: bool = False) -> None:
         super().__init__(message)
         self.warning = warning
+
+
+class ReadError(AgentError):
+    """Reading the world (before planning, or to confirm what was written) failed."""
+
+    def __init__(self, message: str, *, retryable: bool = True) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+class ZoneTransferError(ReadError):
+    """A zone transfer (AXFR) was refused, cut at one of its bounds, or could not be made."""
+
+
+class ZoneMissing(ZoneTransferError):
+    """The server does not serve the zone (e.g. deleted by hand): it is created again."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retryable=False)
 
 
 class ApplyError(AgentError):

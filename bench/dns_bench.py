@@ -30,11 +30,12 @@ import dns.update
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
+from agent.clients import endpoints as config
+from agent.clients.statestore import FileStore
 from agent.load import loader
+from agent.load.manifest import Manifest
 from agent.reconcile import dnsapply
-from agent.reconcile import endpoints as config
-from agent.reconcile.statestore import FileStore
-from agent.run import orchestrator, revisions
+from agent.run import orchestrator, planning, revisions
 from agent.sources import localdir
 from tests.support import bind as bind_support
 from tests.support import zone_api as zone_api_support
@@ -44,7 +45,7 @@ SOA = ("  soaRecord: {primaryNs: ns1.example.com., adminEmail: a.example.com., s
        "retry: 600, expire: 604800, negativeTtl: 300}\n")
 
 
-def localdir_load(root: pathlib.Path, **kwargs: str) -> loader.Manifest:
+def localdir_load(root: pathlib.Path, **kwargs: str) -> Manifest:
     return loader.load_files(localdir.files(root), **kwargs)
 
 
@@ -156,8 +157,8 @@ def main() -> None:
             store = FileStore(work / "state")
 
             def sync(root: pathlib.Path) -> dnsapply.DnsResult:
-                targets = orchestrator.Targets(store, None, endpoints)
-                run = orchestrator.run(revisions.DirectoryRevisions(root), targets, orchestrator.Options())
+                targets = planning.Targets(store, None, endpoints)
+                run = orchestrator.run(revisions.DirectoryRevisions(root), targets, planning.Options())
                 assert run.dns is not None, (run.outcome, run.message, run.problems[:3])
                 return run.dns
 

@@ -21,13 +21,14 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from agent.desired import hierarchy as desired
 from agent.load import loader
+from agent.load.manifest import Manifest
 from agent.plan import build
 from agent.sources import localdir
 
 HEAD = "apiVersion: bindy.firestoned.io/v1beta1\n"
 
 
-def localdir_load(root: pathlib.Path, **kwargs: str) -> loader.Manifest:
+def localdir_load(root: pathlib.Path, **kwargs: str) -> Manifest:
     return loader.load_files(localdir.files(root), **kwargs)
 
 

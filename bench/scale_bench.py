@@ -64,7 +64,7 @@ def child(mode: str, root: pathlib.Path) -> None:
     if mode == "ours":
         from agent.gate import policy
         from agent.model.limits import Limits
-        from agent.run import collector, orchestrator
+        from agent.run import collector, planning
         from agent.sources import localdir
 
         collector.tune()  # as `bindy-agent` does when it starts
@@ -75,11 +75,11 @@ def child(mode: str, root: pathlib.Path) -> None:
         count = sum(len(docs) for docs in kept)
     else:
         # what `bindy-agent plan DIR` does: load -> desired -> policy, then the offline plan
-        options = orchestrator.Options(default_namespace="dns",
+        options = planning.Options(default_namespace="dns",
                                        repo_policy=policy.PolicySettings.of(allowed_namespaces="*"))
-        validated = orchestrator.validate(localdir.files(root), options, limits=Limits())
+        validated = planning.validate(localdir.files(root), options, limits=Limits())
         assert validated.ok and validated.desired, [str(p) for p in validated.problems[:5]]
-        planned = orchestrator.offline(validated)
+        planned = planning.offline(validated)
         assert planned.plan is not None and planned.plan.changes
         count = len(validated.manifest.objects)
     seconds = time.perf_counter() - start
@@ -135,8 +135,7 @@ class World:
     @functools.cached_property
     def endpoints(self) -> dict[str, Any]:
         """The endpoint map the agent is given, read once (the push rounds poll every 2 ms)."""
-        from agent.reconcile import endpoints
-
+        from agent.clients import endpoints
         return dict(endpoints.load_endpoints(self.dns.endpoints))
 
     @property
@@ -213,8 +212,7 @@ class Agent:
 
 
 def _served(world: World, name: str, value: str) -> bool:
-    from agent.reconcile import rfc2136
-
+    from agent.clients import rfc2136
     return all(value in (rfc2136.query(s, name, "A") or ()) for s in world.endpoints.values())
 
 
@@ -280,9 +278,9 @@ def _timed(module: Any, name: str, into: dict[str, float], key: str) -> Callable
 def first_sync(world: World) -> dict[str, float]:
     """The agent's own code, in process: a commit of the zones alone, then the commit of every record;
     the seconds of each run and of its DNS and Kubernetes apply steps."""
+    from agent.clients.kubeapi import KubeApi
+    from agent.clients.statestore import ConfigMapStore, FileStore
     from agent.reconcile import dnsapply, kubeapply
-    from agent.reconcile.kubeapi import KubeApi
-    from agent.reconcile.statestore import ConfigMapStore, FileStore
     from agent.sources.git import GitSource
     from tests.support import agentrun, dnsworld
 
@@ -368,10 +366,10 @@ def raw_one(world: World, rounds: int) -> list[float]:
 def kubectl_apply(world: World) -> tuple[float, int]:
     """`kubectl apply --server-side` of the objects the agent applied, into a namespace of their own."""
 
+    from agent.clients.kubeapi import KubeApi
     from agent.desired import hierarchy
     from agent.load import loader
-    from agent.plan import kubediff
-    from agent.reconcile.kubeapi import KubeApi
+    from agent.plan import kubechange
     from agent.sources import localdir
 
     other = "kubectl-bench"
@@ -381,7 +379,7 @@ def kubectl_apply(world: World) -> tuple[float, int]:
     desired = hierarchy.build(manifest)
     docs = []
     for obj in desired.objects:
-        body = kubediff.manifest(obj, other)  # labelled for another agent: not ours to prune
+        body = kubechange.manifest(obj, other)  # labelled for another agent: not ours to prune
         body["metadata"]["namespace"] = other if body["metadata"].get("namespace") else None
         if body["metadata"]["namespace"] is None:
             continue  # cluster-scoped: the agent's copy is there already
@@ -402,8 +400,8 @@ def kubectl_apply(world: World) -> tuple[float, int]:
 
 
 def dns_phase(n: int, work: pathlib.Path, rounds: int, with_kube: bool) -> dict[str, Any]:
-    from agent.reconcile import crds
-    from agent.reconcile.kubeapi import KubeApi
+    from agent.clients.kubeapi import KubeApi
+    from agent.run import crds
     from tests.support import bind as bind_support
     from tests.support import dnsworld
     from tests.support import zone_api as zone_api_support

@@ -29,8 +29,8 @@ import httpx
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-from agent.reconcile import endpoints as config
-from agent.reconcile import rfc2136 as records
+from agent.clients import endpoints as config
+from agent.clients import rfc2136 as records
 from tests.support import bind as bind_support
 from tests.support import dnsrepo
 from tests.support import zone_api as zone_api_support

@@ -9,13 +9,14 @@ import textwrap
 import pytest
 
 from agent.load import loader
+from agent.load.manifest import Manifest
 from agent.sources import localdir
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample-repo"
 
 
-def load_dir(root: pathlib.Path, **kwargs: str) -> loader.Manifest:
+def load_dir(root: pathlib.Path, **kwargs: str) -> Manifest:
     """Loads a local directory the way `bindy-agent validate DIR` does."""
     return loader.load_files(localdir.files(root), **kwargs)
 

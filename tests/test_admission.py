@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from agent.desired import hierarchy as desired
-from agent.load import admission, loader
+from agent.load import admission, parse
 from agent.model.problems import Problem, Severity
 
 HEAD = "apiVersion: bindy.firestoned.io/v1beta1\n"
@@ -279,7 +279,7 @@ CASES = [
 
 def _validate(text: str) -> list[Problem]:
     """What `bindy-agent validate` reports for a one-file repository holding `text`."""
-    manifest = loader.load_text(text, "crs.yaml")
+    manifest = parse.load_text(text, "crs.yaml")
     found = list(manifest.problems)
     if manifest.ok:
         found += desired.build(manifest).problems

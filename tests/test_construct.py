@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import yaml
 
-from agent.load import loader, scalars
+from agent.load import parse, scalars, yamlloader
 
 DOCUMENTS = [
     "a: 1\nb: [0x1f, 0o17, 1_000, -3, +4, 1:20]\nc: {d: 1.5, e: .inf, f: -.Inf, g: .nan, h: 6.02e+23}\n",
@@ -31,13 +31,13 @@ def _reference(text: str) -> object:
 
 
 def _ours(text: str) -> tuple[object, list[tuple[int, str]]]:
-    parser = loader._Loader(text)
+    parser = yamlloader.Loader(text)
     parser.duplicates = []
     try:
         node = parser.get_single_node()
         if node is None:
             return ("ok", None), []
-        data, nodes = loader._construct(parser, node, text)
+        data, nodes = parse._construct(parser, node, text)
         if nodes is None:
             data = parser.construct_document(node)
         return ("ok", data), parser.duplicates
@@ -72,10 +72,10 @@ def test_duplicate_keys_are_reported_with_their_lines_and_the_last_value_wins() 
 def test_a_file_with_an_alias_bomb_is_still_bounded_and_plain_files_still_count_nodes() -> None:
     bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{c}: &{c} [{', '.join(['*' + p] * 10)}]\n" for p, c in zip("abcdefg", "bcdefgh", strict=False))
-    manifest = loader.load_text(bomb, "bomb.yaml")
+    manifest = parse.load_text(bomb, "bomb.yaml")
     assert any("alias bomb" in p.message for p in manifest.problems)
     from agent.load import bounds
     from agent.model.limits import Limits
     budget = bounds.ReadBudget(Limits(max_nodes=50))
-    plain = loader.load_text("items: [" + ", ".join("x" for _ in range(60)) + "]\n", "big.yaml", budget=budget)
+    plain = parse.load_text("items: [" + ", ".join("x" for _ in range(60)) + "]\n", "big.yaml", budget=budget)
     assert any("more than 50 YAML nodes" in p.message for p in plain.problems)

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
+from agent.clients import endpoints
 from agent.model import kinds, schema
-from agent.reconcile import endpoints
 from agent.run import settings
 from tests.conftest import ROOT
 

@@ -140,7 +140,7 @@ def test_records_adopted_by_longest_suffix_and_double_selection_is_an_error(repo
              "spec: {name: lost, ipv4Addresses: [192.0.2.3]}\n")
     state = _build(repo)
     child = next(z for z in state.zones if z.name == "sub.example.org.")
-    assert list(child.rrsets) == [("www.sub.example.org.", "A")]
+    assert [k for k in child.rrsets if k[1] != "NS"] == [("www.sub.example.org.", "A")]  # NS: the zone's own
     assert _errors(state) == [
         "r.yaml:8: ARecord/dns/twice: metadata.labels: selected by more than one zone: "
         "DNSZone/dns/parent (z.yaml:1), DNSZone/dns/child (z.yaml:10)"]

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import pytest
 
-from agent.load import loader
+from agent.load import filecache, loader
 from agent.model.limits import Limits
 from agent.sources.git import FetchedCommit, GitSource
 from tests.support.gitremote import GitRemote
@@ -173,7 +173,7 @@ def test_a_blob_is_sized_only_when_the_loader_reads_it(remote: GitRemote, tmp_pa
     """Listing a commit opens no blob; a file the cache already holds is neither sized nor read."""
     remote.commit("records", {f"records/{n}.yaml": TXT % (n, f'"{n}"') for n in "abc"})
     first = _snapshot(remote, tmp_path)
-    cache = loader.FileCache()
+    cache = filecache.FileCache()
     assert not loader.load_files(first.files(), cache=cache).problems
     remote.commit("one changed", {"records/b.yaml": TXT % ("b", '"changed"')})
     second = _snapshot(remote, tmp_path)

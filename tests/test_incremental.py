@@ -12,8 +12,9 @@ import git
 import pytest
 
 from agent.desired import hierarchy
-from agent.desired.memo import Memo
-from agent.load import loader
+from agent.desired.memo import NO_MEMO, Memo
+from agent.load import filecache, loader
+from agent.load.manifest import Manifest
 from agent.model.limits import Limits
 from agent.plan import build, render
 from agent.sources import gittree
@@ -102,7 +103,7 @@ class World:
         return self.write()
 
 
-def _view(manifest: loader.Manifest, state: hierarchy.Desired | None) -> dict[str, Any]:
+def _view(manifest: Manifest, state: hierarchy.Desired | None) -> dict[str, Any]:
     view: dict[str, Any] = {"problems": sorted(str(p) for p in manifest.problems),
                             "objects": [str(o.key) for o in manifest.objects]}
     if state is not None:
@@ -113,11 +114,11 @@ def _view(manifest: loader.Manifest, state: hierarchy.Desired | None) -> dict[st
     return view
 
 
-def _load(repo: git.Repo, sha: str, cache: loader.FileCache | None, memo: Memo | None,
+def _load(repo: git.Repo, sha: str, cache: filecache.FileCache | None, memo: Memo | None,
           listing: gittree.Listing | None = None, limits: Limits | None = None) -> dict[str, Any]:
-    manifest = loader.load_files(gittree.files(repo, sha, listing), default_namespace="dns", cache=cache,
-                                 limits=limits)
-    state = hierarchy.build(manifest, memo) if manifest.ok else None
+    manifest = loader.load_files(gittree.files(repo, sha, listing), default_namespace="dns",
+                                 cache=cache or filecache.NO_FILES, limits=limits)
+    state = hierarchy.build(manifest, memo or NO_MEMO) if manifest.ok else None
     return _view(manifest, state)
 
 
@@ -141,7 +142,7 @@ def test_incremental_loads_equal_loads_from_scratch_on_random_commits(tmp_path: 
     world = World(tmp_path / "repo", random.Random(16))
     world.repo.git.config("user.name", "t")
     world.repo.git.config("user.email", "t@example.com")
-    cache, memo, listing = loader.FileCache(), Memo(), gittree.Listing()  # as a long-running agent keeps them
+    cache, memo, listing = filecache.FileCache(), Memo(), gittree.Listing()  # as a long-running agent keeps them
     shas = [world.write()] + [world.mutate() for _ in range(60)]
     invalid = twice = 0
     for sha in shas:
@@ -163,7 +164,7 @@ def test_a_revision_that_reaches_a_limit_after_a_change_reads_in_order_as_from_s
     world.repo.git.config("user.name", "t")
     world.repo.git.config("user.email", "t@example.com")
     limits = Limits(max_documents=1 + len(world.zones) + len(world.records) + 3)  # room for three more records
-    cache, memo, listing = loader.FileCache(), Memo(), gittree.Listing()
+    cache, memo, listing = filecache.FileCache(), Memo(), gittree.Listing()
     for _ in range(6):
         sha = world.write()
         incremental = _load(world.repo, sha, cache, memo, listing, limits)
@@ -210,7 +211,7 @@ def test_what_a_limit_cut_is_read_again_and_in_order(tmp_path: pathlib.Path, lim
     repo = git.Repo.init(tmp_path / "repo")
     repo.git.config("user.name", "t")
     repo.git.config("user.email", "t@example.com")
-    cache, memo, listing = loader.FileCache(), Memo(), gittree.Listing()
+    cache, memo, listing = filecache.FileCache(), Memo(), gittree.Listing()
     limited = 0
     for files in revisions:
         sha = _commit(repo, files)

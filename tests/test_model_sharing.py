@@ -3,7 +3,7 @@ and metadata is the plain dict of what a document sets."""
 
 from __future__ import annotations
 
-from agent.load import loader
+from agent.load import parse
 
 TWO = """\
 apiVersion: bindy.firestoned.io/v1beta1
@@ -24,7 +24,7 @@ spec: {name: db, zone: example.com, ttl: 60, ipv4Addresses: [192.0.2.3]}
 
 
 def _models() -> list:  # type: ignore[type-arg]
-    manifest = loader.load_text(TWO, "records.yaml", default_namespace="dns")
+    manifest = parse.load_text(TWO, "records.yaml", default_namespace="dns")
     assert manifest.ok, manifest.problems
     return [o.model for o in manifest.objects]
 
@@ -51,7 +51,7 @@ def test_assigning_a_field_changes_that_object_only() -> None:
 def test_metadata_keeps_what_the_document_sets_and_no_more() -> None:
     a, _, _ = _models()
     assert a.metadata == {"name": "a", "namespace": "dns"}
-    manifest = loader.load_text("apiVersion: bindy.firestoned.io/v1beta1\nkind: ARecord\n"
+    manifest = parse.load_text("apiVersion: bindy.firestoned.io/v1beta1\nkind: ARecord\n"
                                 "metadata: {name: x, labels: {app: web}, generate_name: x-}\n"
                                 "spec: {name: www, zone: example.com, ipv4Addresses: [192.0.2.1]}\n", "bad.yaml")
     assert [str(p) for p in manifest.problems if p.severity == "error"] == [
@@ -63,7 +63,7 @@ def test_a_value_that_recurs_in_a_file_is_one_object_and_keeps_its_type() -> Non
                                                                                   "spec: {ttl: 300, name: api,")
     text += ("---\napiVersion: bindy.firestoned.io/v1beta1\nkind: TXTRecord\nmetadata: {name: t, namespace: dns}\n"
              "spec: {name: '300', zone: example.com, text: ['300']}\n")
-    manifest = loader.load_text(text, "records.yaml", default_namespace="dns")
+    manifest = parse.load_text(text, "records.yaml", default_namespace="dns")
     assert manifest.ok, manifest.problems
     a, b, _, txt = (o.model for o in manifest.objects)
     assert a.spec.ttl == 300 and a.spec.ttl is b.spec.ttl and a.spec.zone is b.spec.zone

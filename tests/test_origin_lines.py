@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from agent.load import loader
+from agent.load import filecache, loader
+from agent.load.loaded import Loaded
+from agent.load.manifest import Manifest
 from agent.model.problems import Origin
 from tests.conftest import Repo, load_dir
 
@@ -32,7 +34,7 @@ class Blob:
         return self.data
 
 
-def _www(manifest: loader.Manifest) -> loader.Loaded:
+def _www(manifest: Manifest) -> Loaded:
     return next(o for o in manifest.objects if o.key.name == "www")
 
 
@@ -54,7 +56,7 @@ def test_a_local_file_changed_since_it_was_loaded_gives_the_objects_own_line_not
 
 
 def test_a_cached_file_is_read_again_from_the_latest_revision_only_when_a_line_is_asked() -> None:
-    cache = loader.FileCache()
+    cache = filecache.FileCache()
     first = Blob("r.yaml", TWO.encode(), "b1")
     loader.load_files([first], default_namespace="dns", cache=cache)
     second = Blob("r.yaml", TWO.encode(), "b1")  # the next revision: the same blob, from another checkout

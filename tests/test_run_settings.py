@@ -71,7 +71,7 @@ def test_a_burst_of_triggers_during_a_run_collapses_into_one_more_run(tmp_path: 
     agent = scheduler.Agent(settings)
     started, release, runs = threading.Event(), threading.Event(), []
 
-    def slow_run() -> None:
+    def slow_run(why: str = "schedule") -> None:
         runs.append(time.monotonic())
         started.set()
         release.wait(5)

@@ -10,14 +10,15 @@ import pathlib
 import pytest
 
 from agent.desired import hierarchy as desired
-from agent.load import loader
+from agent.load import parse
+from agent.load.manifest import Manifest
 from agent.model.problems import Severity
 
 SEEDS = pathlib.Path(__file__).parent / "seeds"
 
 
-def _load(name: str) -> loader.Manifest:
-    return loader.load_text((SEEDS / name).read_text(), name)
+def _load(name: str) -> Manifest:
+    return parse.load_text((SEEDS / name).read_text(), name)
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in SEEDS.glob("000_*.yaml") if p.name != "000_instance.yaml"))
@@ -35,7 +36,7 @@ def test_the_seeds_role_primary_is_refused_with_bindys_spelling() -> None:
         "in lowercase)"]
     assert manifest.objects == []
     fixed = (SEEDS / "000_instance.yaml").read_text().replace("role: Primary", "role: primary")
-    instance = loader.load_text(fixed, "000_instance.yaml")
+    instance = parse.load_text(fixed, "000_instance.yaml")
     assert instance.problems == [] and instance.objects[0].model.spec.role == "primary"  # type: ignore[attr-defined]
 
 
@@ -68,7 +69,7 @@ def test_normalised_values_are_canonical() -> None:
 def test_the_seed_examples_together_expand_like_the_seed_describes() -> None:
     docs = "\n---\n".join((SEEDS / n).read_text() for n in
                           ("000_provider.yaml", "000_cluster.yaml", "000_dnszone.yaml", "000_arecord.yaml"))
-    manifest = loader.load_text(docs, "seeds.yaml")
+    manifest = parse.load_text(docs, "seeds.yaml")
     state = desired.build(manifest)
     clusters = sorted(str(o.key) for o in state.objects if o.key.kind == "Bind9Cluster")
     # The provider makes one Bind9Cluster per listed namespace; platform-dns/my-cluster is explicit.
@@ -81,6 +82,7 @@ def test_the_seed_examples_together_expand_like_the_seed_describes() -> None:
     assert [k.name for k in zone.primaries] == ["my-cluster-primary-0", "my-cluster-primary-1"]
     assert len(zone.secondaries) == 3
     assert [(r.name, r.rtype, r.rdatas) for r in zone.rrsets.values()] == [
+        ("example.com.", "NS", ("ns1.example.com.",)),  # the DNSZone's own apex NS (its SOA's primaryNs)
         ("www.example.com.", "A", ("192.0.2.1",))]
 
 

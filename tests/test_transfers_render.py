@@ -11,17 +11,15 @@ from typing import Any
 
 import pytest
 
+from agent.clients.endpoints import Endpoint
 from agent.desired import hierarchy, workloads, zonebody
 from agent.desired.hierarchy import Desired
 from agent.errors import AgentError
 from agent.model.key import ObjectKey
+from agent.observe import dnsobserve, endpoints
 from agent.outcome import status
-from agent.plan.zonediff import ZonePlan
-from agent.reconcile import endpoints
-from agent.reconcile.deadline import Deadline
-from agent.reconcile.dnsapply import DnsApply, DnsApplyOptions
-from agent.reconcile.endpoints import Endpoint
-from agent.reconcile.statestore import FileStore
+from agent.plan import zonediff
+from agent.plan.observed import DnsObserved, ZoneObserved
 from tests.conftest import SAMPLE, load_dir
 
 PRIMARY, SECONDARY = "dns-system/dns-primary-0", "dns-system/dns-secondary-0"
@@ -43,10 +41,13 @@ def _endpoint(instance: str, pods: tuple[str, ...] | None, acl: tuple[str, ...] 
 
 
 def _bodies(tmp_path: pathlib.Path, eps: dict[str, Endpoint]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The create bodies the plan of the zone holds for a world where neither server has it yet."""
     zone = _sample(tmp_path).zones[0]
-    plan = ZonePlan(zone.name, zone, [PRIMARY], [SECONDARY])
-    runner = DnsApply(eps, FileStore(tmp_path / "state.json"), DnsApplyOptions(), Deadline(None))
-    return runner._body(plan, PRIMARY, "primary"), runner._body(plan, SECONDARY, "secondary")
+    world = DnsObserved({}, {zone.name: {PRIMARY: ZoneObserved(None)}}, set(eps), servers=dnsobserve.reach(eps))
+    plan = zonediff.plan_zone(zone.name, zone, world)
+    if plan.unbuildable:
+        raise AgentError("; ".join(plan.unbuildable.values()))
+    return plan.bodies[PRIMARY], plan.bodies[SECONDARY]
 
 
 def test_a_secondary_transfers_from_the_primary_pods_addresses_not_the_service_name(tmp_path: pathlib.Path) -> None:

@@ -155,12 +155,12 @@ def test_a_code_span_shows_any_text_as_written() -> None:
     """The fence is longer than any run of backticks inside; a padding space keeps leading and trailing
     backticks and spaces (CommonMark strips one space from each side); a pipe is escaped in a table
     cell only (GFM splits cells on it, even inside code, and takes the backslash away again)."""
-    from agent.plan import render
+    from agent.plan import render_markdown
 
     for text in CODE_SPAN_EDGES:
-        assert _code_texts(_rendered(f"- {render._code(text)}")) == [text], text
+        assert _code_texts(_rendered(f"- {render_markdown.code(text)}")) == [text], text
     for text in CODE_SPAN_EDGES:
-        table = _rendered(f"| a | b |\n|---|---|\n| {render._code(text, cell=True)} | c |\n")
+        table = _rendered(f"| a | b |\n|---|---|\n| {render_markdown.code(text, cell=True)} | c |\n")
         assert _code_texts(table) == [text] and table.count("<td>") == 2, text
 
 

@@ -301,9 +301,9 @@ def test_a_version_that_makes_a_mutable_image_is_refused(repo: Repo, kind: str, 
                                                          words: str | None) -> None:
     # the image-provenance rule read only spec.image.image: `version: latest` planned bind9:latest
     from agent.desired import workloads
-    from agent.load import admission
+    from agent.load import rulechecks
 
-    assert admission.BIND9_REPOSITORY == workloads.BIND9_IMAGE  # the image the rule checks is the one planned
+    assert rulechecks.BIND9_REPOSITORY == workloads.BIND9_IMAGE  # the image the rule checks is the one planned
     name, text = VERSIONED[kind]
     _write(repo, name, text % version)
     validated = clirun.main("validate", str(repo.root))

@@ -22,13 +22,14 @@ from tests.conftest import SAMPLE
 from tests.support import clirun
 
 ZONE_FILE = pathlib.Path("zones") / "example-com.yaml"
-SERVICES = pathlib.Path("records") / "example-com" / "services.yaml"
+RECORDS = pathlib.Path("records") / "example-com"
 FORCE = "bindy.firestoned.io/allow-unsafe-plan"
 THRESHOLD = "bindy.firestoned.io/delete-threshold-percent"
-# services.yaml holds 5 of example.com's 15 managed RRsets: these documents are 2, 4 and 5 of them
+# example.com has 17 managed RRsets the delete threshold counts (15 records' and the glue of its 2 name
+# servers; not the apex NS): these documents are 2, 5 and 6 of them
 TWO = ("sip-tcp", "sip1")
-FOUR = (*TWO, "lab-delegation", "lab-glue")
-FIVE = (*FOUR, "caa-letsencrypt", "caa-iodef")
+FIVE = (*TWO, "lab-delegation", "lab-glue", "caa-letsencrypt", "caa-iodef")
+SIX = (*FIVE, "shop")
 OPERATOR_FORCE = "the operator can allow it for one run with `bindy-agent sync --force`"
 
 
@@ -42,10 +43,9 @@ def _copy(tmp_path: pathlib.Path, name: str, *, annotations: dict[str, str] | No
         lines = "".join(f'    {k}: "{v}"\n' for k, v in annotations.items())
         (root / ZONE_FILE).write_text(text.replace("  namespace: dns-system\n",
                                                    f"  namespace: dns-system\n  annotations:\n{lines}", 1))
-    if drop:
-        docs = [d for d in (root / SERVICES).read_text().split("---\n")
-                if yaml.safe_load(d)["metadata"]["name"] not in drop]
-        (root / SERVICES).write_text("---\n".join(docs))
+    for path in sorted((root / RECORDS).glob("*.yaml")) if drop else []:
+        docs = [d for d in path.read_text().split("---\n") if yaml.safe_load(d)["metadata"]["name"] not in drop]
+        path.write_text("---\n".join(docs))
     return root
 
 
@@ -65,23 +65,23 @@ def _line(path: pathlib.Path, text: str) -> int:
 
 # -- the operator's threshold, on both sides of it ----------------------------------------------------
 
-def test_the_default_threshold_allows_4_of_15_deletes_and_refuses_5(tmp_path: pathlib.Path) -> None:
+def test_the_default_threshold_allows_5_of_17_deletes_and_refuses_6(tmp_path: pathlib.Path) -> None:
     base = _copy(tmp_path, "base")
-    _, four = _plan(_copy(tmp_path, "four", drop=FOUR), base)
-    assert _dns_deletes(four) == 4 and four.get("refusals", []) == []
     _, five = _plan(_copy(tmp_path, "five", drop=FIVE), base)
-    assert _dns_deletes(five) == 5
-    assert five["refusals"] == [
-        "zone example.com.: refusing to delete 5 of 15 managed RRsets (33%); the limit is 30% for zones with at "
+    assert _dns_deletes(five) == 5 and five.get("refusals", []) == []
+    _, six = _plan(_copy(tmp_path, "six", drop=SIX), base)
+    assert _dns_deletes(six) == 6
+    assert six["refusals"] == [
+        "zone example.com.: refusing to delete 6 of 17 managed RRsets (35%); the limit is 30% for zones with at "
         f"least 10 managed RRsets; {OPERATOR_FORCE} (for `bindy-agent run`: the setting force, --force or "
         "BINDY_AGENT_FORCE=true); a DNSZone annotation cannot relax the gate, or raise the agent's delete threshold "
         "(--delete-threshold-percent, BINDY_AGENT_DELETE_THRESHOLD_PERCENT)"]
 
 
 def test_the_operator_raises_the_threshold_with_a_flag(tmp_path: pathlib.Path) -> None:
-    base, head = _copy(tmp_path, "base"), _copy(tmp_path, "head", drop=FIVE)
+    base, head = _copy(tmp_path, "base"), _copy(tmp_path, "head", drop=SIX)
     assert _plan(head, base, "--delete-threshold-percent", "40")[1].get("refusals", []) == []
-    assert len(_plan(head, base, "--delete-threshold-percent", "33")[1]["refusals"]) == 1  # 5/15 is 33.3%
+    assert len(_plan(head, base, "--delete-threshold-percent", "35")[1]["refusals"]) == 1  # 6/17 is 35.3%
 
 
 @pytest.mark.parametrize("value", ["-1", "101", "30%", "x"])
@@ -94,9 +94,9 @@ def test_the_operator_threshold_is_a_whole_percentage(tmp_path: pathlib.Path, va
 
 def test_allow_unsafe_plan_in_the_repository_relaxes_nothing(tmp_path: pathlib.Path) -> None:
     base = _copy(tmp_path, "base", annotations={FORCE: "true"})
-    head = _copy(tmp_path, "head", annotations={FORCE: "true"}, drop=FIVE)
+    head = _copy(tmp_path, "head", annotations={FORCE: "true"}, drop=SIX)
     result, doc = _plan(head, base)
-    assert len(doc["refusals"]) == 1 and "refusing to delete 5 of 15" in doc["refusals"][0]
+    assert len(doc["refusals"]) == 1 and "refusing to delete 6 of 17" in doc["refusals"][0]
     assert OPERATOR_FORCE in doc["refusals"][0]
     where = f"{ZONE_FILE}:{_line(head / ZONE_FILE, FORCE)}"
     assert f"{where}: DNSZone/dns-system/example-com: metadata.annotations.{FORCE}: ignored" in result.stderr
@@ -122,7 +122,7 @@ def test_validate_warns_at_the_annotation_and_says_what_the_operator_does(tmp_pa
 
 def test_a_higher_threshold_in_the_repository_is_ignored(tmp_path: pathlib.Path) -> None:
     base = _copy(tmp_path, "base", annotations={THRESHOLD: "50"})
-    head = _copy(tmp_path, "head", annotations={THRESHOLD: "50"}, drop=FIVE)
+    head = _copy(tmp_path, "head", annotations={THRESHOLD: "50"}, drop=SIX)
     result, doc = _plan(head, base)
     assert len(doc["refusals"]) == 1 and "the limit is 30%" in doc["refusals"][0]
     assert "50% is higher than the agent's delete threshold (30%)" in result.stderr
@@ -130,10 +130,10 @@ def test_a_higher_threshold_in_the_repository_is_ignored(tmp_path: pathlib.Path)
 
 def test_a_lower_threshold_in_the_repository_is_honoured(tmp_path: pathlib.Path) -> None:
     base = _copy(tmp_path, "base", annotations={THRESHOLD: "10"})
-    head = _copy(tmp_path, "head", annotations={THRESHOLD: "10"}, drop=TWO)  # 2 of 15: 13%
+    head = _copy(tmp_path, "head", annotations={THRESHOLD: "10"}, drop=TWO)  # 2 of 17: 12%
     result, doc = _plan(head, base)
     assert doc["refusals"] == [
-        "zone example.com.: refusing to delete 2 of 15 managed RRsets (13%); the limit is 10% for zones with at "
+        "zone example.com.: refusing to delete 2 of 17 managed RRsets (12%); the limit is 10% for zones with at "
         f"least 10 managed RRsets; {OPERATOR_FORCE} (for `bindy-agent run`: the setting force, --force or "
         "BINDY_AGENT_FORCE=true); a DNSZone annotation cannot relax the gate, or raise the agent's delete threshold "
         "(--delete-threshold-percent, BINDY_AGENT_DELETE_THRESHOLD_PERCENT)"]
@@ -173,15 +173,17 @@ def _apex_ns(root: pathlib.Path, *servers: str) -> None:
 
 
 @pytest.mark.parametrize("annotations", [{}, {FORCE: "true", THRESHOLD: "100"}])
-def test_changing_the_apex_ns_set_is_refused(tmp_path: pathlib.Path, annotations: dict[str, str]) -> None:
+def test_changing_the_apex_ns_set_is_a_declared_change(tmp_path: pathlib.Path, annotations: dict[str, str]) -> None:
+    # issue 26: an edit that leaves the apex with name servers is applied (deleting the apex NS set stays
+    # refused: tests/test_nameservers.py)
     base = _copy(tmp_path, "base", annotations=annotations)
     _apex_ns(base, "ns1.example.net.", "ns2.example.net.")
     head = _copy(tmp_path, "head", annotations=annotations)
     _apex_ns(head, "ns1.example.net.", "ns3.example.net.")
     _, doc = _plan(head, base, "--delete-threshold-percent", "100")
-    assert doc["refusals"] == [
-        f"zone example.com.: refusing to change the apex NS set (update); {OPERATOR_FORCE} (for `bindy-agent run`: "
-        "the setting force, --force or BINDY_AGENT_FORCE=true); a DNSZone annotation cannot relax the gate"]
+    assert doc.get("refusals", []) == []
+    (apex,) = [c for c in doc["changes"] if c["target"].get("type") == "NS" and c["target"].get("name") == "example.com."]
+    assert apex["action"] == "update" and "ns3.example.net." in apex["after"]["values"]
     # the same zone with the same apex NS set and another change passes
     other = _copy(tmp_path, "other", annotations=annotations)
     _apex_ns(other, "ns1.example.net.", "ns2.example.net.")

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from agent.clients import statestore
 from agent.outcome import report
-from agent.reconcile import statestore
 from agent.run import scheduler
 from agent.run import settings as config
 from tests.support.clirun import Result, main

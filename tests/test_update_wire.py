@@ -13,10 +13,10 @@ import dns.tsig
 import dns.tsigkeyring
 import dns.update
 
+from agent.clients import rfc2136
+from agent.clients.endpoints import TsigKey
 from agent.desired import rrsets
 from agent.plan.rrsetdiff import RRChange
-from agent.reconcile import rfc2136
-from agent.reconcile.endpoints import TsigKey
 
 ZONE = "example.com."
 SECRET = "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0IQ=="

@@ -10,7 +10,8 @@ import dns.rdatatype
 import dns.rrset
 import pytest
 
-from agent.reconcile import dnsverify, rfc2136
+from agent.clients import rfc2136
+from agent.reconcile import dnsverify
 
 CASES = [
     ("A", "192.0.2.1"), ("AAAA", "2001:db8::1"), ("TXT", '"Case Matters" "two"'),

@@ -6,8 +6,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from agent.clients.zoneapi import ZoneApi
 from agent.errors import ZoneApiError
-from agent.reconcile.zoneapi import ZoneApi
 
 
 def _client(handler: httpx.MockTransport) -> ZoneApi:

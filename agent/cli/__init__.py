@@ -21,25 +21,48 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import logging
 import os
 import pathlib
 import sys
-from collections.abc import Sequence
-from typing import Any
-
-from pydantic.fields import FieldInfo
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 from agent import __version__
-from agent.cli import common, importzone, offline, run, sync, terminal
-from agent.cli import plan as plan_verb
+from agent.cli import common, terminal
 from agent.model import names
 from agent.run import collector
-from agent.run import settings as config
+
+if TYPE_CHECKING:
+    from pydantic.fields import FieldInfo
 
 _METAVARS = {"repo": "URL", "listen": "HOST:PORT", "cache": "DIR", "webhook_max_body": "BYTES",
              "lease_duration": "SECONDS", "http_connection_limit": "N", "log_format": "json|text",
              "agent_namespace": "NS", "namespace": "NS"}
+
+
+class _HelpOfSetting:
+    """The help text of a flag that is also a setting of `run`, read from the setting (agent/run/settings.py)
+    only when argparse prints it: reading the settings costs more than validating a small repository,
+    and only --help shows them. argparse asks a help text for `strip()` and `% params`, nothing else."""
+
+    def __init__(self, text: Callable[[], str]) -> None:
+        self._text = text
+
+    def __str__(self) -> str:
+        return self._text()
+
+    def strip(self) -> str:
+        return str(self).strip()
+
+    def __mod__(self, params: Any) -> str:
+        text: str = str(self) % params
+        return text
+
+
+def _setting_help(text: Callable[[], str]) -> str:
+    return cast(str, _HelpOfSetting(text))
 
 
 def _metavar(name: str, field: FieldInfo) -> str:
@@ -57,6 +80,8 @@ def _metavar(name: str, field: FieldInfo) -> str:
 def _setting_flag(parser: argparse.ArgumentParser, name: str, field: FieldInfo) -> None:
     """One `run` flag from a Settings field: its description is the help, its default is shown. The
     flag's own default stays None so that unset flags let the environment and the file decide."""
+    from agent.run import settings as config
+
     flag, env = "--" + name.replace("_", "-"), config.ENV_PREFIX + name.upper()
     text = " ".join((field.description or "").split())
     default = field.get_default()
@@ -72,32 +97,70 @@ POLICY_FLAGS = ("pod_security", "allowed_registries", "allowed_service_types", "
                 "allowed_namespaces", "allow_cross_namespace_refs")
 
 
+def _field(name: str) -> FieldInfo:
+    from agent.run import settings as config
+
+    return config.Settings.model_fields[name]
+
+
+def _policy_help(name: str) -> str:
+    field = _field(name)
+    if field.annotation is bool:
+        return str(field.description)
+    if name == "pod_security":
+        return f"{field.description} (default: {field.default})"
+    return f"{field.description}; repeatable (default: {','.join(field.default) or 'none'})"
+
+
+def _threshold_help() -> str:
+    field = _field("delete_threshold_percent")
+    return f"{' '.join((field.description or '').split())} (default: {field.default})"
+
+
 def _policy_flags(parser: argparse.ArgumentParser) -> None:
-    """The policy settings (agent/gate/policy.py) as flags, named and described like `run`'s."""
+    """The policy settings (agent/gate/policy.py) as flags, named and described like `run`'s. Unset, a flag
+    is None: the policy's own default applies (common.policy_settings, common.safety_policy)."""
     group = parser.add_argument_group("policy", "what the repository may do; the agent's settings, which "
                                       "the repository cannot change")
     for name in POLICY_FLAGS:
-        field = config.Settings.model_fields[name]
-        flag, default = "--" + name.replace("_", "-"), field.default
-        if field.annotation is bool:
-            group.add_argument(flag, dest=name, action="store_true", default=None, help=field.description)
+        flag, text = "--" + name.replace("_", "-"), _setting_help(functools.partial(_policy_help, name))
+        if name == "allow_cross_namespace_refs":
+            group.add_argument(flag, dest=name, action="store_true", default=None, help=text)
         elif name == "pod_security":
-            group.add_argument(flag, dest=name, choices=["restricted", "baseline"],
-                               help=f"{field.description} (default: {default})")
+            group.add_argument(flag, dest=name, choices=["restricted", "baseline"], help=text)
         else:
-            shown = ",".join(default) or "none"
-            group.add_argument(flag, dest=name, action="append", metavar="A[,B]",
-                               help=f"{field.description}; repeatable (default: {shown})")
-    threshold = config.Settings.model_fields["delete_threshold_percent"]
-    group.add_argument("--delete-threshold-percent", type=common.percent, default=threshold.default, metavar="N",
-                       help=f"{' '.join((threshold.description or '').split())} (default: %(default)s)")
+            group.add_argument(flag, dest=name, action="append", metavar="A[,B]", help=text)
+    group.add_argument("--delete-threshold-percent", type=common.percent, metavar="N",
+                       help=_setting_help(_threshold_help))
 
 
-def _validate_verb(verbs: Any, shared: argparse.ArgumentParser, guard: argparse.ArgumentParser) -> None:
+def _shared() -> argparse.ArgumentParser:
+    """DIR, --namespace and the read limits: the flags of the verbs that read a directory."""
+    shared = common.Parser(add_help=False)
+    shared.add_argument("directory", type=common.directory, metavar="DIR",
+                        help="directory of CR YAML files (searched recursively)")
+    shared.add_argument("--namespace", default=names.DEFAULT_NAMESPACE, metavar="NS",
+                        help="namespace for namespaced objects that name none (default: %(default)s)")
+    common.add_limit_flags(shared)
+    return shared
+
+
+def _guard() -> argparse.ArgumentParser:
+    guard = common.Parser(add_help=False)
+    _policy_flags(guard)
+    return guard
+
+
+AddVerb = Callable[..., argparse.ArgumentParser]  # verbs.add_parser with the verb's name and one-line help
+
+
+def _validate_verb(add: AddVerb) -> None:
     """validate DIR"""
-    v = verbs.add_parser("validate", parents=[shared, guard], help="check a directory of CRs",
-                         description="Parse and validate every YAML document below DIR; report every "
-                         "problem with file:line. Exit 0 valid, 1 invalid, 2 usage error.")
+    from agent.cli import offline
+
+    v = add(parents=[_shared(), _guard()],
+            description="Parse and validate every YAML document below DIR; report every "
+            "problem with file:line. Exit 0 valid, 1 invalid, 2 usage error.")
     v.set_defaults(func=offline.validate)
     v.add_argument("-q", "--quiet", action="store_true", help="do not print warnings")
 
@@ -114,33 +177,36 @@ def _kube_options() -> argparse.ArgumentParser:
     return kube
 
 
-def _plan_verb(verbs: Any, kube: argparse.ArgumentParser, guard: argparse.ArgumentParser) -> None:
+def _plan_verb(add: AddVerb) -> None:
     """plan DIR, or the delta of a pull request"""
-    p = verbs.add_parser("plan", parents=[kube, guard], help="show what a sync would change (dry run), or what a "
-                         "pull request changes",
-                         description="Compute the plan for DIR. Offline (without --kubeconfig or --context; a "
-                         "kubeconfig in $KUBECONFIG or ~/.kube/config is not used unless asked for), the world is "
-                         "empty, so the plan lists every Kubernetes object, every zone on every instance and every "
-                         "RRset. With --kubeconfig or --context, the Kubernetes layer is diffed against the live "
-                         "cluster (creates, field-level updates, drift, deletes, conflicts) and gated as a sync "
-                         "gates it (refusals are shown). With --base REV or --base-dir DIR: the delta from that "
-                         "base to the head (--head REV, or DIR), offline, as a pull-request comment with "
-                         "-o markdown. The two exit differently (below).",
-                         epilog=plan_verb.EXIT_STATUS, formatter_class=common.KeepBrokenLines)
+    from agent.cli import plan as plan_verb
+
+    p = add(parents=[_kube_options(), _guard()],
+            description="Compute the plan for DIR. Offline (without --kubeconfig or --context; a "
+            "kubeconfig in $KUBECONFIG or ~/.kube/config is not used unless asked for), the world is "
+            "empty, so the plan lists every Kubernetes object, every zone on every instance and every "
+            "RRset. With --kubeconfig or --context, the Kubernetes layer is diffed against the live "
+            "cluster (creates, field-level updates, drift, deletes, conflicts) and gated as a sync "
+            "gates it (refusals are shown). With --base REV or --base-dir DIR: the delta from that "
+            "base to the head (--head REV, or DIR), offline, as a pull-request comment with "
+            "-o markdown. The two exit differently (below).",
+            epilog=plan_verb.EXIT_STATUS, formatter_class=common.KeepBrokenLines)
     p.set_defaults(func=plan_verb.show_plan)
     plan_verb.add_arguments(p)
     common.add_limit_flags(p)
 
 
-def _sync_verb(verbs: Any, kube: argparse.ArgumentParser, guard: argparse.ArgumentParser) -> None:
+def _sync_verb(add: AddVerb) -> None:
     """sync DIR or --repo URL"""
-    sy = verbs.add_parser("sync", parents=[kube, guard], help="apply a directory or a Git repository",
-                          description="Validate a revision as a whole, then apply it: CRDs (unless "
-                          "--no-install-crds), the hierarchy of objects with server-side apply, prune of what the "
-                          "agent created and Git no longer has, zones and records (with --endpoints or "
-                          "--in-cluster-dns), and CR status. With --repo, the revision comes from Git and a "
-                          "report is attached to the commit as a git note. Exit 0 applied or nothing to do, "
-                          "1 partial, 2 rejected (invalid or unsafe), 3 could not run.")
+    from agent.cli import sync
+
+    sy = add(parents=[_kube_options(), _guard()],
+             description="Validate a revision as a whole, then apply it: CRDs (unless "
+             "--no-install-crds), the hierarchy of objects with server-side apply, prune of what the "
+             "agent created and Git no longer has, zones and records (with --endpoints or "
+             "--in-cluster-dns), and CR status. With --repo, the revision comes from Git and a "
+             "report is attached to the commit as a git note. Exit 0 applied or nothing to do, "
+             "1 partial, 2 rejected (invalid or unsafe), 3 could not run.")
     sy.set_defaults(func=sync.sync)
     sy.add_argument("directory", type=common.directory, metavar="DIR", nargs="?",
                     help="directory of CR YAML files (or use --repo)")
@@ -152,7 +218,7 @@ def _sync_verb(verbs: Any, kube: argparse.ArgumentParser, guard: argparse.Argume
     sy.add_argument("--rotate-rndc-keys", action="store_true",
                     help="generate new RNDC keys for every generated key Secret")
     sy.add_argument("--endpoints", type=common.readable_file, metavar="FILE",
-                    help="instance -> DNS/zone API/key map (see agent/reconcile/endpoints.py); enables the DNS steps")
+                    help="instance -> DNS/zone API/key map (see agent/clients/endpoints.py); enables the DNS steps")
     sy.add_argument("--in-cluster-dns", action="store_true",
                     help="reach instances through their Services and RNDC Secrets (when the agent runs in "
                     "the cluster); instead of --endpoints")
@@ -172,11 +238,14 @@ def _sync_verb(verbs: Any, kube: argparse.ArgumentParser, guard: argparse.Argume
                     "default: %(default)s)")
     sy.add_argument("--lock-wait", type=common.seconds, default=names.DEFAULT_LOCK_WAIT, metavar="SECONDS",
                     help="how long to wait for another sync of the same source to finish (default: %(default)s)")
+    sy.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default=None,
+                    help="the least important log lines written to stderr (default: warning; -v: debug)")
     sy.add_argument("--batch", type=common.positive, default=1000, metavar="N",
                     help="changes per DNS UPDATE message (default: %(default)s)")
     common.add_limit_flags(sy)
     common.add_transfer_flags(sy)
     _git_flags(sy)
+    sync.add_arguments(sy)  # run's settings of the same names: commit statuses, alerts, the zone API token
 
 
 def _git_flags(sy: argparse.ArgumentParser) -> None:
@@ -208,13 +277,15 @@ def _git_flags(sy: argparse.ArgumentParser) -> None:
                           "reconcile (default: %(default)s)")
 
 
-def _run_verb(verbs: Any) -> None:
+def _run_verb(add: AddVerb) -> None:
     """the long-running agent"""
-    rn = verbs.add_parser("run", help="the long-running agent: scheduled syncs, webhook, health, metrics",
-                          description="Sync a Git repository on an interval and on signed push webhooks; serve "
-                          "/healthz, /readyz, /metrics and POST /hooks/git. Settings come from flags, then "
-                          "BINDY_AGENT_* environment variables, then --config FILE. SIGTERM finishes the "
-                          "current run and exits.")
+    from agent.cli import run
+    from agent.run import settings as config
+
+    rn = add(description="Sync a Git repository on an interval and on signed push webhooks; serve "
+             "/healthz, /readyz, /metrics and POST /hooks/git. Settings come from flags, then "
+             "BINDY_AGENT_* environment variables, then --config FILE. SIGTERM finishes the "
+             "current run and exits.")
     rn.set_defaults(func=run.run)
     rn.add_argument("--config", type=common.readable_file, metavar="FILE", help="YAML file of settings")
     rn.add_argument("--print-config", action="store_true", help="print the effective settings and exit")
@@ -223,20 +294,23 @@ def _run_verb(verbs: Any) -> None:
 
 
 def _report_key_flag(parser: Any, what: str) -> None:
+    from agent.run import settings as config
+
     env = config.ENV_PREFIX + "REPORT_KEY_FILE"
     parser.add_argument("--report-key-file", type=common.readable_file, metavar="FILE", default=os.environ.get(env),
                         help=f"file holding the report key (at least 32 characters), which {what}; the same "
                         f"file for sync, run and report ({env})")
 
 
-def _report_verb(verbs: Any) -> None:
+def _report_verb(add: AddVerb) -> None:
     """the report on a commit"""
-    rp = verbs.add_parser("report", help="print the report the agent attached to a commit",
-                          description="Fetch refs/notes/bindy-agent from the repository and print the report on "
-                          "REV (default: the head of --branch), checking its signature with --report-key-file. "
-                          "Exit 0 shown and verified, 1 no report, 2 unknown revision, 3 could not run, 4 shown "
-                          "but UNVERIFIED (no --report-key-file, no or a wrong signature, or a malformed note: "
-                          "the first line says why).")
+    from agent.cli import sync
+
+    rp = add(description="Fetch refs/notes/bindy-agent from the repository and print the report on "
+             "REV (default: the head of --branch), checking its signature with --report-key-file. "
+             "Exit 0 shown and verified, 1 no report, 2 unknown revision, 3 could not run, 4 shown "
+             "but UNVERIFIED (no --report-key-file, no or a wrong signature, or a malformed note: "
+             "the first line says why).")
     rp.set_defaults(func=sync.report)
     rp.add_argument("revision", nargs="?", metavar="REV",
                     help="a commit (full or abbreviated SHA), branch or tag (default: the head of --branch)")
@@ -256,46 +330,78 @@ def _report_verb(verbs: Any) -> None:
     _report_key_flag(rp, "checks that the agent wrote the report")
 
 
-def _cluster_verbs(verbs: Any, kube: argparse.ArgumentParser) -> None:
-    """install-crds, suspend, resume"""
-    ic = verbs.add_parser("install-crds", parents=[kube], help="apply the CRDs and wait until Established",
-                          description="Apply the 12 CRDs generated from the models (schemas/crds) and wait "
-                          "until the API server serves them. The cluster: --kubeconfig, else $KUBECONFIG, else "
-                          "~/.kube/config, as kubectl finds it. Exit 0 done, 3 could not run.")
+def _install_crds_verb(add: AddVerb) -> None:
+    """install-crds"""
+    from agent.cli import sync
+
+    ic = add(parents=[_kube_options()],
+             description="Apply the 12 CRDs generated from the models (schemas/crds) and wait "
+             "until the API server serves them. The cluster: --kubeconfig, else $KUBECONFIG, else "
+             "~/.kube/config, as kubectl finds it. Exit 0 done, 3 could not run.")
     ic.set_defaults(func=sync.install_crds)
 
-    for verb, on in (("suspend", True), ("resume", False)):
-        sp = verbs.add_parser(verb, parents=[kube], help=("stop" if on else "restart") + " the agent's runs",
-                              description=("Suspend" if on else "Resume") + " the agent's runs: sets (or removes) "
-                              f"the annotation {names.SUSPEND_ANNOTATION}: \"true\" on its state ConfigMap in "
-                              "--agent-namespace (or, with --state DIR, a mark in that directory). While suspended, "
-                              "runs read and write nothing. Exit 0 done, 3 could not run.")
-        sp.set_defaults(func=sync.suspend, suspend=on)
-        sp.add_argument("--state", type=pathlib.Path, metavar="DIR", help="the state directory of runs without a "
-                        "cluster")
+
+def _suspend_verb(add: AddVerb, *, on: bool) -> None:
+    """suspend, resume"""
+    from agent.cli import sync
+
+    sp = add(parents=[_kube_options()],
+             description=("Suspend" if on else "Resume") + " the agent's runs: sets (or removes) "
+             f"the annotation {names.SUSPEND_ANNOTATION}: \"true\" on its state ConfigMap in "
+             "--agent-namespace (or, with --state DIR, a mark in that directory). While suspended, "
+             "runs read and write nothing. Exit 0 done, 3 could not run.")
+    sp.set_defaults(func=sync.suspend, suspend=on)
+    sp.add_argument("--state", type=pathlib.Path, metavar="DIR", help="the state directory of runs without a "
+                    "cluster")
 
 
-def _schemas_verb(verbs: Any) -> None:
+def _schemas_verb(add: AddVerb) -> None:
     """schemas"""
-    s = verbs.add_parser("schemas", help="write the JSON Schemas and CRDs generated from the models",
-                         description="Write schemas/json/<Kind>.json, schemas/crds/<crd>.yaml and "
-                         "schemas/crds/kustomization.yaml from the models. With --check, write nothing and "
-                         "exit 1 if they differ.")
+    from agent.cli import offline
+
+    s = add(description="Write schemas/json/<Kind>.json, schemas/crds/<crd>.yaml and "
+            "schemas/crds/kustomization.yaml from the models. With --check, write nothing and "
+            "exit 1 if they differ.")
     s.set_defaults(func=offline.schemas)
     s.add_argument("--dir", type=pathlib.Path, default=offline.DEFAULT_SCHEMAS, metavar="DIR",
                    help="output directory (default: %(default)s)")
     s.add_argument("--check", action="store_true", help="exit 1 if the files differ from the models")
 
 
-def _import_verb(verbs: Any) -> None:
+def _import_verb(add: AddVerb) -> None:
     """import a live zone"""
-    im = verbs.add_parser("import", help="write CR YAML from a live zone (AXFR), to adopt it",
-                          description=importzone.DESCRIPTION)
+    from agent.cli import importzone
+
+    im = add(description=importzone.DESCRIPTION)
     im.set_defaults(func=importzone.run)
     importzone.add_arguments(im)
 
 
-def _parser() -> argparse.ArgumentParser:
+# Every verb, in the order --help lists them: its one-line help, and what adds the rest of it (its
+# description and flags). Only the verb a command line names gets the rest, so that building the
+# parser imports that verb's modules and no other's.
+VERBS: dict[str, tuple[str, Callable[[AddVerb], None]]] = {
+    "validate": ("check a directory of CRs", _validate_verb),
+    "plan": ("show what a sync would change (dry run), or what a pull request changes", _plan_verb),
+    "sync": ("apply a directory or a Git repository", _sync_verb),
+    "run": ("the long-running agent: scheduled syncs, webhook, health, metrics", _run_verb),
+    "report": ("print the report the agent attached to a commit", _report_verb),
+    "install-crds": ("apply the CRDs and wait until Established", _install_crds_verb),
+    "suspend": ("stop the agent's runs", functools.partial(_suspend_verb, on=True)),
+    "resume": ("restart the agent's runs", functools.partial(_suspend_verb, on=False)),
+    "schemas": ("write the JSON Schemas and CRDs generated from the models", _schemas_verb),
+    "import": ("write CR YAML from a live zone (AXFR), to adopt it", _import_verb),
+}
+
+
+def verb_of(argv: Sequence[str]) -> str | None:
+    """The verb a command line names: its first word that is not an option (bindy-agent's own options,
+    -h, --version and -v, take no value)."""
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
+def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The parser of `argv`: every verb with its one-line help, and the flags of the verb `argv` names."""
     parser = common.Parser(prog="bindy-agent", description="GitOps agent for Bindy DNS custom resources: "
                      "validates a repository of bindy.firestoned.io/v1beta1 CRs and plans or applies "
                      "them to Kubernetes and BIND9.")
@@ -303,26 +409,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug details to stderr")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=common.Parser)
     verbs.required = True
-
-    shared = common.Parser(add_help=False)
-    shared.add_argument("directory", type=common.directory, metavar="DIR",
-                        help="directory of CR YAML files (searched recursively)")
-    shared.add_argument("--namespace", default=names.DEFAULT_NAMESPACE, metavar="NS",
-                        help="namespace for namespaced objects that name none (default: %(default)s)")
-    common.add_limit_flags(shared)
-
-    guard = common.Parser(add_help=False)
-    _policy_flags(guard)
-
-    _validate_verb(verbs, shared, guard)
-    kube = _kube_options()
-    _plan_verb(verbs, kube, guard)
-    _sync_verb(verbs, kube, guard)
-    _run_verb(verbs)
-    _report_verb(verbs)
-    _cluster_verbs(verbs, kube)
-    _schemas_verb(verbs)
-    _import_verb(verbs)
+    named = verb_of(argv)
+    for name, (summary, build) in VERBS.items():
+        add = functools.partial(verbs.add_parser, name, help=summary)
+        if name == named:
+            build(add)
+        else:
+            add()
     return parser
 
 
@@ -332,12 +425,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _main(argv)
 
 
+def _usage_status(argv: Sequence[str]) -> int:
+    """The exit status of a usage error: `plan --base` exits 1 on any error (agent/cli/plan.py)."""
+    if verb_of(argv) != "plan":
+        return common.EXIT_ERROR
+    from agent.cli import plan as plan_verb
+
+    return plan_verb.DELTA_ERROR if plan_verb.is_delta(argv) else common.EXIT_ERROR
+
+
 def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     collector.tune()
-    common.Parser.usage_status = plan_verb.DELTA_ERROR if plan_verb.is_delta(argv) else common.EXIT_ERROR
-    args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+    common.Parser.usage_status = _usage_status(argv)
+    args = _parser(argv).parse_args(argv)
+    level = {"debug": logging.DEBUG, "info": logging.INFO, "error": logging.ERROR}.get(
+        getattr(args, "log_level", None) or "", logging.WARNING)  # sync --log-level (run checks its own)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else level,
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     try:
         return int(args.func(args))

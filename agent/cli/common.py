@@ -1,7 +1,7 @@
 """What the CLI verbs share: exit codes, the parser, flags, printing problems, the kubeconfig.
 
 The CLI is the only part of the agent that prints. A directory is validated by the orchestrator's
-own first step (`orchestrator.validate`), so `validate` and `plan` check a revision as a sync does.
+own first step (`planning.validate`), so `validate` and `plan` check a revision as a sync does.
 
 The kubeconfig is found the way kubectl finds it: `--kubeconfig FILE`, else `$KUBECONFIG` (a
 ':'-separated list is merged), else `~/.kube/config` if it exists; inside a pod with none of them,
@@ -17,15 +17,16 @@ import os
 import pathlib
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from agent.gate import policy, safety
-from agent.load import loader
 from agent.model import limits as read_limits
 from agent.model import names, problems
-from agent.reconcile import axfr
-from agent.run import orchestrator
-from agent.sources import git as git_source
+
+if TYPE_CHECKING:  # the rest is imported where used: building the parser stays cheap (tests/test_cli_startup.py)
+    from agent.clients import axfr
+    from agent.gate import policy, safety
+    from agent.load.sourcefile import SourceFile
+    from agent.run import planning, validation
 
 EXIT_OK, EXIT_CHANGES, EXIT_ERROR = 0, 1, 2
 EXIT_INVALID = 1
@@ -61,6 +62,8 @@ def git_operand(what: str) -> Callable[[str], str]:
     """A flag whose value goes to git (a URL, branch or ref): one starting with `-` is a usage error,
     never an option of git (`--repo=--upload-pack=CMD`)."""
     def check(value: str) -> str:
+        from agent.sources import git as git_source
+
         problem = git_source.option_like(value, what)
         if problem is not None:
             raise argparse.ArgumentTypeError(problem)
@@ -116,7 +119,9 @@ def limits(args: argparse.Namespace) -> read_limits.Limits:
 
 
 def add_transfer_flags(parser: argparse.ArgumentParser) -> None:
-    """--max-transfer-bytes, --max-transfer-records: the bounds of one zone transfer (agent/reconcile/axfr.py)."""
+    """--max-transfer-bytes, --max-transfer-records: the bounds of one zone transfer (agent/clients/axfr.py)."""
+    from agent.clients import axfr
+
     group = parser.add_argument_group("limits on what a DNS server's zone transfer may bring in")
     defaults = axfr.TransferLimits()
     group.add_argument("--max-transfer-bytes", type=positive, default=defaults.max_bytes, metavar="N",
@@ -126,6 +131,8 @@ def add_transfer_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def transfer_limits(args: argparse.Namespace) -> axfr.TransferLimits:
+    from agent.clients import axfr
+
     return axfr.TransferLimits(int(args.max_transfer_bytes), int(args.max_transfer_records))
 
 
@@ -144,6 +151,8 @@ def print_problems(items: Sequence[problems.Problem], root: pathlib.Path | str, 
 
 def policy_settings(args: argparse.Namespace) -> policy.PolicySettings:
     """The policy flags of validate, plan and sync (repeatable or comma-separated; unset: the defaults)."""
+    from agent.gate import policy
+
     values: dict[str, Any] = {}
     for field in dataclasses.fields(policy.PolicySettings):
         value = getattr(args, field.name, None)
@@ -167,24 +176,32 @@ def percent(value: str) -> int:
 
 def safety_policy(args: argparse.Namespace) -> safety.Policy:
     """The safety gate's limits from the operator's flags (a repository can only make them stricter)."""
+    from agent.gate import safety
+
     threshold = getattr(args, "delete_threshold_percent", None)
     return safety.Policy(force=getattr(args, "force", False), allow_prune=getattr(args, "allow_prune", False),
                          delete_threshold=safety.DELETE_THRESHOLD if threshold is None else threshold / 100)
 
 
-def options(args: argparse.Namespace) -> orchestrator.Options:
+def options(args: argparse.Namespace) -> planning.Options:
     """What every verb that validates or plans takes from its flags: the namespace of objects that name
     none, the policy, the safety gate, and the agent's namespace (where a verb has it)."""
-    return orchestrator.Options(repo_policy=policy_settings(args), policy=safety_policy(args),
+    from agent.run import planning
+
+    return planning.Options(repo_policy=policy_settings(args), policy=safety_policy(args),
                                 default_namespace=args.namespace,
                                 agent_namespace=getattr(args, "agent_namespace", names.DEFAULT_AGENT_NAMESPACE))
 
 
-def validate(files: Sequence[loader.SourceFile], args: argparse.Namespace, *,
-             progress: orchestrator.Progress | None = None) -> orchestrator.Validated:
+def validate(files: Sequence[SourceFile], args: argparse.Namespace, *,
+             progress: validation.Progress | None = None) -> validation.Validated:
     """One revision's files checked as a sync checks them, without a cluster: references to Secrets
     the agent does not generate are then warnings."""
-    return orchestrator.validate(files, options(args), limits=limits(args), progress=progress or orchestrator.quiet)
+    from agent.run import validation
+
+    return validation.validate(files, default_namespace=args.namespace, repo_policy=policy_settings(args),
+                               delete_threshold=safety_policy(args).delete_threshold, limits=limits(args),
+                               progress=progress or validation.quiet)
 
 
 def kubeconfig(explicit: str | os.PathLike[str] | None) -> str | None:
@@ -205,9 +222,8 @@ def cluster_requested(args: argparse.Namespace) -> bool:
 
 def kube_api(args: argparse.Namespace) -> Any:
     """A client for the cluster of `args` (see the module docstring); KubeError when there is none."""
+    from agent.clients import kubeapi
     from agent.errors import KubeError
-    from agent.reconcile import kubeapi
-
     path = kubeconfig(args.kubeconfig)
     if path is None and "KUBERNETES_SERVICE_HOST" not in os.environ:
         raise KubeError("no kubeconfig: give --kubeconfig FILE, set $KUBECONFIG, or create ~/.kube/config "

@@ -15,10 +15,10 @@ import dns.exception
 import dns.name
 
 from agent.cli import common
+from agent.clients import axfr, endpoints
 from agent.desired import adopt, rrsets
-from agent.errors import AgentError, ConfigError
+from agent.errors import AgentError, ConfigError, ZoneMissing
 from agent.model import names
-from agent.reconcile import endpoints, rfc2136
 
 DESCRIPTION = ("Transfer a zone from a DNS server (AXFR, TSIG-signed with --tsig-key-file) and write it as CRs: "
                "a DNSZone (its SOA as spec.soaRecord, its apex NS as spec.nameServers) and one record CR per "
@@ -109,10 +109,10 @@ def _write(args: argparse.Namespace, adopted: adopt.Adopted, header: str) -> lis
 def run(args: argparse.Namespace) -> int:
     try:
         endpoint = _endpoint(args)
-        live = rfc2136.observe(endpoint, args.zone, timeout=min(10.0, args.timeout), lifetime=args.timeout,
-                               limits=common.transfer_limits(args),
-                               time_hint="give it more time with --timeout SECONDS")
-    except rfc2136.ZoneMissing:
+        live = axfr.read_zone(endpoint, args.zone, timeout=min(10.0, args.timeout), lifetime=args.timeout,
+                              limits=common.transfer_limits(args),
+                              time_hint="give it more time with --timeout SECONDS")
+    except ZoneMissing:
         host, port = args.server
         print(f"bindy-agent import: error: {host}:{port} does not serve zone {args.zone} (or refuses it: NOTAUTH)",
               file=sys.stderr)

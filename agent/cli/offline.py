@@ -7,7 +7,7 @@ import pathlib
 import sys
 
 from agent.cli import common
-from agent.model import problems, schema
+from agent.model import problems
 from agent.sources import localdir
 
 DEFAULT_SCHEMAS = pathlib.Path("schemas")
@@ -27,6 +27,8 @@ def validate(args: argparse.Namespace) -> int:
 
 
 def schemas(args: argparse.Namespace) -> int:
+    from agent.model import schema
+
     files = schema.rendered()
     stale = []
     for rel, text in sorted(files.items()):

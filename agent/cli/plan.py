@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import pathlib
 import sys
 from collections.abc import Sequence
@@ -27,12 +28,11 @@ from agent.cli import common, progress
 from agent.desired.hierarchy import Desired
 from agent.errors import AgentError
 from agent.gate import safety
-from agent.load import loader
+from agent.load.sourcefile import SourceFile
 from agent.model import names, problems
 from agent.plan import delta, render
 from agent.plan.model import Plan
-from agent.reconcile import statestore
-from agent.run import orchestrator, revisions
+from agent.run import planning, validation
 from agent.sources import gitrevs, localdir
 from agent.sources.git import GitSource
 
@@ -52,7 +52,23 @@ def is_delta(argv: Sequence[str]) -> bool:
 
 
 def _emit(plan: Plan, args: argparse.Namespace) -> None:
-    sys.stdout.write(render.RENDERERS[args.output](plan))
+    """The plan on stdout, written as it is rendered (the document is never held whole). A reader that
+    stops early (`plan -o json | head`) ends the output quietly: the status stays the plan's."""
+    try:
+        for chunk in render.chunks(plan, args.output):
+            sys.stdout.write(chunk)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _discard_stdout()
+
+
+def _discard_stdout() -> None:
+    """Points stdout at /dev/null, so what is still buffered is not written again to the closed pipe at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
 
 
 def _invalid(args: argparse.Namespace, plan: Plan) -> None:
@@ -96,16 +112,18 @@ def _single_usage(args: argparse.Namespace) -> str | None:
     return f"{', '.join(extra)} only go with --base REV" if extra else None
 
 
-def _planned(args: argparse.Namespace, report: orchestrator.Progress) -> orchestrator.Planned:
+def _planned(args: argparse.Namespace, report: validation.Progress) -> planning.Planned:
     """Offline unless a cluster is asked for (a kubeconfig in the environment never makes it online):
     against the empty world, every object, zone and RRset is a create. Against a cluster, the plan a
     `sync --dry-run` makes, by the orchestrator's own planning: its Kubernetes layer, gated."""
     if not common.cluster_requested(args):
-        return orchestrator.offline(common.validate(localdir.files(args.directory), args, progress=report))
-    api = common.kube_api(args)
-    snap = revisions.DirectoryRevisions(args.directory, limits=common.limits(args)).snapshot()
-    store = statestore.ConfigMapStore(api, args.agent_namespace)  # read only with zone endpoints: never here
-    return orchestrator.plan(snap, orchestrator.Targets(store, api), common.options(args), progress=report)
+        return planning.offline(common.validate(localdir.files(args.directory), args, progress=report))
+    from agent.run import compose  # only online: the offline plan never loads the cluster's clients
+
+    built = compose.build(compose.Request(  # as a sync builds it; its store is read only with zone endpoints
+        compose.options(vars(args), common.policy_settings(args)), directory=args.directory,
+        limits=common.limits(args), cluster=True, kubeconfig=common.kubeconfig(args.kubeconfig), context=args.context))
+    return planning.plan(built.source.snapshot(), built.targets, built.options, progress=report)
 
 
 # -- the delta between two revisions ---------------------------------------------------------------
@@ -115,7 +133,7 @@ class Side:
     people name it."""
 
     revision: str
-    files: Sequence[loader.SourceFile]
+    files: Sequence[SourceFile]
     where: pathlib.Path | str
     label: str = ""
 
@@ -219,7 +237,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "as they are on disk, or with --head the directory's path inside the repository)")
     p.add_argument("--namespace", default=names.DEFAULT_NAMESPACE, metavar="NS",
                    help="namespace for namespaced objects that name none (default: %(default)s)")
-    p.add_argument("-o", "--output", choices=sorted(render.RENDERERS), default="text",
+    p.add_argument("-o", "--output", choices=render.FORMATS, default="text",
                    help="plan format (default: %(default)s); markdown fits a pull-request comment")
     d = p.add_argument_group("delta (what a pull request changes; exit 0 no changes, 2 changes, 1 error)")
     d.add_argument("--base", metavar="REV", help="the revision to compare against: a branch, tag or commit")

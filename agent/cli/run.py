@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         config.check_runnable(settings)
     except AgentError as exc:
         return _fail(exc, common.EXIT_ERROR)
-    logs.configure(settings.log_format)
+    logs.configure(settings.log_format, logs.level(settings.log_level))
     try:
         agent = scheduler.Agent(settings)
     except ConfigError as exc:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import functools
 import hashlib
 import json
 import pathlib
@@ -14,13 +13,13 @@ import sys
 from typing import Any
 
 from agent.cli import common, progress
-from agent.errors import AgentError, KubeError
+from agent.clients import statestore
+from agent.errors import AgentError, ConfigError, KubeError
 from agent.model import kinds, names, printable
 from agent.outcome import signature
 from agent.plan import render
-from agent.reconcile import crds, statestore
-from agent.reconcile import endpoints as cluster_endpoints
-from agent.run import orchestrator, revisions
+from agent.run import compose, crds, orchestrator
+from agent.run import settings as config
 from agent.sources import gitrevs
 from agent.sources.git import NOTES_REF, GitSource, StoredNote
 
@@ -54,15 +53,6 @@ def suspend(args: argparse.Namespace) -> int:
     return common.EXIT_OK
 
 
-def _state_store(args: argparse.Namespace, api: Any, source_key: str) -> statestore.Store:
-    if args.state:
-        return statestore.FileStore(args.state)
-    if api is not None:
-        return statestore.ConfigMapStore(api, args.agent_namespace)
-    digest = hashlib.sha256(source_key.encode()).hexdigest()[:16]
-    return statestore.FileStore(names.CACHE_DIR / "state" / digest)
-
-
 def _summary(run: orchestrator.RunOutcome, api: Any, dry_run: bool) -> str:
     parts = []
     if dry_run and run.plan is not None:
@@ -90,6 +80,8 @@ def _usage(args: argparse.Namespace) -> str | None:
         return "give either DIR or --repo"
     if args.endpoints and args.in_cluster_dns:
         return "--endpoints and --in-cluster-dns exclude each other"
+    if args.commit_status not in (None, "off") and not args.repo:
+        return "--commit-status posts a status on a commit: it needs --repo (a directory has no commit)"
     if not _wants_cluster(args) and not args.endpoints:
         return ("nothing to sync to: give --kubeconfig (Kubernetes; $KUBECONFIG or ~/.kube/config are used when "
                 "there is no other target) and/or --endpoints (DNS)")
@@ -109,26 +101,47 @@ def git_source(args: argparse.Namespace) -> GitSource:
                      token_file=args.token_file, limits=common.limits(args))
 
 
-def options(args: argparse.Namespace) -> orchestrator.Options:
-    return dataclasses.replace(
-        common.options(args), dry_run=args.dry_run,
-        policy=common.safety_policy(args),
-        install_crds=args.install_crds, create_namespaces=args.create_namespaces,
-        rotate_rndc_keys=args.rotate_rndc_keys, batch=args.batch, deadline=args.deadline or None,
-        push_notes=args.push_notes, resync_after=args.resync_after, lock_wait=args.lock_wait,
-        transfer=common.transfer_limits(args))
+# the settings of `run` that sync takes as flags of the same names: commit statuses, alerts, the zone-API token
+ANNOUNCEMENTS = ("commit_status", "commit_status_token_file", "commit_status_api_url", "commit_status_project",
+                 "commit_status_context", "report_url", "alert_webhook_url", "alert_webhook_secret_file",
+                 "alert_slack_url_file", "notify_timeout", "notify_retries")
+ZONE_API = ("zone_api_token_file", "zone_api_audience")
+_METAVARS: dict[Any, str] = {float: "SECONDS", int: "N", pathlib.Path: "FILE", pathlib.Path | None: "FILE"}
 
 
-def _targets(args: argparse.Namespace) -> orchestrator.Targets:
-    api = common.kube_api(args) if _wants_cluster(args) else None
-    if api is not None and not args.kubeconfig:
-        print(f"using the cluster of {common.kubeconfig(None) or 'the pod'} (as kubectl would)", file=sys.stderr)
-    endpoints: Any = cluster_endpoints.load_endpoints(args.endpoints) if args.endpoints else None
-    if args.in_cluster_dns:
-        assert api is not None
-        endpoints = functools.partial(cluster_endpoints.from_cluster, api)
-    store = _state_store(args, api, args.repo or str(args.directory.resolve()))
-    return orchestrator.Targets(store, api, endpoints)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """sync's flags that are run's settings of the same name and meaning (agent/run/settings.py)."""
+    groups = ((parser.add_argument_group("commit status and alerts (as `run`'s settings of the same names; "
+                                         "statuses only with --repo)"), ANNOUNCEMENTS),
+              (parser.add_argument_group("the zone API token (with --in-cluster-dns)"), ZONE_API))
+    for group, fields in groups:
+        for name in fields:
+            field = config.Settings.model_fields[name]
+            default = field.get_default()
+            shown = f" (default: {default})" if default not in (None, "") else ""
+            text = " ".join((field.description or "").split()) + shown
+            group.add_argument("--" + name.replace("_", "-"), dest=name, default=None, help=text.replace("%", "%%"),
+                               metavar=_METAVARS.get(field.annotation, name.split("_")[-1].upper()))
+
+
+def _given(args: argparse.Namespace) -> config.Settings:
+    """sync's flags that are run's settings, checked as run checks them (ConfigError: which flag, why)."""
+    named = {name: getattr(args, name, None) for name in ANNOUNCEMENTS + ZONE_API}
+    return config.load_settings({"repo": args.repo or "", **named}, environ={})
+
+
+def request(args: argparse.Namespace) -> compose.Request:
+    """What this sync was given, said as every verb says it (agent/run/compose.py)."""
+    given = _given(args)
+    source_key = args.repo or str(args.directory.resolve())
+    git = compose.Git(**{f.name: getattr(args, f.name) for f in dataclasses.fields(compose.Git)}) if args.repo else None
+    return compose.Request(
+        compose.options(vars(args), common.policy_settings(args)), git, None if args.repo else args.directory,
+        limits=common.limits(args), cluster=_wants_cluster(args), kubeconfig=common.kubeconfig(args.kubeconfig),
+        context=args.context, endpoints=args.endpoints, in_cluster_dns=args.in_cluster_dns,
+        zone_api_token_file=given.zone_api_token_file, zone_api_audience=given.zone_api_audience, state=args.state,
+        local_state=names.CACHE_DIR / "state" / hashlib.sha256(source_key.encode()).hexdigest()[:16],
+        forge=given.forge_settings(), alerts=given.notify_settings())
 
 
 def sync(args: argparse.Namespace) -> int:
@@ -137,19 +150,23 @@ def sync(args: argparse.Namespace) -> int:
         print(f"bindy-agent sync: error: {usage}", file=sys.stderr)
         return common.EXIT_ERROR
     try:
-        targets = _targets(args)
-        source: revisions.RevisionSource = (
-            revisions.GitRevisions(git_source(args), report_key=_report_key(args)) if args.repo
-            else revisions.DirectoryRevisions(args.directory, limits=common.limits(args)))
+        asked = request(args)
+    except ConfigError as exc:
+        print(f"bindy-agent sync: error: {exc}", file=sys.stderr)
+        return common.EXIT_ERROR
+    try:
+        built = compose.build(asked)
     except AgentError as exc:
         print(f"error: could not run: {exc}", file=sys.stderr)
         return common.EXIT_UNREACHABLE
+    if built.targets.kube_api is not None and not args.kubeconfig:
+        print(f"using the cluster of {common.kubeconfig(None) or 'the pod'} (as kubectl would)", file=sys.stderr)
     report = progress.Reporter.for_stderr()
     try:
-        run = orchestrator.run(source, targets, options(args), progress=report)
+        run = orchestrator.run(built.source, built.targets, built.options, progress=report)
     finally:
         report.done()
-    return _show(run, args, targets.kube_api)
+    return _show(run, args, built.targets.kube_api)
 
 
 def _show(run: orchestrator.RunOutcome, args: argparse.Namespace, api: Any) -> int:
@@ -173,7 +190,8 @@ def _show(run: orchestrator.RunOutcome, args: argparse.Namespace, api: Any) -> i
         print(f"{prefix}: rejected {run.revision}: {run.message}; the last good revision keeps serving",
               file=sys.stderr)
         return common.EXIT_REJECTED
-    sys.stdout.write(render.render_text(run.plan))
+    for chunk in render.chunks(run.plan, "text"):  # written as rendered: never the whole plan at once
+        sys.stdout.write(chunk)
     if run.notes_pushed is False:
         print(f"{prefix}: warning: {UNPUSHED}", file=sys.stderr)
     if api is None:

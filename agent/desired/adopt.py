@@ -31,13 +31,13 @@ import yaml
 
 from agent.desired import hierarchy
 from agent.desired.rrsets import RRset, absolute
-from agent.load import loader, scalars
+from agent.load import parse, scalars
 from agent.model import kinds
 from agent.model.ownership import Key
 from agent.model.problems import Problem, Severity
 
 ZONE_LABEL = "bindy.firestoned.io/zone"
-KINDS = {"A": "ARecord", "AAAA": "AAAARecord", "CNAME": "CNAMERecord", "MX": "MXRecord", "TXT": "TXTRecord",
+KIND_OF_TYPE = {"A": "ARecord", "AAAA": "AAAARecord", "CNAME": "CNAMERecord", "MX": "MXRecord", "TXT": "TXTRecord",
          "NS": "NSRecord", "SRV": "SRVRecord", "CAA": "CAARecord"}
 DNSSEC = {"RRSIG", "NSEC", "NSEC3", "NSEC3PARAM", "DNSKEY", "CDS", "CDNSKEY", "TYPE65534"}
 _MAX_NAME = 253
@@ -143,7 +143,7 @@ def _skip_reason(key: Key, zone: str) -> str | None:
         return None
     if rtype in DNSSEC:
         return f"{owner} {rtype}: DNSSEC data, which BIND makes itself when it signs the zone"
-    if rtype not in KINDS:
+    if rtype not in KIND_OF_TYPE:
         return f"{owner} {rtype}: no Bindy record kind for {rtype}"
     return None
 
@@ -154,13 +154,13 @@ def _records(zone: str, rrsets: dict[Key, RRset], namespace: str, skipped: list[
     labels = {ZONE_LABEL: slug(zone)}
     for key in sorted(rrsets, key=lambda k: (k[0].count("."), k)):
         owner, rtype = key
-        if rtype not in KINDS or (rtype == "NS" and owner == zone):
+        if rtype not in KIND_OF_TYPE or (rtype == "NS" and owner == zone):
             continue
         rr = rrsets[key]
         try:
             specs = _specs(rr)
         except (dns.exception.DNSException, UnicodeDecodeError, ValueError) as exc:
-            skipped.append(f"{owner} {rtype}: cannot be written as a {KINDS[rtype]} ({exc})")
+            skipped.append(f"{owner} {rtype}: cannot be written as a {KIND_OF_TYPE[rtype]} ({exc})")
             continue
         for i, fields in enumerate(specs):
             spec: dict[str, Any] = {"name": relative(owner, zone)}
@@ -168,7 +168,7 @@ def _records(zone: str, rrsets: dict[Key, RRset], namespace: str, skipped: list[
                 spec["ttl"] = rr.ttl
             base = f"{slug(zone)}-{relative(owner, zone).replace('@', 'apex')}-{rtype.lower()}"
             name = names.take(base + (f"-{i + 1}" if len(specs) > 1 else ""))
-            out.append({"apiVersion": kinds.API_VERSION, "kind": KINDS[rtype],
+            out.append({"apiVersion": kinds.API_VERSION, "kind": KIND_OF_TYPE[rtype],
                         "metadata": _metadata(name, namespace, labels), "spec": {**spec, **fields}})
     return out
 
@@ -208,7 +208,7 @@ def check(adopted: Adopted, *, namespace: str) -> list[Problem]:
     (and listed as skipped, with the reason); the errors left are the DNSZone's."""
     zone = {**adopted.zone, "spec": {k: v for k, v in adopted.zone["spec"].items() if k != "clusterRef"}}
     for _ in range(len(adopted.records) + 1):  # dropping a record can invalidate another (an MX's target)
-        manifest = loader.load_text(to_yaml([zone, *adopted.records]), "imported.yaml", default_namespace=namespace)
+        manifest = parse.load_text(to_yaml([zone, *adopted.records]), "imported.yaml", default_namespace=namespace)
         found = [p for p in manifest.problems + (hierarchy.build(manifest).problems if manifest.ok else [])
                  if p.severity is Severity.ERROR]
         bad = {p.obj: p for p in found}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from agent.load.loader import Loaded
+from agent.load.loaded import Loaded
 from agent.model import syntax
 from agent.model.key import ObjectKey
 from agent.model.problems import Problem

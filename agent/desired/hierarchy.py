@@ -5,7 +5,7 @@
     Bind9Instance        ─► ServiceAccount (shared), Secret <instance>-rndc-key, ConfigMap,
                             Deployment, Service
     DNSZone              ─► the zone on its selected instances        (placement.py)
-    records              ─► RRsets in their zone                      (placement.py, rrsets.py)
+    records              ─► RRsets in their zone                      (assignment.py, zonerrsets.py, rrsets.py)
 
 Objects declared in Git win over generated ones with the same kind/namespace/name. Every
 semantic problem is collected, never raised.
@@ -20,9 +20,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from agent.desired import apinames, placement, rrsets, signing, workloads
-from agent.desired.memo import Memo
-from agent.load.loader import Loaded, Manifest
+from agent.desired import apinames, placement, rrsets, signing, storage, workloads, zoneset
+from agent.desired.memo import NO_MEMO, Memo
+from agent.load.loaded import Loaded
+from agent.load.manifest import Manifest
 from agent.model import kinds, names
 from agent.model.infra import (
     Bind9Config,
@@ -43,7 +44,8 @@ INFRA_KINDS = ("ClusterBind9Provider", "Bind9Cluster", "Bind9Instance")  # the C
 # Apply order (parents before children); prune runs it backwards.
 TIER_PROVIDER, TIER_CLUSTER, TIER_INSTANCE, TIER_CHILD, TIER_ZONE, TIER_RECORD = range(6)
 # Within an instance's children, what a Deployment uses comes before it.
-CHILD_ORDER = {"ServiceAccount": 0, "Secret": 1, "ConfigMap": 2, "Service": 3, "Deployment": 4}
+CHILD_ORDER = {"ServiceAccount": 0, "Secret": 1, "ConfigMap": 2, "PersistentVolumeClaim": 3, "Service": 3,
+               "Deployment": 4}
 
 
 @dataclasses.dataclass(slots=True)
@@ -174,6 +176,9 @@ def _clusters(manifest: Manifest, out: list[KubeObject], problems: _Problems) ->
     return clusters
 
 
+_ROLE_KEY_FIELDS = {"algorithm": "algorithm", "auto_rotate": "autoRotate", "rotate_after": "rotateAfter"}
+
+
 def _role_ref(spec: ClusterCommonSpec, role: str) -> RndcSecretRef | None:
     cfg = spec.primary if role == "primary" else spec.secondary
     if cfg and cfg.rndc_secret_ref:
@@ -202,8 +207,10 @@ def _instances(manifest: Manifest, clusters: dict[ObjectKey, Cluster], out: list
                 ref = _role_ref(cluster.spec, role)
                 if ref:
                     spec_body["rndcSecretRef"] = ref.dump()
-                elif cfg and cfg.rndc_key and "algorithm" in cfg.rndc_key.model_fields_set:
-                    spec_body["rndcKey"] = {"algorithm": cfg.rndc_key.algorithm}  # the role's, as Bindy
+                elif cfg and cfg.rndc_key and cfg.rndc_key.model_fields_set & _ROLE_KEY_FIELDS.keys():
+                    # the role's algorithm and rotation, as Bindy resolves them for its instances
+                    spec_body["rndcKey"] = {alias: getattr(cfg.rndc_key, f) for f, alias in _ROLE_KEY_FIELDS.items()
+                                            if f in cfg.rndc_key.model_fields_set}
                 if cluster.spec.zones_from:
                     spec_body["zonesFrom"] = [z.dump() for z in cluster.spec.zones_from]
                 spec = Bind9InstanceSpec.model_validate(spec_body)
@@ -283,6 +290,17 @@ def _config_strings(settings: workloads.InstanceSettings) -> list[tuple[str, str
     return out
 
 
+def _claim(key: ObjectKey, inst: Instance) -> list[KubeObject]:
+    """The instance's PersistentVolumeClaim to create, if any: with no owner, so that deleting the
+    instance never garbage-collects its data."""
+    lbl = workloads.labels(key.name, inst.cluster, inst.role)
+    pvc = storage.claim(key.name, key.namespace or "", lbl, inst.spec)
+    if pvc is None:
+        return []
+    return [KubeObject(ObjectKey("PersistentVolumeClaim", key.namespace, pvc["metadata"]["name"]), pvc, TIER_CHILD,
+                       source=inst.source)]
+
+
 def _children(instances: dict[ObjectKey, Instance], clusters: dict[ObjectKey, Cluster], objects: list[KubeObject],
               problems: _Problems) -> None:
     accounts: set[str] = set()
@@ -335,7 +353,7 @@ def _children(instances: dict[ObjectKey, Instance], clusters: dict[ObjectKey, Cl
                        TIER_CHILD, key, source=inst.source))
 
 
-def _git_objects(manifest: Manifest, memo: Memo | None) -> list[tuple[list[KubeObject], list[KubeObject]]]:
+def _git_objects(manifest: Manifest, memo: Memo) -> list[tuple[list[KubeObject], list[KubeObject]]]:
     """The DNSZone and the record CRs as written in Git, file by file; a file's are made again only
     when it changed."""
     record_kinds = {k.name for k in kinds.RECORD_KINDS}
@@ -347,23 +365,23 @@ def _git_objects(manifest: Manifest, memo: Memo | None) -> list[tuple[list[KubeO
         return zones, records
 
     files = [found for found in manifest.by_file or [manifest.objects] if found]
-    return ([make(found) for found in files] if memo is None
-            else memo.each(("crs",), files, make, name=lambda found: found[0].origin.file))
+    return memo.each(("crs",), files, make, name=lambda found: found[0].origin.file)
 
 
-def build(manifest: Manifest, memo: Memo | None = None) -> Desired:
-    """Expands a loaded revision into everything the agent should make true. With a `memo` (a
-    long-running agent), what did not change since the last revision is reused, not recomputed."""
+def build(manifest: Manifest, memo: Memo = NO_MEMO) -> Desired:
+    """Expands a loaded revision into everything the agent should make true. With a long-running
+    agent's `memo`, what did not change since the last revision is reused, not recomputed."""
     problems = _Problems()
     objects: list[KubeObject] = []
     clusters = _clusters(manifest, objects, problems)
     instances = _instances(manifest, clusters, objects, problems)
     _children(instances, clusters, objects, problems)
+    objects += [pvc for key, inst in sorted(instances.items(), key=lambda kv: str(kv[0])) for pvc in _claim(key, inst)]
     desired = Desired(objects, instances, [], problems.items)
     cluster_view = {k: placement.ClusterView(k, c.provider) for k, c in clusters.items()}
     inst_view = [placement.InstanceView(i.key, i.cluster, i.role, i.labels, i.zones_from)
                  for i in instances.values()]
-    zones, zone_problems = placement.place(manifest, cluster_view, inst_view, memo)
+    zones, zone_problems = zoneset.place(manifest, cluster_view, inst_view, memo)
     desired.zones = zones
     problems.items += zone_problems
     problems.items += signing.zone_policies(zones, _signing(instances, clusters), manifest)
@@ -377,6 +395,5 @@ def build(manifest: Manifest, memo: Memo | None = None) -> Desired:
     desired.infra = len(infra)
     problems.items += apinames.check(((o.key, o.body, o.source) for o in infra if o.origin is None),
                                       {o.key: o for o in manifest.of_kind(*INFRA_KINDS)})
-    if memo is not None:
-        memo.sweep()
+    memo.sweep()
     return desired

@@ -1,12 +1,23 @@
 """What expanding the last revision computed, reused for the next one when its inputs are the same.
 
-A long-running agent loads unchanged files as the very same objects (agent/load/loader.FileCache),
-so "the same inputs" is identity: a zone whose DNSZone and member records are the same objects as
-last time has the same RRsets and the same problems. Entries not used by a revision are dropped
-after it (`sweep`), so the memo holds one revision's worth. Pure: no I/O.
+The contract `Memo` relies on, and every step that hands it inputs must keep: **the same inputs are
+the very same objects.** A long-running agent loads an unchanged file as the very same objects
+(agent/load/filecache.FileCache), and each memoized step returns the very object it returned last
+time while its own inputs are the same (a zone's placement, a file's assignment, a zone's RRsets,
+a zone's plan), so the next step can compare by identity (`is`), not by value: a zone whose DNSZone
+and member records are the same objects as last time has the same RRsets and the same problems.
+The converse is what keeps it correct: anything that can change a result must be among its inputs,
+and a step must never change an object it returned (or was given) in place. Inputs that are
+re-read but say the same thing get a stable stand-in (`token`). tests/test_cache_owner.py holds
+the contract (changed input -> recomputed; unchanged -> the very same object) and
+tests/test_cold_warm.py requires that plans made with a warm memo equal plans made cold.
 
-`each` does the same for a whole list (a result per file, per zone) at the cost of comparing the
-lists, not of a lookup per item: a commit changes a few items of a list of thousands.
+Entries not used by a revision are dropped after it (`sweep`), so the memo holds one revision's
+worth. `each` does the same for a whole list (a result per file, per zone) at the cost of comparing
+the lists, not of a lookup per item: a commit changes a few items of a list of thousands.
+
+`NO_MEMO` is the memo of a one-shot run: it computes everything and remembers nothing, so callers
+always have a memo and never branch on having one. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -54,7 +65,7 @@ class Memo:
         """[compute(item) for item in items], where an item that is `same` as the last call's item of
         its `name` (while `shared` are the same objects) takes that item's result. The usual case,
         a list of the same length, is compared position by position; only where it differs are
-        names looked up."""
+        names looked up. The list returned is the caller's; its items are shared with the next call."""
         found = self._entries.get(key) or self._used.get(key)
         if found is None or len(found[0]) != len(shared) + 1 or not all(map(operator.is_, found[0], shared)):
             results = [compute(item) for item in items]
@@ -83,8 +94,36 @@ class Memo:
             self.misses += computed
             self.hits += len(items) - computed
         self._used[key] = ((*shared, list(items)), results)  # the items are held: their ids are not reused
-        return results
+        return list(results)  # the caller's own list: appending to it must not change what is remembered
 
     def sweep(self) -> None:
         """Keeps what this revision used, for the next one."""
         self._entries, self._used = self._used, {}
+
+    def clear(self) -> None:
+        """Forgets everything (nothing remembered may be trusted any more)."""
+        self._entries, self._used = {}, {}
+
+
+class NullMemo(Memo):
+    """A memo that remembers nothing: every result is computed (a one-shot run). Holds no state, so
+    one instance (`NO_MEMO`) serves every caller."""
+
+    def get(self, key: Hashable, inputs: tuple[object, ...], compute: Callable[[], T]) -> T:
+        return compute()
+
+    def token(self, key: Hashable, fingerprint: Hashable) -> object:
+        return object()  # never the same as another: whatever it stands for is computed again
+
+    def each(self, key: Hashable, items: Sequence[I], compute: Callable[[I], T], *, name: Callable[[I], Hashable],
+             same: Callable[[I, I], bool] = operator.is_, shared: tuple[object, ...] = ()) -> list[T]:
+        return [compute(item) for item in items]
+
+    def sweep(self) -> None:
+        pass
+
+    def clear(self) -> None:
+        pass
+
+
+NO_MEMO: Memo = NullMemo()

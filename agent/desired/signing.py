@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from agent.desired import placement, workloads
-from agent.load.loader import Manifest
+from agent.load.manifest import Manifest
 from agent.model.infra import Bind9Config, DnssecSigning
 from agent.model.key import ObjectKey
 from agent.model.problems import Problem, Severity

@@ -15,6 +15,7 @@ import copy
 import dataclasses
 from typing import Any
 
+from agent.desired import storage as storage_claim
 from agent.model.infra import Bind9Config, Bind9InstanceSpec, BindcarConfig, DnssecSigning, RndcSecretRef
 from agent.model.names import CLUSTER_LABEL, MANAGED_BY, ROLE_LABEL
 
@@ -236,9 +237,9 @@ def config_map(name: str, namespace: str, lbl: dict[str, str], conf: str) -> dic
 def _volumes(instance: str, spec: Bind9InstanceSpec, settings: InstanceSettings, secret_name: str,
              config_name: str) -> list[dict[str, Any]]:
     storage = spec.storage
-    if storage and storage.storage_type == "persistentVolumeClaim" and storage.persistent_volume_claim:
-        zones_volume: dict[str, Any] = {"name": "zones", "persistentVolumeClaim": {
-            "claimName": storage.persistent_volume_claim.claim_name or f"{instance}-zones"}}
+    claimed = storage_claim.claim_name(instance, spec)
+    if claimed is not None:
+        zones_volume: dict[str, Any] = {"name": "zones", "persistentVolumeClaim": {"claimName": claimed}}
     else:
         zones_volume = {"name": "zones", "emptyDir": dict(storage.empty_dir or {}) if storage else {}}
     return [

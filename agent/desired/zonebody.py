@@ -11,11 +11,15 @@ BIND takes no names there. `allowTransfer` is bare addresses (an ACL has no port
 bindcar turns `dnssecPolicy` into the zone's `dnssec-policy "<name>"` and `inlineSigning` into
 `inline-signing yes` in its `rndc addzone`; Bindy sends both for a DNSZone with `dnssecPolicy` and
 neither for a secondary, which receives the signed zone by transfer.
+
+`nameServers` and `nameServerIps` (the apex NS and IPv4 glue, desired/nameservers.py) make the zone
+loadable when it is created; afterwards they, and the IPv6 glue the body cannot carry, are kept by
+DNS UPDATE as part of the zone's RRsets.
 """
 
 from __future__ import annotations
 
-from agent.desired import rrsets
+from agent.desired import nameservers
 from agent.desired.placement import Zone
 
 
@@ -25,16 +29,13 @@ def primary(zone: Zone, *, also_notify: list[str], update_key: str | None,
     `update_key`: the TSIG key allowed to UPDATE it, `allow_transfer`: who may transfer it (a
     per-zone ACL that replaces named.conf's; None or empty: named.conf's applies)."""
     spec, soa = zone.spec, zone.spec.soa_record
-    glue = {ns.hostname: ns.ipv4_address for ns in spec.name_servers or [] if ns.ipv4_address}
-    glue.update({rrsets.absolute(h): ip for h, ip in (spec.name_server_ips or {}).items()})
     config: dict[str, object] = {
         "ttl": zone.default_ttl,
         "soa": {"primaryNs": soa.primary_ns, "adminEmail": soa.admin_email, "serial": soa.serial,
                 "refresh": soa.refresh, "retry": soa.retry, "expire": soa.expire,
                 "negativeTtl": soa.negative_ttl},
-        "nameServers": [ns.hostname for ns in spec.name_servers or []] or [soa.primary_ns],
-        # glue only for name servers inside the zone
-        "nameServerIps": {h: ip for h, ip in glue.items() if h == zone.name or h.endswith("." + zone.name)},
+        "nameServers": nameservers.hosts(zone),
+        "nameServerIps": nameservers.body_glue(zone),  # IPv4 glue of name servers inside the zone
     }
     if also_notify:
         config["alsoNotify"] = list(also_notify)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from agent.load.loader import Manifest
+from agent.load.manifest import Manifest
 from agent.model.names import FORCE_ANNOTATION, THRESHOLD_ANNOTATION
 from agent.model.problems import Problem, Severity
 

@@ -20,7 +20,7 @@ from typing import Any
 from agent.desired import workloads
 from agent.desired.hierarchy import Desired
 from agent.gate import podsecurity, tenancy
-from agent.load.loader import Manifest
+from agent.load.manifest import Manifest
 from agent.model import names
 from agent.model.problems import Problem
 

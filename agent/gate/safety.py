@@ -1,13 +1,16 @@
 """The safety gate: every refusal of a dangerous plan, decided on the whole revision before any write.
 
     per zone       deleting more than a threshold share of its managed RRsets (zones with at least
-                   `min_managed`), or changing its apex NS set
+                   `min_managed`; every RRset counts, glue too, except the apex NS set), or deleting
+                   its apex NS set (a zone must keep at least one name server)
     whole zones    a zone leaving every server counts as deleting all its managed RRsets
     Kubernetes     pruning more than a threshold share of the objects the agent manages
 
 Any refusal refuses the whole revision: nothing is applied. Each refusal says the counts, the
 limit and how the operator allows it: `--force` (everything), `--allow-prune` (Kubernetes prunes),
-`--delete-threshold-percent` (the share of a zone's RRsets a plan may delete). The gate is the
+`--delete-threshold-percent` (the share of a zone's RRsets a plan may delete). An edit of the apex
+NS set that leaves at least one name server is a declared change (the DNSZone's `nameServers`, or
+NSRecords at the apex), applied like any other; so is an edit of the glue. The gate is the
 operator's: a repository can only make it stricter. A DNSZone's delete-threshold-percent annotation
 counts only where it is lower than the operator's threshold (for a zone that left Git, the one it
 had when last applied); allow-unsafe-plan relaxes nothing (agent/gate/overrides.py warns about both).
@@ -20,9 +23,9 @@ import dataclasses
 from agent.gate import overrides
 from agent.model.names import THRESHOLD_ANNOTATION
 from agent.model.ownership import Key
-from agent.plan import rrsetdiff
+from agent.plan import zoneplan
 from agent.plan.model import Plan
-from agent.plan.zonediff import ZonePlan
+from agent.plan.zoneplan import ZonePlan
 
 DELETE_THRESHOLD = 0.30
 MIN_MANAGED = 10
@@ -59,9 +62,10 @@ def _threshold(zone: str, annotations: dict[str, str], default: float) -> tuple[
     return min(default, percent / 100), None
 
 
-def records_refusal(zone: str, plan: rrsetdiff.RRsetPlan, managed: set[Key],
+def records_refusal(zone: str, plan: zoneplan.RRsetPlan, managed: set[Key],
                     annotations: dict[str, str], policy: Policy) -> str | None:
-    """None if one primary's RRset plan may go ahead, else why not (also used after a re-plan)."""
+    """None if one primary's RRset plan may go ahead, else why not. Every managed RRset counts against
+    the delete threshold, glue too, except the apex NS set: deleting it is refused on its own."""
     if not plan.changes and THRESHOLD_ANNOTATION not in annotations:
         return None  # most zones of most runs: nothing to refuse (a bad threshold is refused below)
     if policy.force:
@@ -69,13 +73,14 @@ def records_refusal(zone: str, plan: rrsetdiff.RRsetPlan, managed: set[Key],
     threshold, bad = _threshold(zone, annotations, policy.delete_threshold)
     if bad:
         return bad
-    apex_ns = [c for c in plan.changes if c.key == (zone, "NS")]
-    if apex_ns:
-        return f"zone {zone}: refusing to change the apex NS set ({apex_ns[0].action}); {FORCE_HOW}"
+    if any(c.key == (zone, "NS") and c.action == "delete" for c in plan.changes):
+        return (f"zone {zone}: refusing to delete the apex NS set: the zone would have no name server; "
+                f"{FORCE_HOW}")
+    counted = managed - {(zone, "NS")}
     deletes = sum(1 for c in plan.changes if c.action == "delete")
-    if len(managed) >= policy.min_managed and deletes > threshold * len(managed):
-        share = 100 * deletes / len(managed)
-        return (f"zone {zone}: refusing to delete {deletes} of {len(managed)} managed RRsets ({share:.0f}%); "
+    if len(counted) >= policy.min_managed and deletes > threshold * len(counted):
+        share = 100 * deletes / len(counted)
+        return (f"zone {zone}: refusing to delete {deletes} of {len(counted)} managed RRsets ({share:.0f}%); "
                 f"the limit is {threshold * 100:.0f}% for zones with at least {policy.min_managed} managed RRsets; "
                 f"{THRESHOLD_HOW}")
     return None
@@ -116,7 +121,7 @@ def prune_refusal(plan: Plan, policy: Policy) -> str | None:
 def _may_refuse(zp: ZonePlan) -> bool:
     """Not a zone plan found settled before (nothing to write or delete: only a malformed threshold
     annotation could refuse it, and that is looked at every time)."""
-    return not zp.settled_once or THRESHOLD_ANNOTATION in zp.annotations
+    return not zp.settled or THRESHOLD_ANNOTATION in zp.annotations
 
 
 def check(plan: Plan, policy: Policy) -> list[str]:

@@ -18,7 +18,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from agent.desired.hierarchy import Desired
-from agent.load.loader import Loaded, Manifest
+from agent.load.loaded import Loaded
+from agent.load.manifest import Manifest
 from agent.model import names
 from agent.model.infra import ClusterBind9Provider
 from agent.model.problems import Problem, Severity
@@ -131,13 +132,13 @@ def _walk(node: Any, path: str) -> Iterator[tuple[str, str, str | None]]:
 def _named_secrets(obj: Loaded) -> list[tuple[str, str, str | None]]:
     """(field path, name, namespace) of the Secrets one CR names; kept with the object, which a
     long-running agent reuses while its file is unchanged (a revision may hold 1,000 DNSZones)."""
-    found = obj.secrets
-    if found is None:
-        spec: Any = getattr(obj.model, "spec", None)
-        body = spec.model_dump(by_alias=True, exclude_none=True, mode="json") if hasattr(spec, "model_dump") else None
-        found = list(_walk(body, "spec"))
-        object.__setattr__(obj, "secrets", found)  # a cache on a frozen object
-    return found
+    return obj.derived(_secrets_named)
+
+
+def _secrets_named(obj: Loaded) -> list[tuple[str, str, str | None]]:
+    spec: Any = getattr(obj.model, "spec", None)
+    body = spec.model_dump(by_alias=True, exclude_none=True, mode="json") if hasattr(spec, "model_dump") else None
+    return list(_walk(body, "spec"))
 
 
 def secret_refs(manifest: Manifest) -> list[SecretRef]:

@@ -15,6 +15,8 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from agent.load import rulechecks
+
 CLUSTERS = ("Bind9Cluster", "ClusterBind9Provider")
 INSTANCE = ("Bind9Instance",)
 ROLES = ("primary", "secondary")
@@ -57,12 +59,16 @@ def _signing(kinds: tuple[str, ...], base: str) -> list[Inert]:
     ]
 
 
-_ROTATION_WHY = ("bindy-agent does not rotate RNDC keys (Bindy does); to change a key, write the new one "
-                 "into the Secret that rndcKey.secretRef names")
 _INLINE_WHY = ("the agent generates every value of an inline RNDC Secret and keeps only the key names; "
                "to bring your own key, create the Secret and name it in rndcKey.secretRef")
-_PVC_WHY = ("the agent does not create the claim; create the PersistentVolumeClaim yourself and name it "
-            "in storage.persistentVolumeClaim.claimName")
+
+
+def _unreadable_duration(value: Any) -> bool:
+    return not isinstance(value, str) or rulechecks.rotate_after(value) is not None
+
+
+_ROTATE_AFTER_WHY = ("it is not a rotation interval Bindy reads (a whole number of hours, days or weeks within "
+                     "1h..8760h, e.g. 720h, 30d or 4w), so the key is never rotated; write it that way")
 
 
 def _is_true(value: Any) -> bool:
@@ -80,20 +86,13 @@ INERT: tuple[Inert, ...] = (
           "spec.primary/secondary.rndcSecretRef", bindy_ignores=True),
     *_signing(CLUSTERS, "spec.global"),
     *_signing(INSTANCE, "spec.config"),
-    Inert(INSTANCE, "spec.rndcKey.autoRotate", _ROTATION_WHY, when=_is_true),
-    Inert(INSTANCE, "spec.rndcKey.rotateAfter", _ROTATION_WHY),
-    *(Inert(CLUSTERS, p, _ROTATION_WHY, when=_is_true) for p in _roles("rndcKey.autoRotate")),
-    *(Inert(CLUSTERS, p, _ROTATION_WHY) for p in _roles("rndcKey.rotateAfter")),
+    Inert(INSTANCE, "spec.rndcKey.rotateAfter", _ROTATE_AFTER_WHY, when=_unreadable_duration),
+    *(Inert(CLUSTERS, p, _ROTATE_AFTER_WHY, when=_unreadable_duration) for p in _roles("rndcKey.rotateAfter")),
     Inert(INSTANCE, "spec.rndcKey.secret.data", _INLINE_WHY),
     Inert(INSTANCE, "spec.rndcKey.secret.stringData", _INLINE_WHY),
     *(Inert(CLUSTERS, p, "an inline Secret on a role is not used: each instance the cluster generates "
             "gets its own generated key; to share a key, create the Secret and name it in "
             "rndcKey.secretRef") for p in _roles("rndcKey.secret")),
-    Inert(("DNSZone",), "spec.nameServers.*.ipv6Address", "no AAAA glue is written (ipv4Address gives A "
-          "glue); add an AAAARecord for the name server's host"),
-    Inert(INSTANCE, "spec.storage.persistentVolumeClaim.size", _PVC_WHY, bindy_ignores=True),
-    Inert(INSTANCE, "spec.storage.persistentVolumeClaim.storageClassName", _PVC_WHY, bindy_ignores=True),
-    Inert(INSTANCE, "spec.storage.persistentVolumeClaim.accessModes", _PVC_WHY, bindy_ignores=True),
 )
 
 _BY_KIND: dict[str, list[tuple[list[str], Inert]]] = {}

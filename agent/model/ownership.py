@@ -11,7 +11,7 @@ Two kinds of record, kept apart so that a run writes only what it touched:
   its outcome, when the world was last fully reconciled, and whether a report still waits to be
   pushed.
 
-Pure data and its JSON form; agent/reconcile/statestore.py reads and writes it.
+Pure data and its JSON form; agent/clients/statestore.py reads and writes it.
 """
 
 from __future__ import annotations
@@ -59,6 +59,8 @@ class ZoneOwnership:
     annotations: dict[str, str] = dataclasses.field(default_factory=dict)  # the gate annotations last applied
     pending: Intent | None = None
     revision: str | None = None  # the revision whose writes to this zone were last settled
+    # the secondaries' addresses its primaries were last told to NOTIFY (None: not known, an older record)
+    notify: list[str] | None = None
 
     def to_json(self) -> str:
         doc: dict[str, Any] = {"zone": self.zone, "placements": dict(sorted(self.placements.items())),
@@ -69,6 +71,8 @@ class ZoneOwnership:
             doc["pending"] = self.pending.as_dict()
         if self.revision:
             doc["revision"] = self.revision
+        if self.notify is not None:
+            doc["notify"] = self.notify
         return json.dumps(doc, separators=(",", ":"), sort_keys=True)
 
     @classmethod
@@ -77,7 +81,7 @@ class ZoneOwnership:
         pending = doc.get("pending")
         return cls(doc["zone"], dict(doc.get("placements", {})), {(n, t) for n, t in doc.get("managed", [])},
                    dict(doc.get("annotations", {})), Intent.from_dict(pending) if pending is not None else None,
-                   doc.get("revision"))
+                   doc.get("revision"), doc.get("notify"))
 
     @property
     def empty(self) -> bool:
@@ -94,6 +98,7 @@ class RunState:
     notes_pending: bool = False  # a report could not be pushed: the next run pushes it, even with nothing to do
     message: str = ""  # that run's outcome in a line, for people (the status object shows it)
     suspended: bool = False  # read from the store's suspend mark (not part of the record itself)
+    unready: bool = False  # some instance's pods were not all ready: the next tick looks again, head unchanged
 
     def to_json(self) -> str:
         doc: dict[str, Any] = {"applied": self.applied, "seen": self.seen, "outcome": self.outcome,
@@ -102,13 +107,16 @@ class RunState:
             doc["notesPending"] = True
         if self.message:
             doc["message"] = self.message
+        if self.unready:
+            doc["unready"] = True
         return json.dumps(doc, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> RunState:
         doc: dict[str, Any] = json.loads(text) if text.strip() else {}
         return cls(doc.get("applied"), doc.get("seen"), doc.get("outcome"), float(doc.get("reconciledAt", 0.0)),
-                   bool(doc.get("notesPending", False)), str(doc.get("message", "")))
+                   bool(doc.get("notesPending", False)), str(doc.get("message", "")),
+                   unready=bool(doc.get("unready", False)))
 
 
 def from_legacy(text: str) -> tuple[RunState, dict[str, ZoneOwnership]]:

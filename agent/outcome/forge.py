@@ -30,7 +30,7 @@ from agent.outcome import delivery
 if TYPE_CHECKING:
     import httpx
 
-KINDS = ("github", "gitlab", "gitea")
+FORGES = ("github", "gitlab", "gitea")
 DEFAULT_CONTEXT = "bindy-agent"
 MAX_DESCRIPTION = 140  # GitHub refuses longer descriptions
 SCP_LIKE = re.compile(r"^(?:[^@/]+@)?(?P<host>[^:/]+):(?!//)(?P<path>.+)$")  # git@host:owner/repo.git
@@ -77,8 +77,8 @@ def configure(kind: str, *, repo: str, token_file: pathlib.Path | None, api_url:
               project: str | None = None, context: str = DEFAULT_CONTEXT, report_url: str | None = None,
               budget: delivery.Budget | None = None) -> ForgeSettings:
     """Derives the API URL and the project from the repository URL unless given; ConfigError if it cannot."""
-    if kind not in KINDS:
-        raise ConfigError(f"commit status: unknown forge {kind!r} (expected one of {', '.join(KINDS)})")
+    if kind not in FORGES:
+        raise ConfigError(f"commit status: unknown forge {kind!r} (expected one of {', '.join(FORGES)})")
     if token_file is None:
         raise ConfigError(f"commit status on {kind}: a token file is needed (commit_status_token_file)")
     where = _split(repo)

@@ -87,10 +87,10 @@ class Report:
                 "supersededBy": self.superseded_by}
 
 
-def bounded(doc: dict[str, Any], limit: int = DETAIL_LIMIT) -> dict[str, Any]:
-    """The report with every list cut to `limit` items; `omitted` counts what was left out."""
+def bounded(doc: dict[str, Any], limit: int = DETAIL_LIMIT, lists: tuple[str, ...] = _LISTS) -> dict[str, Any]:
+    """The report with each of its `lists` cut to `limit` items; `omitted` counts what was left out."""
     out = dict(doc)
-    omitted = {k: len(doc[k]) - limit for k in _LISTS if len(doc.get(k) or []) > limit}
+    omitted = {k: len(doc[k]) - limit for k in lists if len(doc.get(k) or []) > limit}
     for key in omitted:
         out[key] = doc[key][:limit]
     if omitted:
@@ -154,12 +154,8 @@ def entry(report: Report) -> dict[str, Any]:
     """What a later run of a noted commit adds to its note: when, the outcome, the counts, and the first
     ENTRY_LINES items of each list (`omitted` says how many more)."""
     full = report.as_dict()
-    doc = {key: full[key] for key in ("runId", "startedAt", "durationSeconds", "outcome", "summary")}
-    doc.update({key: full[key][:ENTRY_LINES] for key in _ENTRY_LISTS})
-    omitted = {key: len(full[key]) - ENTRY_LINES for key in _ENTRY_LISTS if len(full[key]) > ENTRY_LINES}
-    if omitted:
-        doc["omitted"] = omitted
-    return doc
+    kept = ("runId", "startedAt", "durationSeconds", "outcome", "summary", *_ENTRY_LISTS)
+    return bounded({key: full[key] for key in kept}, ENTRY_LINES, _ENTRY_LISTS)
 
 
 def noteworthy(doc: dict[str, Any], report: Report) -> bool:
@@ -222,12 +218,17 @@ def json_part(note: str) -> str | None:
     return rest if found else None
 
 
-def parse(note: str) -> dict[str, Any]:
-    """The JSON of a note, its signature line (agent/outcome/signature.py) left out; nothing verified."""
+def split(note: str) -> tuple[str, str | None]:
+    """(the note's body, its signature line (agent/outcome/signature.py) or None)."""
     head, _, last = note.rstrip("\n").rpartition("\n")
     if last.startswith(SIGNATURE):
-        note = head + "\n"
-    body = json_part(note)
+        return head + "\n", last
+    return note, None
+
+
+def parse(note: str) -> dict[str, Any]:
+    """The JSON of a note, its signature line left out; nothing verified."""
+    body = json_part(split(note)[0])
     if body is None:
         raise ValueError("not a bindy-agent report (no JSON part)")
     doc: dict[str, Any] = json.loads(body)

@@ -64,14 +64,6 @@ def sign(key: bytes | None, kind: Kind, sha: str, text: str) -> str:
     return f"{body}{TRAILER}v1 hmac-sha256={_digest(key, kind, sha, body.encode())}\n"
 
 
-def split(note: str) -> tuple[str, str | None]:
-    """(the note's body, its signature line or None)."""
-    head, _, last = note.rstrip("\n").rpartition("\n")
-    if last.startswith(TRAILER):
-        return head + "\n", last
-    return note, None
-
-
 @dataclasses.dataclass(frozen=True)
 class Shown:
     """What `report` may show of a note: its document (None when malformed), and whether it is the agent's."""
@@ -115,7 +107,7 @@ def examine(data: bytes, *, sha: str, key: bytes | None, kind: Kind) -> Shown:
         note = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         return malformed(f"not UTF-8 text (byte {exc.start})")
-    body, trailer = split(note)
+    body, trailer = report.split(note)
     reason: str | None = NO_KEY
     if key is not None:
         match = _TRAILER_RE.fullmatch(trailer or "")

@@ -6,14 +6,17 @@ Conditions follow seeds/002: `Ready`, `Progressing`, `Degraded`, each with a rea
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from agent.desired import rrsets
+from agent.desired import rrsets, workloads
 from agent.desired.hierarchy import Desired
 from agent.desired.placement import Zone
 from agent.model import kinds
 from agent.model.key import ObjectKey
+from agent.outcome import pods as podstate
 from agent.outcome import signing
+from agent.plan import rotation
 from agent.plan.model import Plan
 from agent.reconcile.dnsapply import DnsResult, ZoneResult
 from agent.reconcile.kubeapply import KubeResult
@@ -47,17 +50,17 @@ def conditions(outcome: Outcome, *, dns_pending: bool = False) -> list[dict[str,
             _condition("Degraded", "False", "ReconcileSucceeded", "")]
 
 
-def readiness(deployment: dict[str, Any]) -> list[dict[str, str]]:
+def readiness(deployment: dict[str, Any], pods: Iterable[dict[str, Any]] = ()) -> list[dict[str, str]]:
     """A Bind9Instance's conditions from its Deployment, as Bindy counts its pods: Ready True with
     AllReady when every replica is ready (and of the current template), else False with NotReady
-    (none ready) or PartiallyReady. Pods still starting are Progressing; Degraded once the Deployment
-    says it failed (ReplicaFailure, ProgressDeadlineExceeded: a bad image, say), with its message."""
+    (none ready) or PartiallyReady. Pods still starting are Progressing; Degraded once a pod says it
+    cannot start (`pods`: the instance's pods as listed, e.g. a container waiting with ErrImagePull or
+    CrashLoopBackOff, or Unschedulable: the pod, reason and message are named) or the Deployment says
+    it failed (ReplicaFailure, ProgressDeadlineExceeded), with its message."""
     spec, status = deployment.get("spec") or {}, deployment.get("status") or {}
     want = int(spec.get("replicas", 1))
     ready = int(status.get("readyReplicas") or 0)
-    current = (status.get("observedGeneration") or 0) >= (deployment.get("metadata") or {}).get("generation", 0)
-    updated = int(status.get("updatedReplicas") or 0) if current else 0
-    if want > 0 and ready >= want and updated >= want:
+    if all_ready(deployment):
         return [_condition("Ready", "True", "AllReady", f"All {want} pods are ready"),
                 _condition("Degraded", "False", "AllReady", "")]
     conds = status.get("conditions") or []
@@ -66,12 +69,28 @@ def readiness(deployment: dict[str, Any]) -> list[dict[str, str]]:
     else:
         reason, message = "PartiallyReady", f"{min(ready, want)}/{want} pods are ready"
     # pods starting say no more than that (as Bindy): the message stays the same from run to run
-    failed = _deployment_problem(conds, (("ReplicaFailure", "True"), ("Progressing", "False")))
+    stuck = podstate.problem(pods)
+    failed = "; ".join(x for x in (stuck.message() if stuck else "", _deployment_problem(
+        conds, (("ReplicaFailure", "True"), ("Progressing", "False")))) if x)
     message += f": {failed}" if failed else ""
     if failed:
         return [_condition("Ready", "False", reason, message), _condition("Degraded", "True", reason, message)]
     return [_condition("Ready", "False", reason, message), _condition("Progressing", "True", reason, message),
             _condition("Degraded", "False", reason, "")]
+
+
+def all_ready(deployment: dict[str, Any]) -> bool:
+    """Every wanted replica of the Deployment is ready and of its current template."""
+    spec, status = deployment.get("spec") or {}, deployment.get("status") or {}
+    want = int(spec.get("replicas", 1))
+    current = (status.get("observedGeneration") or 0) >= (deployment.get("metadata") or {}).get("generation", 0)
+    updated = int(status.get("updatedReplicas") or 0) if current else 0
+    return want > 0 and int(status.get("readyReplicas") or 0) >= want and updated >= want
+
+
+def unready(live: Mapping[ObjectKey, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The live Deployments that are not all ready: the ones whose pods are worth reading."""
+    return [body for key, body in live.items() if key.kind == "Deployment" and not all_ready(body)]
 
 
 def _deployment_problem(conds: list[dict[str, Any]], bad: tuple[tuple[str, str], ...]) -> str:
@@ -103,6 +122,7 @@ def _zone_conditions(zr: ZoneResult | None) -> list[dict[str, str]]:
     primaries = sum(1 for i in configured if i in zr.primaries)
     secondaries = len(configured) - primaries
     message = f"Configured on {primaries} primary server(s) and {secondaries} secondary server(s)"
+    message += "".join(f"; {i} served by {ok}/{total} pods" for i, (ok, total) in sorted(zr.served.items()))
     bad = sorted({f"{c.server} ({c.name} {c.rtype})" for c in zr.checks if not c.ok})
     if zr.secondary_error:
         degraded = _condition("Degraded", "True", "SecondaryFailed",
@@ -148,10 +168,12 @@ class _Index:
     zone_results: dict[ObjectKey | None, ZoneResult]
     dns: bool  # zones and records were synced in this run
     deployments: dict[ObjectKey, dict[str, Any]]  # Bind9Instance -> its live Deployment (with .status)
+    pods: Mapping[ObjectKey, list[dict[str, Any]]]  # Bind9Instance -> its pods as listed (of unready ones)
 
     @classmethod
     def of(cls, desired: Desired, outcomes: dict[ObjectKey, Outcome], dns: DnsResult | None,
-           deployments: dict[ObjectKey, dict[str, Any]] | None = None) -> _Index:
+           deployments: dict[ObjectKey, dict[str, Any]] | None = None,
+           pods: Mapping[ObjectKey, list[dict[str, Any]]] | None = None) -> _Index:
         by_instance: dict[ObjectKey, list[Zone]] = {}
         for zone in desired.zones:
             for inst in zone.instances:
@@ -159,14 +181,14 @@ class _Index:
         record_zone = {rk: z for z in desired.zones for rk in z.records}
         results = {z.key: z for z in dns.zones} if dns else {}
         return cls(desired, outcomes, by_instance, record_zone, {z.key: z for z in desired.zones}, results,
-                   dns is not None, deployments or {})
+                   dns is not None, deployments or {}, pods or {})
 
 
 def _conditions_of(key: ObjectKey, index: _Index) -> list[dict[str, str]]:
     outcome = index.outcomes.get(key, Outcome(True))
     in_dns = key.kind == "DNSZone" or key.kind in RECORD_KINDS
     if key.kind == "Bind9Instance" and outcome.ok and key in index.deployments:
-        return readiness(index.deployments[key])
+        return readiness(index.deployments[key], index.pods.get(key, ()))
     if not in_dns or not outcome.ok:
         return conditions(outcome)
     if not index.dns:
@@ -266,11 +288,13 @@ def _fields(key: ObjectKey, index: _Index, service_ips: dict[ObjectKey, str]) ->
 def statuses(desired: Desired, outcomes: dict[ObjectKey, Outcome], *, revisions: dict[ObjectKey, str],
              generations: dict[ObjectKey, int], service_ips: dict[ObjectKey, str],
              dns: DnsResult | None = None, only: set[ObjectKey] | None = None,
-             deployments: dict[ObjectKey, dict[str, Any]] | None = None) -> dict[ObjectKey, dict[str, Any]]:
+             deployments: dict[ObjectKey, dict[str, Any]] | None = None,
+             pods: Mapping[ObjectKey, list[dict[str, Any]]] | None = None) -> dict[ObjectKey, dict[str, Any]]:
     """The status of every CR in `desired` (or of those in `only`), keyed by the CR; `revisions` is
     the lastAppliedRevision of the CRs that carry one; `deployments`: each instance's live
-    Deployment, whose readiness its status shows."""
-    index = _Index.of(desired, outcomes, dns, deployments)
+    Deployment, whose readiness its status shows; `pods`: each instance's pods, which say why they
+    do not start."""
+    index = _Index.of(desired, outcomes, dns, deployments, pods)
     out: dict[ObjectKey, dict[str, Any]] = {}
     for obj in desired.objects:
         key = obj.key
@@ -322,17 +346,29 @@ def _revisions(desired: Desired, live: dict[ObjectKey, dict[str, Any]], revision
 
 def wanted(desired: Desired, result: KubeResult, *, revision: str | None, dns: DnsResult | None = None,
            only: set[ObjectKey] | None = None, changed: set[ObjectKey] | None = None,
+           pods: Mapping[ObjectKey, list[dict[str, Any]]] | None = None,
            ) -> dict[ObjectKey, dict[str, Any]]:
     """Every CR's status after a sync (or that of the CRs in `only`), from what the Kubernetes and
-    DNS steps did; `changed` are the zones this revision changed (None: all)."""
+    DNS steps did; `changed` are the zones this revision changed (None: all); `pods`: the pods of
+    the Deployments that are not ready, by Deployment (`unready` says which to read)."""
     live = result.live
     generations = {k: v["metadata"].get("generation", 0) for k, v in live.items() if k.kind in kinds.KINDS}
     service_ips = {ObjectKey("Bind9Instance", k.namespace, k.name): v.get("spec", {}).get("clusterIP", "")
                    for k, v in live.items() if k.kind == "Service" and v.get("spec", {}).get("clusterIP")}
     deployments = {ObjectKey("Bind9Instance", k.namespace, k.name): v
                    for k, v in live.items() if k.kind == "Deployment"}
-    return statuses(desired, _outcomes(desired, result), revisions=_revisions(desired, live, revision, changed, dns),
-                    generations=generations, service_ips=service_ips, dns=dns, only=only, deployments=deployments)
+    by_instance = {ObjectKey("Bind9Instance", k.namespace, k.name): v for k, v in (pods or {}).items()}
+    out = statuses(desired, _outcomes(desired, result), revisions=_revisions(desired, live, revision, changed, dns),
+                   generations=generations, service_ips=service_ips, dns=dns, only=only, deployments=deployments,
+                   pods=by_instance)
+    for key, status in out.items():  # rndcKeyRotation, from the key Secret's annotations as Bindy shows it
+        instance = desired.instances.get(key) if key.kind == "Bind9Instance" else None
+        if instance is not None:
+            secret = live.get(ObjectKey("Secret", key.namespace, workloads.rndc_key_name(key.name)))
+            shown = rotation.status(instance.spec.rndc_key, secret)
+            if shown is not None:
+                status["rndcKeyRotation"] = shown
+    return out
 
 
 def _zone_touched(zr: ZoneResult) -> bool:

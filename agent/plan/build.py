@@ -6,14 +6,15 @@ instance), `sync --dry-run` and a real sync, so what a dry run shows is what a s
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import operator
 from typing import Any
 
-from agent.desired import workloads
 from agent.desired.hierarchy import Desired
-from agent.desired.memo import Memo
+from agent.desired.memo import NO_MEMO, Memo
 from agent.model import names
-from agent.plan import kubediff, zonediff
+from agent.plan import kubechange, kubediff, rotation, zonediff, zoneplan
 from agent.plan.model import Action, Change, KubeTarget, Plan, RRsetTarget, ZoneTarget
 from agent.plan.observed import DnsObserved, KubeObserved, Observed
 
@@ -24,19 +25,23 @@ NOT_OBSERVED_DNS = ("DNS (zones and records) is not observed without zone endpoi
 
 def empty_world(desired: Desired) -> Observed:
     """An offline plan's world: no objects, no zones, every instance reachable."""
-    instances = {zonediff.instance_id(k) for z in desired.zones for k in z.instances}
+    instances = {zoneplan.instance_id(k) for z in desired.zones for k in z.instances}
     return Observed(KubeObserved({}, set(), set()), DnsObserved({}, {}, instances))
 
 
 def kube_changes(desired: Desired, observed: KubeObserved, *, agent: str, rotate_rndc_keys: bool = False,
-                 trust_hash: bool = False) -> list[kubediff.KubeChange]:
-    changes = kubediff.diff(desired.objects, observed.live, observed.inventory, agent=agent, trust_hash=trust_hash)
-    if rotate_rndc_keys:  # every generated key Secret gets a new value
-        touched = {c.key for c in changes}
-        changes += [kubediff.KubeChange("update", o.key, o, ("data.secret",), reason="RNDC key rotation")
-                    for o in desired.objects
-                    if o.key.kind == "Secret" and o.key in observed.live and o.key not in touched
-                    and workloads.SECRET_PLACEHOLDER in (o.body.get("stringData") or {}).values()]
+                 trust_hash: bool = False, now: dt.datetime | None = None) -> list[kubechange.KubeChange]:
+    """`rotate_rndc_keys`: every generated key Secret gets a new key now, by the same gap-free path
+    as autoRotate (plan/rotation.py); `now`: the clock rotation decisions are made with."""
+    objects, settle = rotation.rotated(desired, observed.live, now or dt.datetime.now(dt.UTC),
+                                          force=rotate_rndc_keys)
+    changes = kubediff.diff(objects, observed.live, observed.inventory, agent=agent, trust_hash=trust_hash)
+    dropped, why = (f"data.{rotation.PREVIOUS}",), "RNDC key rotation rolled out: the previous key is dropped"
+    settled = {o.key: o for o in settle}
+    changes = [dataclasses.replace(c, fields=(*c.fields, *dropped), reason=c.reason or why)
+               if c.key in settled and c.action == "update" else c for c in changes]
+    touched = {c.key for c in changes}
+    changes += [kubechange.KubeChange("update", o.key, o, dropped, reason=why) for o in settle if o.key not in touched]
     return changes
 
 
@@ -47,46 +52,70 @@ def _same_inputs(a: _PlanInputs, b: _PlanInputs) -> bool:
     return len(a) == len(b) and all(map(operator.is_, a, b))
 
 
-def zone_plans(desired: Desired, observed: DnsObserved, memo: Memo | None = None, *,
-               force: bool = False) -> list[zonediff.ZonePlan]:
+def zone_plans(desired: Desired, observed: DnsObserved, memo: Memo = NO_MEMO, *,
+               force: bool = False, only: set[str] | None = None) -> list[zoneplan.ZonePlan]:
     """A plan for every zone Git places, then for every zone the agent owns that Git dropped. With a
     memo, a zone's plan is the last one when nothing it comes from changed (the same desired zone -
     placement, annotations and RRsets: placement.place keeps the very object while they stay -, the
-    same ownership record and observed objects: a zone nobody touched), compared by identity."""
-    if memo is None:
-        plans = [zonediff.plan_zone(z.name, z, observed) for z in desired.zones]
+    same ownership record and observed objects: a zone nobody touched), compared by identity.
+    `only`: just these zones (the second round for zones found stale while applying)."""
+    if only is not None:
+        plans = [zonediff.plan_zone(z.name, z, observed) for z in desired.zones if z.name in only]
     else:
         reachable = memo.token(("reachable",), frozenset(observed.reachable))
+        servers = memo.token(("servers",), tuple(sorted(observed.servers.items())))  # the zone API bodies' addresses
+        pods = memo.token(("pods",), tuple(sorted(observed.pods.items())))  # each instance's servers, as planned
         inputs: list[_PlanInputs] = [(z, observed.ownership.get(z.name), *observed.zones.get(z.name, {}).values())
                                      for z in desired.zones]
         plans = memo.each(("zone-plans",), inputs, lambda i: zonediff.plan_zone(i[0].name, i[0], observed),
-                          name=lambda i: i[0].name, same=_same_inputs, shared=(reachable,))
+                          name=lambda i: i[0].name, same=_same_inputs, shared=(reachable, servers, pods))
         memo.sweep()
     wanted = {z.name for z in desired.zones}
     plans += [zonediff.plan_zone(name, None, observed, force=force) for name in sorted(observed.ownership)
-              if name not in wanted]
+              if name not in wanted and (only is None or name in only)]
     return [p for p in plans if p.zone is not None or p.deletes or p.errors or p.managed_before or p.kept]
 
 
 def build(desired: Desired, observed: Observed, *, revision: str | None = None,
           agent: str = names.DEFAULT_AGENT_NAMESPACE, rotate_rndc_keys: bool = False,
-          trust_hash: bool = False, memo: Memo | None = None, force: bool = False) -> Plan:
+          trust_hash: bool = False, memo: Memo = NO_MEMO, force: bool = False,
+          only: set[str] | None = None, create_namespaces: bool = False, now: dt.datetime | None = None) -> Plan:
     """`trust_hash`: the Kubernetes objects were remembered, not read back (see kubediff.diff);
     `memo`: the plans of the last revision, for zones nothing changed in; `force`: a zone that left Git
-    is deleted even where it holds RRsets the agent did not write (zonediff.plan_zone)."""
+    is deleted even where it holds RRsets the agent did not write (zonediff.plan_zone); `only`: just these
+    zones (zone_plans); `create_namespaces`: missing namespaces are created, not reported; `now`: the
+    clock of RNDC key rotation (plan/rotation.py; default: the current time)."""
     kube = (kube_changes(desired, observed.kube, agent=agent, rotate_rndc_keys=rotate_rndc_keys,
-                         trust_hash=trust_hash) if observed.kube is not None else None)
-    zones = zone_plans(desired, observed.dns, memo, force=force) if observed.dns is not None else None
+                         trust_hash=trust_hash, now=now) if observed.kube is not None else None)
+    zones = zone_plans(desired, observed.dns, memo, force=force, only=only) if observed.dns is not None else None
     plan = Plan([], list(desired.problems), revision, kube=kube, zones=zones)
     if observed.kube is not None:
-        plan.kube_managed = sum(1 for body in observed.kube.live.values() if kubediff.is_managed(body, agent))
+        plan.kube_managed = sum(1 for body in observed.kube.live.values() if kubechange.is_managed(body, agent))
+        _namespaces(plan, desired, observed.kube, agent=agent, create=create_namespaces)
     _kube_view(plan, kube or [])
     _zone_view(plan, zones or [])
     if kube is None:
         plan.notes.append(NOT_OBSERVED_KUBE)
+    elif rotate_rndc_keys and observed.kube is not None:  # a key whose last rotation rolls out waits: said
+        plan.notes += rotation.why_not(desired, observed.kube.live, now or dt.datetime.now(dt.UTC))
     if zones is None:
         plan.notes.append(NOT_OBSERVED_DNS)
     return plan
+
+
+def _namespaces(plan: Plan, desired: Desired, observed: KubeObserved, *, agent: str, create: bool) -> None:
+    """The namespaces the revision needs that do not exist: created first when allowed, else their
+    objects are not applied (and say why); and the inventory the agent keeps in its own namespace."""
+    wanted = {o.key.namespace for o in desired.objects if o.key.namespace} | {agent}
+    missing = sorted(wanted - observed.namespaces)
+    if create:
+        plan.namespaces = missing
+    else:
+        why = {ns: (f"namespace {ns} does not exist: create it (the agent does not create namespaces unless run "
+                    "with --create-namespaces)") for ns in missing}  # one message per namespace, not per object
+        plan.blocked = {o.key: why[o.key.namespace] for o in desired.objects if o.key.namespace in why}
+    if agent in observed.namespaces or create:
+        plan.inventory = sorted((o.key for o in desired.objects), key=lambda k: (k.kind, k.namespace or "", k.name))
 
 
 def offline(desired: Desired, *, revision: str | None = None) -> Plan:
@@ -97,7 +126,7 @@ def offline(desired: Desired, *, revision: str | None = None) -> Plan:
 _ACTIONS = {a.value: a for a in Action}  # Action(value) costs a call into enum per change
 
 
-def _kube_view(plan: Plan, changes: list[kubediff.KubeChange]) -> None:
+def _kube_view(plan: Plan, changes: list[kubechange.KubeChange]) -> None:
     add = plan.changes.append
     for c in changes:
         target = KubeTarget(*c.key)
@@ -108,29 +137,32 @@ def _kube_view(plan: Plan, changes: list[kubediff.KubeChange]) -> None:
         add(Change(_ACTIONS[c.action], target, new=c.desired, fields=c.fields, reason=reason))
 
 
-def _zone_view(plan: Plan, zones: list[zonediff.ZonePlan]) -> None:
+def _zone_view(plan: Plan, zones: list[zoneplan.ZonePlan]) -> None:
     add = plan.changes.append
     for zp in zones:
         if zp.kept:  # it left Git, and stays: it holds data the agent did not write
             plan.conflicts.append(f"{zp.name}: {zp.kept}")
-        if zp.settled_once:  # reused from the last revision with nothing to do (dnsapply): its conflicts at most
+        if zp.settled:  # nothing to do: its conflicts at most
             plan.conflicts += [f"{zp.name}: {c}" for c in zp.conflicts]
             continue
         for instance in zp.deletes:
             role = "no longer selected" if instance not in zp.primaries + zp.secondaries else "role changed"
             add(Change(Action.DELETE, ZoneTarget(zp.name, instance, role)))
-        for instance, role in zp.creates:
-            after: dict[str, Any] = {"zoneType": role}
-            if role == "secondary":
-                after["primaries"] = list(zp.primaries)
-            add(Change(Action.CREATE, ZoneTarget(zp.name, instance, role), new=after))
+        for instance, role in zp.creates:  # the body the zone API gets (without the addresses: what is known)
+            after: dict[str, Any] = zp.bodies.get(instance) or {"zoneType": role}
+            if instance not in zp.bodies and role == "secondary":
+                after = {**after, "primaries": list(zp.primaries)}
+            add(Change(Action.CREATE, ZoneTarget(zp.name, instance, role), new=after,
+                       reason=zp.unbuildable.get(instance, "")))
         for instance in zp.renotify:
-            add(Change(Action.UPDATE, ZoneTarget(zp.name, instance, "primary"),
-                       new={"alsoNotify": list(zp.secondaries)}, fields=("alsoNotify",), reason="secondaries changed"))
+            sent = zp.transfers.get(instance)
+            shown = sent.as_dict() if sent is not None else {"alsoNotify": list(zp.secondaries)}
+            add(Change(Action.UPDATE, ZoneTarget(zp.name, instance, "primary"), new=shown, fields=tuple(shown),
+                       reason="secondaries changed"))
         plan.unplanned += [f"{zp.name} on {i}: {e.removeprefix(f'{i}: ')}" for i, e in sorted(zp.errors.items())]
         plan.conflicts += [f"{zp.name}: {c}" for c in zp.conflicts]
     for zp in zones:  # shallow names first; a zone's keys are unique, so no two changes compare equal
-        if zp.settled_once:
+        if zp.settled:
             continue
         for _, (name, rtype), c in sorted([((key := c.key)[0].count("."), key, c) for c in zp.rrset_changes],
                                           key=lambda k: k[:2]):

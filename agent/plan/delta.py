@@ -19,14 +19,14 @@ from typing import Any
 from agent.desired.hierarchy import Desired, KubeObject
 from agent.model import names
 from agent.model.ownership import ZoneOwnership
-from agent.plan import build, kubediff, zonediff
+from agent.plan import build, kubechange, zonediff, zoneplan
 from agent.plan.model import Action, Change, KubeTarget, Plan, mask_secrets
 from agent.plan.observed import DnsObserved, KubeObserved, Observed, ZoneObserved
 
 
 def _as_applied(obj: KubeObject, agent: str) -> dict[str, Any]:
     """The live object a sync of `obj` leaves: the manifest, a Secret's values in `data` as the API server has them."""
-    body = kubediff.manifest(obj, agent)
+    body = kubechange.manifest(obj, agent)
     if body.get("kind") == "Secret" and isinstance(body.get("stringData"), dict):
         data = {k: base64.b64encode(str(v).encode()).decode() for k, v in body.pop("stringData").items()}
         body["data"] = {**(body.get("data") or {}), **data}
@@ -43,8 +43,8 @@ def _dns_world(desired: Desired, reachable: set[str]) -> DnsObserved:
     ownership: dict[str, ZoneOwnership] = {}
     zones: dict[str, dict[str, ZoneObserved]] = {}
     for zone in desired.zones:
-        placements = {**{zonediff.instance_id(k): "secondary" for k in zone.secondaries},
-                      **{zonediff.instance_id(k): "primary" for k in zone.primaries}}
+        placements = {**{zoneplan.instance_id(k): "secondary" for k in zone.secondaries},
+                      **{zoneplan.instance_id(k): "primary" for k in zone.primaries}}
         annotations = {k: v for k, v in zone.annotations.items() if k in zonediff.GATE_ANNOTATIONS}
         ownership[zone.name] = ZoneOwnership(zone.name, placements, set(zone.rrsets), annotations)
         zones[zone.name] = {instance: ZoneObserved(dict(zone.rrsets)) for instance in placements}
@@ -53,7 +53,7 @@ def _dns_world(desired: Desired, reachable: set[str]) -> DnsObserved:
 
 def instances(*states: Desired) -> set[str]:
     """Every instance id the states place a zone on: offline, each of them is reachable."""
-    return {zonediff.instance_id(k) for state in states for z in state.zones for k in z.instances}
+    return {zoneplan.instance_id(k) for state in states for z in state.zones for k in z.instances}
 
 
 def would_be(desired: Desired, *, agent: str = names.DEFAULT_AGENT_NAMESPACE,

@@ -11,67 +11,24 @@ desired one but whose fields differ was edited by hand, which the plan calls dri
     present, ours, differs  -> update   (drift when the hash matches, i.e. edited by hand)
     present, not ours       -> conflict (never touched)
     absent,  ours           -> delete   (children before parents)
+
+A PersistentVolumeClaim is created when absent and otherwise left alone, whoever made it: never
+updated (a resize or a new class is the claim owner's decision), never deleted (it holds data).
 """
 
 from __future__ import annotations
 
 import base64
-import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
 from agent.desired import workloads
-from agent.desired.hierarchy import (
-    CHILD_ORDER,
-    TIER_CHILD,
-    TIER_CLUSTER,
-    TIER_INSTANCE,
-    TIER_PROVIDER,
-    TIER_RECORD,
-    TIER_ZONE,
-    KubeObject,
-)
-from agent.model import kinds
+from agent.desired.hierarchy import CHILD_ORDER, KubeObject
 from agent.model.key import ObjectKey
-from agent.model.names import AGENT_LABEL, HASH_ANNOTATION, MANAGED_BY_KEY, MANAGED_BY_VALUE
+from agent.model.names import HASH_ANNOTATION
+from agent.plan.kubechange import KubeChange, is_managed, manifest, selector, tier_of
 
-TIERS = {"ClusterBind9Provider": TIER_PROVIDER, "Bind9Cluster": TIER_CLUSTER, "Bind9Instance": TIER_INSTANCE,
-         "DNSZone": TIER_ZONE, **{k.name: TIER_RECORD for k in kinds.RECORD_KINDS}}
-
-
-def tier_of(kind: str) -> int:
-    return TIERS.get(kind, TIER_CHILD)
-
-
-def key_of(body: dict[str, Any]) -> ObjectKey:
-    meta = body["metadata"]
-    namespace = meta.get("namespace")
-    if body["kind"] in kinds.KINDS and not kinds.KINDS[body["kind"]].namespaced:
-        namespace = None
-    return ObjectKey(body["kind"], namespace, meta["name"])
-
-
-def selector(agent: str) -> str:
-    return f"{MANAGED_BY_KEY}={MANAGED_BY_VALUE},{AGENT_LABEL}={agent}"
-
-
-def is_managed(live: dict[str, Any], agent: str) -> bool:
-    """Created by this agent: both labels present. Anything else is never changed or pruned."""
-    labels = live.get("metadata", {}).get("labels") or {}
-    return bool(labels.get(MANAGED_BY_KEY) == MANAGED_BY_VALUE and labels.get(AGENT_LABEL) == agent)
-
-
-def manifest(obj: KubeObject, agent: str, owner_uid: str | None = None) -> dict[str, Any]:
-    """The body to apply: the desired object plus the agent's labels, hash and owner reference."""
-    body = obj.body_copy()
-    meta = body.setdefault("metadata", {})
-    meta["labels"] = {**(meta.get("labels") or {}), MANAGED_BY_KEY: MANAGED_BY_VALUE, AGENT_LABEL: agent}
-    if obj.owner is not None:
-        owner_api = kinds.API_VERSION if obj.owner.kind in kinds.KINDS else "v1"
-        meta["ownerReferences"] = [{"apiVersion": owner_api, "kind": obj.owner.kind, "name": obj.owner.name,
-                                    "uid": owner_uid or "", "controller": True, "blockOwnerDeletion": True}]
-    meta["annotations"] = {**(meta.get("annotations") or {}), HASH_ANNOTATION: obj.hash}
-    return body
+CREATE_ONLY = frozenset({"PersistentVolumeClaim"})  # created when absent; never updated, conflicting or pruned
 
 
 def _decode(value: str) -> str:
@@ -119,16 +76,6 @@ def secret_differences(want: dict[str, Any], live: dict[str, Any]) -> list[str]:
     return out
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class KubeChange:
-    action: str  # "create" | "update" | "delete" | "conflict"
-    key: ObjectKey
-    desired: KubeObject | None
-    fields: tuple[str, ...] = ()
-    drift: bool = False
-    reason: str = ""
-
-
 def _applied_hash(live: dict[str, Any]) -> str | None:
     return (live.get("metadata", {}).get("annotations") or {}).get(HASH_ANNOTATION)
 
@@ -151,6 +98,8 @@ def diff(desired: Iterable[KubeObject], live: dict[ObjectKey, dict[str, Any]],
             changes.append(KubeChange("create", obj.key, obj, drift=obj.key in inventory,
                                       reason="deleted by hand" if obj.key in inventory else ""))
             continue
+        if obj.key.kind in CREATE_ONLY:
+            continue
         if not is_managed(current, agent):
             changes.append(KubeChange("conflict", obj.key, obj, reason="exists but was not created by this "
                                       f"agent (no labels {selector(agent)}); not touched"))
@@ -161,7 +110,7 @@ def diff(desired: Iterable[KubeObject], live: dict[ObjectKey, dict[str, Any]],
             drift = _applied_hash(current) == obj.hash
             changes.append(KubeChange("update", obj.key, obj, tuple(fields), drift=drift,
                                       reason="edited by hand" if drift else ""))
-    prune = [k for k, body in live.items() if k not in wanted and is_managed(body, agent)]
+    prune = [k for k, body in live.items() if k not in wanted and k.kind not in CREATE_ONLY and is_managed(body, agent)]
     prune.sort(key=lambda k: (-tier_of(k.kind), -CHILD_ORDER.get(k.kind, 0), k.kind, k.namespace or "", k.name))
     changes += [KubeChange("delete", k, None) for k in prune]
     return changes

@@ -38,8 +38,9 @@ from typing import Any
 from agent.desired import workloads
 from agent.desired.hierarchy import KubeObject
 from agent.desired.rrsets import RRset
+from agent.model.key import ObjectKey
 from agent.model.problems import Problem
-from agent.plan import kubediff, zonediff
+from agent.plan import kubechange, zoneplan
 
 FORMAT_VERSION = 1
 
@@ -143,8 +144,8 @@ class Plan:
     revision: str | None = None
     conflicts: list[str] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
-    kube: list[kubediff.KubeChange] | None = None
-    zones: list[zonediff.ZonePlan] | None = None
+    kube: list[kubechange.KubeChange] | None = None
+    zones: list[zoneplan.ZonePlan] | None = None
     refusals: list[str] = dataclasses.field(default_factory=list)
     kube_managed: int = 0  # objects the agent manages in the cluster before this revision
     unplanned: list[str] = dataclasses.field(default_factory=list)  # zones on servers that could not be observed
@@ -152,6 +153,12 @@ class Plan:
     base_problems: list[Problem] = dataclasses.field(default_factory=list)
     invalid: tuple[str, ...] = ()  # inputs that did not validate ("revision", "base", "head"): nothing planned
     labels: dict[str, str] = dataclasses.field(default_factory=dict)  # revision -> how people name it ("main (1a2b)")
+    # Kubernetes beyond the objects' changes: the missing namespaces apply creates first (allowed by
+    # --create-namespaces), the objects it does not apply and why (their namespace is missing), and
+    # what the inventory lists once applied (None: not written, the agent's namespace is missing)
+    namespaces: list[str] = dataclasses.field(default_factory=list)
+    blocked: dict[ObjectKey, str] = dataclasses.field(default_factory=dict)
+    inventory: list[ObjectKey] | None = None
 
     @property
     def summary(self) -> dict[str, int]:

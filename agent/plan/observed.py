@@ -1,7 +1,7 @@
 """What a run saw of the world before deciding anything: the input of `plan.build` besides Git.
 
 `None` for a layer means it was not observed (no cluster given, no zone endpoints given); the plan
-then says so instead of guessing. Filled by agent/reconcile/kubeobserve.py and dnsobserve.py;
+then says so instead of guessing. Filled by agent/observe/kubeobserve.py and dnsobserve.py;
 empty for an offline plan.
 """
 
@@ -33,12 +33,32 @@ class ZoneObserved:
     remembered: bool = False  # not transferred: the serial had not moved since the agent last saw the zone
 
 
+@dataclasses.dataclass(frozen=True)
+class Reach:
+    """How other servers reach one instance (transfers, NOTIFY) and the name of the TSIG key its
+    zones accept UPDATEs with; no secret. What the zone API bodies are made of."""
+
+    addresses: tuple[str, ...]  # `ip:port` (IPv6 in brackets), as BIND takes them in primaries / also-notify
+    hosts: tuple[str, ...]  # the same addresses without port, for an allow-transfer ACL
+    transfer_acl: tuple[str, ...] | None = None  # the agent's own addresses; None: named.conf's ACL applies
+    update_key: str | None = None
+
+
 @dataclasses.dataclass
 class DnsObserved:
     ownership: dict[str, ZoneOwnership]  # zone -> what the agent placed and wrote
-    zones: dict[str, dict[str, ZoneObserved]]  # zone -> primary instance -> what it serves
+    # zone -> server -> what it serves: every server (pod) of each primary, and each pod of a secondary
+    # found without the zone (rrsets None); a server is an instance id, or "namespace/name@pod" (`pods`)
+    zones: dict[str, dict[str, ZoneObserved]]
     reachable: set[str]  # instance ids ("namespace/name") the agent has an endpoint for
     focus: set[str] | None = None  # only these zones were asked; the others are as the agent left them
+    # how each reachable instance is reached (empty: not known, e.g. offline; no zone API body is made)
+    servers: dict[str, Reach] = dataclasses.field(default_factory=dict)
+    # instance -> the servers (pods) it is written to one by one; an instance not here is one server
+    pods: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+
+    def servers_of(self, instance: str) -> tuple[str, ...]:
+        return self.pods.get(instance, (instance,))
 
 
 @dataclasses.dataclass

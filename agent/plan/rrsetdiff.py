@@ -8,39 +8,22 @@
     absent    present                  yes        -> delete
     absent    present                  no         -> nothing (e.g. an ACME challenge TXT)
 
-The SOA, and the apex NS unless Git declares it, belong to the zone itself, not to records.
+"managed" is what the agent wrote, and `own`: RRsets the DNSZone takes whoever wrote them, so that a
+difference is an update, never a conflict. The caller (plan/zonediff.py) gives only the apex NS, and
+on a server the zone is created on what the create writes (apex NS, IPv4 glue): other glue is like
+any record, so foreign data at a name server's name stays a conflict. The SOA belongs to the zone
+itself and is never planned.
 """
 
 from __future__ import annotations
 
-import dataclasses
-
 from agent.desired.rrsets import RRset
 from agent.model.ownership import Key
+from agent.plan.zoneplan import RRChange, RRsetPlan
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class RRChange:
-    action: str  # "create" | "update" | "delete"
-    before: RRset | None
-    after: RRset | None
-
-    @property
-    def key(self) -> Key:
-        rr = self.after or self.before
-        assert rr is not None
-        return rr.key
-
-
-@dataclasses.dataclass
-class RRsetPlan:
-    zone: str
-    changes: list[RRChange]
-    conflicts: list[str]
-    managed_after: set[Key]
-
-
-def plan_zone(zone: str, desired: dict[Key, RRset], observed: dict[Key, RRset], managed: set[Key]) -> RRsetPlan:
+def rrset_plan(zone: str, desired: dict[Key, RRset], observed: dict[Key, RRset], managed: set[Key],
+               own: set[Key] | frozenset[Key] = frozenset()) -> RRsetPlan:
     changes: list[RRChange] = []
     conflicts: list[str] = []
     after: set[Key] = set()
@@ -51,7 +34,7 @@ def plan_zone(zone: str, desired: dict[Key, RRset], observed: dict[Key, RRset], 
             after.add(key)
         elif have.rdatas == want.rdatas and have.ttl == want.ttl:
             after.add(key)
-        elif key in managed:
+        elif key in managed or key in own:
             changes.append(RRChange("update", have, want))
             after.add(key)
         else:

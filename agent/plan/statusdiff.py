@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent.model.key import ObjectKey
+
 DROPPED = ("lastAppliedRevision",)  # once on every CR; now only where agent/outcome/status.py puts it
 
 
@@ -50,3 +52,37 @@ def changed(new: dict[str, Any], live: dict[str, Any] | None) -> bool:
     want, have = _strip_times(new), _strip_times(live)
     dropped = any(k in have and k not in want for k in DROPPED)  # fields the agent no longer sets there
     return dropped or any(have.get(k) != v for k, v in want.items())
+
+
+StatusWrite = tuple[ObjectKey, dict[str, Any], dict[str, Any]]  # the CR, the status to write, the live one
+
+
+def to_write(wanted: dict[ObjectKey, dict[str, Any]], live: dict[ObjectKey, dict[str, Any]], skip: set[ObjectKey],
+             now: str) -> list[StatusWrite]:
+    """The statuses that differ from the live ones, with their transition times kept (`skip`: CRs the
+    agent does not own, e.g. same-named objects in conflict)."""
+    todo = []
+    for key, new in wanted.items():
+        current = live.get(key)
+        if current is None or key in skip:
+            continue
+        old = current.get("status")
+        if changed(new, old):
+            todo.append((key, merge_times(new, old, now), old or {}))
+    return todo
+
+
+def rejection_marks(served: list[dict[str, Any]], *, reason: str, message: str, now: str,
+                    ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """After an invalid or refused revision, each live CR keeps its state (the last good revision keeps
+    serving) and gains `Progressing=False` with `reason` and why: (the CR, its new status), for the
+    CRs whose status that changes."""
+    marks = []
+    for live in served:
+        old = live.get("status") or {}
+        conds = [c for c in old.get("conditions") or [] if c.get("type") != "Progressing"]
+        conds.append({"type": "Progressing", "status": "False", "reason": reason, "message": message})
+        new = {**old, "conditions": conds}
+        if changed(new, old):
+            marks.append((live, merge_times(new, old, now)))
+    return marks

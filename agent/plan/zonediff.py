@@ -6,106 +6,37 @@
     not selected         placed                    -> delete (the zone leaves that server)
     (secondaries changed)                          -> renotify: the primaries' also-notify list
 
-RRsets are planned on every primary from its own AXFR (agent/plan/rrsetdiff.py). A run that was
+An instance may be served by several pods, each its own server (own zone list, own SOA serial):
+placements and ownership are the instance's, creates, deletes and RRset plans each server's, so a
+pod without the zone (new, or restarted with an empty emptyDir) gets it created and every RRset
+written. RRsets are planned on every primary server from its own AXFR (agent/plan/rrsetdiff.py); on a
+server the zone is created on, from what the create writes (the DNSZone's apex NS and IPv4 glue). A
+difference is an update, never a conflict (`own`), only for the DNSZone's apex NS and, on a server the
+zone is created on, for what the create writes: other glue is the agent's only once it wrote it (or
+the create did, in an earlier run), so foreign data at a name server's name stays a conflict. A run that was
 killed while writing a zone left an intent (agent/model/ownership.py); `recover` turns it back
-into ownership first: an RRset the intent was about to write that the server now holds with
-exactly that data is the agent's, a placement it was about to make is made again.
+into ownership first: an RRset the intent was about to write that a server now holds with
+exactly that data is the agent's, unless another server (pod) holds other data there (the run was
+killed between pods, one of which held foreign data: that conflict stays one, on every pod); a
+placement it was about to make is made again.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
-from agent.desired import adopt, rrsets
+from agent.desired import adopt, nameservers, rrsets
 from agent.desired.placement import Zone
 from agent.desired.rrsets import RRset
-from agent.model.key import ObjectKey
 from agent.model.names import FORCE_ANNOTATION, THRESHOLD_ANNOTATION
-from agent.model.ownership import Intent, Key, ZoneOwnership, digest
-from agent.plan import rrsetdiff
-from agent.plan.observed import DnsObserved, ZoneObserved
+from agent.model.ownership import Key, ZoneOwnership, digest
+from agent.plan import rrsetdiff, zonecalls, zoneplan
+from agent.plan.observed import DnsObserved, Reach, ZoneObserved
+from agent.plan.zoneplan import ZonePlan, instance_id, instance_of
 
 GATE_ANNOTATIONS = (FORCE_ANNOTATION, THRESHOLD_ANNOTATION)
-
-
-def instance_id(key: ObjectKey) -> str:
-    return f"{key.namespace}/{key.name}"
-
-
-@dataclasses.dataclass
-class ZonePlan:
-    name: str  # absolute
-    zone: Zone | None  # the desired zone; None when it left Git
-    primaries: list[str]  # instance ids selected as primaries / secondaries (desired)
-    secondaries: list[str]
-    creates: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (instance, role)
-    deletes: list[str] = dataclasses.field(default_factory=list)  # instances the zone leaves
-    renotify: list[str] = dataclasses.field(default_factory=list)  # primaries whose also-notify list changes
-    records: dict[str, rrsetdiff.RRsetPlan] = dataclasses.field(default_factory=dict)  # primary -> RRset plan
-    errors: dict[str, str] = dataclasses.field(default_factory=dict)  # instance -> why nothing can be done there
-    managed_before: set[Key] = dataclasses.field(default_factory=set)
-    managed_after: set[Key] = dataclasses.field(default_factory=set)
-    placements_before: dict[str, str] = dataclasses.field(default_factory=dict)  # recovered
-    placements_after: dict[str, str] = dataclasses.field(default_factory=dict)
-    annotations: dict[str, str] = dataclasses.field(default_factory=dict)  # gate annotations in force
-    recovered: bool = False  # an interrupted run's intent was folded back in
-    kept: str = ""  # a zone that left Git stays on its servers: why (it holds RRsets the agent did not write)
-    observed: dict[str, ZoneObserved] = dataclasses.field(default_factory=dict)  # primary -> what it served
-    revision: str | None = None  # the revision whose writes to this zone were last settled
-    # found to have nothing to write or record (dnsapply): a plan reused for an unchanged zone is not
-    # compared again (a settled plan is never changed, so the answer stays true)
-    settled_once: bool = dataclasses.field(default=False, repr=False, compare=False)
-
-    @property
-    def key(self) -> ObjectKey | None:
-        return self.zone.key if self.zone else None
-
-    @property
-    def blocked(self) -> bool:
-        """No primary can be written: nothing is done to this zone in this run."""
-        return bool(self.primaries) and all(p in self.errors for p in self.primaries)
-
-    @property
-    def removed_everywhere(self) -> bool:
-        return self.zone is None or not (self.primaries or self.secondaries)
-
-    @property
-    def rrset_changes(self) -> list[rrsetdiff.RRChange]:
-        """The RRset changes as a user sees them: those of the first primary that has a plan."""
-        return next(iter(self.records.values())).changes if self.records else []
-
-    @property
-    def conflicts(self) -> list[str]:
-        return next(iter(self.records.values())).conflicts if self.records else []
-
-    @property
-    def empty(self) -> bool:
-        return not (self.creates or self.deletes or self.renotify or any(p.changes for p in self.records.values()))
-
-    def intent(self) -> Intent:
-        """What applying this plan may write: stored before the first write goes out."""
-        intent = Intent(place={i: r for i, r in self.creates}, unplace=set(self.deletes))
-        for plan in self.records.values():
-            for change in plan.changes:
-                if change.after is not None:
-                    intent.writes[change.key] = digest(change.after.rdatas, change.after.ttl)
-                else:
-                    intent.deletes.add(change.key)
-        return intent
-
-    def in_flight(self) -> ZoneOwnership:
-        """The ownership to store before the first write: what is known, plus this plan's intent."""
-        return ZoneOwnership(self.name, dict(self.placements_before), set(self.managed_before),
-                             dict(self.annotations), self.intent(), self.revision)
-
-    def settled(self, revision: str | None = None) -> ZoneOwnership:
-        """The ownership once every step of this plan went through (`revision`: the one applied, when
-        this plan wrote anything)."""
-        # an interrupted run's writes that landed count as this revision's: the zone now serves it
-        written = revision if revision and (not self.empty or self.recovered) else self.revision
-        return ZoneOwnership(self.name, dict(self.placements_after), set(self.managed_after), dict(self.annotations),
-                             revision=written)
 
 
 def recover(owned: ZoneOwnership, observed: list[ZoneObserved]) -> tuple[set[Key], dict[str, str], set[str]]:
@@ -115,15 +46,17 @@ def recover(owned: ZoneOwnership, observed: list[ZoneObserved]) -> tuple[set[Key
     if pending is None:
         return managed, placed, set()
     for key, wanted in pending.writes.items():
-        for seen in observed:
-            have = (seen.rrsets or {}).get(key)
-            if have is not None and digest(have.rdatas, have.ttl) == wanted:
-                managed.add(key)  # it went out: the agent wrote it
-                break
-    for instance, role in pending.place.items():
-        placed.setdefault(instance, role)
+        held = {digest(have.rdatas, have.ttl) for seen in observed
+                if (have := (seen.rrsets or {}).get(key)) is not None}
+        if held == {wanted}:  # it went out and no server holds other data there: the agent wrote it
+            managed.add(key)
+        # else: not written, or a server (pod) holds data the agent did not write there: that
+        # server's conflict stays one, and the key stays unmanaged on every server
+    # the intent names servers (`namespace/name@pod`); placements are the instances'
+    for server, role in pending.place.items():
+        placed.setdefault(instance_of(server), role)
     # a create or delete that may or may not have happened is simply made again (both are idempotent)
-    return managed, placed, set(pending.place) | pending.unplace
+    return managed, placed, {instance_of(s) for s in (*pending.place, *pending.unplace)}
 
 
 def _gate_annotations(zone: Zone | None, owned: ZoneOwnership) -> dict[str, str]:
@@ -132,48 +65,79 @@ def _gate_annotations(zone: Zone | None, owned: ZoneOwnership) -> dict[str, str]
     return {k: v for k, v in zone.annotations.items() if k in GATE_ANNOTATIONS}
 
 
-def _placements(plan: ZonePlan, placed: dict[str, str], unsure: set[str], seen: dict[str, ZoneObserved],
-                reachable: set[str]) -> None:
-    wanted = {**{s: "secondary" for s in plan.secondaries}, **{p: "primary" for p in plan.primaries}}
+@dataclasses.dataclass
+class _Placement:
+    errors: dict[str, str]
+    creates: list[tuple[str, str]]  # (server, role)
+    deletes: list[str]  # servers
+    renotify: list[str]  # primary servers
+    after: dict[str, str]  # instance -> role
+
+
+def _placements(primaries: list[str], secondaries: list[str], placed: dict[str, str], unsure: set[str],
+                seen: dict[str, ZoneObserved], dns: DnsObserved) -> _Placement:
+    """Placements are the instances' (what the agent owns); creates, deletes and errors are each
+    server's: every pod of an instance is written on its own, and one without the zone (new, or
+    restarted empty) gets it created again."""
+    out = _Placement({}, [], [], [], {})
+    wanted = {**{s: "secondary" for s in secondaries}, **{p: "primary" for p in primaries}}
+    failed: set[str] = set()  # instances none of whose servers can be written
     for instance, role in wanted.items():
-        if instance not in reachable:
-            plan.errors[instance] = f"no endpoint for instance {instance}"
-            continue
-        observed = seen.get(instance)
-        if role == "primary" and observed is not None and observed.error:
-            plan.errors[instance] = observed.error
+        if instance not in dns.reachable:
+            out.errors[instance] = f"no endpoint for instance {instance}"
+            failed.add(instance)
             continue
         was = placed.get(instance)
-        if was is not None and was != role:
-            plan.deletes.append(instance)
-        missing = role == "primary" and observed is not None and observed.rrsets is None
-        if was != role or instance in unsure or missing:
-            plan.creates.append((instance, role))
+        servers = dns.servers_of(instance)
+        for server in servers:
+            observed = seen.get(server)
+            if role == "primary" and observed is not None and observed.error:
+                out.errors[server] = observed.error
+                continue
+            if was is not None and was != role:
+                out.deletes.append(server)
+            missing = observed is not None and observed.rrsets is None
+            if was != role or instance in unsure or missing:
+                out.creates.append((server, role))
+        if all(s in out.errors for s in servers):
+            failed.add(instance)
     for instance in sorted(set(placed) - set(wanted)):
-        if instance in reachable:
-            plan.deletes.append(instance)
+        if instance in dns.reachable:
+            out.deletes += dns.servers_of(instance)
         else:
-            plan.errors[instance] = f"no endpoint for instance {instance}: the zone stays there for now"
+            out.errors[instance] = f"no endpoint for instance {instance}: the zone stays there for now"
     previous = {i for i, r in placed.items() if r == "secondary"}
-    if previous != set(plan.secondaries) and not plan.blocked:
-        created = {i for i, _ in plan.creates}
-        plan.renotify = [p for p in plan.primaries if p in placed and p not in created and p not in plan.errors]
-    after = {i: r for i, r in placed.items() if i not in plan.deletes}
-    after.update({i: r for i, r in plan.creates})
-    plan.placements_after = after
+    blocked = bool(primaries) and all(p in failed for p in primaries)
+    if previous != set(secondaries) and not blocked:
+        created = {i for i, _ in out.creates}
+        out.renotify = [s for p in primaries if p in placed for s in dns.servers_of(p)
+                        if s not in created and s not in out.errors]
+    deleted = {instance_of(s) for s in out.deletes}
+    out.after = {i: r for i, r in placed.items() if i not in deleted}
+    out.after.update({instance_of(s): r for s, r in out.creates})
+    return out
 
 
-def _records(plan: ZonePlan, managed: set[Key], seen: dict[str, ZoneObserved]) -> None:
-    assert plan.zone is not None
-    for primary in plan.primaries:
-        if primary in plan.errors:
-            continue
-        observed = seen.get(primary)
-        have = observed.rrsets if observed is not None and observed.rrsets is not None else {}
-        result = rrsetdiff.plan_zone(plan.name, plan.zone.rrsets, have, managed)
-        plan.records[primary] = result
-        managed = result.managed_after
-    plan.managed_after = managed
+def _records(name: str, zone: Zone, primaries: list[str], errors: dict[str, str], managed: set[Key],
+             seen: dict[str, ZoneObserved], dns: DnsObserved) -> tuple[dict[str, zoneplan.RRsetPlan], set[Key]]:
+    """Each primary server's RRset plan from what it serves, all against the same ownership: an RRset
+    stays the agent's only while no server holds other data in it (a conflict there)."""
+    records: dict[str, zoneplan.RRsetPlan] = {}
+    after: set[Key] | None = None
+    apex, created = {(name, "NS")}, nameservers.created(zone)
+    for primary in primaries:
+        for server in dns.servers_of(primary):
+            if server in errors or primary in errors:
+                continue
+            observed = seen.get(server)
+            if observed is not None and observed.rrsets is not None:
+                have, own = observed.rrsets, apex
+            else:  # a server without the zone gets it created first: its apex NS and IPv4 glue come with it
+                have, own = created, apex | set(created)
+            result = rrsetdiff.rrset_plan(name, zone.rrsets, have, managed, own)
+            records[server] = result
+            after = set(result.managed_after) if after is None else after & result.managed_after
+    return records, managed if after is None else after
 
 
 def _zone_own(zone: str, have: dict[Key, RRset]) -> Callable[[Key], bool]:
@@ -196,11 +160,11 @@ def foreign(zone: str, have: dict[Key, RRset], managed: set[Key]) -> list[Key]:
     return sorted(k for k in have if k not in managed and not own(k))
 
 
-def leftovers(zone: str, have: dict[Key, RRset], managed: set[Key]) -> rrsetdiff.RRsetPlan:
+def leftovers(zone: str, have: dict[Key, RRset], managed: set[Key]) -> zoneplan.RRsetPlan:
     """A zone that left Git but stays (it holds foreign data): the deletes of the agent's own RRsets in it,
     the zone's own ones (SOA, apex NS, glue) excepted: they go with the zone."""
     own = _zone_own(zone, have)
-    return rrsetdiff.plan_zone(zone, {}, have, {k for k in managed if not own(k)})
+    return rrsetdiff.rrset_plan(zone, {}, have, {k for k in managed if not own(k)})
 
 
 def _named(keys: list[Key], shown: int = 5) -> str:
@@ -208,28 +172,57 @@ def _named(keys: list[Key], shown: int = 5) -> str:
     return names + (f" and {len(keys) - shown} more" if len(keys) > shown else "")
 
 
-def _keep_foreign(plan: ZonePlan, managed: set[Key], placed: dict[str, str], seen: dict[str, ZoneObserved]) -> bool:
+def _keep_foreign(name: str, deletes: list[str], managed: set[Key], placed: dict[str, str],
+                  seen: dict[str, ZoneObserved]) -> tuple[str, dict[str, zoneplan.RRsetPlan]]:
     """A zone that left Git and that a primary serves with foreign data stays where it is; only the
-    agent's RRsets in it are deleted. True if kept (the plan then says why in `kept`)."""
-    primaries = [i for i, role in sorted(placed.items()) if role == "primary" and i in plan.deletes]
+    agent's RRsets in it are deleted. Returns why it is kept ("" if it is not) and those deletes."""
+    primaries = [s for s in deletes if placed.get(instance_of(s)) == "primary"]
     unknown = [i for i in primaries if seen.get(i) is None or seen[i].error]
     if unknown:  # what it serves could not be read: nothing is deleted this run
         why = "; ".join(f"{i}: {seen[i].error if seen.get(i) is not None else 'not observed'}" for i in unknown)
-        plan.kept = (f"zone kept on {len(placed)} server(s) although it left Git: what its primary serves could not "
-                     f"be read ({why}), so it may hold data the agent did not write; it is deleted once it can be "
-                     "checked (`--force` deletes it now)")
-        return True
-    found = sorted({k for i in primaries for k in foreign(plan.name, seen[i].rrsets or {}, managed)})
+        return (f"zone kept on {len(placed)} server(s) although it left Git: what its primary serves could not "
+                f"be read ({why}), so it may hold data the agent did not write; it is deleted once it can be "
+                "checked (`--force` deletes it now)"), {}
+    found = sorted({k for i in primaries for k in foreign(name, seen[i].rrsets or {}, managed)})
     if not found:
-        return False
-    for instance in primaries:
-        have = seen[instance].rrsets
-        if have is not None:
-            plan.records[instance] = leftovers(plan.name, have, managed)
-    plan.kept = (f"zone kept on {len(placed)} server(s) although it left Git: it holds {len(found)} RRset(s) the "
-                 f"agent did not write ({_named(found)}); the agent's own RRsets in it are deleted; "
-                 "`--force` deletes the zone with them")
-    return True
+        return "", {}
+    records = {i: leftovers(name, have, managed) for i in primaries if (have := seen[i].rrsets) is not None}
+    return (f"zone kept on {len(placed)} server(s) although it left Git: it holds {len(found)} RRset(s) the "
+            f"agent did not write ({_named(found)}); the agent's own RRsets in it are deleted; "
+            "`--force` deletes the zone with them"), records
+
+
+def _calls(zone: Zone | None, primaries: list[str], secondaries: list[str], creates: list[tuple[str, str]],
+           renotify: list[str], servers: dict[str, Reach]) -> dict[str, Any]:
+    """The zone API bodies this plan sends (none without the servers' addresses: an offline plan)."""
+    bodies: dict[str, dict[str, Any]] = {}
+    unbuildable: dict[str, str] = {}
+    if zone is None or not servers:
+        return {"bodies": bodies, "unbuildable": unbuildable, "transfers": {}}
+    for instance, role in creates:
+        body = zonecalls.create_body(zone, instance, role, primaries, secondaries, servers)
+        if isinstance(body, str):
+            unbuildable[instance] = body
+        else:
+            bodies[instance] = body
+    told = {i for i, role in creates if role == "primary"} | set(renotify) if secondaries else set(renotify)
+    return {"bodies": bodies, "unbuildable": unbuildable,
+            "transfers": {p: zonecalls.transfers(p, secondaries, servers) for p in sorted(told)}}
+
+
+def _notify(zone: Zone | None, secondaries: list[str], dns: DnsObserved) -> list[str] | None:
+    """The addresses the zone's primaries NOTIFY (None: unknown, a plan without the servers' addresses)."""
+    if zone is None or not dns.servers:
+        return None
+    return sorted(a for s in secondaries if s in dns.servers for a in dns.servers[s].addresses)
+
+
+def _tell(primaries: list[str], placed: dict[str, str], creates: list[tuple[str, str]], errors: dict[str, str],
+          renotify: list[str], dns: DnsObserved) -> list[str]:
+    """`renotify` and every other primary server that has the zone and is not being created."""
+    created = {s for s, _ in creates}
+    told = [s for p in primaries if p in placed for s in dns.servers_of(p) if s not in created and s not in errors]
+    return sorted(set(renotify) | set(told))
 
 
 def plan_zone(name: str, zone: Zone | None, dns: DnsObserved, *, force: bool = False) -> ZonePlan:
@@ -240,24 +233,34 @@ def plan_zone(name: str, zone: Zone | None, dns: DnsObserved, *, force: bool = F
     managed, placed, unsure = recover(owned, list(seen.values()))
     primaries = [instance_id(k) for k in zone.primaries] if zone else []
     secondaries = [instance_id(k) for k in zone.secondaries] if zone else []
-    plan = ZonePlan(name, zone, primaries, secondaries, managed_before=managed, placements_before=placed,
-                    annotations=_gate_annotations(zone, owned), recovered=owned.pending is not None, observed=seen,
-                    revision=owned.revision)
-    _placements(plan, placed, unsure, seen, dns.reachable)
-    if plan.blocked:  # nothing moves: keep what is known, including the interrupted run's intent
-        plan.creates, plan.deletes, plan.renotify = [], [], []
-        plan.placements_after, plan.managed_after = placed, managed
-        return plan
-    if zone is None and plan.deletes and not force and _keep_foreign(plan, managed, placed, seen):
-        plan.deletes, plan.placements_after = [], dict(placed)
-        deleted = {c.key for p in plan.records.values() for c in p.changes}
-        plan.managed_after = managed - deleted
-        return plan
-    if zone is not None and primaries:
-        _records(plan, managed, seen)
-    elif not plan.placements_after:
-        plan.managed_after = set()  # gone from every server: nothing is owned any more
-    else:
-        plan.managed_after = managed  # still on a server the agent cannot reach: keep ownership
-    return plan
-
+    moved = _placements(primaries, secondaries, placed, unsure, seen, dns)
+    creates, deletes, renotify, after = moved.creates, moved.deletes, moved.renotify, moved.after
+    notify = _notify(zone, secondaries, dns)
+    if notify is not None and notify != (owned.notify if owned.notify is not None or notify else []):
+        renotify = _tell(primaries, placed, creates, moved.errors, renotify, dns)  # the secondaries' pods moved
+    records: dict[str, zoneplan.RRsetPlan] = {}
+    kept = ""
+    if bool(primaries) and all(all(s in moved.errors for s in dns.servers_of(p)) or p in moved.errors
+                               for p in primaries):
+        # blocked, nothing moves: keep what is known, including the interrupted run's intent
+        creates, deletes, renotify, after, managed_after = [], [], [], placed, managed
+    elif zone is None and deletes and not force and (found := _keep_foreign(name, deletes, managed, placed, seen))[0]:
+        kept, records = found
+        deletes, after = [], dict(placed)
+        managed_after = managed - {c.key for p in records.values() for c in p.changes}
+    elif zone is not None and primaries:
+        records, managed_after = _records(name, zone, primaries, moved.errors, managed, seen, dns)
+    else:  # gone from every server: nothing is owned any more; else still on one the agent cannot reach
+        managed_after = managed if after else set()
+    empty = not (creates or deletes or renotify or any(p.changes for p in records.values()))
+    recovered = owned.pending is not None
+    settled = (empty and not recovered and not moved.errors and managed_after == managed
+               and after == placed)
+    return ZonePlan(name, zone, primaries, secondaries, creates, deletes, renotify, records, moved.errors,
+                    managed_before=managed, managed_after=managed_after, placements_before=placed,
+                    placements_after=after, annotations=_gate_annotations(zone, owned), recovered=recovered,
+                    kept=kept, observed=seen, revision=owned.revision, settled=settled,
+                    pods={i: dns.pods[i] for i in sorted({*primaries, *secondaries, *placed}) if i in dns.pods},
+                    notify_before=owned.notify,
+                    notify=notify if creates or renotify or owned.notify is not None else None,
+                    **_calls(zone, primaries, secondaries, creates, renotify, dns.servers))

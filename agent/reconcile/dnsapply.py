@@ -1,6 +1,8 @@
 """Executes the approved DNS part of a plan: zones on their servers, RRsets by DNS UPDATE, verification.
 
-Per zone (zones run concurrently), in this order:
+Per zone (zones run concurrently), in this order, each step on every server (pod) of the instances
+it concerns: an instance written pod by pod gets each zone and RRset on each of its pods, and is
+verified on each:
 
     store intent -> role-change removals -> primaries (zone API) -> also-notify -> RRsets (UPDATE)
     -> secondaries -> removals -> store settled ownership
@@ -14,7 +16,13 @@ The intent (what this zone's writes may change) is stored before the first write
 the settled ownership after the last, so a kill at any instant leaves a record the next run can
 fold back in (agent/plan/zonediff.recover). A primary failure is fatal for that zone (nothing
 more is written there); a secondary failure is not. A zone whose data changed between observe and
-apply (an UPDATE prerequisite failed) is observed, planned and gated again once.
+apply (an UPDATE prerequisite failed) is put on the result's `stale` list with its intent left in
+the store; the orchestrator observes, plans, gates and applies those zones once more. The UPDATE
+batches a zone's primaries took before it stopped are on its result (`written`, and `changes`): the
+zone serves them, whatever the second round decides, and the messages saying it stopped name them.
+
+Everything sent comes from the plan (RRset changes, zone API bodies, transfers); nothing here
+decides, refuses or changes the plan: what happened goes into the results.
 """
 
 from __future__ import annotations
@@ -23,24 +31,23 @@ import concurrent.futures
 import dataclasses
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from agent.desired import zonebody
+from agent.clients import rfc2136
+from agent.clients.deadline import Deadline
+from agent.clients.endpoints import Endpoint, by_server
+from agent.clients.statestore import Store
 from agent.errors import AgentError, ZoneApiError
-from agent.gate import safety
 from agent.model.key import ObjectKey
-from agent.model.ownership import Key, ZoneOwnership
-from agent.plan import rrsetdiff, zonediff
+from agent.model.ownership import ZoneOwnership
 from agent.plan.observed import ZoneObserved
-from agent.plan.zonediff import ZonePlan
-from agent.reconcile import axfr, dnsobserve, dnsverify, rfc2136
-from agent.reconcile.deadline import Deadline
-from agent.reconcile.endpoints import Endpoint, allow_transfer, transfer_addresses
-from agent.reconcile.statestore import Store
+from agent.plan.zoneplan import RRChange, RRsetPlan, ZonePlan, instance_of
+from agent.reconcile import dnsverify
 
 if TYPE_CHECKING:
-    from agent.reconcile.zoneapi import ZoneApi
+    from agent.clients.zoneapi import ZoneApi
 
 log = logging.getLogger(__name__)
 ZONE_WORKERS = 4  # zones are independent; more threads only contend on 2 cores
@@ -51,13 +58,21 @@ class ZoneResult:
     key: ObjectKey | None
     name: str
     instances: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)  # id -> (state, message)
+    servers: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)  # server -> (state, message)
+    # instance written pod by pod -> (pods that serve the zone: configured and answering what was
+    # written, pods it was written to)
+    served: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
     primaries: set[str] = dataclasses.field(default_factory=set)  # instance ids in the primary role
     primary_error: str = ""
     secondary_error: str = ""
-    refused: str = ""  # the re-plan after a concurrent change was refused by the gate
+    refused: str = ""  # the second round's plan of this zone was refused by the gate
+    stale: str = ""  # an UPDATE's prerequisite failed: the zone changed since it was observed (why)
     conflicts: list[str] = dataclasses.field(default_factory=list)
-    changes: list[rrsetdiff.RRChange] = dataclasses.field(default_factory=list)
-    applied_on: list[str] = dataclasses.field(default_factory=list)  # primaries that took the changes
+    changes: list[RRChange] = dataclasses.field(default_factory=list)  # the RRset changes the zone now serves
+    # a zone that stopped part-way (a prerequisite failed, an UPDATE failed): the RRset changes whose
+    # UPDATE a primary took before, each once (also in `changes`); empty when every batch went
+    written: list[RRChange] = dataclasses.field(default_factory=list)
+    applied_on: list[str] = dataclasses.field(default_factory=list)  # primary servers that took the changes
     checks: list[rfc2136.Check] = dataclasses.field(default_factory=list)
     created_on: list[str] = dataclasses.field(default_factory=list)
     deleted_from: list[str] = dataclasses.field(default_factory=list)
@@ -66,7 +81,7 @@ class ZoneResult:
 
     @property
     def ok(self) -> bool:
-        return not (self.primary_error or self.secondary_error or self.refused)
+        return not (self.primary_error or self.secondary_error or self.refused or self.stale)
 
 
 @dataclasses.dataclass
@@ -75,6 +90,10 @@ class DnsResult:
     deleted: list[tuple[str, str]]  # (zone, instance) the zone was removed from
     updates_sent: int = 0
     errors: list[str] = dataclasses.field(default_factory=list)
+    # zone -> why: an UPDATE prerequisite failed (someone changed the zone since it was observed);
+    # nothing more was written there, its intent stays stored: observe, plan, gate and apply it again
+    stale: dict[str, str] = dataclasses.field(default_factory=dict)
+    verify_seconds: float = 0.0  # of the apply's wall time, how long verification took
 
     @property
     def ok(self) -> bool:
@@ -85,34 +104,30 @@ class DnsResult:
 class DnsApplyOptions:
     batch: int = rfc2136.DEFAULT_BATCH
     verify_wait: float = 10
-    policy: safety.Policy = safety.Policy()
     revision: str | None = None  # recorded on each zone it writes (DNSZone status shows it)
-    transfer: axfr.TransferLimits = axfr.TransferLimits()  # bounds of the AXFR a re-plan makes
 
 
 class _Stop(Exception):
     """Nothing more is written to this zone in this run (the reason is already in the result)."""
 
 
-class NoTransferSource(AgentError):
-    """A secondary zone cannot be created: none of its primaries has a ready pod address."""
-
-
-class _Refused(AgentError):
-    """A re-plan after a concurrent change was refused by the gate."""
+class _Stale(AgentError):
+    """An UPDATE's prerequisite failed: the zone changed since it was observed."""
 
 
 class DnsApply:
     def __init__(self, endpoints: Mapping[str, Endpoint], store: Store, options: DnsApplyOptions,
                  deadline: Deadline) -> None:
-        self.endpoints, self.store, self.options, self.deadline = endpoints, store, options, deadline
+        # every server by its id: an instance's one address, or each of its pods (`Endpoint.each_server`)
+        self.endpoints = by_server(endpoints)
+        self.store, self.options, self.deadline = store, options, deadline
         self.apis: dict[str, ZoneApi] = {}
         self.updates_sent = 0
         self.written: list[tuple[ZoneResult, dnsverify.Written]] = []  # zones to verify when all are written
         self._lock = threading.Lock()
 
     def api(self, instance: str) -> ZoneApi:
-        from agent.reconcile.zoneapi import ZoneApi  # with its HTTP client: only when zones are written
+        from agent.clients.zoneapi import ZoneApi  # with its HTTP client: only when zones are written
 
         endpoint = self.endpoints[instance]
         with self._lock:
@@ -126,34 +141,28 @@ class DnsApply:
             api.close()
 
     # -- zone placements -------------------------------------------------------------------
-    def _body(self, zp: ZonePlan, instance: str, role: str) -> dict[str, object]:
-        assert zp.zone is not None
-        if role == "secondary":
-            primaries = transfer_addresses([self.endpoints[p] for p in zp.primaries if p in self.endpoints])
-            if not primaries:
-                raise NoTransferSource(f"no ready pod of its primaries {', '.join(zp.primaries)} to transfer from")
-            return zonebody.secondary(zp.name, primaries=primaries)
-        tsig = self.endpoints[instance].tsig
-        return zonebody.primary(zp.zone, update_key=tsig.name if tsig else None, **self._transfers(zp, instance))
-
-    def _transfers(self, zp: ZonePlan, primary: str) -> dict[str, Any]:
-        """The secondaries' addresses for the primary's also-notify and allow-transfer."""
-        secondaries = [self.endpoints[s] for s in zp.secondaries if s in self.endpoints]
-        return {"also_notify": transfer_addresses(secondaries),
-                "allow_transfer": allow_transfer(self.endpoints[primary], secondaries)}
-
     def _create(self, zp: ZonePlan, result: ZoneResult, instance: str, role: str) -> bool:
         try:
             self.deadline.check(f"creating {zp.name} on {instance}")
-            if self.api(instance).create(self._body(zp, instance, role)):
+            if instance in zp.unbuildable:  # e.g. a secondary whose primaries have no ready pod yet
+                raise ZoneApiError(zp.unbuildable[instance])
+            body = zp.bodies.get(instance)
+            if body is None:
+                raise ZoneApiError(f"no zone API body was planned for {instance}")
+            if self.api(instance).create(body):
                 result.created_on.append(instance)
-            elif role == "primary" and zp.secondaries:  # it was there already (adopted): tell it its secondaries
-                self.api(instance).modify(zp.name.rstrip("."), **self._transfers(zp, instance))
-            result.instances[instance] = ("Configured", f"{role} zone configured")
+            elif role == "primary" and instance in zp.transfers:  # it was there already (adopted): tell it
+                self._modify(zp, instance)
+            result.servers[instance] = ("Configured", f"{role} zone configured")
             return True
         except AgentError as exc:
-            result.instances[instance] = ("Failed", str(exc))
+            result.servers[instance] = ("Failed", str(exc))
             return False
+
+    def _modify(self, zp: ZonePlan, primary: str) -> None:
+        sent = zp.transfers[primary]
+        self.api(primary).modify(zp.name.rstrip("."), also_notify=list(sent.also_notify),
+                                 allow_transfer=list(sent.allow_transfer) if sent.allow_transfer is not None else None)
 
     def _delete(self, zp: ZonePlan, result: ZoneResult, instance: str) -> bool:
         try:
@@ -162,75 +171,54 @@ class DnsApply:
             result.deleted_from.append(instance)
             return True
         except AgentError as exc:
-            result.instances[instance] = ("Failed", f"could not remove the zone: {exc}")
+            result.servers[instance] = ("Failed", f"could not remove the zone: {exc}")
             return False
 
     def _primaries(self, zp: ZonePlan, result: ZoneResult) -> None:
-        role_changed = [i for i in zp.deletes if i in zp.primaries or i in zp.secondaries]
+        role_changed = [s for s in zp.deletes if instance_of(s) in zp.primaries or instance_of(s) in zp.secondaries]
         for instance in role_changed:
             if not self._delete(zp, result, instance):
                 raise _Stop
         for instance, role in zp.creates:
             if role == "primary" and not self._create(zp, result, instance, role):
-                result.primary_error = result.instances[instance][1]
+                result.primary_error = result.servers[instance][1]
                 raise _Stop
         for instance in zp.renotify:
             try:
                 self.deadline.check(f"updating also-notify of {zp.name} on {instance}")
-                self.api(instance).modify(zp.name.rstrip("."), **self._transfers(zp, instance))
+                self._modify(zp, instance)
             except AgentError as exc:
-                result.instances[instance] = ("Failed", str(exc))
+                result.servers[instance] = ("Failed", str(exc))
                 result.primary_error = str(exc)
                 raise _Stop from exc
 
     # -- records -----------------------------------------------------------------------------
-    def _send(self, zp: ZonePlan, primary: Endpoint, plan: rrsetdiff.RRsetPlan) -> None:
-        for update in rfc2136.build_updates(zp.name, plan.changes, primary.tsig, batch=self.options.batch):
+    def _send(self, zp: ZonePlan, primary: Endpoint, plan: RRsetPlan, sent: list[RRChange]) -> None:
+        """The server's UPDATEs, batch after batch; `sent` gets the changes of each one it took."""
+        for update, changes in rfc2136.batches(zp.name, plan.changes, primary.tsig, batch=self.options.batch):
             self.deadline.check(f"sending the UPDATE for {zp.name} to {primary.instance}")
             with self._lock:
                 self.updates_sent += 1
             rfc2136.send(primary, update, timeout=self.deadline.timeout(10))
-
-    def _replan(self, zp: ZonePlan, primary: Endpoint, managed: set[Key]) -> rrsetdiff.RRsetPlan:
-        """The zone changed meanwhile: observe it again, plan again, gate again, keep the intent true."""
-        log.warning("%s on %s changed while planning; observing again", zp.name, primary.instance)
-        observed = rfc2136.observe(primary, zp.name, timeout=self.deadline.timeout(10),
-                                   lifetime=dnsobserve.transfer_time(self.deadline), limits=self.options.transfer)
-        plan = (rrsetdiff.plan_zone(zp.name, zp.zone.rrsets, observed, managed) if zp.zone is not None
-                else zonediff.leftovers(zp.name, observed, managed))  # it left Git but stays: the agent's RRsets go
-        refusal = safety.records_refusal(zp.name, plan, managed, zp.annotations, self.options.policy)
-        if refusal:
-            raise _Refused(refusal)
-        earlier = zp.intent()  # the UPDATEs sent before the prerequisite failed are in this one only
-        zp.records[primary.instance] = plan
-        flight = zp.in_flight()
-        assert flight.pending is not None
-        flight.pending.writes = {**earlier.writes, **flight.pending.writes}
-        flight.pending.deletes |= earlier.deletes
-        self.store.save_zone(flight)
-        return plan
+            sent += changes
 
     def _records(self, zp: ZonePlan, result: ZoneResult) -> None:
-        managed = set(zp.managed_before)
-        for instance in list(zp.records):
-            primary, plan = self.endpoints[instance], zp.records[instance]
+        written: list[RRChange] = []  # by the servers done so far, each change once
+        for instance, plan in zp.records.items():
+            sent: list[RRChange] = []
             try:
-                try:
-                    self._send(zp, primary, plan)
-                except rfc2136.PrerequisiteFailed:
-                    zp.observed.pop(instance, None)  # re-observed: what the first look saw is stale
-                    plan = self._replan(zp, primary, managed)
-                    self._send(zp, primary, plan)
-            except _Refused as refused:
-                result.refused = str(refused)
-                raise _Stop from refused
-            except AgentError as exc:
-                result.primary_error = f"records not applied: {exc}"
+                self._send(zp, self.endpoints[instance], plan, sent)
+            except AgentError as exc:  # the batches before it went out (the intent covers them): the zone serves them
+                result.written = union(written, sent)
+                result.changes = list(result.written)
+                if isinstance(exc, rfc2136.PrerequisiteFailed):
+                    log.warning("%s on %s changed since it was observed: %s", zp.name, instance, exc)
+                    result.stale = str(exc)
+                else:
+                    result.primary_error = f"records not applied: {exc}{landed(result.written)}"
                 raise _Stop from exc
-            managed = plan.managed_after
+            written = union(written, sent)
             result.applied_on.append(instance)
-        if zp.records:  # after a re-plan the outcome differs from the plan's
-            zp.managed_after = managed
         result.changes = zp.rrset_changes
         result.conflicts = zp.conflicts
 
@@ -239,25 +227,26 @@ class DnsApply:
         for instance, role in zp.creates:
             if role == "secondary":
                 self._create(zp, result, instance, role)
-        failed = [i for i in zp.secondaries if result.instances.get(i, ("", ""))[0] == "Failed"]
+        failed = [s for i in zp.secondaries for s in zp.servers_of(i) if result.servers.get(s, ("", ""))[0] == "Failed"]
         if failed:
-            result.secondary_error = "; ".join(result.instances[i][1] for i in failed)
+            result.secondary_error = "; ".join(result.servers[s][1] for s in failed)
 
     def _removals(self, zp: ZonePlan, result: ZoneResult) -> None:
-        for instance in zp.deletes:
-            if instance not in zp.primaries and instance not in zp.secondaries:
-                self._delete(zp, result, instance)
+        for server in zp.deletes:
+            if instance_of(server) not in zp.primaries and instance_of(server) not in zp.secondaries:
+                self._delete(zp, result, server)
 
     def zone(self, zp: ZonePlan, *, settled: bool = False) -> ZoneResult:
         """One zone's steps; `settled`: the caller found nothing to write or record there."""
         result = ZoneResult(zp.key, zp.name, primaries=set(zp.primaries))
-        for instance, error in zp.errors.items():
-            result.instances[instance] = ("Failed", error)
+        for server, error in zp.errors.items():
+            result.servers[server] = ("Failed", error)
         for instance, role in zp.placements_before.items():
             if instance in zp.primaries + zp.secondaries:
-                result.instances.setdefault(instance, ("Configured", f"{role} zone configured"))
+                for server in zp.servers_of(instance):
+                    result.servers.setdefault(server, ("Configured", f"{role} zone configured"))
         if zp.blocked:
-            result.primary_error = "; ".join(zp.errors[p] for p in zp.primaries)
+            result.primary_error = "; ".join(e for s, e in zp.errors.items() if instance_of(s) in zp.primaries)
             return result
         result.revision = zp.revision
         if settled:  # nothing to write, nothing to record: most zones of most runs
@@ -306,8 +295,8 @@ class DnsApply:
         """Queues the zone for verification: its changed RRsets on the primaries that took them, and
         its configured secondaries at the serial the primary reached (with nothing changed, at the
         primary's serial: one that was down or stopped may be behind from an earlier run)."""
-        secondaries = [s for s in zp.secondaries
-                       if s in self.endpoints and result.instances.get(s, ("", ""))[0] == "Configured"]
+        secondaries = [s for i in zp.secondaries for s in zp.servers_of(i)
+                       if s in self.endpoints and result.servers.get(s, ("", ""))[0] == "Configured"]
         if not result.changes and not (secondaries and result.applied_on):
             return
         serials = [result.after[p].serial if p in result.after else None for p in result.applied_on]
@@ -324,8 +313,8 @@ class DnsApply:
             seen = zp.observed.get(next(iter(zp.records), ""))
             if seen is None or seen.serial is None:
                 continue
-            for s in zp.secondaries:
-                if s in self.endpoints and result.instances.get(s, ("", ""))[0] == "Configured":
+            for s in (s for i in zp.secondaries for s in zp.servers_of(i)):
+                if s in self.endpoints and result.servers.get(s, ("", ""))[0] == "Configured":
                     by_secondary.setdefault(s, []).append((zp, result, seen.serial))
         behind: dict[str, tuple[ZonePlan, ZoneResult]] = {}
         for secondary, items in by_secondary.items():
@@ -363,24 +352,58 @@ class DnsApply:
             result.checks = w.checks
 
 
-def _settled_already(zp: ZonePlan) -> bool:
-    if zp.settled_once:
-        return True
-    zp.settled_once = (zp.empty and not zp.recovered and not zp.errors and zp.managed_after == zp.managed_before
-                       and zp.placements_after == zp.placements_before)
-    return zp.settled_once
+def union(first: list[RRChange], then: list[RRChange]) -> list[RRChange]:
+    """The RRset changes of `first`, then those of `then` that are not among them."""
+    if not first:
+        return list(then)
+    seen = set(first)
+    return [*first, *(c for c in then if c not in seen)]
+
+
+def landed(written: list[RRChange], shown: int = 5) -> str:
+    """What a zone that stopped part-way serves of its plan all the same, for the message saying it stopped."""
+    if not written:
+        return ""
+    names = ", ".join(f"{c.key[0]} {c.key[1]} ({c.action})" for c in written[:shown])
+    more = f" and {len(written) - shown} more" if len(written) > shown else ""
+    return f"; written before it stopped, and served: {len(written)} RRset change(s): {names}{more}"
 
 
 def _settled(zp: ZonePlan, result: ZoneResult, revision: str | None) -> ZoneOwnership:
     """What the agent owns after this zone's steps: the plan's outcome, less what did not happen."""
-    owned = zp.settled(revision)
-    for instance, _ in zp.creates:
-        if instance not in result.created_on and result.instances.get(instance, ("", ""))[0] == "Failed":
-            owned.placements.pop(instance, None)  # never created: the next run creates it
-    for instance in zp.deletes:
-        if instance not in result.deleted_from and instance in zp.placements_before:
+    owned = zp.settled_ownership(revision)
+    for server, _ in zp.creates:
+        if server not in result.created_on and result.servers.get(server, ("", ""))[0] == "Failed":
+            owned.placements.pop(instance_of(server), None)  # not created everywhere: the next run creates it
+    for server in zp.deletes:
+        instance = instance_of(server)
+        if server not in result.deleted_from and instance in zp.placements_before and instance not in owned.placements:
             owned.placements[instance] = zp.placements_before[instance]  # still there: delete it next time
     return owned
+
+
+def served(zp: ZonePlan, result: ZoneResult) -> None:
+    """Each instance's state from its servers' (`result.instances`, what the DNSZone status lists):
+    Configured when every server is, else Failed with what failed where; and, for an instance written
+    pod by pod, on how many pods the zone is served (configured, and answering what was written)."""
+    missed = {c.server for c in result.checks if not c.ok}
+    by_instance: dict[str, list[tuple[str, tuple[str, str]]]] = {}
+    for server, state in result.servers.items():
+        by_instance.setdefault(instance_of(server), []).append((server, state))
+    for instance, states in by_instance.items():
+        failed = [(s, m) for s, (st, m) in states if st == "Failed"]
+        pods = zp.pods.get(instance)
+        ok = sum(1 for s in pods or () if result.servers.get(s, ("", ""))[0] == "Configured" and s not in missed)
+        if pods is not None:
+            result.served[instance] = (ok, len(pods))
+        if failed:
+            result.instances[instance] = ("Failed", "; ".join(m if s == instance or m.startswith(s) else f"{s}: {m}"
+                                                              for s, m in failed))
+        elif pods is not None:
+            first, message = states[0][1]
+            result.instances[instance] = (first, f"{message}, served by {ok}/{len(pods)} pods")
+        else:
+            result.instances[instance] = states[0][1]
 
 
 def apply(zones: list[ZonePlan], endpoints: Mapping[str, Endpoint], store: Store, *, options: DnsApplyOptions,
@@ -390,7 +413,7 @@ def apply(zones: list[ZonePlan], endpoints: Mapping[str, Endpoint], store: Store
     `focus`: only these zones were observed (dnsobserve.observe); only they are checked for a
     secondary left behind, the others wait for the next run without a focus."""
     runner = DnsApply(endpoints, store, options, deadline)
-    settled = [_settled_already(zp) for zp in zones]
+    settled = [zp.settled for zp in zones]
     work = [(i, zp) for i, zp in enumerate(zones) if not settled[i]]
     done: dict[int, ZoneResult] = {}
     try:
@@ -406,7 +429,9 @@ def apply(zones: list[ZonePlan], endpoints: Mapping[str, Endpoint], store: Store
         for i in checked:
             done[i] = runner.zone(zones[i], settled=True)
         runner.catch_up([(zones[i], done[i]) for i in checked])
+        started = time.monotonic()
         runner.verify()  # what a push waits for is confirmed before the other zones are reported on
+        verified = time.monotonic() - started
         for i in rest:
             if i not in done:
                 done[i] = runner.zone(zones[i], settled=True)
@@ -415,9 +440,12 @@ def apply(zones: list[ZonePlan], endpoints: Mapping[str, Endpoint], store: Store
     finally:
         runner.close()
     results = [done[i] for i in range(len(zones))]
+    for zp, result in zip(zones, results, strict=True):
+        served(zp, result)
     deleted = [(r.name, i) for r, z in zip(results, zones, strict=True) for i in r.deleted_from
-               if i not in z.primaries and i not in z.secondaries]
+               if instance_of(i) not in z.primaries and instance_of(i) not in z.secondaries]
     placed = [r for r, z in zip(results, zones, strict=True) if z.zone is not None]
     errors = [f"zone {r.name}: {r.primary_error}" for r, z in zip(results, zones, strict=True)
               if z.zone is None and r.primary_error]
-    return DnsResult(placed, sorted(deleted), runner.updates_sent, errors)
+    stale = {r.name: r.stale for r in results if r.stale}
+    return DnsResult(placed, sorted(deleted), runner.updates_sent, errors, stale, verified)

@@ -15,10 +15,10 @@ import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+from agent.clients import rfc2136
+from agent.clients.endpoints import Endpoint
 from agent.model.ownership import Key
-from agent.plan import rrsetdiff
-from agent.reconcile import rfc2136
-from agent.reconcile.endpoints import Endpoint
+from agent.plan.zoneplan import RRChange
 
 NUDGE_AFTER = 0.5  # seconds: named NOTIFYs its secondaries itself; a later nudge is for one that missed it
 _SERIAL_HALF = 2**31
@@ -29,7 +29,7 @@ class Written:
     """One zone to confirm: what changed, where, and the serial each secondary must reach."""
 
     zone: str
-    changes: list[rrsetdiff.RRChange]  # empty: only the secondaries' serial is checked
+    changes: list[RRChange]  # empty: only the secondaries' serial is checked
     primaries: list[str]  # instances that took the changes
     secondaries: list[str]  # instances configured as secondaries of the zone
     serial: int | None  # the primary's serial after the writes (None: unknown, RRsets are asked)
@@ -41,13 +41,13 @@ def reached(serial: int | None, target: int) -> bool:
     return serial is not None and (serial - target) % 2**32 < _SERIAL_HALF
 
 
-def _want(change: rrsetdiff.RRChange) -> tuple[str, ...]:
+def _want(change: RRChange) -> tuple[str, ...]:
     return change.after.rdatas if change.after else ()
 
 
 def _on_primaries(zones: Sequence[Written], endpoints: Mapping[str, Endpoint], wait: float) -> None:
     """Every changed RRset on every primary that took it: one pipelined pass per primary."""
-    by_primary: dict[str, list[tuple[Written, rrsetdiff.RRChange]]] = {}
+    by_primary: dict[str, list[tuple[Written, RRChange]]] = {}
     for w in zones:
         for primary in w.primaries:
             by_primary.setdefault(primary, []).extend((w, c) for c in w.changes)

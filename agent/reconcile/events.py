@@ -6,10 +6,9 @@ import datetime
 import logging
 from typing import Any
 
+from agent.clients.kubeapi import KubeApi
 from agent.errors import KubeError
 from agent.model import kinds
-from agent.plan import kubediff, statusdiff
-from agent.reconcile.kubeapi import KubeApi
 
 log = logging.getLogger(__name__)
 
@@ -37,22 +36,12 @@ def emit_event(api: KubeApi, obj: dict[str, Any], kind: str, reason: str, messag
         log.warning("event %s on %s/%s not recorded: %s", reason, obj.get("kind"), meta["name"], exc)
 
 
-def mark_rejected(api: KubeApi, *, agent_namespace: str, message: str, reason: str = "RevisionRejected") -> int:
-    """After an invalid or refused revision: every CR this agent manages keeps its state (the last
-    good revision keeps serving) and gains `Progressing=False` with `reason` and why.
-    Returns the number of statuses written (only those that changed)."""
-    written = 0
-    stamp = now()
-    for kind in kinds.KINDS.values():
-        for live in api.list(kind.name, label_selector=kubediff.selector(agent_namespace)):
-            old = live.get("status") or {}
-            conds = [c for c in old.get("conditions") or [] if c.get("type") != "Progressing"]
-            conds.append({"type": "Progressing", "status": "False", "reason": reason, "message": message})
-            new = {**old, "conditions": conds}
-            if not statusdiff.changed(new, old):
-                continue
-            meta = live["metadata"]
-            api.apply_status(kind.name, meta.get("namespace"), meta["name"], statusdiff.merge_times(new, old, stamp))
-            emit_event(api, live, "Warning", reason, message)
-            written += 1
-    return written
+def mark_rejected(api: KubeApi, marks: list[tuple[dict[str, Any], dict[str, Any]]], *, message: str,
+                  reason: str = "RevisionRejected") -> int:
+    """Writes the marks of an invalid or refused revision (each live CR and its new status:
+    agent/plan/statusdiff.rejection_marks), with a Warning Event each. Returns how many were written."""
+    for live, status in marks:
+        meta = live["metadata"]
+        api.apply_status(live["kind"], meta.get("namespace"), meta["name"], status)
+        emit_event(api, live, "Warning", reason, message)
+    return len(marks)

@@ -1,11 +1,12 @@
 """Executes the approved Kubernetes part of a plan, then writes CR statuses computed from the outcome.
 
-    CRDs (when they differ) -> creates/updates parents first (owner UIDs known), independent
-    objects of one tier concurrently -> prunes children first -> the inventory
+    namespaces the plan creates -> creates/updates parents first (owner UIDs known), independent
+    objects of one tier concurrently -> prunes children first -> the inventory the plan lists
 
 A failing object marks the CR it came from Degraded and does not stop unrelated objects. RNDC key
-values are generated here, once per Secret, and never logged. Namespaces are not created unless
-asked (`create_namespaces`): the agent's account need not be able to write them.
+values are generated here, once per Secret, and never logged. Which namespaces are created (only
+with --create-namespaces: the agent's account need not be able to write them), which objects
+cannot be applied and what the inventory lists are decided by the plan (agent/plan/build.py).
 """
 
 from __future__ import annotations
@@ -21,16 +22,17 @@ import secrets
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
+from agent.clients.deadline import UNBOUNDED, Deadline
+from agent.clients.kubeapi import KubeApi
 from agent.desired import workloads
-from agent.desired.hierarchy import CHILD_ORDER, Desired, KubeObject
+from agent.desired.hierarchy import CHILD_ORDER, KubeObject
 from agent.errors import ApplyError
 from agent.model import names
 from agent.model.key import ObjectKey
-from agent.plan import kubediff, statusdiff
+from agent.plan import kubechange, rotation
+from agent.plan.model import Plan
 from agent.plan.observed import KubeObserved
-from agent.reconcile import crds, events
-from agent.reconcile.deadline import UNBOUNDED, Deadline
-from agent.reconcile.kubeapi import KubeApi
+from agent.reconcile import events
 
 log = logging.getLogger(__name__)
 WORKERS = 8  # concurrent API calls for independent objects (same tier)
@@ -41,14 +43,12 @@ _PLAIN_LIMIT = 256 * 1024  # a larger inventory is stored gzip-compressed (a Con
 @dataclasses.dataclass(frozen=True)
 class KubeApplyOptions:
     agent_namespace: str = names.DEFAULT_AGENT_NAMESPACE
-    install_crds: bool = True
-    create_namespaces: bool = False
     rotate_rndc_keys: bool = False
 
 
 @dataclasses.dataclass
 class KubeResult:
-    changes: list[kubediff.KubeChange]
+    changes: list[kubechange.KubeChange]
     live: dict[ObjectKey, dict[str, Any]] = dataclasses.field(default_factory=dict)
     failed: dict[ObjectKey, str] = dataclasses.field(default_factory=dict)
     applied: list[ObjectKey] = dataclasses.field(default_factory=list)
@@ -63,14 +63,20 @@ class KubeResult:
         return not self.failed
 
 
-def _rndc_value(obj: KubeObject, live: dict[str, Any] | None, rotate: bool) -> dict[str, Any]:
-    """Fills a generated Secret's placeholders: kept from the live Secret unless rotating."""
+def _rndc_value(obj: KubeObject, live: dict[str, Any] | None, rotate: bool = False) -> dict[str, Any]:
+    """Fills a generated Secret's placeholders: kept from the live Secret (generated when absent); a
+    rotation (plan/rotation.py, which `rotate` no longer bypasses) asks for a new `secret` and keeps
+    the live one as `previous-secret`."""
     data = (live or {}).get("data") or {}
     filled = dict(obj.body.get("stringData") or {})
     for k, v in filled.items():
-        if v != workloads.SECRET_PLACEHOLDER or k == workloads.KEY_FILE:
+        if v == rotation.CURRENT_SECRET:
+            filled[k] = base64.b64decode(data.get("secret", "")).decode()
+        elif v == rotation.NEW_SECRET:
+            filled[k] = base64.b64encode(secrets.token_bytes(32)).decode()
+        elif v != workloads.SECRET_PLACEHOLDER or k == workloads.KEY_FILE:
             continue
-        if k in data and not rotate:
+        elif k in data:
             filled[k] = base64.b64decode(data[k]).decode()
         else:
             filled[k] = base64.b64encode(secrets.token_bytes(32)).decode()
@@ -79,10 +85,10 @@ def _rndc_value(obj: KubeObject, live: dict[str, Any] | None, rotate: bool) -> d
     return filled
 
 
-def _groups(changes: Iterable[kubediff.KubeChange]) -> list[list[kubediff.KubeChange]]:
+def _groups(changes: Iterable[kubechange.KubeChange]) -> list[list[kubechange.KubeChange]]:
     """Consecutive changes of the same apply group (tier, child order) can run concurrently."""
-    def group(c: kubediff.KubeChange) -> tuple[int, int]:
-        return (kubediff.tier_of(c.key.kind), CHILD_ORDER.get(c.key.kind, 0))
+    def group(c: kubechange.KubeChange) -> tuple[int, int]:
+        return (kubechange.tier_of(c.key.kind), CHILD_ORDER.get(c.key.kind, 0))
 
     return [list(g) for _, g in itertools.groupby(changes, key=group)]
 
@@ -98,25 +104,29 @@ def parallel(fn: Callable[[T], None], items: list[T]) -> None:
 
 
 class _Apply:
-    def __init__(self, api: KubeApi, observed: KubeObserved, changes: list[kubediff.KubeChange],
+    def __init__(self, api: KubeApi, observed: KubeObserved, changes: list[kubechange.KubeChange],
                  options: KubeApplyOptions, deadline: Deadline) -> None:
         self.api, self.options, self.deadline = api, options, deadline
         self.result = KubeResult(changes, dict(observed.live))
         self.uids = {k: v["metadata"].get("uid", "") for k, v in observed.live.items()}
         self.result.conflicts = {c.key for c in changes if c.action == "conflict"}
 
-    def put(self, change: kubediff.KubeChange) -> None:
+    def put(self, change: kubechange.KubeChange) -> None:
         obj, result = change.desired, self.result
         assert obj is not None
         if obj.owner is not None and not self.uids.get(obj.owner):
             result.failed[obj.key] = f"not applied: its owner {obj.owner} could not be applied"
             return
-        body = kubediff.manifest(obj, self.options.agent_namespace, self.uids.get(obj.owner) if obj.owner else None)
+        body = kubechange.manifest(obj, self.options.agent_namespace, self.uids.get(obj.owner) if obj.owner else None)
         if obj.key.kind == "Secret":
             body["stringData"] = _rndc_value(obj, result.live.get(obj.key), self.options.rotate_rndc_keys)
         try:
             self.deadline.check(f"applying {obj.key}")
             stored = self.api.apply(body)
+            if obj.key.kind == "Secret" and rotation.PREVIOUS in (stored.get("data") or {}) \
+                    and rotation.PREVIOUS not in body["stringData"]:  # a rolled-out rotation's previous key goes
+                stored = self.api.merge_patch("Secret", obj.key.namespace, obj.key.name,
+                                              {"data": {rotation.PREVIOUS: None}})
         except ApplyError as exc:  # refused by the server, or out of time
             log.warning("apply %s failed: %s", obj.key, exc)
             result.failed[obj.key] = str(exc)
@@ -125,7 +135,7 @@ class _Apply:
         self.uids[obj.key] = stored["metadata"]["uid"]
         result.applied.append(obj.key)
 
-    def remove(self, change: kubediff.KubeChange) -> None:
+    def remove(self, change: kubechange.KubeChange) -> None:
         try:
             self.deadline.check(f"deleting {change.key}")
             if self.api.delete(change.key.kind, change.key.namespace, change.key.name):
@@ -135,44 +145,28 @@ class _Apply:
             self.result.failed[change.key] = str(exc)
 
 
-def _namespaces(api: KubeApi, desired: Desired, observed: KubeObserved, options: KubeApplyOptions,
-                result: KubeResult) -> None:
-    """Creates missing namespaces when allowed; otherwise objects in them fail with the reason."""
-    wanted = {o.key.namespace for o in desired.objects if o.key.namespace} | {options.agent_namespace}
-    for ns in sorted(wanted - observed.namespaces):
-        if options.create_namespaces:
-            api.apply({"apiVersion": "v1", "kind": "Namespace",
-                       "metadata": {"name": ns, "labels": dict(names.MANAGED_BY)}})
-            continue
-        for obj in desired.objects:
-            if obj.key.namespace == ns:
-                result.failed[obj.key] = (f"namespace {ns} does not exist: create it (the agent does not create "
-                                          "namespaces unless run with --create-namespaces)")
-
-
-def apply(api: KubeApi, desired: Desired, observed: KubeObserved, changes: list[kubediff.KubeChange], *,
-          options: KubeApplyOptions, deadline: Deadline = UNBOUNDED,
-          progress: Callable[[int, int], None] | None = None) -> KubeResult:
-    """Applies creates/updates parents first, then prunes children first, then the inventory.
-    Statuses are written separately (`write_statuses`), after the DNS steps. `progress` hears
-    (changes done, changes) after each group."""
-    if options.install_crds:
-        crds.install_crds(api)
+def apply(api: KubeApi, plan: Plan, observed: KubeObserved, *, options: KubeApplyOptions,
+          deadline: Deadline = UNBOUNDED, progress: Callable[[int, int], None] | None = None) -> KubeResult:
+    """Executes the plan's Kubernetes part: the namespaces it creates, then creates/updates parents
+    first, then prunes children first, then the inventory it lists. Statuses are written separately
+    (`write_statuses`), after the DNS steps. `progress` hears (changes done, changes) after each group."""
+    changes = plan.kube or []
     run = _Apply(api, observed, changes, options, deadline)
-    _namespaces(api, desired, observed, options, run.result)
-    blocked = set(run.result.failed)
+    for ns in plan.namespaces:
+        api.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": dict(names.MANAGED_BY)}})
+    run.result.failed.update(plan.blocked)
     puts = _groups(c for c in changes if c.action in ("create", "update") and c.desired is not None)
     deletes = _groups(c for c in changes if c.action == "delete")
     done, total = 0, sum(len(g) for g in puts + deletes)
 
-    def tick(group: list[kubediff.KubeChange]) -> None:
+    def tick(group: list[kubechange.KubeChange]) -> None:
         nonlocal done
         done += len(group)
         if progress is not None:
             progress(done, total)
 
     for group in puts:
-        parallel(run.put, [c for c in group if c.key not in blocked])
+        parallel(run.put, [c for c in group if c.key not in plan.blocked])
         tick(group)
     for group in deletes:
         parallel(run.remove, group)
@@ -181,17 +175,17 @@ def apply(api: KubeApi, desired: Desired, observed: KubeObserved, changes: list[
     run.result.applied.sort(key=order.__getitem__)
     run.result.deleted.sort(key=order.__getitem__)
     run.result.inventory, run.result.inventory_text = set(observed.inventory), observed.inventory_text
-    if options.agent_namespace in observed.namespaces or options.create_namespaces:
-        _write_inventory(api, desired, observed, options.agent_namespace, run.result)
+    if plan.inventory is not None:
+        _write_inventory(api, plan.inventory, observed, options.agent_namespace, run.result)
     return run.result
 
 
-def _write_inventory(api: KubeApi, desired: Desired, observed: KubeObserved, namespace: str,
+def _write_inventory(api: KubeApi, inventory: list[ObjectKey], observed: KubeObserved, namespace: str,
                      result: KubeResult) -> None:
-    keys = sorted([o.key.kind, o.key.namespace or "", o.key.name] for o in desired.objects
-                  if o.key not in result.failed or o.key in observed.live)
-    text = json.dumps([[k, n or None, name] for k, n, name in keys], separators=(",", ":"))
-    result.inventory = {ObjectKey(k, n or None, name) for k, n, name in keys}
+    """The plan's inventory, less the objects this run failed to create (a failed update stays listed)."""
+    keys = [k for k in inventory if k not in result.failed or k in observed.live]
+    text = json.dumps([[k.kind, k.namespace, k.name] for k in keys], separators=(",", ":"))
+    result.inventory = set(keys)
     result.inventory_text = text
     if observed.inventory_text == text:
         return
@@ -220,20 +214,11 @@ def _event(api: KubeApi, obj: dict[str, Any], new: dict[str, Any], old: dict[str
         events.emit_event(api, obj, "Normal", "Applied", f"revision {revision}: {ready.get('message', '')}")
 
 
-def write_statuses(api: KubeApi, wanted: dict[ObjectKey, dict[str, Any]], result: KubeResult, *,
-                   revision: str | None, deadline: Deadline = UNBOUNDED) -> None:
-    """Writes every CR status in `wanted` that differs from the live one, with an Event when the
-    CR became Degraded or Ready."""
-    live, conflicts = result.live, result.conflicts
-    stamp = events.now()
-    todo = []
-    for key, new in wanted.items():
-        current = live.get(key)
-        if current is None or key in conflicts:
-            continue
-        old = current.get("status")
-        if statusdiff.changed(new, old):
-            todo.append((key, statusdiff.merge_times(new, old, stamp), old or {}))
+def write_statuses(api: KubeApi, todo: list[tuple[ObjectKey, dict[str, Any], dict[str, Any]]], result: KubeResult,
+                   *, revision: str | None, deadline: Deadline = UNBOUNDED) -> None:
+    """Writes each CR status of `todo` (the CR, its new status, its live one: those that differ,
+    agent/plan/statusdiff.to_write), with an Event when the CR became Degraded or Ready."""
+    live = result.live
 
     def write(item: tuple[ObjectKey, dict[str, Any], dict[str, Any]]) -> None:
         key, new, old = item

@@ -13,9 +13,9 @@ import os
 import socket
 import uuid
 
+from agent.clients.kubeapi import KubeApi
 from agent.errors import KubeError
 from agent.model import names
-from agent.reconcile.kubeapi import KubeApi
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,8 @@
 """Logging, with the run id and the revision on every line.
 
 JSON lines for `bindy-agent run`, human text for the CLI. Nothing here ever formats a secret:
-callers log names, never values."""
+callers log names, never values. A line may carry structured fields (`extra={"fields": {...}}`):
+JSON puts them at the top level, text appends them as key=value."""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ import datetime
 import json
 import logging
 import sys
+from typing import Any
 
 from agent.model import printable
+
+LEVELS = ("debug", "info", "warning", "error")
 
 run_id: contextvars.ContextVar[str] = contextvars.ContextVar("run_id", default="")
 revision: contextvars.ContextVar[str] = contextvars.ContextVar("revision", default="")
@@ -27,6 +31,8 @@ class JsonFormatter(logging.Formatter):
             "runId": run_id.get() or None,
             "revision": revision.get() or None,
         }
+        for key, value in fields(record).items():
+            doc.setdefault(key, value)
         if record.exc_info:
             doc["error"] = self.formatException(record.exc_info)
         return json.dumps(doc, separators=(",", ":"))
@@ -36,7 +42,24 @@ class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         ctx = " ".join(f"{k}={v}" for k, v in (("run", run_id.get()), ("rev", revision.get()[:12])) if v)
         text = f"{record.levelname.lower()} {record.name}: {record.getMessage()}" + (f" [{ctx}]" if ctx else "")
-        return printable.line(text)  # one line, whatever a name or a message in it holds
+        extra = " ".join(f"{k}={_text(v)}" for k, v in fields(record).items())
+        return printable.line(text + (f" {extra}" if extra else ""))  # one line, whatever a name or message holds
+
+
+def fields(record: logging.LogRecord) -> dict[str, Any]:
+    found = getattr(record, "fields", None)
+    return found if isinstance(found, dict) else {}
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, dict):
+        return ",".join(f"{k}:{_text(v)}" for k, v in value.items())
+    return f"{round(value, 3):g}" if isinstance(value, float) else str(value)
+
+
+def level(name: str) -> int:
+    """A level by its name (debug, info, warning, error), as --log-level and BINDY_AGENT_LOG_LEVEL give it."""
+    return int(getattr(logging, name.upper()))
 
 
 def configure(fmt: str, level: int = logging.INFO) -> None:

@@ -5,7 +5,13 @@
     kube       the objects this agent left in the cluster (not listed again until a full observe)
     dns        what each primary served when the agent last saw it, with its SOA serial
 
-The CLI's one-shot runs start with an empty memory. A full observe (Kubernetes listed and compared
+It is the one owner of caching: every cache a run uses is one of its parts, and a run always has a
+memory. The CLI's one-shot runs get `ONE_SHOT`, whose parts remember nothing (`NO_FILES`,
+`NO_MEMO`) and which nothing is written to after a run (`keeps` is False), so no step branches on
+having a memory. What reuse relies on (the same inputs are the very same objects) is written down
+in agent/desired/memo.py and tested by tests/test_cache_owner.py and tests/test_cold_warm.py.
+
+A full observe (Kubernetes listed and compared
 field by field) happens every `resync_after`, and so does asking every zone's SOA serial (between
 them a run asks only the zones its revision touches); a full DNS comparison (every zone
 transferred) every `sweep_after`; and all of them after any run that did not apply cleanly, so that
@@ -17,10 +23,10 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from agent.desired.memo import Memo
-from agent.load.loader import FileCache
+from agent.desired.memo import NO_MEMO, Memo
+from agent.load.filecache import NO_FILES, FileCache
+from agent.observe.dnsobserve import DnsMemory
 from agent.plan.observed import KubeObserved
-from agent.reconcile.dnsobserve import DnsMemory
 
 
 @dataclasses.dataclass
@@ -34,13 +40,20 @@ class Memory:
     dns_at: float = 0.0  # monotonic time of the last full DNS comparison
     serials_at: float | None = None  # monotonic time of the last run that asked every zone's SOA serial
     agent_namespace: str = ""
+    keeps: bool = True  # what a run saw and left is kept for the next one (ONE_SHOT: not)
+
+    @classmethod
+    def one_shot(cls) -> Memory:
+        """The memory of a run that has no next one: it computes everything and keeps nothing."""
+        return cls(files=NO_FILES, desired=NO_MEMO, plans=NO_MEMO, keeps=False)
 
     @property
     def blank(self) -> bool:
-        """Nothing loaded yet (the process just started): its first run reconciles the revision even
-        when that was applied before, so that the first push after a restart costs what it changes,
-        not a cold start (27 s at 100,000 records), and drift made while it was down is repaired."""
-        return not self.files.loaded
+        """A long-running agent that has loaded nothing yet (the process just started): its first run
+        reconciles the revision even when that was applied before, so that the first push after a
+        restart costs what it changes, not a cold start (27 s at 100,000 records), and drift made
+        while it was down is repaired. A one-shot run is never blank (it stops at an unchanged head)."""
+        return self.keeps and not self.files.loaded
 
     def kube_fresh(self, resync_after: float, agent_namespace: str) -> bool:
         return (self.kube is not None and self.agent_namespace == agent_namespace
@@ -57,4 +70,7 @@ class Memory:
         """Trust nothing remembered of the cluster or the servers (after a failure, a new leader)."""
         self.kube, self.kube_at = None, 0.0
         self.dns, self.dns_at, self.serials_at = DnsMemory(), 0.0, None
-        self.plans = Memo()
+        self.plans.clear()
+
+
+ONE_SHOT = Memory.one_shot()  # holds nothing and is never written to: one instance serves every one-shot run

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from agent.errors import SourceError
-from agent.load.loader import SourceFile
+from agent.load.sourcefile import SourceFile
 from agent.model import names
 from agent.model.limits import Limits
 from agent.outcome import report, signature

@@ -15,23 +15,15 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
-import uuid
-from typing import Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
+from agent.clients.kubeapi import KubeApi
 from agent.errors import AgentError
-from agent.gate import safety
-from agent.outcome import signature
-from agent.reconcile import endpoints as cluster_endpoints
-from agent.reconcile.kubeapi import KubeApi
-from agent.reconcile.statestore import ConfigMapStore, FileStore, Store
-from agent.run import httpserver, lease, memory, metrics, revisions, throttle, webhook
+from agent.run import compose, httpserver, lease, memory, metrics, runtrace, throttle, webhook
 from agent.run import orchestrator as runner
 from agent.run import settings as config
-from agent.sources.git import GitSource
 
 log = logging.getLogger(__name__)
 
@@ -40,18 +32,10 @@ class Agent:
     def __init__(self, settings: config.Settings) -> None:
         self.settings = settings
         self.secret = webhook.read_secret(settings.webhook_secret_file) if settings.webhook_secret_file else None
-        self.report_key = signature.read_key(settings.report_key_file) if settings.report_key_file else None
         self.metrics = metrics.Metrics()
-        self.source = GitSource(settings.repo, settings.cache, branch=settings.branch, ref=settings.ref,
-                                path=settings.path, ssh_key=settings.ssh_key, known_hosts=settings.known_hosts,
-                                insecure_ignore_host_key=settings.insecure_ignore_host_key,
-                                token_file=settings.token_file, limits=settings.limits())
-        self.api = (KubeApi.from_kubeconfig(str(settings.kubeconfig) if settings.kubeconfig else None,
-                                            namespaces=settings.policy_settings().kube_scope())
-                    if settings.kubeconfig or settings.in_cluster else None)
-        self.store: Store = (ConfigMapStore(self.api, settings.agent_namespace) if self.api is not None
-                             else FileStore(settings.state or settings.cache / "state"))
-        self.forge, self.alerts = settings.forge_settings(), settings.notify_settings()
+        # source, cluster, state store, DNS endpoints, announcements and options: built as `sync` builds them
+        self.built = compose.build(compose.from_settings(settings))
+        self.api, self.store = self.built.targets.kube_api, self.built.targets.store
         # the Lease gets a connection object of its own: its renewals are not counted as a run's API
         # calls, and a run's deadline does not cut them
         self.elector = (lease.LeaderElector(KubeApi(self.api.client, namespaces=self.api.namespaces),
@@ -60,7 +44,11 @@ class Agent:
                         if self.api is not None and settings.leader_election else None)
         self.triggers = throttle.Triggers(settings.webhook_min_interval)
         self.stopping = threading.Event()
-        self.ready = runner.serving(self.store.load_run())  # serving the newest good revision
+        state = self.store.load_run()
+        self.ready = runner.serving(state)  # serving the newest good revision
+        self.trace = runtrace.RunTrace(self.metrics, api=self.api, agent_namespace=settings.agent_namespace,
+                                       applied=state.applied, seen=state.seen)  # start/end lines, metrics, Events
+        self.metrics.watch(ready=self.is_ready, leader=lambda: self.elector is None or self.elector.leader)
         self.runs = 0
         self.memory = memory.Memory()  # so that a run costs what changed (agent/run/memory.py)
         self.scheduler = BackgroundScheduler()
@@ -96,35 +84,15 @@ class Agent:
         log.debug("sync requested by %s", why)
         self.triggers.request(why)
 
-    def _endpoints(self) -> Any:
-        return zone_endpoints(self.settings, self.api)
-
-    def options(self) -> runner.Options:
-        s = self.settings
-        return runner.Options(policy=safety.Policy(force=s.force, allow_prune=s.allow_prune,
-                                                   delete_threshold=s.delete_threshold_percent / 100),
-                              repo_policy=s.policy_settings(),
-                              agent_namespace=s.agent_namespace, default_namespace=s.namespace,
-                              install_crds=s.install_crds, create_namespaces=s.create_namespaces,
-                              deadline=s.deadline or None, mode=s.mode, suspend=s.suspend,
-                              push_notes=s.push_notes, resync_after=s.resync_after,
-                              transfer=s.transfer_limits())
-
-    def run_once(self) -> runner.RunOutcome:
-        started = time.monotonic()
-        before = dict(self.api.reads + self.api.writes) if self.api else {}
-        targets = runner.Targets(self.store, self.api, self._endpoints(), self.forge, self.alerts)
-        source = revisions.GitRevisions(self.source, report_key=self.report_key)
-        run = runner.run(source, targets, self.options(), run_id=uuid.uuid4().hex[:12], memory=self.memory)
-        after = dict(self.api.reads + self.api.writes) if self.api else {}
-        calls = {verb: after.get(verb, 0) - before.get(verb, 0) for verb in after}
+    def run_once(self, why: str = "schedule") -> runner.RunOutcome:
+        run_id, trigger = self.trace.start(why)
+        b = self.built
+        run = runner.run(b.source, b.targets, b.options, run_id=run_id, memory=self.memory)
         if run.outcome in ("applied", "partial") or (run.outcome == "unchanged" and not run.rejected_head):
             self.ready = True
         elif run.rejected_head:
             self.ready = False  # until a good commit applies
-        self.metrics.record(run, time.monotonic() - started, calls)  # after: a counted run shows in /readyz
-        why = "; ".join(run.failures[:3] + run.refusals[:3])
-        log.info("sync %s: %s", run.outcome, f"{run.message} ({why})" if run.message and why else run.message or why)
+        self.trace.finish(run, trigger)  # after: a counted run shows in /readyz
         return run
 
     def _elect(self) -> None:
@@ -145,11 +113,10 @@ class Agent:
             if self.elector is not None and not self.elector.leader:
                 continue  # a standby does not sync (it is ready while the leader serves the newest good revision)
             try:
-                self.run_once()
-            except Exception:  # the loop boundary: log, count, keep serving
+                self.run_once(why)
+            except Exception as exc:  # the loop boundary: log, count, keep serving
                 log.exception("sync run failed")
-                self.metrics.runs.labels("error").inc()
-                self.metrics.failures.inc()
+                self.trace.failed(runtrace.TRIGGERS.get(why, why), exc)
             self.runs += 1
 
     def start(self) -> None:
@@ -166,7 +133,7 @@ class Agent:
                  self.settings.ref or self.settings.branch, self.settings.interval, self.httpd.address,
                  "" if self.secret else " (webhook off: no --webhook-secret-file)",
                  f", as {self.elector.identity}" if self.elector else "")
-        if self.report_key is None:
+        if self.settings.report_key_file is None:
             log.warning("commit reports are not signed: no --report-key-file (BINDY_AGENT_REPORT_KEY_FILE); "
                         "`bindy-agent report` shows every report as unverified, since anyone who can push to "
                         "refs/notes/bindy-agent can write one")
@@ -185,15 +152,3 @@ class Agent:
         if self.api is not None:
             self.api.close()
 
-
-def zone_endpoints(settings: config.Settings, api: KubeApi | None) -> Any:
-    """How a run reaches each instance: a fixed map (--endpoints), in-cluster Services (the zone API
-    token goes only to managed instances in allowed namespaces), or None (no DNS step)."""
-    if settings.endpoints:
-        return cluster_endpoints.load_endpoints(settings.endpoints)
-    if settings.in_cluster_dns and api is not None:
-        token, audience = settings.zone_api_token_file, settings.zone_api_audience
-        allowed = settings.policy_settings().namespace_allowed
-        return lambda state: cluster_endpoints.from_cluster(
-            api, state, token_file=token, audience=audience, send_token_to=lambda key: allowed(key.namespace or ""))
-    return None

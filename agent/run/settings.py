@@ -9,14 +9,14 @@ import pathlib
 import pydantic
 import yaml
 
+from agent.clients import axfr
+from agent.clients import endpoints as zone_endpoints
 from agent.errors import ConfigError
 from agent.gate import policy, safety
 from agent.load import scalars
 from agent.model import limits as read_limits
 from agent.model import names
 from agent.outcome import delivery, forge, notify
-from agent.reconcile import axfr
-from agent.reconcile import endpoints as zone_endpoints
 from agent.sources import git as git_source
 
 ENV_PREFIX = "BINDY_AGENT_"
@@ -78,7 +78,8 @@ class Settings(pydantic.BaseModel):
     zone_api_audience: str = pydantic.Field(zone_endpoints.ZONE_API_AUDIENCE,
                                             description="the audience the zone API token must be bound to")
     state: pathlib.Path | None = None
-    """directory of the agent's state when there is no cluster (default: state in --cache)"""
+    """directory of the agent's state; given, it is used even with a cluster (default: with a cluster, the
+    ConfigMap bindy-agent-state in --agent-namespace, which replicas share; without one, state in --cache)"""
     namespace: str = names.DEFAULT_NAMESPACE
     """namespace for namespaced objects that name none"""
     force: bool = False
@@ -96,6 +97,8 @@ class Settings(pydantic.BaseModel):
     """run nothing (as does the annotation bindy.firestoned.io/suspend: "true" on the state ConfigMap)"""
     deadline: float = pydantic.Field(names.DEFAULT_DEADLINE, ge=0)
     """the most one run may take in seconds; a stalled server ends it as partial (0: no limit)"""
+    batch: int = pydantic.Field(1000, ge=1)
+    """changes per DNS UPDATE message"""
 
     # When it syncs.
     interval: float = pydantic.Field(60, gt=0)
@@ -123,6 +126,8 @@ class Settings(pydantic.BaseModel):
     # The process.
     log_format: str = pydantic.Field("json", pattern="^(json|text)$")
     """log lines as json or text"""
+    log_level: str = pydantic.Field("info", pattern="^(debug|info|warning|error)$")
+    """the least important log lines written: debug, info, warning or error"""
     leader_election: bool = True
     """with a cluster: only the holder of the Lease syncs"""
     lease_name: str = names.LEASE_NAME
@@ -217,7 +222,7 @@ class Settings(pydantic.BaseModel):
     max_alias_nodes: int = pydantic.Field(read_limits.Limits.max_alias_nodes, ge=1,
                                           description=read_limits.help_of("max_alias_nodes"))
 
-    # What a DNS server's zone transfer may bring in (agent/reconcile/axfr.py).
+    # What a DNS server's zone transfer may bring in (agent/clients/axfr.py).
     max_transfer_bytes: int = pydantic.Field(axfr.TransferLimits.max_bytes, ge=1, description=axfr.BYTES_HELP)
     max_transfer_records: int = pydantic.Field(axfr.TransferLimits.max_records, ge=1, description=axfr.RECORDS_HELP)
 

@@ -32,6 +32,7 @@ from typing import Any
 import git
 
 from agent.errors import ConfigError, SourceError
+from agent.model import calls
 from agent.model.limits import Limits
 from agent.sources import gittree
 
@@ -169,6 +170,7 @@ class GitSource:
         user, _, token = text.partition(":") if ":" in text else (TOKEN_USER, "", text)
         return base64.b64encode(f"{user or TOKEN_USER}:{token}".encode()).decode()
 
+    @calls.measured("git", op=lambda self, repo, *args: args[0])
     def _git(self, repo: git.Repo | None, *args: str) -> str:
         """Runs one git command, killed (with the helpers it started) after min(its timeout, the run's
         time left)."""

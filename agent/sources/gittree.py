@@ -44,7 +44,7 @@ class Entry(NamedTuple):  # a tuple: hashed and compared in C, a thousand of the
 
 @dataclasses.dataclass(frozen=True)
 class GitFile:
-    """One file of a commit, as the loader sees it (agent.load.loader.SourceFile)."""
+    """One file of a commit, as the loader sees it (agent.load.sourcefile.SourceFile)."""
 
     path: str  # relative to the directory of CRs, '/'-separated, printable
     blob: str  # id of the content's blob (a link's target blob for a symbolic link); "" if refused
@@ -196,7 +196,8 @@ class _Resolver:
 class Listing:
     """What the last listing of one repository object found: its paths in load order, and the file
     of each path and blob that is not a symbolic link (a link is resolved again every time: its
-    target may have changed). A commit changes a few of thousands."""
+    target may have changed). A commit changes a few of thousands. A Git source keeps one per
+    repository object; a one-shot listing starts from an empty one, which is thrown away."""
 
     paths: set[str] = dataclasses.field(default_factory=set)
     ordered: list[str] = dataclasses.field(default_factory=list)
@@ -208,14 +209,15 @@ def files(repo: git.Repo, treeish: str, last: Listing | None = None) -> list[Git
     """The candidate files of a commit's directory of CRs, in load order (boundary.order). With the
     `last` listing of this same repository object, unchanged entries are the very files it made, and
     it is updated to this listing."""
+    last = Listing() if last is None else last
     entries, trees = list_tree(repo, treeish)
     refused = _unsound(repo, treeish, trees, last)
     if refused:
         return refused
     resolver = _Resolver(entries, _blob_reader(repo), _blob_sizer(repo))
-    same_paths = last is not None and last.paths == entries.keys()
-    ordered = last.ordered if last is not None and same_paths else sorted(entries, key=boundary.order)
-    known = last.files if last is not None else {}
+    same_paths = last.paths == entries.keys()
+    ordered = last.ordered if same_paths else sorted(entries, key=boundary.order)
+    known = last.files
     made: dict[tuple[str, Entry], GitFile | None] = {}
     out: list[GitFile] = []
     for rel in ordered:
@@ -228,14 +230,13 @@ def files(repo: git.Repo, treeish: str, last: Listing | None = None) -> list[Git
             made[key] = found
         if found is not None:
             out.append(found)
-    if last is not None:
-        if not same_paths:
-            last.paths, last.ordered = set(entries), ordered
-        last.files = made
+    if not same_paths:
+        last.paths, last.ordered = set(entries), ordered
+    last.files = made
     return out
 
 
-def _unsound(repo: git.Repo, treeish: str, trees: dict[str, str], last: Listing | None) -> list[GitFile]:
+def _unsound(repo: git.Repo, treeish: str, trees: dict[str, str], last: Listing) -> list[GitFile]:
     """A refusal for each tree of the listing that git would refuse (agent/sources/gitfsck.py), and
     for each tree on the way to it from the commit's own (`COMMIT:a/b` is looked up in the commit's
     tree, then in `a`'s: a duplicate `a` there decides which `a` is read); the `last` listing's trees
@@ -257,14 +258,13 @@ def _unsound(repo: git.Repo, treeish: str, trees: dict[str, str], last: Listing 
             raise SourceError(f"object {tree} is a {kind!r}, not a tree")
         return bytes(data)
 
-    sound = last.sound if last is not None else set()
+    sound = last.sound
     on_the_way = list(zip(ids[:-1], above, strict=True))
     unsound: list[tuple[str | None, str, str]] = [
         (None, path, why) for path, why in gitfsck.check(on_the_way, sound, read)]
     unsound += [(path, "/".join(p for p in (below, path) if p), why)
                 for path, why in gitfsck.check([(root, ""), *((t, p) for p, t in trees.items())], sound, read)]
-    if last is not None:
-        last.sound = sound & {*ids, *trees.values()}
+    last.sound = sound & {*ids, *trees.values()}
     return [GitFile(boundary.shown(path) if path else ".", "", 0, refused=(
         f"not read: the Git tree {boundary.shown(full or '.')!r} of commit "
         f"{commit[:12]} has {why}; its paths are not what `git show` reads, so no file of this revision is "

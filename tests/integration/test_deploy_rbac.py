@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from agent.clients import statestore
+from agent.clients.kubeapi import KubeApi
 from agent.errors import KubeError
-from agent.reconcile import crds, statestore
-from agent.reconcile.kubeapi import KubeApi
-from agent.run import orchestrator
+from agent.run import crds, orchestrator
 from agent.run.lease import LeaderElector
 from tests.conftest import ROOT, SAMPLE
 from tests.support import agentrun
@@ -46,6 +46,9 @@ ALLOWED = [
     ("delete", "configmaps/bindy-agent-state-zone-0123456789abcdef", "bindy-agent", ""),
     ("create", "events", "bindy-agent", ""),
     ("get", "endpoints", "dns-system", ""),  # pod addresses for transfers (primaries, also-notify)
+    ("list", "pods", "dns-system", ""),  # why an instance's pods do not start (read, never changed)
+    ("create", "persistentvolumeclaims", "dns-system", ""), ("patch", "persistentvolumeclaims", "dns-system", ""),
+    ("list", "persistentvolumeclaims", "dns-system", ""),  # storage.persistentVolumeClaim, created when absent
 ]
 DENIED = [
     # Secrets: only in the target namespaces - not kube-system, not another team's, not its own
@@ -60,6 +63,9 @@ DENIED = [
     ("create", "pods", "dns-system", ""), ("create", "pods", "dns-system", "exec"),
     ("list", "endpoints", "dns-system", ""), ("patch", "endpoints", "dns-system", ""),
     ("get", "endpoints", "kube-system", ""), ("get", "pods", "dns-system", ""),
+    ("list", "pods", "kube-system", ""), ("watch", "pods", "dns-system", ""), ("delete", "pods", "dns-system", ""),
+    ("get", "pods", "dns-system", "log"), ("delete", "persistentvolumeclaims", "dns-system", ""),
+    ("create", "persistentvolumeclaims", "kube-system", ""),
     ("create", "serviceaccounts", "dns-system", "token"), ("patch", f"bind9clusters.{BINDY}", "team-a", ""),
     ("patch", "services", "bindy-agent", ""), ("list", "serviceaccounts", "bindy-agent", ""),
     # CRDs: write only the 12 bindy ones, by name; never delete

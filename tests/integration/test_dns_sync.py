@@ -14,11 +14,12 @@ import dns.tsigkeyring
 import dns.update
 import pytest
 
+from agent.clients import axfr
+from agent.clients import endpoints as config
+from agent.clients import rfc2136 as records
+from agent.clients.statestore import FileStore
 from agent.desired import hierarchy as desired
 from agent.reconcile import dnsapply
-from agent.reconcile import endpoints as config
-from agent.reconcile import rfc2136 as records
-from agent.reconcile.statestore import FileStore
 from agent.run import orchestrator
 from tests.conftest import ROOT, load_dir
 from tests.support import agentrun, dnsrepo
@@ -135,7 +136,7 @@ def test_a_concurrent_change_fails_the_prerequisite_and_is_replanned_once(
     _sync(sample)
     web = root / "records" / "example-com" / "web.yaml"
     web.write_text(web.read_text().replace("    - 192.0.2.12\n", "    - 192.0.2.99\n"))
-    real_observe = records.observe
+    real_observe = axfr.read_zone
     races = {"left": 1, "value": 7}
 
     def observe_then_race(endpoint: Any, name: str, **kw: Any) -> Any:
@@ -147,7 +148,7 @@ def test_a_concurrent_change_fails_the_prerequisite_and_is_replanned_once(
             _out_of_band(bind, zone, lambda u: u.replace("www", 300, "A", value))
         return seen
 
-    monkeypatch.setattr(records, "observe", observe_then_race)
+    monkeypatch.setattr(axfr, "read_zone", observe_then_race)
     com = next(z for z in _sync(sample).zones if z.name == f"{zone}.")
     assert com.primary_error == "" and [c.key for c in com.changes] == [(f"www.{zone}.", "A")]
     assert com.changes[0].before is not None and com.changes[0].before.rdatas == ("203.0.113.7",)
@@ -163,18 +164,19 @@ def test_a_concurrent_change_fails_the_prerequisite_and_is_replanned_once(
 def test_safety_gate_refuses_mass_deletes_until_forced(sample: dict[str, Any]) -> None:
     tag, root = sample["tag"], sample["root"]
     _sync(sample)
-    (root / "records" / "example-com" / "services.yaml").unlink()  # 5 of 15 managed RRsets
+    for name in ("services.yaml", "web.yaml"):  # 9 of 17 managed RRsets (the 15 records' and 2 glue)
+        (root / "records" / "example-com" / name).unlink()
     refused = _run(sample)
     assert refused.outcome == "rejected" and refused.dns is None
     assert refused.refusals == [(
-        f"zone example-{tag}.com.: refusing to delete 5 of 15 managed RRsets (33%); the limit is 30% for zones "
+        f"zone example-{tag}.com.: refusing to delete 9 of 17 managed RRsets (53%); the limit is 30% for zones "
         "with at least 10 managed RRsets; the operator can allow it for one run with `bindy-agent sync --force` (for "
         "`bindy-agent run`: the setting force, --force or BINDY_AGENT_FORCE=true); a DNSZone annotation cannot relax "
         "the gate, or raise the agent's delete threshold (--delete-threshold-percent, "
         "BINDY_AGENT_DELETE_THRESHOLD_PERCENT)")]
     assert records.query(_servers(sample)[0], f"sip1.example-{tag}.com.", "A") == ("192.0.2.60",)
     forced = next(z for z in _sync(sample, force=True).zones if z.name == f"example-{tag}.com.")
-    assert forced.refused == "" and sum(c.action == "delete" for c in forced.changes) == 5
+    assert forced.refused == "" and sum(c.action == "delete" for c in forced.changes) == 9
     assert records.query(_servers(sample)[0], f"sip1.example-{tag}.com.", "A") == ()
 
 

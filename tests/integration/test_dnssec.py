@@ -25,9 +25,9 @@ import dns.rdatatype
 import dns.zone
 import pytest
 
+from agent.clients import endpoints as config
 from agent.desired import hierarchy
 from agent.outcome import status
-from agent.reconcile import endpoints as config
 from agent.run import orchestrator
 from tests.conftest import load_dir
 from tests.support import agentrun, dnsrepo

@@ -7,9 +7,9 @@ import pathlib
 import subprocess
 from typing import Any
 
-from agent.reconcile import endpoints as config
-from agent.reconcile.kubeapi import KubeApi
-from agent.reconcile.statestore import ConfigMapStore
+from agent.clients import endpoints as config
+from agent.clients.kubeapi import KubeApi
+from agent.clients.statestore import ConfigMapStore
 from agent.run import orchestrator
 from tests.support import agentrun, dnsrepo
 from tests.support import bind as bind_support

@@ -11,12 +11,13 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from agent.clients import axfr
+from agent.clients import endpoints as config
+from agent.clients import rfc2136 as records
+from agent.clients.kubeapi import KubeApi
+from agent.clients.statestore import ConfigMapStore, FileStore
 from agent.load import loader
 from agent.outcome import report
-from agent.reconcile import endpoints as config
-from agent.reconcile import rfc2136 as records
-from agent.reconcile.kubeapi import KubeApi
-from agent.reconcile.statestore import ConfigMapStore, FileStore
 from agent.run import orchestrator
 from agent.sources.git import GitSource
 from tests.conftest import ROOT
@@ -51,7 +52,7 @@ def _sync(world: dict[str, Any], **kwargs: Any) -> orchestrator.RunOutcome:
 def _zone_snapshot(world: dict[str, Any]) -> dict[Any, Any]:
     primary = world["endpoints"]["dns-system/dns-primary-0"]
     tag = world["tag"]
-    return {z: records.observe(primary, z) for z in (f"example-{tag}.com.", f"example-{tag}.org.")}
+    return {z: axfr.read_zone(primary, z) for z in (f"example-{tag}.com.", f"example-{tag}.org.")}
 
 
 def _note_from_fresh_clone(world: dict[str, Any], sha: str) -> str:

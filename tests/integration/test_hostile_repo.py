@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
+from agent.clients import axfr
+from agent.clients import endpoints as config
+from agent.clients import rfc2136 as records
 from agent.outcome import report
-from agent.reconcile import endpoints as config
-from agent.reconcile import rfc2136 as records
 from tests.conftest import ROOT
 from tests.support import bind as bind_support
 from tests.support import dnsrepo
@@ -54,7 +55,7 @@ def _sync(world: dict[str, Any]) -> subprocess.CompletedProcess[str]:
 
 def _zones(world: dict[str, Any]) -> dict[str, Any]:
     primary = world["endpoints"]["dns-system/dns-primary-0"]
-    return {z: records.observe(primary, z) for z in (f"example-{world['tag']}.{tld}." for tld in ("com", "org"))}
+    return {z: axfr.read_zone(primary, z) for z in (f"example-{world['tag']}.{tld}." for tld in ("com", "org"))}
 
 
 def _note(world: dict[str, Any], sha: str) -> str:

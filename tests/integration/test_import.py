@@ -11,8 +11,8 @@ import uuid
 
 import yaml
 
-from agent.reconcile import endpoints as config
-from agent.reconcile import rfc2136
+from agent.clients import endpoints as config
+from agent.clients import rfc2136
 from tests.conftest import ROOT, SAMPLE
 from tests.support import bind as bind_support
 from tests.support import dnsrepo, procs

@@ -15,10 +15,10 @@ import dns.update
 import pytest
 from kubernetes import client
 
-from agent.reconcile import endpoints as config
-from agent.reconcile import rfc2136 as records
-from agent.reconcile.kubeapi import KubeApi
-from agent.reconcile.statestore import ConfigMapStore
+from agent.clients import endpoints as config
+from agent.clients import rfc2136 as records
+from agent.clients.kubeapi import KubeApi
+from agent.clients.statestore import ConfigMapStore
 from agent.run import orchestrator
 from agent.run.memory import Memory
 from agent.sources.git import GitSource

@@ -22,11 +22,12 @@ import pytest
 import urllib3
 from kubernetes import client
 
+from agent.clients import kubeapi
+from agent.clients.kubeapi import KubeApi
 from agent.desired import hierarchy as desired
 from agent.errors import KubeError
 from agent.plan import render
-from agent.reconcile import kubeapi, kubeapply
-from agent.reconcile.kubeapi import KubeApi
+from agent.reconcile import kubeapply
 from agent.run import orchestrator
 from tests.conftest import ROOT, SAMPLE, load_dir
 from tests.support import agentrun, clirun
@@ -376,8 +377,7 @@ def test_plan_against_the_cluster_is_the_plan_a_sync_applies_or_refuses(
 
 def test_in_cluster_endpoints_come_from_services_and_rndc_secrets(
         kube: KubeCluster, kube_client: Any, namespace: str, tmp_path: pathlib.Path) -> None:
-    from agent.reconcile import endpoints
-
+    from agent.observe import endpoints
     root = _repo(tmp_path, namespace)
     api, _ = _sync(kube, root, namespace)
     token = tmp_path / "token"
@@ -397,12 +397,13 @@ def test_in_cluster_endpoints_come_from_services_and_rndc_secrets(
     chosen = endpoints.from_cluster(api, state, token_file=token, send_token_to=lambda key: "primary" in key.name)
     assert (chosen[f"{namespace}/dns-primary-0"].token, chosen[f"{namespace}/dns-secondary-0"].token) == (rotated, "")
     # the agent sends the token only to instances in the allowed namespaces
-    from agent.run import scheduler
+    from agent.run import compose
     from agent.run import settings as config
     for allowed, sent in ((namespace, rotated), ("elsewhere", "")):
         settings = config.load_settings({"repo": "unused", "in_cluster_dns": True, "zone_api_token_file": str(token),
                                          "allowed_namespaces": allowed}, environ={})
-        assert {e.token for e in scheduler.zone_endpoints(settings, api)(state).values()} == {sent}
+        reach = compose.zone_endpoints(compose.from_settings(settings), api)
+        assert callable(reach) and {e.token for e in reach(state).values()} == {sent}
     secret = client.CoreV1Api(kube_client).read_namespaced_secret("dns-primary-0-rndc-key", namespace)
     assert primary.tsig is not None
     assert (primary.tsig.name, primary.tsig.algorithm) == ("dns-primary-0-rndc-key", "hmac-sha256")

@@ -16,9 +16,9 @@ import dns.tsigkeyring
 import dns.update
 import pytest
 
+from agent.clients import endpoints as config
+from agent.clients import rfc2136 as records
 from agent.outcome import report, signature
-from agent.reconcile import endpoints as config
-from agent.reconcile import rfc2136 as records
 from agent.run import revisions
 from agent.sources.git import GitSource
 from tests.conftest import ROOT

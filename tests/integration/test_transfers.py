@@ -17,7 +17,6 @@ import datetime
 import pathlib
 import re
 import socket
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -29,12 +28,14 @@ import dns.zone
 import pytest
 from kubernetes import client
 
+from agent.clients import endpoints as config
+from agent.clients.kubeapi import KubeApi
 from agent.desired.hierarchy import Desired
-from agent.reconcile import endpoints as config
-from agent.reconcile.kubeapi import KubeApi
+from agent.observe import endpoints as instance_endpoints
 from tests.support import agentrun, dnsrepo
 from tests.support import bind as bind_support
 from tests.support import zone_api as zone_api_support
+from tests.support.procs import until
 
 INSTANCES = {"primary": "dns-primary-0", "secondary": "dns-secondary-0"}
 ADDRESSES = {"primary": "198.18.53.10", "secondary": "198.18.53.11"}
@@ -68,14 +69,6 @@ def _source_towards(address: str, port: int) -> str:
         return str(probe.getsockname()[0])
 
 
-def _wait(what: str, check: Any, timeout: float = 60) -> Any:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _ready(api: client.CustomObjectsApi, namespace: str, name: str) -> dict[str, str]:
@@ -87,7 +80,7 @@ def _play_kubelet(core: client.CoreV1Api, apps: client.AppsV1Api, namespace: str
     """The instance's pod runs at `address` and is Ready; its Service's Endpoints list it."""
     selector = apps.read_namespaced_deployment(name, namespace).spec.selector.match_labels
     labels = ",".join(f"{k}={v}" for k, v in selector.items())
-    pods = _wait(f"the pod of {name}", lambda: core.list_namespaced_pod(namespace, label_selector=labels).items)
+    pods = until(f"the pod of {name}", lambda: core.list_namespaced_pod(namespace, label_selector=labels).items)
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     core.patch_namespaced_pod_status(pods[0].metadata.name, namespace, {"status": {
         "phase": "Running", "podIP": address, "podIPs": [{"ip": address}], "startTime": now,
@@ -133,7 +126,7 @@ def test_secondaries_transfer_from_pod_addresses_and_instances_are_ready_from_po
     # 1b. a pod that cannot start (a bad image, say: no kubelet here, so none starts): once the
     # Deployment gives up (its progress deadline, shortened by hand), the instance says why
     apps.patch_namespaced_deployment("dns-secondary-0", namespace, {"spec": {"progressDeadlineSeconds": 1}})
-    _wait("the secondary's Deployment to give up", lambda: any(
+    until("the secondary's Deployment to give up", lambda: any(
         c.reason == "ProgressDeadlineExceeded"
         for c in apps.read_namespaced_deployment_status("dns-secondary-0", namespace).status.conditions or []))
     stuck = agentrun.sync_dir(root, state=tmp_path / "state", kube_api=api, agent_namespace=namespace)
@@ -151,7 +144,7 @@ def test_secondaries_transfer_from_pod_addresses_and_instances_are_ready_from_po
     servers = {"primary": bind.primary, "secondary": bind.secondary}
     for role, name in INSTANCES.items():
         _play_kubelet(core, apps, namespace, name, servers[role].address)
-    _wait("both Deployments available", lambda: all(
+    until("both Deployments available", lambda: all(
         (apps.read_namespaced_deployment_status(n, namespace).status.ready_replicas or 0) == 1
         for n in INSTANCES.values()))
 
@@ -162,14 +155,16 @@ def test_secondaries_transfer_from_pod_addresses_and_instances_are_ready_from_po
     seen: list[dict[str, config.Endpoint]] = []
 
     def endpoints(desired: Desired) -> dict[str, config.Endpoint]:
-        found = config.from_cluster(api, desired, token_file=tmp_path / "no-token", agent_addresses=[agent])
+        found = instance_endpoints.from_cluster(api, desired, token_file=tmp_path / "no-token", agent_addresses=[agent])
         seen.append(found)
         out = {}
         for role, name in INSTANCES.items():
             ep, server = found[f"{namespace}/{name}"], servers[role]
             out[ep.instance] = dataclasses.replace(ep, dns_host=server.address, dns_port=server.port,
                                                    api_url=zone_api[role].url, token=zone_api[role].token,
-                                                   tsig=tsig, pod_port=server.port)
+                                                   tsig=tsig, pod_port=server.port,
+                                                   servers=tuple(config.Server(ip, server.address, server.port,
+                                                                               zone_api[role].url) for ip in ep.pods or ()))
         return out
 
     run = agentrun.sync_dir(root, state=tmp_path / "state", kube_api=api, endpoints=endpoints,
@@ -181,7 +176,7 @@ def test_secondaries_transfer_from_pod_addresses_and_instances_are_ready_from_po
     zone = f"example-{tag}.com"
     # the secondary asks the primary's pod address (BIND takes no Service name), and got the zone
     assert f"primaries {{ {bind.primary.address} port {bind.primary.port}; }}" in _show(bind.secondary, zone)
-    www = _wait("the secondary to serve the zone by transfer", lambda: _a(bind.secondary, f"www.{zone}"))
+    www = until("the secondary to serve the zone by transfer", lambda: _a(bind.secondary, f"www.{zone}"))
     assert www == ["192.0.2.10", "192.0.2.11", "192.0.2.12"]
     # the primary allows transfer to its secondaries' pods and the agent, nobody else
     shown = _show(bind.primary, zone)

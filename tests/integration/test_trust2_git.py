@@ -9,10 +9,10 @@ import pathlib
 
 import pytest
 
+from agent.clients import endpoints as config
+from agent.clients import rfc2136 as records
+from agent.clients.statestore import FileStore
 from agent.outcome import report
-from agent.reconcile import endpoints as config
-from agent.reconcile import rfc2136 as records
-from agent.reconcile.statestore import FileStore
 from agent.run import orchestrator
 from agent.sources.git import GitSource
 from tests.support import agentrun, dnsrepo, rawtree

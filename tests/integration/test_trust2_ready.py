@@ -16,8 +16,8 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from agent.reconcile import endpoints as config
-from agent.reconcile import rfc2136 as records
+from agent.clients import endpoints as config
+from agent.clients import rfc2136 as records
 from tests.support import bind as bind_support
 from tests.support import dnsrepo
 from tests.support.agentproc import AgentProcess
@@ -26,7 +26,8 @@ from tests.support.procs import wait_for
 
 BAD = ("apiVersion: bindy.firestoned.io/v1beta1\nkind: ARecord\nmetadata: {name: bad, namespace: dns-system, "
        "labels: {zone: example-com}}\nspec: {name: bad}\n")  # no ipv4Addresses: invalid
-SERVICES = "records/example-com/services.yaml"  # 5 of example.com's 15 managed RRsets: the gate refuses
+SERVICES = "records/example-com/services.yaml"  # with MAIL: most of example.com's managed RRsets: the gate refuses
+MAIL = "records/example-com/mail.yaml"
 
 
 @pytest.fixture
@@ -103,7 +104,7 @@ def test_a_rejected_head_keeps_the_agent_unready_and_counting_until_a_good_commi
     www = f"www.example-{tag}.com."
     assert records.query(world["primary"], www, "A") == ("192.0.2.10", "192.0.2.11", "192.0.2.12")
 
-    change = {"records/example-com/bad.yaml": BAD} if bad == "invalid" else {SERVICES: None}
+    change = {"records/example-com/bad.yaml": BAD} if bad == "invalid" else {SERVICES: None, MAIL: None}
     remote.commit(f"a {bad} commit", change)
     remote.push()
     seen = _watch(agent, good_runs, 6)
@@ -112,7 +113,8 @@ def test_a_rejected_head_keeps_the_agent_unready_and_counting_until_a_good_commi
     assert records.query(world["primary"], f"sip1.example-{tag}.com.", "A") == ("192.0.2.60",)  # still serving
 
     web = world["files"]["records/example-com/web.yaml"]
-    undo = {"records/example-com/bad.yaml": None} if bad == "invalid" else {SERVICES: world["files"][SERVICES]}
+    undo = {"records/example-com/bad.yaml": None} if bad == "invalid" else {SERVICES: world["files"][SERVICES],
+                                                                                  MAIL: world["files"][MAIL]}
     remote.commit("a good commit", {**undo, "records/example-com/web.yaml": web.replace(
         "    - 192.0.2.12\n", "    - 192.0.2.42\n")})
     remote.push()

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from agent.clients import endpoints
+from agent.clients.kubeapi import KubeApi
 from agent.errors import ConfigError, KubeError
-from agent.reconcile import endpoints
-from agent.reconcile.kubeapi import KubeApi
 from tests.support.kube import KubeCluster, service_account_token, token_client
 
 

@@ -5,18 +5,18 @@ from __future__ import annotations
 import pathlib
 from typing import Any
 
+from agent.clients.kubeapi import KubeApi
+from agent.clients.statestore import FileStore, Store
 from agent.gate import policy, safety
-from agent.reconcile.kubeapi import KubeApi
-from agent.reconcile.statestore import FileStore, Store
-from agent.run import orchestrator, revisions
-from agent.run.memory import Memory
+from agent.run import orchestrator, planning, revisions
+from agent.run.memory import ONE_SHOT, Memory
 from agent.sources.git import GitSource
 
 
-def options(*, force: bool = False, allow_prune: bool = False, **kwargs: Any) -> orchestrator.Options:
+def options(*, force: bool = False, allow_prune: bool = False, **kwargs: Any) -> planning.Options:
     """Tests run in namespaces of their own: any namespace is allowed unless a test says otherwise."""
     kwargs.setdefault("repo_policy", policy.PolicySettings.of(allowed_namespaces="*"))
-    return orchestrator.Options(policy=safety.Policy(force=force, allow_prune=allow_prune), **kwargs)
+    return planning.Options(policy=safety.Policy(force=force, allow_prune=allow_prune), **kwargs)
 
 
 def sync_dir(root: pathlib.Path, *, store: Store | None = None, state: pathlib.Path | None = None,
@@ -25,12 +25,12 @@ def sync_dir(root: pathlib.Path, *, store: Store | None = None, state: pathlib.P
     """`bindy-agent sync DIR`: `state` is a FileStore directory when no `store` is given."""
     store = store or FileStore(state or root.parent / "state")
     source = revisions.DirectoryRevisions(root, revision=revision)
-    return orchestrator.run(source, orchestrator.Targets(store, kube_api, endpoints), options(**kwargs))
+    return orchestrator.run(source, planning.Targets(store, kube_api, endpoints), options(**kwargs))
 
 
 def sync_git(source: GitSource, *, store: Store, kube_api: KubeApi | None = None, endpoints: Any = None,
-             forge: Any = None, alerts: Any = None, memory: Memory | None = None,
+             forge: Any = None, alerts: Any = None, memory: Memory = ONE_SHOT,
              **kwargs: Any) -> orchestrator.RunOutcome:
     """`bindy-agent sync --repo URL`, or with `memory` one run of `bindy-agent run` (statuses, alerts)."""
-    targets = orchestrator.Targets(store, kube_api, endpoints, forge, alerts)
+    targets = planning.Targets(store, kube_api, endpoints, forge, alerts)
     return orchestrator.run(revisions.GitRevisions(source), targets, options(**kwargs), memory=memory)

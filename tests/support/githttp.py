@@ -18,11 +18,11 @@ from tests.support.procs import free_port, require
 
 
 class GitHttpServer:
-    def __init__(self, root: pathlib.Path, token: str, user: str = "x-access-token") -> None:
-        self.root, self.token = root, token
+    def __init__(self, root: pathlib.Path, token: str, user: str = "x-access-token", host: str = "127.0.0.1") -> None:
+        self.root, self.token, self.host = root, token, host
         self.expected = "Basic " + base64.b64encode(f"{user}:{token}".encode()).decode()
         self.authorizations: list[str] = []  # every Authorization header received, in order
-        self.port = free_port()
+        self.port = free_port(host)
         self.requests: list[tuple[str, str, int]] = []
         self.stall: Callable[[str, str], bool] | None = None  # (method, path) -> hold this request unanswered
         self.first_stall: float | None = None  # time.monotonic() of the first request held
@@ -77,11 +77,11 @@ class GitHttpServer:
             do_GET = _serve
             do_POST = _serve
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self.httpd = http.server.ThreadingHTTPServer((host, self.port), Handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     def url(self, repo: str) -> str:
-        return f"http://127.0.0.1:{self.port}/{repo}"
+        return f"http://{self.host}:{self.port}/{repo}"
 
     def start(self) -> GitHttpServer:
         self.thread.start()

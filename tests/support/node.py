@@ -60,8 +60,12 @@ POD_LOG_DIRS = (pathlib.Path("/var/log/pods"), pathlib.Path("/var/log/containers
 REGISTRY = "localhost/bindy-e2e"  # images/build's names
 IMAGE_NAMES = ("pause", "bind9", "zone-api", "agent")
 # Components in start order; down() stops them in reverse.
-COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "containerd", "kubelet",
-              "kube-proxy")
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "cluster-dns", "containerd",
+              "kubelet", "kube-proxy")
+# The names a user mirroring Bindy's images would give the local ones: Bindy's admission (and the
+# agent's default allowed_registries) trust only these repositories for bind9 and bindcar. The tag
+# is the local image's (its inputs' hash), prefixed with e2e-.
+MIRRORS = {"bind9": "docker.io/internetsystemsconsortium/bind9", "zone-api": "ghcr.io/firestoned/bindcar"}
 FIX_DEPS = "run scripts/install-test-deps (as root)"
 
 
@@ -148,6 +152,9 @@ class Node:
         self.info: dict[str, Any] = {}
         self.procs: dict[str, subprocess.Popen[bytes]] = {}  # the ones this process started
         self.log_dir = LOGS
+        # name -> the reference imported by up(): a rebuild meanwhile (images/build rewrites the .ref
+        # file) does not change the images this session's pods use
+        self.pinned: dict[str, str] = {}
         if self.info_path.exists():
             with contextlib.suppress(ValueError, OSError):
                 self.info = json.loads(self.info_path.read_text())
@@ -190,7 +197,10 @@ class Node:
         return self.state / "certs" / "apiserver.crt"
 
     def image(self, name: str) -> str:
-        """The reference of a locally built image (images/build), e.g. image("bind9")."""
+        """The reference of a locally built image (images/build), e.g. image("bind9"): the one up()
+        imported, else the newest built."""
+        if name in self.pinned:
+            return self.pinned[name]
         ref = IMAGES / f"{name}.ref"
         if not ref.exists():
             raise ComponentError(f"image {name}: not built ({ref} missing); run images/build {name} "
@@ -233,6 +243,7 @@ class Node:
         try:
             self._network()
             self._control_plane()
+            self._cluster_dns()
             self._containerd()
             self._import_images()
             self._kubelet()
@@ -473,10 +484,25 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
                 return not int(line.split()[1], 16) & (1 << 24)  # CAP_SYS_RESOURCE
         return False
 
+    def mirror(self, name: str) -> str:
+        """The local image `name` under the name Bindy trusts (MIRRORS), e.g. mirror("bind9") ==
+        "docker.io/internetsystemsconsortium/bind9:e2e-<hash>"; tagged in containerd by up()."""
+        return f"{MIRRORS[name]}:e2e-{self.image(name).rpartition(':')[2]}"
+
+    def _cluster_dns(self) -> None:
+        """Service names for the pods' resolver (tests/support/clusterdns.py: why not CoreDNS)."""
+        self._start("cluster-dns", [sys.executable, "-m", "tests.support.clusterdns", "--kubeconfig",
+                                    str(self.kubeconfig), "--listen", NODE_IP, "--domain", CLUSTER_DOMAIN],
+                    env={"PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[2])})
+        probe = f"kubernetes.default.svc.{CLUSTER_DOMAIN}"
+        self._wait(lambda: _run(["dig", f"@{NODE_IP}", "+short", "+time=1", "+tries=1", probe], check=False,
+                                timeout=5).stdout.strip() == "10.96.0.1", 30, "cluster-dns", f"answering {probe}")
+
     def _import_images(self) -> None:
         listed = set(self.ctr("images", "ls", "-q").stdout.split())
+        self.pinned = {}
         for name in IMAGE_NAMES:
-            ref = self.image(name)
+            ref = self.pinned[name] = self.image(name)
             if ref in listed:
                 continue
             tarball = next(iter(sorted(IMAGES.glob(f"{name}-{ref.rpartition(':')[2]}.tar"))), None)
@@ -485,12 +511,16 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
             started = time.monotonic()
             self.ctr("images", "import", str(tarball), timeout=600)
             _log(f"imported {ref} in {time.monotonic() - started:.1f} s")
+        for name in MIRRORS:
+            if self.mirror(name) not in listed:
+                self.ctr("images", "tag", "--force", self.image(name), self.mirror(name))
         # earlier builds of the images (their containers went with the last node), and the CRI's
         # `sha256:<id>` names of them
-        current = {self.image(name) for name in IMAGE_NAMES}
+        current = {self.image(name) for name in IMAGE_NAMES} | {self.mirror(name) for name in MIRRORS}
+        ours = ("sha256:", f"{REGISTRY}/", *(f"{repo}:e2e-" for repo in MIRRORS.values()))
         rows = [line.split()[:3] for line in self.ctr("images", "ls").stdout.splitlines()[1:] if line.strip()]
-        keep = {digest for ref, _, digest in rows if ref in current or not ref.startswith(("sha256:", f"{REGISTRY}/"))}
-        stale = [ref for ref, _, digest in rows if ref.startswith(("sha256:", f"{REGISTRY}/")) and ref not in current
+        keep = {digest for ref, _, digest in rows if ref in current or not ref.startswith(ours)}
+        stale = [ref for ref, _, digest in rows if ref.startswith(ours) and ref not in current
                  and digest not in keep]
         if stale:
             self.ctr("images", "rm", *stale, check=False)
@@ -500,8 +530,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         st = self.state
         root = st / "kubelet"
         root.mkdir(exist_ok=True)
-        (st / "resolv.conf").write_text("# pods get no name server: nothing outside this machine is reachable\n"
-                                        "options ndots:1\n")
+        # pods get the node's cluster DNS (clusterDNS) and no other name server: nothing outside this
+        # machine is reachable
+        (st / "resolv.conf").write_text("options ndots:1\n")
         kport, hport = free_port(NODE_IP), free_port()
         self.info["kubelet_port"] = kport
         (st / "kubelet.yaml").write_text(json.dumps({
@@ -514,7 +545,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
             "authorization": {"mode": "AlwaysAllow"},
             "cgroupDriver": "cgroupfs", "failSwapOn": False, "protectKernelDefaults": False,
             "makeIPTablesUtilChains": False,  # kube-proxy makes what it needs; down() removes its rules
-            "clusterDomain": CLUSTER_DOMAIN, "clusterDNS": [], "resolvConf": str(st / "resolv.conf"),
+            "clusterDomain": CLUSTER_DOMAIN, "clusterDNS": [NODE_IP], "resolvConf": str(st / "resolv.conf"),
             "staticPodPath": "", "serializeImagePulls": False, "maxPods": 100,
             "evictionHard": {"memory.available": "50Mi", "nodefs.available": "1%", "imagefs.available": "1%",
                              "nodefs.inodesFree": "1%"},
@@ -554,7 +585,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         """Stops every process up() started (by PID), removes the pods' containers, network
         namespaces and mounts, the bridge and the iptables rules, and the state directory."""
         pids = self.info.get("pids") or {}
-        for name in ("kube-proxy", "kubelet", "kube-scheduler", "kube-controller-manager"):
+        for name in ("kube-proxy", "kubelet", "kube-scheduler", "kube-controller-manager", "cluster-dns"):
             self._stop(name, pids.get(name))
         containerd_up = bool(pids.get("containerd")) and _alive(pids["containerd"]["pid"], pids["containerd"]["argv0"])
         netns: set[str] = set()

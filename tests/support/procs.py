@@ -11,6 +11,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 CACHE = pathlib.Path(os.environ.get("BINDY_AGENT_CACHE", pathlib.Path.home() / ".cache" / "bindy-agent"))
 FIX = "run scripts/install-test-deps (as root) to install or build it"
@@ -96,6 +97,9 @@ class Process:
         self._fh.close()
 
 
+T = TypeVar("T")
+
+
 def wait_for(check: Callable[[], object], timeout: float = 30, *, every: float = 0.1) -> float:
     """Polls `check` until it returns something truthy; fails the test after `timeout` seconds.
     Returns the seconds it took."""
@@ -105,6 +109,18 @@ def wait_for(check: Callable[[], object], timeout: float = 30, *, every: float =
             raise AssertionError(f"condition not met within {timeout:.0f} s")
         time.sleep(every)
     return time.monotonic() - start
+
+
+def until(what: str, check: Callable[[], T], timeout: float = 60, *, every: float = 0.3) -> T:
+    """Polls `check` until it returns something truthy, and returns that; fails the test, naming
+    `what`, after `timeout` seconds."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        found = check()
+        if found:
+            return found
+        time.sleep(every)
+    raise AssertionError(f"timed out waiting for {what}")
 
 
 def run(argv: Sequence[str], **kwargs: object) -> str:

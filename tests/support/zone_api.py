@@ -92,11 +92,19 @@ class ZoneApi:
         return {f"zone API {self.url}": "\n".join(f"{m} {p}" for m, p in self.requests[-40:])}
 
     # --- the contract -------------------------------------------------------------------------
+    def denied(self, auth: str) -> tuple[int, str] | None:
+        """Why a request with this Authorization header is refused (status, message); None: allowed.
+        The static token here; the e2e image's sidecar asks the API server (images/zone-api/serve.py)."""
+        if auth != f"Bearer {self.token}":
+            return 401, "missing or invalid bearer token"
+        return None
+
     def handle(self, method: str, path: str, auth: str, body: Any) -> tuple[int, Any]:
         if method == "GET" and path in ("/api/v1/health", "/api/v1/ready"):
             return 200, {"status": "ok"}
-        if auth != f"Bearer {self.token}":
-            raise _Error(401, "missing or invalid bearer token")
+        denied = self.denied(auth)
+        if denied is not None:
+            raise _Error(*denied)
         if method == "GET" and path == "/api/v1/server/status":
             return 200, {"status": self.bind.rndc("status")}
         if path == "/api/v1/zones":

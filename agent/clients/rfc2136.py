@@ -1,16 +1,19 @@
-"""Records on BIND9 over DNS: AXFR to observe, RFC 2136 UPDATE to change, queries to verify.
+"""Records on BIND9 over DNS: RFC 2136 UPDATE to change, queries to verify (AXFR: agent/clients/axfr.py).
 
 Each batch of changes to a zone is ONE UPDATE message over TCP, TSIG-signed, carrying
 prerequisites (RFC 2136 section 2.4) so it only applies if every RRset still holds what the agent
 observed: an update or delete requires the exact observed RRset, a create requires that no RRset
 of that name and type exists. BIND applies a message all or nothing. The rcode is always checked:
-NXRRSET / YXRRSET mean a prerequisite failed (someone changed the zone meanwhile).
+NXRRSET / YXRRSET mean a prerequisite failed (someone changed the zone meanwhile). The first
+message of a zone carries the prerequisites of all its changes when they fit (`batches`), so a zone
+changed meanwhile is usually refused before any of its batches is written.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import ipaddress
 import random
 import select
 import socket
@@ -34,12 +37,12 @@ import dns.update
 import dns.xfr
 import dns.zone
 
+from agent.clients.endpoints import Endpoint, TsigKey
 from agent.desired import rrsets
 from agent.errors import DnsUpdateError
+from agent.model import calls
 from agent.model.ownership import Key
-from agent.plan.rrsetdiff import RRChange
-from agent.reconcile import axfr
-from agent.reconcile.endpoints import Endpoint, TsigKey
+from agent.plan.zoneplan import RRChange
 
 PREREQUISITE_FAILED = {dns.rcode.NXRRSET, dns.rcode.YXRRSET, dns.rcode.NXDOMAIN, dns.rcode.YXDOMAIN}
 # what dnspython raises when the server is gone: its own errors, socket errors, and EOFError when
@@ -53,48 +56,14 @@ class PrerequisiteFailed(DnsUpdateError):
     """The zone changed between observe and apply; re-observe and re-plan."""
 
 
-class ZoneMissing(DnsUpdateError):
-    """The server does not have the zone (e.g. deleted by hand): create it again."""
+Keyring = tuple[dict[dns.name.Name, dns.tsig.Key] | None, dns.name.Name | None, str]
 
 
-def _keyring(tsig: TsigKey | None) -> tuple[dict[dns.name.Name, dns.tsig.Key] | None, dns.name.Name | None, str]:
+def tsig_keyring(tsig: TsigKey | None) -> Keyring:
     if tsig is None:
         return None, None, "hmac-sha256"
     keyring = dns.tsigkeyring.from_text({tsig.name: (tsig.algorithm, tsig.secret)})
     return keyring, dns.name.from_text(tsig.name), tsig.algorithm
-
-
-def observe(endpoint: Endpoint, zone: str, *, timeout: float = 10, lifetime: float | None = None,
-            limits: axfr.TransferLimits = axfr.DEFAULT_LIMITS,
-            time_hint: str = "give the run more time with --deadline") -> dict[Key, rrsets.RRset]:
-    """The zone's RRsets, read with a TSIG-signed AXFR from `endpoint`: cut when no data comes for
-    `timeout` seconds, when the whole transfer takes `lifetime` (default three times `timeout`), or at
-    the octets and records of `limits` (agent/reconcile/axfr.py)."""
-    keyring, keyname, algorithm = _keyring(endpoint.tsig)
-    xfr = dns.zone.Zone(zone)
-    request, _ = dns.xfr.make_query(xfr)
-    if keyring is not None:
-        request.use_tsig(keyring, keyname, algorithm=algorithm)
-    try:
-        axfr.transfer(endpoint.dns_host, endpoint.dns_port, xfr, request, server=endpoint.instance, timeout=timeout,
-                      lifetime=timeout * 3 if lifetime is None else lifetime, limits=limits, time_hint=time_hint)
-    except dns.xfr.TransferError as exc:
-        if exc.rcode in (dns.rcode.NOTAUTH, dns.rcode.NOTZONE):
-            raise ZoneMissing(f"{endpoint.instance}: does not serve zone {zone}") from exc
-        raise DnsUpdateError(f"{endpoint.instance}: AXFR of {zone} failed: {exc}", retryable=True) from exc
-    except NETWORK_ERRORS as exc:
-        raise DnsUpdateError(f"{endpoint.instance}: AXFR of {zone} failed: {_why(exc)}",
-                             retryable=True) from exc
-    out: dict[Key, rrsets.RRset] = {}
-    origin = xfr.origin or dns.name.from_text(zone)
-    for name, node in xfr.nodes.items():
-        owner = rrsets.absolute(name.derelativize(origin).to_text())
-        for rdataset in node.rdatasets:
-            rtype = dns.rdatatype.to_text(rdataset.rdtype)
-            # the zone stores names relative to its origin: render them absolute again
-            out[(owner, rtype)] = rrsets.build(zone, owner, rtype, rdataset.ttl,
-                                               (r.to_text(origin=origin, relativize=False) for r in rdataset))
-    return out
 
 
 class _Rendered:
@@ -145,32 +114,56 @@ def _change_wire(change: RRChange) -> tuple[list[bytes], list[bytes]]:
 def build_updates(zone: str, changes: list[RRChange], tsig: TsigKey | None, *,
                   batch: int = DEFAULT_BATCH) -> list[dns.update.UpdateMessage]:
     """UPDATE messages of at most `batch` changes (and what fits in one message), each change guarded
-    by its prerequisite."""
-    keyring, keyname, algorithm = _keyring(tsig)
-    messages: list[dns.update.UpdateMessage] = []
-    prerequisites = updates = _Rendered()
-    taken = batch
+    by its prerequisite (the first message also by those of the later ones: `batches`)."""
+    return [message for message, _ in batches(zone, changes, tsig, batch=batch)]
+
+
+def batches(zone: str, changes: list[RRChange], tsig: TsigKey | None, *,
+            batch: int = DEFAULT_BATCH) -> list[tuple[dns.update.UpdateMessage, list[RRChange]]]:
+    """The UPDATE messages of a zone's changes, each with the changes it writes: at most `batch` changes
+    (and what fits in one message), each guarded by its prerequisite. The first message also carries
+    the prerequisites of the later messages' changes, as many as fit (all of them, unless they are
+    many and large): a zone changed since it was observed is then usually refused before anything of
+    it is written, rather than after its first batches went out. Every later message still carries
+    its own prerequisites (the zone may change between messages)."""
+    keyring, keyname, algorithm = tsig_keyring(tsig)
+    out: list[tuple[dns.update.UpdateMessage, list[RRChange]]] = []
+    prerequisites = updates = first = _Rendered()
+    extra = _Rendered()  # the later batches' prerequisites that the first message checks too
+    written: list[RRChange] = []
+    taken, room = batch, 0  # room: what the first message can still take, once it is complete
     for change in changes:
         prerequisite, update = _change_wire(change)
         sizes = sum(len(r) for r in prerequisite), sum(len(r) for r in update)
         if taken >= batch or prerequisites.size + updates.size + sum(sizes) > _MESSAGE_BUDGET:
+            if len(out) == 1:
+                room = _MESSAGE_BUDGET - prerequisites.size - updates.size
             message = dns.update.UpdateMessage(zone, keyring=keyring, keyname=keyname, keyalgorithm=algorithm)
-            prerequisites, updates, taken = _Rendered(), _Rendered(), 0
+            prerequisites, updates, written, taken = _Rendered(), _Rendered(), [], 0
             message.prerequisite.append(prerequisites)  # type: ignore[arg-type]  # rendered RRs (see _Rendered)
             message.update.append(updates)  # type: ignore[arg-type]
-            messages.append(message)
+            out.append((message, written))
+            first = first if len(out) > 1 else prerequisites
+        if len(out) > 1 and sizes[0] <= room:
+            extra.add(prerequisite, sizes[0])
+            room -= sizes[0]
+        elif len(out) > 1:  # in order: once one does not fit, the rest is checked by its own batch only
+            room = 0
         prerequisites.add(prerequisite, sizes[0])
         updates.add(update, sizes[1])
+        written.append(change)
         taken += 1
-    return messages
+    first.add(extra.records, extra.size)
+    return out
 
 
+@calls.measured("dns_update", "update")
 def send(endpoint: Endpoint, update: dns.update.UpdateMessage, *, timeout: float = 10) -> None:
     try:
-        response = dns.query.tcp(update, endpoint.dns_host, port=endpoint.dns_port, timeout=timeout)
+        response = dns.query.tcp(update, _address(endpoint.dns_host), port=endpoint.dns_port, timeout=timeout)
     except NETWORK_ERRORS as exc:
         raise DnsUpdateError(f"{endpoint.instance}: UPDATE not delivered (no answer; it may or may not have been "
-                             f"applied): {_why(exc)}", retryable=True) from exc
+                             f"applied): {why(exc)}", retryable=True) from exc
     rcode = response.rcode()
     if rcode == dns.rcode.NOERROR:
         return
@@ -183,7 +176,7 @@ def send(endpoint: Endpoint, update: dns.update.UpdateMessage, *, timeout: float
     raise DnsUpdateError(f"{endpoint.instance}: UPDATE refused with {text}{hint}")
 
 
-def _why(exc: BaseException) -> str:
+def why(exc: BaseException) -> str:
     if isinstance(exc, EOFError):
         return "the server closed the connection"
     return str(exc) or type(exc).__name__
@@ -208,11 +201,21 @@ def _values(response: dns.message.Message, name: str, rtype: str) -> tuple[str, 
     return ()
 
 
+def _address(host: str) -> str:
+    """dnspython takes addresses only; a name (an instance's Service, while none of its pods is ready
+    yet) is looked up first - a name that does not resolve is an OSError, like an unreachable server."""
+    try:
+        ipaddress.ip_address(host)
+        return host
+    except ValueError:
+        return str(socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)[0][4][0])
+
+
 def query(endpoint: Endpoint, name: str, rtype: str, *, timeout: float = 2) -> tuple[str, ...] | None:
     """The sorted values a server answers for name/type (UDP, like dig); None if unreachable."""
     q = dns.message.make_query(name, rtype)
     try:
-        response = dns.query.udp(q, endpoint.dns_host, port=endpoint.dns_port, timeout=timeout)
+        response = dns.query.udp(q, _address(endpoint.dns_host), port=endpoint.dns_port, timeout=timeout)
     except NETWORK_ERRORS:
         return None
     return _values(response, name, rtype)
@@ -255,18 +258,26 @@ def _expanded_name(wire: bytes, pos: int) -> bytes:
 
 
 def _raw_rdatas(wire: bytes, qtype: int) -> list[bytes] | None:
-    """Canonical rdata bytes of every RR of `qtype` in a response (all sections): as sent, or with
-    the domain name in it expanded and lower-cased (_NAME_AT); None if malformed."""
+    """Canonical rdata bytes of the RRs of `qtype` owned by the question's name, from the first
+    section that has any (the answer, or the authority of a referral: like `_values`): as sent, or
+    with the domain name in it expanded and lower-cased (_NAME_AT); None if malformed. Records of
+    other names - the glue a server without `minimal-responses` adds, a CNAME's target - are not
+    the question's RRset."""
     at = _NAME_AT.get(qtype)
     try:
         counts = struct.unpack_from("!HHHH", wire, 4)
+        qname = _expanded_name(wire, 12)
         pos = _skip_name(wire, 12) + 4
-        out = []
-        for _ in range(counts[1] + counts[2] + counts[3]):
+        out: list[bytes] = []
+        ends = (counts[1], counts[1] + counts[2], counts[1] + counts[2] + counts[3])
+        for i in range(ends[2]):
+            if out and i in ends:
+                break  # the RRset was in an earlier section
+            owner = pos
             pos = _skip_name(wire, pos)
             rtype, _cls, _ttl, length = struct.unpack_from("!HHIH", wire, pos)
             pos += 10
-            if rtype == qtype:
+            if rtype == qtype and (wire[owner:owner + 2] == b"\xc0\x0c" or _expanded_name(wire, owner) == qname):
                 rdata = wire[pos:pos + length]
                 out.append(rdata if at is None else rdata[:at] + _expanded_name(wire, pos + at))
             pos += length
@@ -344,6 +355,7 @@ def _drain(sock: socket.socket) -> list[bytes]:
             return out
 
 
+@calls.measured("dns_query", "query")
 def query_many(endpoint: Endpoint, questions: Sequence[Question], *, timeout: float = 2, window: int = WINDOW,
                expect: dict[Question, frozenset[bytes]] | None = None) -> dict[Question, tuple[str, ...] | bool | None]:
     """Like `query` for many questions, pipelined over one UDP socket.
@@ -382,6 +394,7 @@ def _raw_serial(wire: bytes, _: Question) -> int | None:
     return None
 
 
+@calls.measured("soa_query", "soa")
 def serials(endpoint: Endpoint, zones: Sequence[str], *, timeout: float = 2) -> dict[str, int | None]:
     """Each zone's SOA serial on `endpoint`, asked all at once (None: no answer, or no such zone)."""
     answers = _exchange(endpoint, [(z, "SOA") for z in zones], _raw_serial, timeout=timeout, window=WINDOW)

@@ -11,17 +11,18 @@ import json
 import logging
 from typing import Any
 
+from agent.clients.kubeapi import KubeApi
 from agent.desired.hierarchy import Desired
 from agent.errors import KubeError
 from agent.model import kinds, names
 from agent.model.key import ObjectKey
-from agent.plan import kubediff
+from agent.plan import kubechange
 from agent.plan.observed import KubeObserved
-from agent.reconcile.kubeapi import KubeApi
 
 log = logging.getLogger(__name__)
 
-# what the agent creates and prunes (not: namespaces, CRDs, its Lease, Events)
+# what the agent creates and prunes (not: namespaces, CRDs, its Lease, Events; nor the
+# PersistentVolumeClaims it creates, which it never prunes: one it wants is looked up by name)
 MANAGED_KINDS = [*kinds.KINDS, "ServiceAccount", "Secret", "ConfigMap", "Service", "Deployment"]
 
 
@@ -55,18 +56,52 @@ def secret_labels(api: KubeApi, wanted: set[tuple[str, str]]) -> dict[tuple[str,
     return labels
 
 
+def _essence(pod: dict[str, Any]) -> dict[str, Any]:
+    """What is kept of a listed pod: its name, namespace, labels and deletion, and its status (never
+    its spec, environment included)."""
+    meta = pod.get("metadata") or {}
+    return {"metadata": {k: meta[k] for k in ("name", "namespace", "labels", "deletionTimestamp") if k in meta},
+            "status": pod.get("status") or {}}
+
+
+def pods(api: KubeApi, deployments: list[dict[str, Any]]) -> dict[ObjectKey, list[dict[str, Any]]]:
+    """The pods of each Deployment (by its selector's labels), metadata and status only, keyed by the
+    Deployment: one list per Deployment, asked only for those that are not ready. A list the agent
+    may not make (its Role without `list pods`, a namespace not allowed) is logged and left out: the
+    status then says only what the Deployment says."""
+    out: dict[ObjectKey, list[dict[str, Any]]] = {}
+    for body in deployments:
+        key = kubechange.key_of(body)
+        labels = ((body.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+        if not labels or key.namespace is None or (api.namespaces is not None and key.namespace not in api.namespaces):
+            continue
+        selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+        try:
+            out[key] = [_essence(p) for p in api.list("Pod", label_selector=selector, namespace=key.namespace)]
+        except KubeError as exc:
+            log.warning("cannot list the pods of %s to say why they are not ready: %s", key, exc)
+    return out
+
+
+def served_crs(api: KubeApi, agent_namespace: str) -> list[dict[str, Any]]:
+    """Every Bindy CR this agent manages, as it is live (with its status)."""
+    selector = kubechange.selector(agent_namespace)
+    return [{"kind": kind.name, **live} for kind in kinds.KINDS.values()
+            for live in api.list(kind.name, label_selector=selector)]
+
+
 def _managed(api: KubeApi, agent_namespace: str, namespaces: set[str] | None) -> dict[ObjectKey, dict[str, Any]]:
     """Everything carrying the agent's labels: cluster-wide, or only in `namespaces` when the agent
     may only see those (cluster-scoped kinds are always listed)."""
     live: dict[ObjectKey, dict[str, Any]] = {}
-    selector = kubediff.selector(agent_namespace)
+    selector = kubechange.selector(agent_namespace)
     for kind in MANAGED_KINDS:
         namespaced = kind not in kinds.KINDS or kinds.KINDS[kind].namespaced
         scopes: list[str | None] = [*sorted(namespaces)] if namespaces is not None and namespaced else [None]
         for scope in scopes:
             for item in api.list(kind, label_selector=selector, namespace=scope):
                 if item["metadata"]["name"] != names.INVENTORY_NAME or kind != "ConfigMap":
-                    live[kubediff.key_of(item)] = item
+                    live[kubechange.key_of(item)] = item
     return live
 
 
@@ -81,7 +116,7 @@ def _conflicts(api: KubeApi, desired: Desired, live: dict[ObjectKey, dict[str, A
                     live[key] = found
         elif ns in existing:
             for item in api.list(kind, namespace=ns):
-                key = kubediff.key_of(item)
+                key = kubechange.key_of(item)
                 if key in unseen:
                     live[key] = item
 

@@ -32,10 +32,10 @@ import urllib3.exceptions
 import urllib3.util
 import yaml
 
+from agent.clients.deadline import UNBOUNDED, Deadline
 from agent.errors import KubeError
-from agent.model import kinds
+from agent.model import calls, kinds
 from agent.model.names import FIELD_MANAGER
-from agent.reconcile.deadline import UNBOUNDED, Deadline
 
 if TYPE_CHECKING:
     import kubernetes.client
@@ -71,6 +71,8 @@ RESOURCES: dict[str, ApiResource] = {
     "Service": ApiResource("v1", "Service", "services", True),
     "Deployment": ApiResource("apps/v1", "Deployment", "deployments", True),
     "Endpoints": ApiResource("v1", "Endpoints", "endpoints", True),
+    "Pod": ApiResource("v1", "Pod", "pods", True),  # listed only, to say why an instance is not ready
+    "PersistentVolumeClaim": ApiResource("v1", "PersistentVolumeClaim", "persistentvolumeclaims", True),
     "Lease": ApiResource("coordination.k8s.io/v1", "Lease", "leases", True),
     "Event": ApiResource("v1", "Event", "events", True),
     "CustomResourceDefinition": ApiResource("apiextensions.k8s.io/v1", "CustomResourceDefinition",
@@ -173,6 +175,7 @@ class KubeApi:
         self._auth_cache = (now, headers)
         return headers
 
+    @calls.measured("kubernetes", op=lambda self, *args, **kwargs: calls.kube_verb(*args, **kwargs))
     def _call(self, method: str, path: str, *, query: list[tuple[str, str]] | None = None, body: Any = None,
               content_type: str = "application/json", accept: str = "application/json") -> Any:
         """One request on the pooled connections: the reply decoded, or the translated error."""

@@ -23,7 +23,11 @@ import dns.rdatatype
 import dns.xfr
 import dns.zone
 
-from agent.errors import DnsUpdateError
+from agent.clients import endpoints, rfc2136
+from agent.desired import rrsets
+from agent.errors import ZoneMissing, ZoneTransferError
+from agent.model import calls
+from agent.model.ownership import Key
 
 MiB = 1024 * 1024
 
@@ -49,7 +53,7 @@ RECORDS_HELP = ("most records one zone transfer (AXFR) may bring in before it is
                 "250,000 documents a revision may hold)")
 
 
-class TransferCut(DnsUpdateError):
+class TransferCut(ZoneTransferError):
     """The transfer hit one of its bounds; `limit` names which ("time", "idle", "bytes", "records")."""
 
     def __init__(self, message: str, *, limit: str) -> None:
@@ -71,6 +75,7 @@ def _read(sock: socket.socket, count: int, until: float) -> bytes:
     return bytes(out)
 
 
+@calls.measured("axfr", "axfr")
 def transfer(host: str, port: int, xfr: dns.zone.Zone, request: dns.message.Message, *, server: str,
              timeout: float, lifetime: float, limits: TransferLimits, time_hint: str) -> None:
     """Transfers the zone `request` asks for from host:port into `xfr`. `timeout`: the most to wait
@@ -120,3 +125,35 @@ def transfer(host: str, port: int, xfr: dns.zone.Zone, request: dns.message.Mess
                       time_hint) from None
         raise cut("idle", f"no data for {timeout:.0f} s ({records:,} records, {octets:,} octets so far)",
                   "the server stalled; the next attempt asks again") from None
+
+
+def read_zone(endpoint: endpoints.Endpoint, zone: str, *, timeout: float = 10, lifetime: float | None = None,
+            limits: TransferLimits = DEFAULT_LIMITS,
+            time_hint: str = "give the run more time with --deadline") -> dict[Key, rrsets.RRset]:
+    """The zone's RRsets, read with a TSIG-signed AXFR from `endpoint`: cut when no data comes for
+    `timeout` seconds, when the whole transfer takes `lifetime` (default three times `timeout`), or at
+    the octets and records of `limits` (`transfer`)."""
+    keyring, keyname, algorithm = rfc2136.tsig_keyring(endpoint.tsig)
+    xfr = dns.zone.Zone(zone)
+    request, _ = dns.xfr.make_query(xfr)
+    if keyring is not None:
+        request.use_tsig(keyring, keyname, algorithm=algorithm)
+    try:
+        transfer(endpoint.dns_host, endpoint.dns_port, xfr, request, server=endpoint.instance, timeout=timeout,
+                      lifetime=timeout * 3 if lifetime is None else lifetime, limits=limits, time_hint=time_hint)
+    except dns.xfr.TransferError as exc:
+        if exc.rcode in (dns.rcode.NOTAUTH, dns.rcode.NOTZONE):
+            raise ZoneMissing(f"{endpoint.instance}: does not serve zone {zone}") from exc
+        raise ZoneTransferError(f"{endpoint.instance}: AXFR of {zone} failed: {exc}") from exc
+    except rfc2136.NETWORK_ERRORS as exc:
+        raise ZoneTransferError(f"{endpoint.instance}: AXFR of {zone} failed: {rfc2136.why(exc)}") from exc
+    out: dict[Key, rrsets.RRset] = {}
+    origin = xfr.origin or dns.name.from_text(zone)
+    for name, node in xfr.nodes.items():
+        owner = rrsets.absolute(name.derelativize(origin).to_text())
+        for rdataset in node.rdatasets:
+            rtype = dns.rdatatype.to_text(rdataset.rdtype)
+            # the zone stores names relative to its origin: render them absolute again
+            out[(owner, rtype)] = rrsets.build(zone, owner, rtype, rdataset.ttl,
+                                               (r.to_text(origin=origin, relativize=False) for r in rdataset))
+    return out

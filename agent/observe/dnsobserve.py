@@ -1,10 +1,13 @@
 """Reads the DNS side of the world before planning: what the agent owns, and each zone's RRsets.
 
-Every zone Git places is transferred (TSIG-signed AXFR) from each of its primaries; a primary
-that does not serve the zone is recorded as such, one that cannot be asked as an error (nothing is
-then planned for that zone). Zones run concurrently; every transfer is bounded by the deadline.
-A long-running agent transfers only the zones whose SOA serial moved since it last saw them
-(`DnsMemory`), and between resyncs asks only the serials of the zones a revision touches.
+Every zone Git places is transferred (TSIG-signed AXFR) from each server of each of its primaries
+(an instance written pod by pod is one server per pod: each has its own zone list and serial); a
+server that does not serve the zone is recorded as such, one that cannot be asked as an error
+(nothing is then planned there). Each pod of a secondary is asked for the zone's SOA serial: one
+that has no answer (a new or restarted pod, its emptyDir empty) is recorded as not having it.
+Zones run concurrently; every transfer is bounded by the deadline. A long-running agent transfers
+only the zones whose SOA serial moved since it last saw them (`DnsMemory`), and between resyncs
+asks only the serials of the zones a revision touches.
 """
 
 from __future__ import annotations
@@ -15,15 +18,16 @@ import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 
+from agent.clients import axfr, rfc2136
+from agent.clients.deadline import Deadline
+from agent.clients.endpoints import Endpoint, by_server, servers_of
+from agent.clients.statestore import Store
 from agent.desired.hierarchy import Desired
-from agent.errors import DnsUpdateError
+from agent.errors import ZoneMissing, ZoneTransferError
 from agent.model import names
-from agent.plan.observed import DnsObserved, ZoneObserved
-from agent.plan.zonediff import instance_id
-from agent.reconcile import axfr, rfc2136
-from agent.reconcile.deadline import Deadline
-from agent.reconcile.endpoints import Endpoint
-from agent.reconcile.statestore import Store
+from agent.model.ownership import ZoneOwnership
+from agent.plan.observed import DnsObserved, Reach, ZoneObserved
+from agent.plan.zoneplan import instance_id
 
 log = logging.getLogger(__name__)
 WORKERS = 8  # transfers in flight; named answers them concurrently
@@ -55,6 +59,9 @@ class DnsMemory:
         return self.zones.get(zone, {}).get(primary)
 
 
+NOTHING_SEEN = DnsMemory()  # what a one-shot run (or a sweep) remembers: every zone is transferred; never written
+
+
 def transfer_time(deadline: Deadline) -> float:
     """The most one transfer may take: what the run has left (without a deadline, the default one's length)."""
     return max(0.001, min(deadline.remaining(), names.DEFAULT_DEADLINE))
@@ -64,13 +71,13 @@ def _transfer(endpoint: Endpoint, zone: str, deadline: Deadline, limits: axfr.Tr
     try:
         if deadline.expired:
             return ZoneObserved(None, error="the run's deadline passed before this zone was read")
-        found = rfc2136.observe(endpoint, zone, timeout=deadline.timeout(10), lifetime=transfer_time(deadline),
-                                limits=limits)
+        found = axfr.read_zone(endpoint, zone, timeout=deadline.timeout(10), lifetime=transfer_time(deadline),
+                               limits=limits)
         return ZoneObserved(found, serial=rfc2136.serial_of(found[(zone, "SOA")].rdatas)
                             if (zone, "SOA") in found else None)
-    except rfc2136.ZoneMissing:
+    except ZoneMissing:
         return ZoneObserved(None)
-    except DnsUpdateError as exc:
+    except ZoneTransferError as exc:
         log.warning("%s", exc)
         return ZoneObserved(None, error=str(exc))
 
@@ -101,28 +108,34 @@ def _unmoved(jobs: list[tuple[str, str]], endpoints: Mapping[str, Endpoint], mem
 
 
 def observe(desired: Desired, store: Store, endpoints: Mapping[str, Endpoint], *, deadline: Deadline,
-            memory: DnsMemory | None = None, refresh: bool = True, focus: set[str] | None = None,
+            memory: DnsMemory = NOTHING_SEEN, refresh: bool = True, focus: set[str] | None = None,
             progress: Callable[[int, int], None] | None = None,
-            limits: axfr.TransferLimits = axfr.DEFAULT_LIMITS) -> DnsObserved:
-    """With `memory`, only zones whose serial moved (or that it has not seen) are transferred; with a
+            limits: axfr.TransferLimits = axfr.DEFAULT_LIMITS, only: set[str] | None = None) -> DnsObserved:
+    """Only zones whose serial moved since `memory` saw them (or that it has not seen) are transferred; with a
     `focus` too (the zones the revision touches), the serials of the other zones are not even asked:
     they are what the agent left there (hand-made drift in them is found by the next run without a
     focus, every resync). `refresh` reads the ownership records back from the store; `progress`
-    hears (zones observed, zones to observe) as each zone's transfers finish."""
+    hears (zones observed, zones to observe) as each zone's transfers finish. `only`: just these zones
+    (the second round for zones found stale while applying: read in full, ownership read back)."""
     ownership = store.load_zones(refresh=refresh)
-    wanted = [(z.name, instance_id(k)) for z in desired.zones for k in z.primaries]
-    jobs = [(zone, inst) for zone, inst in wanted if inst in endpoints]
+    if only is not None:
+        ownership = {zone: owned for zone, owned in ownership.items() if zone in only}
+    servers, pods = by_server(endpoints), servers_of(endpoints)
+    wanted = [(z.name, instance_id(k)) for z in desired.zones for k in z.primaries if only is None or z.name in only]
+    jobs = [(zone, server) for zone, inst in wanted if inst in endpoints for server in pods.get(inst, (inst,))]
     # a zone that left Git is read in full from the primaries it is on, never from memory: whether it
     # still holds RRsets the agent did not write decides if it may be deleted (plan/zonediff.py)
     placed = {z.name for z in desired.zones}
-    gone = [(zone, inst) for zone, owned in sorted(ownership.items()) if zone not in placed
+    gone = [(zone, server) for zone, owned in sorted(ownership.items()) if zone not in placed
             for inst, role in sorted({**(owned.pending.place if owned.pending else {}), **owned.placements}.items())
-            if role == "primary" and inst in endpoints]
-    known = _unmoved(jobs, endpoints, memory, deadline, focus) if memory is not None else {}
+            if role == "primary" and inst in endpoints for server in pods.get(inst, (inst,))]
+    known = _unmoved(jobs, servers, memory, deadline, focus)
     left, finished = collections.Counter(zone for zone, _ in jobs), 0  # transfers left per zone
     zones: dict[str, dict[str, ZoneObserved]] = {}
+    for zone, server in _secondaries_without(desired, ownership, servers, pods, deadline, focus, only):
+        zones.setdefault(zone, {})[server] = ZoneObserved(None)
     with concurrent.futures.ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        futures = {job: pool.submit(_transfer, endpoints[job[1]], job[0], deadline, limits)
+        futures = {job: pool.submit(_transfer, servers[job[1]], job[0], deadline, limits)
                    for job in [*jobs, *gone] if job not in known}
         for zone, inst in gone:
             zones.setdefault(zone, {})[inst] = futures[(zone, inst)].result()
@@ -133,4 +146,36 @@ def observe(desired: Desired, store: Store, endpoints: Mapping[str, Endpoint], *
             finished += not left[zone]
             if progress is not None and not left[zone]:
                 progress(finished, len(left))
-    return DnsObserved(ownership, zones, set(endpoints), focus if memory is not None else None)
+    return DnsObserved(ownership, zones, set(endpoints), focus, reach(endpoints), pods=pods)
+
+
+def _secondaries_without(desired: Desired, ownership: Mapping[str, ZoneOwnership], servers: Mapping[str, Endpoint],
+                         pods: Mapping[str, tuple[str, ...]], deadline: Deadline, focus: set[str] | None,
+                         only: set[str] | None) -> list[tuple[str, str]]:
+    """(zone, server) for each pod of a secondary instance the zone is placed on that has no SOA serial
+    for it (a pod that started after the zone was placed, or restarted with an empty emptyDir): one
+    query per pod for all its zones. Instances written through one address are not asked (their
+    secondaries are checked after the writes, agent/reconcile/dnsapply.catch_up)."""
+    by_server: dict[str, list[str]] = {}
+    for z in desired.zones:
+        if (only is not None and z.name not in only) or (focus is not None and z.name not in focus):
+            continue
+        owned = ownership.get(z.name)
+        for key in z.secondaries:
+            inst = instance_id(key)
+            if inst in pods and owned is not None and owned.placements.get(inst) == "secondary":
+                for server in pods[inst]:
+                    by_server.setdefault(server, []).append(z.name)
+    out: list[tuple[str, str]] = []
+    for server, names_ in by_server.items():
+        if deadline.expired:
+            break
+        now = rfc2136.serials(servers[server], names_, timeout=deadline.timeout(2))
+        out += [(zone, server) for zone in names_ if now.get(zone) is None]
+    return out
+
+
+def reach(endpoints: Mapping[str, Endpoint]) -> dict[str, Reach]:
+    """How each instance is reached by the others (what the zone API bodies carry); no secret."""
+    return {instance: Reach(tuple(e.transfer_addresses()), tuple(e.transfer_hosts()), e.transfer_acl,
+                            e.tsig.name if e.tsig else None) for instance, e in endpoints.items()}

@@ -1,7 +1,8 @@
 """How to reach each Bind9Instance: its DNS server, its zone HTTP API, and their credentials.
 
 From an explicit endpoint map (runs outside a cluster, tests), or, inside a cluster, from its
-Service, the TSIG key in its RNDC Secret, and an audience-bound token.
+Service, the TSIG key in its RNDC Secret, and an audience-bound token (read by
+agent/observe/endpoints.py).
 
 The endpoint map tells a run outside a cluster (and the tests) how to reach each Bind9Instance:
 
@@ -12,6 +13,11 @@ The endpoint map tells a run outside a cluster (and the tests) how to reach each
         api: http://127.0.0.1:8080          # the zone HTTP API (bindcar) base URL
         tokenFile: /etc/bindy/api-token     # bearer token for the zone API (optional)
         tsigKeyFile: /etc/bindy/primary.key # BIND key file: key "name" { algorithm ...; secret "..."; };
+      dns-system/dns-primary-1:            # an instance served by several pods, each its own server:
+        pods:                               # zones and records are written to, and verified on, each
+          - {dns: 127.0.0.11:53, api: http://127.0.0.1:8081}
+          - {dns: 127.0.0.12:53, api: http://127.0.0.1:8082}
+        tsigKeyFile: /etc/bindy/primary.key
 
 Secrets (tokens, TSIG keys) come from files only; relative paths are relative to the map's file.
 """
@@ -27,17 +33,15 @@ import os
 import pathlib
 import re
 import socket
-from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
 
 from agent.desired import workloads
-from agent.desired.hierarchy import Desired
-from agent.errors import ConfigError, KubeError
+from agent.errors import ConfigError
 from agent.load import scalars
-from agent.model.key import ObjectKey
-from agent.reconcile.kubeapi import KubeApi
+from agent.plan.zoneplan import SERVER_SEPARATOR
 
 _KEY = re.compile(r'key\s+"?(?P<name>[^"\s{]+)"?\s*\{(?P<body>[^}]*)\}', re.S)
 
@@ -47,6 +51,17 @@ class TsigKey:
     name: str
     algorithm: str
     secret: str = dataclasses.field(repr=False)  # never printed
+
+
+@dataclasses.dataclass(frozen=True)
+class Server:
+    """One pod of an instance: its own `named` (own zone list, own SOA serials) and zone API sidecar."""
+
+    name: str  # how it is named in plans and reports after its instance: the pod's address, or the map's `dns`
+    dns_host: str
+    dns_port: int
+    api_url: str
+    tsig: TsigKey | None = None  # the key this pod accepts while a rotation rolls out; None: the instance's
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +80,9 @@ class Endpoint:
     # for its TSIG-signed AXFR); None: no per-zone ACL, named.conf's allow-transfer applies (an explicit
     # allowTransfer in the instance's config, a user-supplied named.conf, or an endpoint map)
     transfer_acl: tuple[str, ...] | None = None
+    # the pods it is written to one by one, each its own server (the ready pods, or the map's `pods`);
+    # none: the instance is written through its one address above (its Service, or the map's `dns`)
+    servers: tuple[Server, ...] = ()
 
     @property
     def dns(self) -> str:
@@ -72,14 +90,37 @@ class Endpoint:
 
     def transfer_addresses(self) -> list[str]:
         """Where transfers and NOTIFY reach this instance: every ready pod's address and DNS port
-        (`ip:port`, IPv6 in brackets, as Bindy sends them to bindcar), or the map's `dns`."""
+        (`ip:port`, IPv6 in brackets, as Bindy sends them to bindcar), or the map's `dns` (of each pod)."""
         if self.pods is None:
-            return [self.dns]
+            return [s.dns_host + f":{s.dns_port}" for s in self.servers] if self.servers else [self.dns]
         return [f"[{ip}]:{self.pod_port}" if ":" in ip else f"{ip}:{self.pod_port}" for ip in self.pods]
 
     def transfer_hosts(self) -> list[str]:
         """This instance's addresses without ports (an allow-transfer ACL is port-agnostic)."""
-        return list(self.pods) if self.pods is not None else [self.dns_host]
+        if self.pods is None:
+            return sorted({s.dns_host for s in self.servers}) if self.servers else [self.dns_host]
+        return list(self.pods)
+
+    def each_server(self) -> list[Endpoint]:
+        """One endpoint per server (pod) the instance's zones and records are written to, named
+        `namespace/name@pod`; the instance itself when its pods are not known one by one."""
+        if not self.servers:
+            return [self]
+        return [dataclasses.replace(self, instance=f"{self.instance}{SERVER_SEPARATOR}{s.name}", dns_host=s.dns_host,
+                                    dns_port=s.dns_port, api_url=s.api_url, servers=(),
+                                    tsig=s.tsig or self.tsig) for s in self.servers]
+
+
+def by_server(endpoints: Mapping[str, Endpoint]) -> dict[str, Endpoint]:
+    """Every server of every instance by its id (see `Endpoint.each_server`); an id that is already a
+    server's stays as it is."""
+    return {e.instance: e for endpoint in endpoints.values() for e in endpoint.each_server()}
+
+
+def servers_of(endpoints: Mapping[str, Endpoint]) -> dict[str, tuple[str, ...]]:
+    """Instance -> the ids of the servers it is written to (only instances written pod by pod)."""
+    return {i: tuple(e.instance for e in endpoint.each_server()) for i, endpoint in endpoints.items()
+            if endpoint.servers}
 
 
 def transfer_addresses(endpoints: list[Endpoint]) -> list[str]:
@@ -130,24 +171,54 @@ def load_endpoints(path: pathlib.Path) -> dict[str, Endpoint]:
     for instance, entry in doc["instances"].items():
         where = f"{path}: instances.{instance}"
         if not isinstance(entry, dict):
-            raise ConfigError(f"{where}: expected a mapping with dns and api")
-        unknown = set(entry) - {"dns", "api", "tokenFile", "tsigKeyFile"}
+            raise ConfigError(f"{where}: expected a mapping with dns and api (or pods)")
+        unknown = set(entry) - {"dns", "api", "pods", "tokenFile", "tsigKeyFile"}
         if unknown:
-            raise ConfigError(f"{where}: unknown keys {sorted(unknown)} (allowed: dns, api, tokenFile, tsigKeyFile)")
-        if "/" not in str(instance):
+            raise ConfigError(f"{where}: unknown keys {sorted(unknown)} (allowed: dns, api, pods, tokenFile, "
+                              "tsigKeyFile)")
+        if "/" not in str(instance) or SERVER_SEPARATOR in str(instance):
             raise ConfigError(f"{where}: name instances as namespace/name")
-        host, port = _host_port(entry.get("dns"), f"{where}.dns", 53)
-        api = entry.get("api")
-        if not isinstance(api, str) or not api.startswith(("http://", "https://")):
-            raise ConfigError(f"{where}.api: expected an http(s) URL, got {api!r}")
+        servers = _servers(entry, where)
+        host, port, api = ((servers[0].dns_host, servers[0].dns_port, servers[0].api_url) if servers
+                           else (*_host_port(entry.get("dns"), f"{where}.dns", 53), _api(entry.get("api"), where)))
         token, tsig = "", None
         if entry.get("tokenFile"):
             token = _read(path, entry["tokenFile"], f"{where}.tokenFile").strip()
         if entry.get("tsigKeyFile"):
             tsig = parse_key_file(_read(path, entry["tsigKeyFile"], f"{where}.tsigKeyFile"),
                                   f"{where}.tsigKeyFile")
-        out[str(instance)] = Endpoint(str(instance), host, port, api.rstrip("/"), token, tsig)
+        out[str(instance)] = Endpoint(str(instance), host, port, api, token, tsig, servers=servers)
     return out
+
+
+def _api(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value.startswith(("http://", "https://")):
+        raise ConfigError(f"{where}.api: expected an http(s) URL, got {value!r}")
+    return value.rstrip("/")
+
+
+def _servers(entry: dict[str, Any], where: str) -> tuple[Server, ...]:
+    """The map's `pods:` of an instance (instead of its `dns` and `api`), each written to on its own."""
+    pods = entry.get("pods")
+    if pods is None:
+        return ()
+    if "dns" in entry or "api" in entry:
+        raise ConfigError(f"{where}: give either dns and api (one server) or pods (one dns and api per pod), "
+                          "not both")
+    if not isinstance(pods, list) or not pods or not all(isinstance(p, dict) for p in pods):
+        raise ConfigError(f"{where}.pods: expected a list of mappings with dns and api, one per pod")
+    out: list[Server] = []
+    for n, pod in enumerate(pods):
+        at = f"{where}.pods[{n}]"
+        unknown = set(pod) - {"dns", "api"}
+        if unknown:
+            raise ConfigError(f"{at}: unknown keys {sorted(unknown)} (allowed: dns, api)")
+        host, port = _host_port(pod.get("dns"), f"{at}.dns", 53)
+        out.append(Server(f"[{host}]:{port}" if ":" in host else f"{host}:{port}", host, port,
+                          _api(pod.get("api"), at)))
+    if len({s.name for s in out}) != len(out):
+        raise ConfigError(f"{where}.pods: two pods have the same dns address; each pod is its own server")
+    return tuple(out)
 
 
 def _read(base: pathlib.Path, rel: str, where: str) -> str:
@@ -204,75 +275,6 @@ def zone_api_token(path: pathlib.Path, *, audience: str = ZONE_API_AUDIENCE) -> 
     return token
 
 
-def _decode(data: dict[str, str], key: str) -> str:
-    return base64.b64decode(data.get(key, "")).decode() if data.get(key) else ""
-
-
-def from_cluster(api: KubeApi, desired: Desired, *, token_file: pathlib.Path = ZONE_API_TOKEN,
-                 audience: str = ZONE_API_AUDIENCE, cluster_domain: str = "cluster.local",
-                 send_token_to: Callable[[ObjectKey], bool] | None = None,
-                 read_in: Callable[[ObjectKey], bool] | None = None,
-                 agent_addresses: list[str] | None = None) -> dict[str, Endpoint]:
-    """Every instance's endpoint: `<instance>.<namespace>.svc.<domain>` on ports 53 and 8080, the
-    audience-bound zone API token (see `zone_api_token`), the key from the instance's RNDC Secret
-    (the generated `<instance>-rndc-key`, or the Secret its rndcSecretRef names), and the addresses
-    of its ready pods from its Service's Endpoints (BIND's `primaries` and `also-notify` take
-    addresses, not names).
-
-    `send_token_to` decides which instances get the token at all (default: every instance of the
-    revision); the others are reached without one. `read_in` decides whose Endpoints are read
-    (default: `send_token_to`'s instances: those in the allowed namespaces). `agent_addresses`: the
-    agent's own pod address(es), allowed to transfer zones (default: POD_IP, else the pod's hostname)."""
-    token = zone_api_token(token_file, audience=audience)
-    readable = read_in or send_token_to
-    agent = tuple(agent_addresses) if agent_addresses is not None else own_addresses()
-    out: dict[str, Endpoint] = {}
-    for key in desired.instances:
-        namespace, name = key.namespace or "", key.name
-        deployment = desired.object("Deployment", namespace, name)
-        if deployment is None:
-            continue
-        volumes = deployment.body["spec"]["template"]["spec"]["volumes"]
-        secret_name = next(v["secret"]["secretName"] for v in volumes if v["name"] == "rndc-key")
-        config_name = next((v["configMap"]["name"] for v in volumes if v["name"] == "config"), f"{name}-config")
-        host = f"{name}.{namespace}.svc.{cluster_domain}"
-        granted = token if send_token_to is None or send_token_to(key) else ""
-        pods, port = ready_pods(api, namespace, name) if readable is None or readable(key) else ((), 0)
-        out[f"{namespace}/{name}"] = Endpoint(
-            f"{namespace}/{name}", host, workloads.DNS_PORT, f"http://{host}:{workloads.API_PORT}", granted,
-            _tsig(api, desired, key, secret_name), pods=pods, pod_port=port or workloads.DNS_CONTAINER_PORT,
-            transfer_acl=None if explicit_transfer_acl(desired, namespace, config_name) else agent)
-    return out
-
-
-def ready_pods(api: KubeApi, namespace: str, name: str) -> tuple[tuple[str, ...], int]:
-    """The ready pods' addresses of the instance's Service (its Endpoints object: ready addresses only)
-    and their DNS port; none when it cannot be read (said in the log: transfers then wait)."""
-    try:
-        found = api.get("Endpoints", namespace, name)
-    except KubeError as exc:
-        log.warning("%s/%s: cannot read its Endpoints, so no pod address for transfers: %s", namespace, name, exc)
-        return (), 0
-    ips: list[str] = []
-    port = 0
-    for subset in (found or {}).get("subsets") or []:
-        ips += [a["ip"] for a in subset.get("addresses") or [] if a.get("ip")]
-        port = port or next((p.get("port", 0) for p in subset.get("ports") or [] if p.get("name") == "dns-tcp"), 0)
-    return tuple(sorted(set(ips))), port
-
-
-_DEFAULT_TRANSFER = re.compile(r'allow-transfer \{ key "[^"]+"; none; \};')
-
-
-def explicit_transfer_acl(desired: Desired, namespace: str, config_name: str) -> bool:
-    """Whether the instance's named.conf has an allow-transfer ACL of its own: an explicit
-    `allowTransfer` in its config, or a named.conf the user supplies (a ConfigMap the agent does not
-    generate). Then zones carry no per-zone ACL, which would override it."""
-    generated = desired.object("ConfigMap", namespace, config_name)
-    text = (generated.body.get("data") or {}).get("named.conf") if generated is not None else None
-    return not isinstance(text, str) or not _DEFAULT_TRANSFER.search(text)
-
-
 def own_addresses() -> tuple[str, ...]:
     """The agent pod's address (the source of its AXFRs): POD_IP (downward API), else what its
     hostname resolves to in the pod's /etc/hosts; none outside a pod."""
@@ -285,15 +287,3 @@ def own_addresses() -> tuple[str, ...]:
     return () if address.startswith("127.") else (address,)
 
 
-def _tsig(api: KubeApi, desired: Desired, key: ObjectKey, secret_name: str) -> TsigKey | None:
-    namespace, name = key.namespace or "", key.name
-    secret = api.get("Secret", namespace, secret_name)
-    if secret is None:
-        log.warning("%s/%s: RNDC Secret %s not found; DNS UPDATE will be unsigned", namespace, name, secret_name)
-        return None
-    data = secret.get("data") or {}
-    ref = desired.instances[key].spec.rndc_secret_ref
-    key_field, secret_field = (ref.key_name_key, ref.secret_key) if ref else ("key-name", "secret")
-    return TsigKey(_decode(data, key_field) or workloads.rndc_key_name(name),
-                   _decode(data, "algorithm") or (ref.algorithm if ref else "hmac-sha256"),
-                   _decode(data, secret_field))

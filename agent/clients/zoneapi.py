@@ -23,8 +23,9 @@ from typing import Any
 import httpcore
 import httpx
 
+from agent.clients.deadline import UNBOUNDED, Deadline
 from agent.errors import ZoneApiError
-from agent.reconcile.deadline import UNBOUNDED, Deadline
+from agent.model import calls
 
 log = logging.getLogger(__name__)
 UNSAFE = re.compile(r'["{};\s]')
@@ -110,6 +111,7 @@ class ZoneApi:
     def close(self) -> None:
         self.http.close()
 
+    @calls.measured("zone_api", op=lambda self, method, *args, **kwargs: method)
     def _request(self, method: str, path: str, *, json: Any = None, ok: tuple[int, ...] = (200, 201)) -> httpx.Response:
         with self._lock:
             self.calls[method] += 1

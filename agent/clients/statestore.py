@@ -22,10 +22,10 @@ import re
 import threading
 from typing import Any, Protocol
 
+from agent.clients.kubeapi import KubeApi
 from agent.errors import ConfigError
 from agent.model import names
 from agent.model.ownership import RunState, ZoneOwnership, from_legacy
-from agent.reconcile.kubeapi import KubeApi
 
 STATE_LABEL = "bindy.firestoned.io/state"
 _PLAIN_LIMIT = 256 * 1024  # larger zone records are stored gzip-compressed (a ConfigMap holds at most 1 MiB)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import time
 
+from agent.clients.kubeapi import KubeApi
 from agent.errors import KubeError
 from agent.model import kinds, schema
 from agent.plan import kubediff
-from agent.reconcile.kubeapi import KubeApi
 
 
 def install_crds(api: KubeApi, *, timeout: float = 60) -> list[str]:

@@ -1,0 +1,105 @@
+"""Each record into one DNSZone (pure): the zones' `recordsFrom` selectors, the record's `spec.zone`,
+and for a fully qualified `name`, adoption by the zone with the longest matching suffix. Two zones
+is an error, none a warning. A file's assignment is reused while the file and the zones are the same
+objects as in the last revision (desired/memo.py).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from agent.desired import rrsets
+from agent.desired.findings import Findings
+from agent.desired.memo import Memo
+from agent.desired.placement import Zone
+from agent.load.loaded import Loaded
+from agent.model import kinds
+from agent.model.base import LabelSelector
+from agent.model.key import ObjectKey
+from agent.model.problems import Problem, Severity
+
+RECORD_KIND_NAMES = {k.name for k in kinds.RECORD_KINDS}
+
+
+class _ZoneSelectors:
+    """The zones that may claim a record: recordsFrom selectors indexed by the label they need first,
+    spec.zone and fully qualified names by zone name. Built once per set of zones."""
+
+    def __init__(self, zones: list[Zone]) -> None:
+        self.by_label: dict[tuple[str | None, str, str], list[tuple[int, Zone, LabelSelector]]] = defaultdict(list)
+        self.generic: dict[str | None, list[tuple[int, Zone, LabelSelector]]] = defaultdict(list)
+        self.by_name: dict[str, list[Zone]] = defaultdict(list)
+        self.origins = {z.key: z.origin for z in zones}
+        for order, zone in enumerate(zones):
+            self.by_name[zone.name].append(zone)
+            for source in zone.spec.records_from or []:
+                entry = (order, zone, source.selector)
+                if source.selector.match_labels:
+                    k, v = next(iter(source.selector.match_labels.items()))
+                    self.by_label[(zone.key.namespace, k, v)].append(entry)
+                else:
+                    self.generic[zone.key.namespace].append(entry)
+
+    def selecting(self, record: Loaded) -> list[Zone]:
+        labels, ns = record.model.metadata.get("labels") or {}, record.key.namespace
+        candidates = list(self.generic.get(ns, []))
+        for k, v in labels.items():
+            candidates += self.by_label.get((ns, k, v), [])
+        matched = {order: zone for order, zone, sel in candidates if sel.matches(labels)}
+        return [matched[o] for o in sorted(matched)]
+
+    def named(self, record: Loaded, already: list[Zone], out: Findings) -> list[Zone]:
+        """spec.zone, else adoption of a fully qualified name by the zone with the longest suffix."""
+        spec = record.model.spec  # type: ignore[attr-defined]
+        if spec.zone:
+            matches = self.by_name.get(rrsets.absolute(spec.zone), [])
+            same_ns = [z for z in matches if z.key.namespace == record.key.namespace] or matches
+            if not same_ns:
+                out.add(record, "spec.zone", f"no DNSZone with zoneName {spec.zone!r}")
+            return [z for z in same_ns[:1] if z not in already]
+        if spec.name.endswith(".") and not already:
+            labels = spec.name.lower().rstrip(".").split(".")
+            for i in range(len(labels)):
+                candidates = self.by_name.get(".".join(labels[i:]) + ".")
+                if candidates:
+                    return [candidates[0]]
+        return []
+
+
+def _assign_file(records: list[Loaded], zones: _ZoneSelectors) -> tuple[dict[ObjectKey, list[Loaded]], list[Problem]]:
+    """Which zone takes each record of one file (by zone key), and the problems found."""
+    out = Findings()
+    by_zone: dict[ObjectKey, list[Loaded]] = defaultdict(list)
+    for r in records:
+        zs = zones.selecting(r)
+        zs += zones.named(r, zs, out)
+        if len(zs) > 1:
+            names = ", ".join(f"{z.key} ({zones.origins[z.key]})" for z in zs)
+            out.add(r, "metadata.labels", f"selected by more than one zone: {names}")
+        elif not zs and not out.failed(r.key):
+            out.add(r, "", "belongs to no DNSZone (no recordsFrom selector matches, "
+                    "no spec.zone, name not fully qualified); it will not be published", Severity.WARNING)
+        elif zs:
+            by_zone[zs[0].key].append(r)
+    return dict(by_zone), out.problems
+
+
+def assign_records(zones: list[Zone], sources: dict[ObjectKey, Loaded], by_file: Sequence[Sequence[Loaded]],
+                    out: Findings, memo: Memo) -> dict[ObjectKey, list[list[Loaded]]]:
+    """Each zone's records, as one list per file that has some; a file's assignment (and so its
+    lists) is reused while it and the zones are the same objects as in the last revision."""
+    # the zones as written: a file re-read for another reason leaves them the same
+    token = memo.token(("zone-set",), tuple((z.key, sources[z.key].origin, sources[z.key].model) for z in zones))
+    selectors = memo.get(("zone-selectors",), (token,), lambda: _ZoneSelectors(zones))
+    def assign(objects: Sequence[Loaded]) -> tuple[dict[ObjectKey, list[Loaded]], list[Problem]]:
+        return _assign_file([o for o in objects if o.key.kind in RECORD_KIND_NAMES], selectors)
+
+    files = [objects for objects in by_file if objects]  # a cached file's list stays the same object
+    per_file = memo.each(("assign",), files, assign, name=lambda objects: objects[0].origin.file, shared=(token,))
+    members: dict[ObjectKey, list[list[Loaded]]] = defaultdict(list)
+    for by_zone, problems in per_file:
+        out.problems += problems
+        for key, found in by_zone.items():
+            members[key].append(found)
+    return members

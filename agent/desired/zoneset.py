@@ -1,0 +1,48 @@
+"""The zones of a revision (pure): every DNSZone placed on its instances (desired/placement.py), each
+zone name declared once, each record in its zone (desired/assignment.py), each zone's RRsets
+(desired/zonerrsets.py). With a long-running agent's memo, a zone's placement, a file's assignment
+and a zone's RRsets are reused while what they come from is the same (desired/memo.py).
+"""
+
+from __future__ import annotations
+
+from agent.desired import assignment, placement, rrsets, zonerrsets
+from agent.desired.findings import Findings
+from agent.desired.memo import NO_MEMO, Memo
+from agent.desired.placement import ClusterView, InstanceView, Zone
+from agent.load.loaded import Loaded
+from agent.load.manifest import Manifest
+from agent.model.key import ObjectKey
+from agent.model.problems import Problem
+from agent.model.zone import DNSZone
+
+
+def place(manifest: Manifest, clusters: dict[ObjectKey, ClusterView],
+          instances: list[InstanceView], memo: Memo = NO_MEMO) -> tuple[list[Zone], list[Problem]]:
+    """Every DNSZone of the revision placed, with its records and RRsets (file order; the first of
+    a zone name), and the problems found."""
+    out = Findings()
+    fleet = placement.Fleet.of(clusters, instances)
+    fleet_token = memo.token(("fleet",), (list(clusters.values()), instances))
+    def place_one(obj: Loaded) -> tuple[Zone, list[Problem]]:
+        assert isinstance(obj.model, DNSZone)
+        return placement.placed(obj, rrsets.absolute(obj.model.spec.zone_name), fleet)
+
+    found = manifest.of_kind("DNSZone")
+    # a zone's placement is reused while its DNSZone is the same object and the instances say the same
+    each = memo.each(("placed",), found, place_one, name=lambda obj: obj.key, shared=(fleet_token,))
+    placed_zones: list[Zone] = []  # placed, without RRsets
+    sources: dict[ObjectKey, Loaded] = {}
+    first_seen: dict[str, Zone] = {}
+    for obj, (placed, problems) in zip(found, each, strict=True):
+        if placed.name in first_seen:
+            first = first_seen[placed.name]
+            out.add(obj, "spec.zoneName", f"zone {obj.model.spec.zone_name} is already "  # type: ignore[attr-defined]
+                    f"declared by {first.key} at {first.origin}")
+            continue
+        out.problems += problems
+        first_seen[placed.name] = placed
+        sources[placed.key] = obj
+        placed_zones.append(placed)
+    members = assignment.assign_records(placed_zones, sources, manifest.by_file or [manifest.objects], out, memo)
+    return zonerrsets.zones_rrsets(placed_zones, members, out, memo, sources), out.problems

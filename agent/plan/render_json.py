@@ -1,0 +1,120 @@
+"""The JSON plan (format version 1, its shape in agent/plan/model.py), produced change by change.
+
+The document is the one `json.dumps(doc, indent=2)` writes, byte for byte, but its envelope is
+written by hand around one piece per change: a plan of 100,000 changes is never held as one dict
+or one string, and the first bytes go out as soon as the plan is made. Values are encoded as the
+json module encodes them (its C string encoder; anything but str, int, bool, None, lists and
+str-keyed dicts is left to `json.dumps` itself), so the two never differ.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from agent.desired.rrsets import RRset
+from agent.plan.model import FORMAT_VERSION, Change, KubeTarget, Plan, RRsetTarget, ZoneTarget
+
+_string = json.encoder.encode_basestring_ascii  # what json.dumps uses for a str (ensure_ascii)
+_STEP = "  "  # indent=2
+
+
+def value(obj: Any, indent: str = "") -> str:
+    """`obj` as `json.dumps(obj, indent=2)` writes it, nested at `indent` (the indent of its line)."""
+    kind = type(obj)
+    if kind is str:
+        return _string(obj)
+    if kind is dict:
+        return _object(obj, indent) if obj else "{}"
+    if kind is list or kind is tuple:
+        if not obj:
+            return "[]"
+        inner = indent + _STEP
+        items = [_string(v) if type(v) is str else value(v, inner) for v in obj]
+        return "[\n" + inner + (",\n" + inner).join(items) + "\n" + indent + "]"
+    if obj is None:
+        return "null"
+    if obj is True:
+        return "true"
+    if obj is False:
+        return "false"
+    if kind is int:
+        return int.__repr__(obj)
+    # floats (nan, inf), subclasses, anything json refuses: as json does it
+    return json.dumps(obj, indent=2).replace("\n", "\n" + indent)
+
+
+def _object(obj: dict[Any, Any], indent: str) -> str:
+    inner = indent + _STEP
+    try:  # every key must be a str (a subclass too), as json's own check: `_string` refuses anything else
+        items = [_string(k) + ": " + (_string(v) if type(v) is str else value(v, inner)) for k, v in obj.items()]
+    except TypeError:  # a key that is not a str (json writes 1, 2.5, None, True as strings), or a value json refuses
+        return json.dumps(obj, indent=2).replace("\n", "\n" + indent)
+    return "{\n" + inner + (",\n" + inner).join(items) + "\n" + indent + "}"
+
+
+_AT = "      "  # the indent of a change's keys
+
+
+def _target(target: KubeTarget | ZoneTarget | RRsetTarget) -> str:
+    """`Change.as_dict()["target"]`, at the indent of a change's keys."""
+    if isinstance(target, RRsetTarget):
+        return (f'{{\n{_AT}  "zone": {_string(target.zone)},\n{_AT}  "name": {_string(target.name)},\n'
+                f'{_AT}  "type": {_string(target.rtype)}\n{_AT}}}')
+    if isinstance(target, ZoneTarget):
+        return value({"zone": target.zone, "instance": target.instance, "role": target.role}, _AT)
+    namespace = "null" if target.namespace is None else _string(target.namespace)
+    return (f'{{\n{_AT}  "kind": {_string(target.kind)},\n{_AT}  "namespace": {namespace},\n'
+            f'{_AT}  "name": {_string(target.name)}\n{_AT}}}')
+
+
+def _rrset(rrset: RRset) -> str:
+    """A change's `before` or `after` made from an RRset (the usual case, by far), written directly:
+    `{"ttl": ..., "values": [...]}` (agent/plan/model.py `_shown`)."""
+    if not rrset.rdatas:
+        values = "[]"
+    else:
+        inner = ",\n".join(f"{_AT}    {_string(v)}" for v in rrset.rdatas)
+        values = f"[\n{inner}\n{_AT}  ]"
+    return f'{{\n{_AT}  "ttl": {value(rrset.ttl)},\n{_AT}  "values": {values}\n{_AT}}}'
+
+
+def change(c: Change) -> str:
+    """One element of "changes", at its indent in the document (`Change.as_dict()`, as json.dumps writes it)."""
+    before = _rrset(c.old) if type(c.old) is RRset else value(c.before, _AT)
+    after = _rrset(c.new) if type(c.new) is RRset else value(c.after, _AT)
+    fields = value(list(c.fields), _AT) if c.fields else "[]"
+    reason = _string(c.reason) if c.reason else "null"
+    return (f'{{\n{_AT}"action": {_string(c.action.value)},\n{_AT}"layer": {_string(c.target.layer)},\n'
+            f'{_AT}"target": {_target(c.target)},\n{_AT}"before": {before},\n{_AT}"after": {after},\n'
+            f'{_AT}"fields": {fields},\n{_AT}"reason": {reason}\n    }}')
+
+
+def _problem_dicts(plan: Plan) -> list[dict[str, Any]]:
+    if plan.base is None:
+        return [p.as_dict() for p in plan.problems]
+    return ([{**p.as_dict(), "revision": "base"} for p in plan.base_problems]
+            + [{**p.as_dict(), "revision": "head"} for p in plan.problems])
+
+
+def pieces(plan: Plan) -> Iterator[str]:
+    """The JSON plan: the envelope, then one piece per change, then the rest; a newline ends it."""
+    yield (f'{{\n  "formatVersion": {value(FORMAT_VERSION)},\n  "revision": {value(plan.revision, _STEP)},\n'
+           f'  "summary": {value(plan.summary, _STEP)},\n  "changes": ')
+    if not plan.changes:
+        yield "[]"
+    else:
+        separator = "[\n    "
+        for c in plan.changes:
+            yield separator + change(c)
+            separator = ",\n    "
+        yield "\n  ]"
+    rest: list[tuple[str, Any]] = [("conflicts", plan.conflicts), ("problems", _problem_dicts(plan))]
+    if plan.base is not None:
+        rest.append(("base", plan.base))
+    optional = (("refusals", plan.refusals), ("unplanned", plan.unplanned), ("invalid", list(plan.invalid)))
+    rest += [(key, v) for key, v in optional if v]
+    for key, v in rest:
+        yield f",\n  {_string(key)}: {value(v, _STEP)}"
+    yield "\n}\n"

@@ -1,0 +1,194 @@
+"""The one place a run is put together: its revisions, its targets and its options, for
+`bindy-agent sync`, `plan DIR --kubeconfig` and `run` alike.
+
+Each entry point only says what it was given, as a `Request` (sync's and plan's flags, run's
+settings: `from_settings`); what follows from it is decided here, once:
+
+    the cluster     asked for (a kubeconfig, a context, or the pod's ServiceAccount); its client
+                    lists and writes only in the allowed namespaces
+    the state       a directory the user names (--state, the setting `state`) wins; else, with a
+                    cluster, the ConfigMaps in the agent's namespace (what every replica, `suspend`
+                    and `sync --kubeconfig` share); else a local directory (`Request.local_state`)
+    DNS             an endpoint map (--endpoints), or the instances' Services (--in-cluster-dns):
+                    the zone-API token then goes only to instances in the allowed namespaces, the
+                    others are reached without one
+    announcements   commit statuses (a Git source only) and alerts
+    options         from values named as run's settings are (`options`), so a flag and a setting
+                    of the same name mean the same thing
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pathlib
+from collections.abc import Mapping
+from typing import Any
+
+from agent.clients import axfr, kubeapi, statestore
+from agent.clients import endpoints as endpoint_map
+from agent.errors import ConfigError, KubeError
+from agent.gate import policy, safety
+from agent.model import names
+from agent.model.limits import Limits
+from agent.observe import endpoints as instance_endpoints
+from agent.outcome import forge, notify, signature
+from agent.run import planning, revisions
+from agent.run import settings as config
+from agent.sources.git import GitSource
+
+
+@dataclasses.dataclass(frozen=True)
+class Git:
+    """A Git source: the repository and how to reach it."""
+
+    repo: str
+    cache: pathlib.Path = names.GIT_CACHE
+    branch: str = "main"
+    ref: str | None = None
+    path: str = ""
+    ssh_key: pathlib.Path | None = None
+    known_hosts: pathlib.Path | None = None
+    insecure_ignore_host_key: bool = False
+    token_file: pathlib.Path | None = None
+    report_key_file: pathlib.Path | None = None  # signs the commit reports
+
+
+@dataclasses.dataclass(frozen=True)
+class Request:
+    """What a run is built from, whichever verb asks. Exactly one of `git` and `directory`."""
+
+    options: planning.Options  # its repo_policy also scopes the cluster client and the zone-API token
+    git: Git | None = None
+    directory: pathlib.Path | None = None
+    limits: Limits = Limits()
+    cluster: bool = False  # whether a cluster is a target
+    kubeconfig: str | None = None  # None with a cluster: the pod's ServiceAccount
+    context: str | None = None
+    endpoints: pathlib.Path | None = None  # an endpoint map
+    in_cluster_dns: bool = False  # the instances' Services and RNDC Secrets (needs the cluster)
+    zone_api_token_file: pathlib.Path = endpoint_map.ZONE_API_TOKEN
+    zone_api_audience: str = endpoint_map.ZONE_API_AUDIENCE
+    state: pathlib.Path | None = None  # a state directory the user named: it wins over the cluster
+    local_state: pathlib.Path = names.CACHE_DIR / "state"  # the state without a cluster or a named directory
+    forge: forge.ForgeSettings | None = None  # commit statuses
+    alerts: notify.NotifySettings | None = None
+
+
+@dataclasses.dataclass
+class Built:
+    """A run ready to go: `orchestrator.run(built.source, built.targets, built.options)`."""
+
+    source: revisions.RevisionSource
+    targets: planning.Targets
+    options: planning.Options
+
+
+def build(request: Request) -> Built:
+    """Source, cluster client, state store, DNS endpoints and announcements; raises ConfigError or
+    KubeError (nothing is contacted yet but the kubeconfig and key files read)."""
+    if (request.git is None) == (request.directory is None):
+        raise ConfigError("a run needs either a Git repository or a directory")
+    if request.forge is not None and request.git is None:
+        raise ConfigError("commit statuses go on commits: they need a Git repository (--repo), not a directory")
+    api = kube_api(request) if request.cluster else None
+    try:
+        targets = planning.Targets(store(request, api), api, zone_endpoints(request, api), request.forge,
+                                       request.alerts)
+        return Built(source(request), targets, request.options)
+    except BaseException:
+        if api is not None:
+            api.close()
+        raise
+
+
+def kube_api(request: Request) -> kubeapi.KubeApi:
+    if request.kubeconfig is None and "KUBERNETES_SERVICE_HOST" not in os.environ:
+        raise KubeError("no kubeconfig: give --kubeconfig FILE, set $KUBECONFIG, or create ~/.kube/config "
+                        "(inside a pod, its ServiceAccount is used)", reason="config")
+    return kubeapi.KubeApi.from_kubeconfig(request.kubeconfig, context=request.context,
+                                           namespaces=request.options.repo_policy.kube_scope())
+
+
+def store(request: Request, api: kubeapi.KubeApi | None) -> statestore.Store:
+    """A named directory, else the cluster's ConfigMaps, else the local directory."""
+    if request.state is not None:
+        return statestore.FileStore(request.state)
+    if api is not None:
+        return statestore.ConfigMapStore(api, request.options.agent_namespace)
+    return statestore.FileStore(request.local_state)
+
+
+def zone_endpoints(request: Request, api: kubeapi.KubeApi | None) -> planning.Endpoints | None:
+    """How a run reaches each instance: a fixed map, in-cluster Services (the zone-API token only to
+    instances in allowed namespaces), or None (no DNS step)."""
+    if request.endpoints is not None:
+        if request.in_cluster_dns:
+            raise ConfigError("--endpoints and --in-cluster-dns exclude each other")
+        path = request.endpoints
+        endpoint_map.load_endpoints(path)  # a map that cannot be read stops the start, not every run
+        return lambda desired: endpoint_map.load_endpoints(path)  # read again each run: keys, tokens rotate
+    if not request.in_cluster_dns:
+        return None
+    if api is None:
+        raise ConfigError("--in-cluster-dns finds the DNS servers through the cluster: it needs one "
+                          "(--kubeconfig, --context or --in-cluster)")
+    cluster, token, audience = api, request.zone_api_token_file, request.zone_api_audience
+    allowed = request.options.repo_policy.namespace_allowed
+    return lambda desired: instance_endpoints.from_cluster(cluster, desired, token_file=token, audience=audience,
+                                                  send_token_to=lambda key: allowed(key.namespace or ""))
+
+
+def source(request: Request) -> revisions.RevisionSource:
+    if request.git is None:
+        assert request.directory is not None
+        return revisions.DirectoryRevisions(request.directory, limits=request.limits)
+    g = request.git
+    git = GitSource(g.repo, g.cache, branch=g.branch, ref=g.ref, path=g.path, ssh_key=g.ssh_key,
+                    known_hosts=g.known_hosts, insecure_ignore_host_key=g.insecure_ignore_host_key,
+                    token_file=g.token_file, limits=request.limits)
+    key = signature.read_key(g.report_key_file) if g.report_key_file else None
+    return revisions.GitRevisions(git, report_key=key)
+
+
+def options(values: Mapping[str, Any], repo_policy: policy.PolicySettings) -> planning.Options:
+    """The options of a run from values named as run's settings are (sync's flags have the same names);
+    a name a verb does not have keeps the default."""
+    default = planning.Options()
+    threshold = values.get("delete_threshold_percent")
+
+    def given(name: str, fallback: Any) -> Any:
+        value = values.get(name)
+        return fallback if value is None else value
+
+    return planning.Options(
+        dry_run=bool(given("dry_run", default.dry_run)),
+        policy=safety.Policy(force=bool(given("force", False)), allow_prune=bool(given("allow_prune", False)),
+                             delete_threshold=safety.DELETE_THRESHOLD if threshold is None else threshold / 100),
+        repo_policy=repo_policy,
+        agent_namespace=given("agent_namespace", default.agent_namespace),
+        default_namespace=given("namespace", default.default_namespace),
+        install_crds=bool(given("install_crds", default.install_crds)),
+        create_namespaces=bool(given("create_namespaces", default.create_namespaces)),
+        rotate_rndc_keys=bool(given("rotate_rndc_keys", default.rotate_rndc_keys)),
+        batch=int(given("batch", default.batch)),
+        deadline=given("deadline", default.deadline) or None,
+        push_notes=bool(given("push_notes", default.push_notes)),
+        mode=given("mode", default.mode), suspend=bool(given("suspend", default.suspend)),
+        resync_after=float(given("resync_after", default.resync_after)),
+        lock_wait=float(given("lock_wait", default.lock_wait)),
+        transfer=axfr.TransferLimits(int(given("max_transfer_bytes", default.transfer.max_bytes)),
+                                     int(given("max_transfer_records", default.transfer.max_records))))
+
+
+def from_settings(settings: config.Settings) -> Request:
+    """What `bindy-agent run` was given. Its cluster is --kubeconfig or --in-cluster (the pod's account)."""
+    values = dict(settings)
+    git = Git(**{f.name: values[f.name] for f in dataclasses.fields(Git)})
+    return Request(options(values, settings.policy_settings()), git, limits=settings.limits(),
+                   cluster=settings.kubeconfig is not None or settings.in_cluster,
+                   kubeconfig=str(settings.kubeconfig) if settings.kubeconfig else None,
+                   endpoints=settings.endpoints, in_cluster_dns=settings.in_cluster_dns,
+                   zone_api_token_file=settings.zone_api_token_file, zone_api_audience=settings.zone_api_audience,
+                   state=settings.state, local_state=settings.cache / "state",
+                   forge=settings.forge_settings(), alerts=settings.notify_settings())

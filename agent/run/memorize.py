@@ -1,0 +1,48 @@
+"""What a run left in the world, kept for the next run of a long-running agent to start from
+(agent/run/memory.py): the objects it left in the cluster, what each primary now serves and its
+serial, and which zones' desired RRsets were confirmed. A run that failed as a whole trusts nothing."""
+
+from __future__ import annotations
+
+import time
+
+from agent.desired.hierarchy import Desired
+from agent.plan.observed import KubeObserved, Observed
+from agent.reconcile.dnsapply import DnsResult
+from agent.reconcile.kubeapply import KubeResult
+from agent.run.memory import Memory
+
+
+def after_run(memory: Memory, desired: Desired, kube: KubeResult | None, dns: DnsResult | None, observed: Observed,
+              *, agent_namespace: str, kube_fast: bool, dns_fast: bool, failed: bool) -> None:
+    """`kube_fast` / `dns_fast`: the world was remembered, not read in full (its time stays);
+    `failed`: a step failed as a whole (the memory of the world is dropped). A one-shot run's memory
+    keeps nothing."""
+    if not memory.keeps:
+        return
+    now = time.monotonic()
+    if failed:
+        memory.forget_world()
+        return
+    if kube is not None and observed.kube is not None:
+        live = {k: v for k, v in kube.live.items() if k not in kube.failed}
+        memory.kube = KubeObserved(live, kube.inventory, set(observed.kube.namespaces), kube.inventory_text)
+        memory.agent_namespace = agent_namespace
+        memory.kube_at = memory.kube_at if kube_fast else now
+    if dns is not None:
+        wanted = {z.name: z.rrsets for z in desired.zones}
+        for zone in (set(memory.dns.zones) | set(memory.dns.sources)) - wanted.keys():
+            memory.dns.forget(zone)
+        for zr in dns.zones:
+            if not zr.ok:
+                memory.dns.forget(zr.name)
+                continue
+            for primary, seen in zr.after.items():
+                if memory.dns.seen(zr.name, primary) is not seen:
+                    memory.dns.remember(zr.name, primary, seen)
+            if zr.conflicts or not all(c.ok for c in zr.checks):  # not confirmed: asked again next run
+                memory.dns.sources.pop(zr.name, None)
+            else:
+                memory.dns.sources[zr.name] = wanted.get(zr.name)
+        memory.dns_at = memory.dns_at if dns_fast else now
+        memory.serials_at = memory.serials_at if observed.dns is not None and observed.dns.focus is not None else now

@@ -1,0 +1,128 @@
+"""Whole plans as whole processes: `bindy-agent plan -o json|text|markdown` and `validate`, against a
+bare C-loader parse of the same files, measured in the same run (issue 28, "Streamed plans").
+
+    .venv/bin/python bench/plan_stream_bench.py [--records 100000] [--repeat 3] [--dir DIR]
+
+N records in N/100 zones (bench/parse_bench.py's generator; an existing --dir is used as it is).
+Every figure is a fresh process, measured from outside: wall time from spawn to exit, CPU time
+(user + system) and peak RSS (ru_maxrss of the child, from wait4). The baseline is
+`list(yaml.load_all(f, CSafeLoader))` of every file, keeping its documents, in a fresh interpreter.
+Runs are interleaved (a shared machine's speed drifts between runs, not within a round); the best
+time and the highest peak of --repeat are shown.
+Plans are written to a file; "first byte" is when the first byte of `plan -o json` reached a pipe
+the bench drains (a streamed plan starts writing as soon as the plan is made).
+
+Targets at 100,000 records: plan -o json <= 1.5x the bare parse in time and in peak RSS,
+validate <= 1.2x in time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+BARE = """
+import pathlib, sys, yaml
+root = pathlib.Path(sys.argv[1])
+kept = [list(yaml.load_all(p.read_text(), Loader=yaml.CSafeLoader)) for p in sorted(root.rglob("*.yaml"))]
+print(sum(map(len, kept)))
+"""
+FLAGS = ["--namespace", "dns", "--allowed-namespaces", "*"]
+
+
+def commands(root: pathlib.Path) -> dict[str, list[str]]:
+    agent = [sys.executable, "-m", "agent"]
+    return {
+        "bare parse": [sys.executable, "-c", BARE, str(root)],
+        "validate": [*agent, "validate", str(root), *FLAGS, "-q"],
+        "plan -o json": [*agent, "plan", str(root), *FLAGS, "-o", "json"],
+        "plan -o text": [*agent, "plan", str(root), *FLAGS, "-o", "text"],
+        "plan -o markdown": [*agent, "plan", str(root), *FLAGS, "-o", "markdown"],
+    }
+
+
+def measure(argv: list[str], out: pathlib.Path) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak RSS in MiB) of one process writing its stdout to `out`."""
+    with open(out, "wb") as sink:
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.DEVNULL, cwd=ROOT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{argv[2:4]} exited {proc.returncode}")
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def first_byte(argv: list[str]) -> tuple[float, float]:
+    """(seconds to the first byte on a pipe, seconds to the end) of one process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT)
+    assert proc.stdout is not None
+    first = proc.stdout.read(1)
+    first_at = time.perf_counter() - start
+    while proc.stdout.read(1 << 20):
+        pass
+    proc.wait()
+    assert first, "no output"
+    return first_at, time.perf_counter() - start
+
+
+def run(root: pathlib.Path, repeat: int) -> None:
+    cmds = commands(root)
+    wall: dict[str, list[float]] = {name: [] for name in cmds}
+    cpu: dict[str, list[float]] = {name: [] for name in cmds}
+    peaks: dict[str, list[float]] = {name: [] for name in cmds}
+    sizes: dict[str, int] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(repeat):
+            for name, argv in cmds.items():
+                out = pathlib.Path(tmp) / "out"
+                seconds, busy, peak = measure(argv, out)
+                wall[name].append(seconds)
+                cpu[name].append(busy)
+                peaks[name].append(peak)
+                sizes[name] = out.stat().st_size
+                print(f"  {name:<18} {seconds:7.2f} s {busy:7.2f} s CPU {peak:8.0f} MiB", file=sys.stderr, flush=True)
+    first, whole = first_byte(cmds["plan -o json"])
+    bare = {"wall": min(wall["bare parse"]), "cpu": min(cpu["bare parse"]), "rss": max(peaks["bare parse"])}
+    targets = {"validate": ("<=1.20x", ""), "plan -o json": ("<=1.50x", "<=1.50x")}
+    print(f"{'process':<18} {'wall s':>7} {'x bare':>7} {'CPU s':>7} {'x bare':>7} {'target':>8} {'peak MiB':>9}"
+          f" {'x bare':>7} {'target':>8} {'output':>9}")
+    for name in cmds:
+        w, c, m = min(wall[name]), min(cpu[name]), max(peaks[name])
+        t_target, m_target = targets.get(name, ("", ""))
+        print(f"{name:<18} {w:7.2f} {w / bare['wall']:6.2f}x {c:7.2f} {c / bare['cpu']:6.2f}x {t_target:>8}"
+              f" {m:9.0f} {m / bare['rss']:6.2f}x {m_target:>8} {sizes[name] / 1e6:7.1f}MB")
+    print(f"plan -o json to a pipe: first byte after {first:.2f} s, last after {whole:.2f} s")
+    print("(best wall and CPU time of the runs, highest peak RSS; times on a shared machine: compare CPU)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--dir", type=pathlib.Path, help="the generated repository (made if missing; kept)")
+    args = parser.parse_args()
+    import parse_bench
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = args.dir or pathlib.Path(tmp) / "repo"
+        if not root.exists():
+            root.mkdir(parents=True)
+            parse_bench.generate(root, args.records, zones=max(1, args.records // 100))
+        docs = subprocess.run([sys.executable, "-c", BARE, str(root)], capture_output=True, text=True, check=True)
+        print(f"{int(docs.stdout)} documents ({args.records:,} records, {max(1, args.records // 100):,} zones)")
+        run(root, args.repeat)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,191 @@
+"""Zones and records are written to every pod of an instance, as Bindy does (issues 25, 26).
+
+An instance with `replicas: 2` is two `named` processes, each with its own zone list, serials and
+emptyDir: written through its Service, one pod would get a zone and the other never would, and a
+replaced pod would start empty and stay so. Here two real `named` + zone API processes are the two
+pods of one primary instance (the endpoint map's `pods:`, as the agent reads the ready pods of an
+instance from its Endpoints in a cluster), a third one its secondary. Every assertion reads the
+servers back by AXFR, independently of the agent's code.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+
+import dns.message
+import dns.query
+import dns.rcode
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+from tests.support import bind as bind_support
+from tests.support import dnsworld
+from tests.support.zone_api import ZoneApi
+
+pytestmark = pytest.mark.integration
+NAMESPACE = "dns-system"
+PRIMARY, SECONDARY = f"{NAMESPACE}/dns-primary-0", f"{NAMESPACE}/dns-secondary-0"
+
+
+class Pods:
+    """Two pods of the primary instance and one secondary: named + zone API each, owned by one test."""
+
+    def __init__(self, root: pathlib.Path) -> None:
+        self.keys = bind_support.Keys()
+        self.token = uuid.uuid4().hex
+        self.pods = [bind_support.BindServer(root / f"pod-{i}", f"127.0.0.{21 + i}", self.keys, f"primary pod {i}")
+                     for i in range(2)]
+        self.secondary = bind_support.BindServer(root / "secondary", "127.0.0.23", self.keys, "secondary")
+        self.apis: list[ZoneApi] = []
+        for server in [*self.pods, self.secondary]:
+            server.start()
+            self.apis.append(ZoneApi(server, self.token).start())
+        self.world = dnsworld.Dns(bind_support.BindPair(self.pods[0], self.secondary, self.keys),
+                                  {"primary": self.apis[0], "secondary": self.apis[2]}, root / "endpoints.yaml")
+        self.endpoints = self._endpoint_map(root)
+
+    @property
+    def servers(self) -> list[bind_support.BindServer]:
+        return [*self.pods, self.secondary]
+
+    def _endpoint_map(self, root: pathlib.Path) -> pathlib.Path:
+        (root / "tsig.key").write_text(f'key "{bind_support.TSIG_NAME}" {{ algorithm hmac-sha256; '
+                                       f'secret "{self.keys.tsig}"; }};\n')
+        (root / "token").write_text(self.token + "\n")
+        doc = {"instances": {
+            PRIMARY: {"pods": [{"dns": f"{s.address}:{s.port}", "api": a.url}
+                               for s, a in zip(self.pods, self.apis[:2], strict=True)],
+                      "tokenFile": "token", "tsigKeyFile": "tsig.key"},
+            SECONDARY: {"dns": f"{self.secondary.address}:{self.secondary.port}", "api": self.apis[2].url,
+                        "tokenFile": "token", "tsigKeyFile": "tsig.key"}}}
+        path = root / "endpoints.yaml"
+        path.write_text(yaml.safe_dump(doc))
+        return path
+
+    def wipe(self, pod: int) -> None:
+        """The pod replaced: a fresh `named` on the same address and port, with an empty directory
+        (no zone file, no NZD of added zones, no journal), as a new pod with an empty emptyDir."""
+        server = self.pods[pod]
+        server.kill()
+        for path in server.dir.iterdir():
+            if path.name not in ("named.conf", "rndc.conf", "named.log"):
+                path.unlink()
+        server.restart()
+
+    def stop(self) -> None:
+        for api in self.apis:
+            api.stop()
+        for server in self.servers:
+            server.stop()
+
+
+@pytest.fixture
+def pods(tmp_path: pathlib.Path) -> Iterator[Pods]:
+    started = Pods(tmp_path / "dns")
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+def _agent(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "agent", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=timeout, check=False)
+
+
+def _divergences(pods: Pods, rev: dnsworld.Revision, timeout: float = 15) -> list[dnsworld.Divergence]:
+    """Every server's divergence from `rev` (both primary pods and the secondary), polled until all are
+    clean or `timeout` passes."""
+    end = time.monotonic() + timeout
+    while True:
+        found = [dnsworld.divergence(pods.world, s, rev) for s in pods.servers]
+        if all(d.clean for d in found) or time.monotonic() > end:
+            return found
+        time.sleep(0.2)
+
+
+def _assert_everywhere(pods: Pods, rev: dnsworld.Revision, label: str) -> None:
+    found = _divergences(pods, rev)
+    print(f"\n{label}: {dnsworld.summary(found)}")
+    assert all(d.clean for d in found), {d.server: {k: v for k, v in vars(d).items() if v and k != "server"}
+                                         for d in found if not d.clean}
+
+
+def _serial(server: bind_support.BindServer, zone: str) -> int:
+    answer = dns.query.udp(dns.message.make_query(f"{zone}.", "SOA"), server.address, port=server.port,
+                           timeout=2)
+    assert answer.rcode() == dns.rcode.NOERROR and answer.answer, f"{server.name} does not serve {zone}"
+    return int(answer.answer[0][0].serial)
+
+
+def _sync(pods: Pods, repo: pathlib.Path, state: pathlib.Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return _agent("sync", str(repo), "--endpoints", str(pods.endpoints), "--state", str(state), *extra)
+
+
+def test_every_pod_of_the_primary_serves_every_rrset_and_a_one_record_push_reaches_both(
+        tmp_path: pathlib.Path, pods: Pods) -> None:
+    zones = dnsworld.zone_names(3)
+    repo, state = tmp_path / "repo", tmp_path / "state"
+    rev = dnsworld.revision(zones, 12)
+    dnsworld.write_repo(repo, rev)
+    first = _sync(pods, repo, state)
+    assert first.returncode == 0, first.stderr
+    _assert_everywhere(pods, rev, "after the first sync")
+
+    pushed = {**rev, zones[0]: {**rev[zones[0]], ("pushed", "A"): ("192.0.2.55",)}}
+    dnsworld.write_repo(repo, pushed)
+    push = _sync(pods, repo, state)
+    assert push.returncode == 0, push.stderr
+    _assert_everywhere(pods, pushed, "after a one-record push")
+
+
+def test_a_wiped_pod_is_caught_up_by_the_next_run_without_a_new_commit(tmp_path: pathlib.Path, pods: Pods) -> None:
+    zones = dnsworld.zone_names(3)
+    repo, state = tmp_path / "repo", tmp_path / "state"
+    rev = dnsworld.revision(zones, 12)
+    dnsworld.write_repo(repo, rev)
+    assert _sync(pods, repo, state).returncode == 0
+    _assert_everywhere(pods, rev, "before the pod is replaced")
+
+    pods.wipe(1)
+    gone = dnsworld.divergence(pods.world, pods.pods[1], rev)
+    assert len(gone.missing) == dnsworld.records(rev), "the replaced pod should start without any zone"
+
+    again = _sync(pods, repo, state)  # the same revision: a resync
+    assert again.returncode == 0, again.stderr
+    _assert_everywhere(pods, rev, "after the resync that follows the replacement")
+
+
+def test_an_agent_killed_while_writing_the_second_pod_converges(tmp_path: pathlib.Path, pods: Pods) -> None:
+    zones = dnsworld.zone_names(2)
+    repo, state = tmp_path / "repo", tmp_path / "state"
+    dnsworld.write_repo(repo, dnsworld.revision(zones, 60))
+    assert _sync(pods, repo, state).returncode == 0
+    b = dnsworld.revision(zones, 60, generation=1)  # every RRset changes: 12 UPDATEs a pod with --batch 10
+    dnsworld.write_repo(repo, b)
+    base = {z: _serial(pods.pods[1], z) for z in zones}
+    first_pod = {z: _serial(pods.pods[0], z) for z in zones}
+    proc = subprocess.Popen([sys.executable, "-m", "agent", "sync", str(repo), "--endpoints", str(pods.endpoints),
+                             "--state", str(state), "--batch", "10"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    start = time.monotonic()
+    while not any(_serial(pods.pods[1], z) > base[z] for z in zones):  # the second pod's first UPDATE landed
+        assert proc.poll() is None, f"the run ended before it wrote the second pod:\n{proc.communicate()[1]}"
+        assert time.monotonic() - start < 60, "the second pod was never written"
+        time.sleep(0.002)
+    proc.kill()
+    proc.communicate()
+    assert proc.returncode == -9
+    assert any(_serial(pods.pods[0], z) > first_pod[z] for z in zones), "the first pod was written first"
+    mid = _divergences(pods, b, timeout=0)
+    print(f"\nkilled mid-write to the second pod: {dnsworld.summary(mid)}")
+
+    after = _sync(pods, repo, state)
+    assert after.returncode == 0 and "conflict" not in after.stderr, after.stderr
+    _assert_everywhere(pods, b, "after the run that follows the kill")
