@@ -34,7 +34,7 @@ from agent.clients import endpoints as config
 from agent.clients.statestore import FileStore
 from agent.load import loader
 from agent.load.manifest import Manifest
-from agent.reconcile import dnsapply
+from agent.reconcile import dnsresult
 from agent.run import orchestrator, planning, revisions
 from agent.sources import localdir
 from tests.support import bind as bind_support
@@ -156,7 +156,7 @@ def main() -> None:
             write_repo(work / "repo", "agent", args.records, args.zones)
             store = FileStore(work / "state")
 
-            def sync(root: pathlib.Path) -> dnsapply.DnsResult:
+            def sync(root: pathlib.Path) -> dnsresult.DnsResult:
                 targets = planning.Targets(store, None, endpoints)
                 run = orchestrator.run(revisions.DirectoryRevisions(root), targets, planning.Options())
                 assert run.dns is not None, (run.outcome, run.message, run.problems[:3])

@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from agent import cli
+from agent.cli import settingflags
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample-repo"
@@ -80,7 +81,7 @@ def test_the_policy_flags_are_described_from_runs_settings_when_help_is_printed(
         cli.main(["validate", "--help"])
     assert exit_.value.code == 0
     shown = " ".join(capsys.readouterr().out.split())
-    for name in cli.POLICY_FLAGS:
+    for name in settingflags.POLICY_FLAGS:
         description = " ".join(str(config.Settings.model_fields[name].description).split())
         assert f"--{name.replace('_', '-')}" in shown and description in shown, name
     threshold = config.Settings.model_fields["delete_threshold_percent"]

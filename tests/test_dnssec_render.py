@@ -11,7 +11,7 @@ from agent.desired import hierarchy, zonebody
 from agent.desired.placement import Zone
 from agent.desired.rrsets import RRset, build
 from agent.outcome import signing, status
-from agent.reconcile.dnsapply import DnsResult, ZoneResult
+from agent.reconcile.dnsresult import DnsResult, ZoneResult
 from tests.conftest import Repo, load_dir
 from tests.support.clirun import main
 

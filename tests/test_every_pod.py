@@ -23,7 +23,7 @@ from agent.observe import dnsobserve, endpoints
 from agent.outcome import status
 from agent.plan import zonediff
 from agent.plan.observed import DnsObserved, ZoneObserved
-from agent.reconcile import dnsapply
+from agent.reconcile import dnsresult
 from tests.conftest import SAMPLE, load_dir
 
 PRIMARY, SECONDARY = "dns-system/dns-primary-0", "dns-system/dns-secondary-0"
@@ -107,9 +107,11 @@ def _pods_world(desired: Desired, seen: dict[str, ZoneObserved], *, placed: bool
     secondary = Endpoint(SECONDARY, "svc2", 53, "http://svc2",
                          servers=tuple(Server(ip, ip, 5353, f"http://{ip}") for ip in secondary_pods))
     eps = {PRIMARY: primary, SECONDARY: secondary}
+    servers = dnsobserve.reach(eps)
+    told = sorted(servers[SECONDARY].addresses)  # what the primaries were told to NOTIFY when it was placed
     owned = {zone.name: ZoneOwnership(zone.name, {PRIMARY: "primary", SECONDARY: "secondary"},
-                                      set(zone.rrsets))} if placed else {}
-    return zone.name, DnsObserved(owned, {zone.name: seen}, set(eps), servers=dnsobserve.reach(eps),
+                                      set(zone.rrsets), notify=told)} if placed else {}
+    return zone.name, DnsObserved(owned, {zone.name: seen}, set(eps), servers=servers,
                                   pods=endpoint_map.servers_of(eps))
 
 
@@ -169,16 +171,16 @@ def test_a_secondary_pod_found_without_the_zone_gets_it_created(tmp_path: pathli
 
 
 # -- what the status says -----------------------------------------------------------------------------
-def _result(desired: Desired, failed_on: str | None) -> dnsapply.ZoneResult:
+def _result(desired: Desired, failed_on: str | None) -> dnsresult.ZoneResult:
     zone = desired.zones[0]
     name, world = _pods_world(desired, {POD_A: ZoneObserved(dict(zone.rrsets)), POD_B: ZoneObserved(dict(zone.rrsets))})
     plan = zonediff.plan_zone(name, zone, world)
-    result = dnsapply.ZoneResult(zone.key, name, primaries=set(plan.primaries))
+    result = dnsresult.ZoneResult(zone.key, name, primaries=set(plan.primaries))
     result.servers = {POD_A: ("Configured", "primary zone configured"),
                       POD_B: ("Configured", "primary zone configured"),
                       SECONDARY: ("Configured", "secondary zone configured")}
     result.checks = [rfc2136.Check(s, "www.example.com.", "A", s != failed_on, ()) for s in (POD_A, POD_B)]
-    dnsapply.served(plan, result)
+    dnsresult.served(plan, result)
     return result
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from agent.desired import hierarchy
 from agent.plan import build, render
-from agent.plan.model import Plan
+from agent.plan.changes import Plan
 from agent.plan.observed import DnsObserved, Observed, Reach
 from tests.conftest import SAMPLE, load_dir
 

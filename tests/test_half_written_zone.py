@@ -12,7 +12,7 @@ from typing import Any
 import dns.message
 import pytest
 
-from agent.clients import rfc2136
+from agent.clients import rfc2136, updatewire
 from agent.clients.deadline import Deadline
 from agent.clients.endpoints import Endpoint, Server
 from agent.clients.statestore import FileStore
@@ -22,7 +22,7 @@ from agent.outcome import status
 from agent.plan import zonediff
 from agent.plan.observed import ZoneObserved
 from agent.plan.rrsetdiff import RRChange
-from agent.reconcile import dnsapply
+from agent.reconcile import dnsapply, dnsresult
 from agent.run import dnsrounds
 from tests.test_every_pod import POD_A, POD_B, PRIMARY, _desired, _pods_world
 
@@ -39,7 +39,7 @@ def _prerequisites(message: Any) -> int:
 
 def test_the_first_update_of_a_zone_carries_the_prerequisites_of_all_its_changes() -> None:
     changes = [RRChange("create", None, _txt(f"h{i}.example.com.")) for i in range(5)]
-    sent = rfc2136.batches(ZONE, changes, None, batch=2)
+    sent = updatewire.batches(ZONE, changes, None, batch=2)
     assert [[c.key for c in written] for _, written in sent] == [[c.key for c in changes[i:i + 2]] for i in (0, 2, 4)]
     # the first message checks the whole zone before it writes; each later one still checks its own
     assert [_prerequisites(m) for m, _ in sent] == [5, 2, 1]
@@ -47,7 +47,7 @@ def test_the_first_update_of_a_zone_carries_the_prerequisites_of_all_its_changes
 
 def test_prerequisites_that_do_not_fit_the_first_message_stay_with_their_own_batch() -> None:
     changes = [RRChange("update", _txt(f"h{i}.example.com.", 240), _txt(f"h{i}.example.com.", 10)) for i in range(400)]
-    sent = rfc2136.batches(ZONE, changes, None, batch=100)
+    sent = updatewire.batches(ZONE, changes, None, batch=100)
     first, *rest = (m for m, _ in sent)
     assert all(len(m.to_wire()) <= 65_535 for m, _ in sent)
     assert 100 < _prerequisites(first) < 400  # as many as fit
@@ -95,8 +95,8 @@ def test_a_zone_refused_in_the_second_round_says_what_the_first_round_wrote(tmp_
                                                                                "NXRRSET: the zone changed"))
     first = plan.records[POD_A].changes[0]
     assert result.stale and result.written == [first] and result.changes == [first]
-    done = dnsapply.DnsResult([result], [], stale={result.name: result.stale})
-    dnsrounds._merge(done, dnsapply.DnsResult([], []), {result.name: "refusing to delete 4 of 12 managed RRsets"})
+    done = dnsresult.DnsResult([result], [], stale={result.name: result.stale})
+    dnsrounds._merge(done, dnsresult.DnsResult([], []), {result.name: "refusing to delete 4 of 12 managed RRsets"})
     (zone,) = done.zones
     assert zone.refused.startswith("refusing to delete 4 of 12") and f"{first.key[0]} A (create)" in zone.refused
     assert zone.written == [first] and not zone.stale
@@ -109,7 +109,7 @@ def test_the_second_round_keeps_what_the_first_wrote_on_the_zones_result(tmp_pat
     plan, result = _stopping(tmp_path, monkeypatch, rfc2136.PrerequisiteFailed("changed"))
     first, rest = plan.records[POD_A].changes[0], plan.records[POD_A].changes[1:]
     again = dataclasses.replace(result, stale="", written=[], changes=list(rest))
-    done = dnsapply.DnsResult([result], [], stale={result.name: result.stale})
-    dnsrounds._merge(done, dnsapply.DnsResult([again], []), {})
+    done = dnsresult.DnsResult([result], [], stale={result.name: result.stale})
+    dnsrounds._merge(done, dnsresult.DnsResult([again], []), {})
     (zone,) = done.zones
     assert zone.changes == [first, *rest] and zone.written == [first] and zone.ok

@@ -23,7 +23,7 @@ from agent.errors import KubeError
 from agent.model import calls
 from agent.model.key import ObjectKey
 from agent.outcome import runevents
-from agent.plan import model as plan_model
+from agent.plan import changes as plan_model
 from agent.run import logs, metrics, orchestrator, runtrace, settings
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

@@ -13,7 +13,7 @@ import pytest
 from agent import cli
 from agent.desired import hierarchy as desired
 from agent.plan import build, render
-from agent.plan import model as plan
+from agent.plan import changes as plan
 from tests.conftest import ROOT, SAMPLE, Repo, load_dir
 
 

@@ -14,7 +14,7 @@ from agent.desired import hierarchy
 from agent.desired.hierarchy import Desired
 from agent.gate import safety
 from agent.plan import build, delta, render
-from agent.plan.model import Action, Change, KubeTarget, Plan, RRsetTarget, ZoneTarget
+from agent.plan.changes import Action, Change, KubeTarget, Plan, RRsetTarget, ZoneTarget
 from tests.conftest import SAMPLE, load_dir
 
 

@@ -25,7 +25,7 @@ from agent.desired.rrsets import RRset
 from agent.model import printable
 from agent.model.problems import Origin, Problem, Severity
 from agent.plan import build, delta, render, render_markdown, render_text
-from agent.plan.model import FORMAT_VERSION, LAYERS, SYMBOL, Action, Change, KubeTarget, Plan, RRsetTarget, ZoneTarget
+from agent.plan.changes import FORMAT_VERSION, LAYERS, SYMBOL, Action, Change, KubeTarget, Plan, RRsetTarget, ZoneTarget
 from tests.conftest import ROOT, SAMPLE, load_dir
 
 FLAGS = ["--namespace", "dns", "--allowed-namespaces", "*"]

@@ -12,7 +12,7 @@ from typing import Any
 from agent.desired import hierarchy
 from agent.model.key import ObjectKey
 from agent.observe import kubeobserve
-from agent.outcome import pods, status
+from agent.outcome import conditions, pods, status
 from agent.reconcile.kubeapply import KubeResult
 from tests.conftest import SAMPLE, load_dir
 
@@ -49,21 +49,21 @@ def _by_type(conds: list[dict[str, str]]) -> dict[str, dict[str, str]]:
 
 
 def test_a_bad_image_makes_the_instance_not_ready_and_degraded_naming_the_pod_and_the_kubelets_reason() -> None:
-    conds = _by_type(status.readiness(_deployment(), [_pod("dns-primary-0-7c9-abcde", waiting=("ErrImagePull", PULL))]))
+    conds = _by_type(conditions.readiness(_deployment(), [_pod("dns-primary-0-7c9-abcde", waiting=("ErrImagePull", PULL))]))
     assert (conds["Ready"]["status"], conds["Ready"]["reason"]) == ("False", "NotReady")
     assert conds["Ready"]["message"] == ("Waiting for pods to become ready: pod dns-primary-0-7c9-abcde: ErrImagePull: "
                                          f"container bind9: {PULL}")
     assert (conds["Degraded"]["status"], conds["Degraded"]["message"]) == ("True", conds["Ready"]["message"])
     assert "Progressing" not in conds
     for reason in ("ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName"):
-        message = status.readiness(_deployment(), [_pod("p", waiting=(reason, "Back-off pulling image"))])[0]["message"]
+        message = conditions.readiness(_deployment(), [_pod("p", waiting=(reason, "Back-off pulling image"))])[0]["message"]
         assert f"pod p: {reason}: container bind9: Back-off pulling image" in message
 
 
 def test_a_crash_loop_says_how_the_container_last_ended() -> None:
     crashing = _pod("dns-primary-0-7c9-abcde", waiting=("CrashLoopBackOff", ""), phase="Running",
                     last={"exitCode": 1, "reason": "Error", "message": "named: loading configuration: file not found"})
-    ready = status.readiness(_deployment(), [crashing])[0]
+    ready = conditions.readiness(_deployment(), [crashing])[0]
     assert ready["message"] == ("Waiting for pods to become ready: pod dns-primary-0-7c9-abcde: CrashLoopBackOff: "
                                 "container bind9: last exited with code 1 (Error): named: loading configuration: "
                                 "file not found")
@@ -71,7 +71,7 @@ def test_a_crash_loop_says_how_the_container_last_ended() -> None:
 
 def test_an_unschedulable_pod_gives_the_schedulers_message() -> None:
     why = '0/1 nodes are available: persistentvolumeclaim "dns-primary-0-zones" not found.'
-    conds = _by_type(status.readiness(_deployment(), [_pod("dns-primary-0-x", scheduled=("Unschedulable", why))]))
+    conds = _by_type(conditions.readiness(_deployment(), [_pod("dns-primary-0-x", scheduled=("Unschedulable", why))]))
     assert conds["Ready"]["message"] == f"Waiting for pods to become ready: pod dns-primary-0-x: Unschedulable: {why}"
     assert conds["Degraded"]["status"] == "True"
 
@@ -79,19 +79,19 @@ def test_an_unschedulable_pod_gives_the_schedulers_message() -> None:
 def test_pods_only_starting_say_nothing_more_and_the_first_bad_pod_is_named_with_a_count() -> None:
     starting = [_pod("a", waiting=("ContainerCreating", "")), _pod("b", waiting=("PodInitializing", "")),
                 {"metadata": {"name": "c"}, "status": {"phase": "Pending"}}]
-    conds = _by_type(status.readiness(_deployment(3), starting))
+    conds = _by_type(conditions.readiness(_deployment(3), starting))
     assert conds["Ready"]["message"] == "Waiting for pods to become ready"
     assert (conds["Progressing"]["status"], conds["Degraded"]["status"]) == ("True", "False")
     two_bad = [_pod("z", waiting=("ErrImagePull", "x")), _pod("m", waiting=("ImagePullBackOff", "y")),
                _pod("a", ready=True, phase="Running")]
-    message = status.readiness(_deployment(3, 1), two_bad)[0]["message"]
+    message = conditions.readiness(_deployment(3, 1), two_bad)[0]["message"]
     assert message == "1/3 pods are ready: pod m: ImagePullBackOff: container bind9: y (and 1 more pod)"
     going = {**_pod("old", waiting=("ErrImagePull", "x")), "metadata": {"name": "old", "deletionTimestamp": "t"}}
     assert pods.problem([going]) is None  # a pod being deleted is not the instance's problem
 
 
 def test_a_ready_instance_ignores_its_pods_and_long_messages_are_cut() -> None:
-    assert status.readiness(_deployment(1, 1), [_pod("p", waiting=("ErrImagePull", "x"))])[0]["reason"] == "AllReady"
+    assert conditions.readiness(_deployment(1, 1), [_pod("p", waiting=("ErrImagePull", "x"))])[0]["reason"] == "AllReady"
     found = pods.problem([_pod("p", waiting=("ErrImagePull", "y" * 2000))])
     assert found is not None and len(found.message()) < pods.MESSAGE_LIMIT + 60
 
@@ -119,13 +119,13 @@ def test_only_unready_deployments_have_their_pods_listed_by_selector_and_only_st
     pod = _pod("broken-0-abc", waiting=("ErrImagePull", PULL))
     pod["spec"] = {"containers": [{"env": [{"name": "SECRET", "value": "do-not-keep"}]}]}
     api = _Pods([pod])
-    listed = kubeobserve.pods(api, status.unready(live))  # type: ignore[arg-type]
+    listed = kubeobserve.pods(api, conditions.unready(live))  # type: ignore[arg-type]
     assert api.asked == [("Pod", "app.kubernetes.io/instance=broken-0,app.kubernetes.io/name=bind9", "dns-system")]
     assert list(listed) == [ObjectKey("Deployment", "dns-system", "broken-0")]
     kept = listed[ObjectKey("Deployment", "dns-system", "broken-0")][0]
     assert "spec" not in kept and "do-not-keep" not in str(kept) and kept["status"] == pod["status"]
     # without `list pods` (an older Role) the status says what the Deployment says, and the run goes on
-    assert kubeobserve.pods(_Pods([pod], forbidden=True), status.unready(live)) == {}  # type: ignore[arg-type]
+    assert kubeobserve.pods(_Pods([pod], forbidden=True), conditions.unready(live)) == {}  # type: ignore[arg-type]
 
 
 def test_the_instance_status_after_a_sync_names_the_pod_that_cannot_start(tmp_path: Path) -> None:

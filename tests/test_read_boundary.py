@@ -163,14 +163,12 @@ def test_an_alias_bomb_fails_fast_in_little_memory_at_its_line(hostile: Repo) ->
     assert len(text.encode()) < 700  # the bomb: 619 bytes, 7 levels, fan-out 9
     hostile.add("bomb.yaml", text)
     tracemalloc.start()
-    started = time.perf_counter()
     try:
         manifest = load_dir(hostile.root)
-        elapsed = time.perf_counter() - started
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert elapsed < 0.5 and peak < 5_000_000  # it was 10 s and 566 MB
+    assert peak < 5_000_000  # it was 566 MB (and 10 s): the aliases were never expanded
     assert [str(p) for p in manifest.problems] == [
         "bomb.yaml:13: YAML aliases of the anchor at this line expand the document by 6,053,427 nodes; a revision "
         "may add 100,000 (an alias bomb?). Write the values out instead of repeating aliases (or raise the limit: "
@@ -262,15 +260,14 @@ def test_a_document_of_tiny_nodes_is_refused_before_it_is_composed(hostile: Repo
     # two bytes a node: 8 MiB of this took 87 s and 7.4 GB before (1.2 GB of it composing the nodes)
     hostile.add("wide.yaml", TXT % ("wide", ",".join(["1"] * 200_000)))
     tracemalloc.start()
-    started = time.perf_counter()
     try:
         problems = _messages(hostile.root)
-        elapsed, peak = time.perf_counter() - started, tracemalloc.get_traced_memory()[1]
+        peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     assert problems == ["wide.yaml:4: a YAML document of more than 100,000 nodes (keys, values, lists, mappings); no "
                         "Bindy object needs as many, so the file is not loaded - split it"]
-    assert elapsed < 5 and peak < 10_000_000
+    assert peak < 10_000_000  # the nodes were never composed (no time limit here: speed lives in bench/)
 
 
 def test_schema_errors_of_one_document_are_capped(hostile: Repo) -> None:

@@ -17,7 +17,7 @@ from agent.desired.hierarchy import Desired
 from agent.errors import AgentError
 from agent.model.key import ObjectKey
 from agent.observe import dnsobserve, endpoints
-from agent.outcome import status
+from agent.outcome import conditions, status
 from agent.plan import zonediff
 from agent.plan.observed import DnsObserved, ZoneObserved
 from tests.conftest import SAMPLE, load_dir
@@ -147,22 +147,22 @@ def _ready(conds: list[dict[str, str]]) -> tuple[str, str, str]:
 
 
 def test_instance_readiness_comes_from_its_deployment() -> None:
-    assert _ready(status.readiness(_deployment(2, 2))) == ("True", "AllReady", "All 2 pods are ready")
-    assert _ready(status.readiness(_deployment(2, 1))) == ("False", "PartiallyReady", "1/2 pods are ready")
-    assert _ready(status.readiness(_deployment(1, 0, conditions=BAD_IMAGE))) == (
+    assert _ready(conditions.readiness(_deployment(2, 2))) == ("True", "AllReady", "All 2 pods are ready")
+    assert _ready(conditions.readiness(_deployment(2, 1))) == ("False", "PartiallyReady", "1/2 pods are ready")
+    assert _ready(conditions.readiness(_deployment(1, 0, conditions=BAD_IMAGE))) == (
         "False", "NotReady", 'Waiting for pods to become ready: ProgressDeadlineExceeded: '
         'ReplicaSet "dns-primary-0-5d8f" has timed out progressing.')
     # a new template not yet rolled out is not "ready" on the strength of the old pods
-    assert _ready(status.readiness(_deployment(1, 1, generation=2, observed=1)))[:2] == ("False", "PartiallyReady")
-    assert _ready(status.readiness({"spec": {"replicas": 1}}))[:2] == ("False", "NotReady")  # no status yet
+    assert _ready(conditions.readiness(_deployment(1, 1, generation=2, observed=1)))[:2] == ("False", "PartiallyReady")
+    assert _ready(conditions.readiness({"spec": {"replicas": 1}}))[:2] == ("False", "NotReady")  # no status yet
 
 
 def test_pods_starting_are_progressing_and_a_failed_rollout_is_degraded() -> None:
-    starting = status.readiness(_deployment(1, 0, conditions=BAD_IMAGE[:1]))
+    starting = conditions.readiness(_deployment(1, 0, conditions=BAD_IMAGE[:1]))
     assert {c["type"]: (c["status"], c["reason"]) for c in starting} == {
         "Ready": ("False", "NotReady"), "Progressing": ("True", "NotReady"), "Degraded": ("False", "NotReady")}
     assert _ready(starting)[2] == "Waiting for pods to become ready"  # the same in every run while they start
-    failed = {c["type"]: c for c in status.readiness(_deployment(1, 0, conditions=BAD_IMAGE))}
+    failed = {c["type"]: c for c in conditions.readiness(_deployment(1, 0, conditions=BAD_IMAGE))}
     assert (failed["Degraded"]["status"], failed["Degraded"]["reason"]) == ("True", "NotReady")
     assert "has timed out progressing" in failed["Degraded"]["message"]
 

@@ -9,7 +9,7 @@ from agent.desired import rrsets
 from agent.gate import safety
 from agent.model.ownership import ZoneOwnership
 from agent.plan import build, zonediff
-from agent.plan.model import Plan
+from agent.plan.changes import Plan
 from agent.plan.observed import DnsObserved, ZoneObserved
 
 ZONE = "gone.test."

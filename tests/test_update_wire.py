@@ -13,7 +13,7 @@ import dns.tsig
 import dns.tsigkeyring
 import dns.update
 
-from agent.clients import rfc2136
+from agent.clients import updatewire
 from agent.clients.endpoints import TsigKey
 from agent.desired import rrsets
 from agent.plan.rrsetdiff import RRChange
@@ -65,12 +65,12 @@ def _sections(message: dns.message.Message) -> list[list[str]]:
 
 
 def test_the_wire_says_what_dnspythons_update_message_says() -> None:
-    [ours] = rfc2136.build_updates(ZONE, CHANGES, None)
+    [ours] = updatewire.build_updates(ZONE, CHANGES, None)
     assert _sections(ours) == _sections(_reference(CHANGES))
 
 
 def test_a_signed_update_verifies_with_the_key() -> None:
-    [ours] = rfc2136.build_updates(ZONE, CHANGES, TsigKey("agent-key.", "hmac-sha256", SECRET))
+    [ours] = updatewire.build_updates(ZONE, CHANGES, TsigKey("agent-key.", "hmac-sha256", SECRET))
     keyring = dns.tsigkeyring.from_text({"agent-key.": ("hmac-sha256", SECRET)})
     parsed = dns.message.from_wire(ours.to_wire(), keyring=keyring)  # raises unless the MAC verifies
     assert parsed.had_tsig
@@ -80,8 +80,8 @@ def test_a_signed_update_verifies_with_the_key() -> None:
 def test_batches_split_by_count_and_by_size() -> None:
     many = [RRChange("create", None, _rrset(f"h{i}.example.com.", "TXT", 60, '"' + "x" * 200 + '"'))
             for i in range(1000)]
-    by_count = rfc2136.build_updates(ZONE, many[:10], None, batch=4)
+    by_count = updatewire.build_updates(ZONE, many[:10], None, batch=4)
     assert [len(m.to_wire()) > 0 for m in by_count] == [True, True, True]
-    by_size = rfc2136.build_updates(ZONE, many, None, batch=1000)
+    by_size = updatewire.build_updates(ZONE, many, None, batch=1000)
     assert len(by_size) > 1 and all(len(m.to_wire()) <= 65_535 for m in by_size)
     assert sum(len(dns.message.from_wire(m.to_wire()).update) for m in by_size) == 2000

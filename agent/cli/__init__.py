@@ -23,115 +23,14 @@ import argparse
 import contextlib
 import functools
 import logging
-import os
 import pathlib
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, cast
 
 from agent import __version__
-from agent.cli import common, terminal
+from agent.cli import common, settingflags, terminal
 from agent.model import names
 from agent.run import collector
-
-if TYPE_CHECKING:
-    from pydantic.fields import FieldInfo
-
-_METAVARS = {"repo": "URL", "listen": "HOST:PORT", "cache": "DIR", "webhook_max_body": "BYTES",
-             "lease_duration": "SECONDS", "http_connection_limit": "N", "log_format": "json|text",
-             "agent_namespace": "NS", "namespace": "NS"}
-
-
-class _HelpOfSetting:
-    """The help text of a flag that is also a setting of `run`, read from the setting (agent/run/settings.py)
-    only when argparse prints it: reading the settings costs more than validating a small repository,
-    and only --help shows them. argparse asks a help text for `strip()` and `% params`, nothing else."""
-
-    def __init__(self, text: Callable[[], str]) -> None:
-        self._text = text
-
-    def __str__(self) -> str:
-        return self._text()
-
-    def strip(self) -> str:
-        return str(self).strip()
-
-    def __mod__(self, params: Any) -> str:
-        text: str = str(self) % params
-        return text
-
-
-def _setting_help(text: Callable[[], str]) -> str:
-    return cast(str, _HelpOfSetting(text))
-
-
-def _metavar(name: str, field: FieldInfo) -> str:
-    if name in _METAVARS:
-        return _METAVARS[name]
-    if "Path" in str(field.annotation):
-        return "FILE"
-    if name.endswith("_bytes"):
-        return "BYTES"
-    if field.annotation is int:  # counts: documents, nodes, retries
-        return "N"
-    return "SECONDS" if field.annotation is float else name.split("_")[-1].upper()
-
-
-def _setting_flag(parser: argparse.ArgumentParser, name: str, field: FieldInfo) -> None:
-    """One `run` flag from a Settings field: its description is the help, its default is shown. The
-    flag's own default stays None so that unset flags let the environment and the file decide."""
-    from agent.run import settings as config
-
-    flag, env = "--" + name.replace("_", "-"), config.ENV_PREFIX + name.upper()
-    text = " ".join((field.description or "").split())
-    default = field.get_default()
-    shown = [] if default is None or default == "" or field.is_required() else [f"default: {default}"]
-    text = (text + f" ({'; '.join([*shown, env])})").replace("%", "%%")  # argparse formats help with %
-    if field.annotation is bool:
-        parser.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=text)
-    else:
-        parser.add_argument(flag, dest=name, default=None, help=text, metavar=_metavar(name, field))
-
-
-POLICY_FLAGS = ("pod_security", "allowed_registries", "allowed_service_types", "allowed_external_ips",
-                "allowed_namespaces", "allow_cross_namespace_refs")
-
-
-def _field(name: str) -> FieldInfo:
-    from agent.run import settings as config
-
-    return config.Settings.model_fields[name]
-
-
-def _policy_help(name: str) -> str:
-    field = _field(name)
-    if field.annotation is bool:
-        return str(field.description)
-    if name == "pod_security":
-        return f"{field.description} (default: {field.default})"
-    return f"{field.description}; repeatable (default: {','.join(field.default) or 'none'})"
-
-
-def _threshold_help() -> str:
-    field = _field("delete_threshold_percent")
-    return f"{' '.join((field.description or '').split())} (default: {field.default})"
-
-
-def _policy_flags(parser: argparse.ArgumentParser) -> None:
-    """The policy settings (agent/gate/policy.py) as flags, named and described like `run`'s. Unset, a flag
-    is None: the policy's own default applies (common.policy_settings, common.safety_policy)."""
-    group = parser.add_argument_group("policy", "what the repository may do; the agent's settings, which "
-                                      "the repository cannot change")
-    for name in POLICY_FLAGS:
-        flag, text = "--" + name.replace("_", "-"), _setting_help(functools.partial(_policy_help, name))
-        if name == "allow_cross_namespace_refs":
-            group.add_argument(flag, dest=name, action="store_true", default=None, help=text)
-        elif name == "pod_security":
-            group.add_argument(flag, dest=name, choices=["restricted", "baseline"], help=text)
-        else:
-            group.add_argument(flag, dest=name, action="append", metavar="A[,B]", help=text)
-    group.add_argument("--delete-threshold-percent", type=common.percent, metavar="N",
-                       help=_setting_help(_threshold_help))
 
 
 def _shared() -> argparse.ArgumentParser:
@@ -147,7 +46,7 @@ def _shared() -> argparse.ArgumentParser:
 
 def _guard() -> argparse.ArgumentParser:
     guard = common.Parser(add_help=False)
-    _policy_flags(guard)
+    settingflags.policy_flags(guard)
     return guard
 
 
@@ -270,7 +169,7 @@ def _git_flags(sy: argparse.ArgumentParser) -> None:
                           "(GitHub, GitLab, Gitea), or write 'user:token' in the file for another user")
     git_args.add_argument("--no-push-notes", dest="push_notes", action="store_false",
                           help="keep the commit reports local instead of pushing refs/notes/bindy-agent")
-    _report_key_flag(git_args, "signs each commit report (HMAC-SHA256)")
+    settingflags.report_key_flag(git_args, "signs each commit report (HMAC-SHA256)")
     git_args.add_argument("--resync-after", type=common.seconds, default=names.DEFAULT_RESYNC_AFTER,
                           metavar="SECONDS",
                           help="an unchanged revision is a no-op until this long after the last full "
@@ -290,16 +189,7 @@ def _run_verb(add: AddVerb) -> None:
     rn.add_argument("--config", type=common.readable_file, metavar="FILE", help="YAML file of settings")
     rn.add_argument("--print-config", action="store_true", help="print the effective settings and exit")
     for name, field in config.Settings.model_fields.items():
-        _setting_flag(rn, name, field)
-
-
-def _report_key_flag(parser: Any, what: str) -> None:
-    from agent.run import settings as config
-
-    env = config.ENV_PREFIX + "REPORT_KEY_FILE"
-    parser.add_argument("--report-key-file", type=common.readable_file, metavar="FILE", default=os.environ.get(env),
-                        help=f"file holding the report key (at least 32 characters), which {what}; the same "
-                        f"file for sync, run and report ({env})")
+        settingflags.setting_flag(rn, name, field)
 
 
 def _report_verb(add: AddVerb) -> None:
@@ -327,7 +217,7 @@ def _report_verb(add: AddVerb) -> None:
     rp.add_argument("--known-hosts", type=common.readable_file, metavar="FILE", help="known_hosts for the SSH key")
     rp.add_argument("--token-file", type=common.readable_file, metavar="FILE",
                     help="HTTPS token (or 'user:token'), read from a file; sent as Basic auth")
-    _report_key_flag(rp, "checks that the agent wrote the report")
+    settingflags.report_key_flag(rp, "checks that the agent wrote the report")
 
 
 def _install_crds_verb(add: AddVerb) -> None:

@@ -31,7 +31,7 @@ from agent.gate import safety
 from agent.load.sourcefile import SourceFile
 from agent.model import names, problems
 from agent.plan import delta, render
-from agent.plan.model import Plan
+from agent.plan.changes import Plan
 from agent.run import planning, validation
 from agent.sources import gitrevs, localdir
 from agent.sources.git import GitSource

@@ -1,12 +1,9 @@
-"""Records on BIND9 over DNS: RFC 2136 UPDATE to change, queries to verify (AXFR: agent/clients/axfr.py).
+"""Records on BIND9 over DNS: RFC 2136 UPDATE sent to change, queries to verify (AXFR: agent/clients/axfr.py).
 
 Each batch of changes to a zone is ONE UPDATE message over TCP, TSIG-signed, carrying
-prerequisites (RFC 2136 section 2.4) so it only applies if every RRset still holds what the agent
-observed: an update or delete requires the exact observed RRset, a create requires that no RRset
-of that name and type exists. BIND applies a message all or nothing. The rcode is always checked:
-NXRRSET / YXRRSET mean a prerequisite failed (someone changed the zone meanwhile). The first
-message of a zone carries the prerequisites of all its changes when they fit (`batches`), so a zone
-changed meanwhile is usually refused before any of its batches is written.
+prerequisites (the messages and their batches: agent/clients/updatewire.py). BIND applies a
+message all or nothing. The rcode is always checked: NXRRSET / YXRRSET mean a prerequisite failed
+(someone changed the zone meanwhile).
 """
 
 from __future__ import annotations
@@ -20,14 +17,13 @@ import socket
 import struct
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import dns.exception
 import dns.message
 import dns.name
 import dns.query
 import dns.rcode
-import dns.rdata
 import dns.rdataclass
 import dns.rdataset
 import dns.rdatatype
@@ -38,7 +34,6 @@ import dns.xfr
 import dns.zone
 
 from agent.clients.endpoints import Endpoint, TsigKey
-from agent.desired import rrsets
 from agent.errors import DnsUpdateError
 from agent.model import calls
 from agent.model.ownership import Key
@@ -48,7 +43,6 @@ PREREQUISITE_FAILED = {dns.rcode.NXRRSET, dns.rcode.YXRRSET, dns.rcode.NXDOMAIN,
 # what dnspython raises when the server is gone: its own errors, socket errors, and EOFError when
 # the server closes the TCP connection before it answers (e.g. named killed mid-UPDATE)
 NETWORK_ERRORS = (dns.exception.DNSException, OSError, EOFError)
-DEFAULT_BATCH = 1000
 T = TypeVar("T")
 
 
@@ -66,95 +60,13 @@ def tsig_keyring(tsig: TsigKey | None) -> Keyring:
     return keyring, dns.name.from_text(tsig.name), tsig.algorithm
 
 
-class _Rendered:
-    """Resource records already in wire form, standing in for an RRset in a message section: the
-    message renders them as they are (dnspython's renderer calls `to_wire`, as it would an RRset's).
-    Building a large UPDATE through dnspython's RRset objects costs more than named takes to apply it."""
-
-    def __init__(self) -> None:
-        self.records: list[bytes] = []
-        self.size = 0
-
-    def add(self, records: list[bytes], size: int) -> None:
-        self.records += records
-        self.size += size
-
-    def to_wire(self, file: Any, compress: Any = None, origin: Any = None, **kw: Any) -> int:
-        file.write(b"".join(self.records))
-        return len(self.records)
-
-
-def _name_wire(name: str) -> bytes:
+def name_wire(name: str) -> bytes:
     """An absolute domain name in (uncompressed) wire form."""
     if "\\" in name or name == ".":  # escapes: let dnspython read them
         return dns.name.from_text(name).to_wire() or b"\0"
     return b"".join(bytes((len(label),)) + label for label in name.rstrip(".").encode().split(b".")) + b"\0"
 
 
-_RR = struct.Struct("!HHIH")  # type, class, TTL, RDLENGTH
-_MESSAGE_BUDGET = 60_000  # octets of prerequisites and updates per message (a DNS message holds 65,535)
-
-
-def _records(owner: bytes, rtype: int, rr: rrsets.RRset, ttl: int) -> list[bytes]:
-    objects = rr.objects or tuple(dns.rdata.from_text(dns.rdataclass.IN, rr.rtype, v) for v in rr.rdatas)
-    return [owner + _RR.pack(rtype, dns.rdataclass.IN, ttl, len(w)) + w for w in (o.to_wire() or b"" for o in objects)]
-
-
-def _change_wire(change: RRChange) -> tuple[list[bytes], list[bytes]]:
-    """(prerequisite RRs, update RRs) of one change, RFC 2136 2.4 and 2.5."""
-    owner, rtype = _name_wire(change.key[0]), dns.rdatatype.from_text(change.key[1])
-    prerequisite = ([owner + _RR.pack(rtype, dns.rdataclass.NONE, 0, 0)] if change.before is None  # not there
-                    else _records(owner, rtype, change.before, 0))  # there with exactly these data (TTL zero)
-    update = [owner + _RR.pack(rtype, dns.rdataclass.ANY, 0, 0)]  # delete the RRset ...
-    if change.after is not None:  # ... and add the new one
-        update += _records(owner, rtype, change.after, change.after.ttl)
-    return prerequisite, update
-
-
-def build_updates(zone: str, changes: list[RRChange], tsig: TsigKey | None, *,
-                  batch: int = DEFAULT_BATCH) -> list[dns.update.UpdateMessage]:
-    """UPDATE messages of at most `batch` changes (and what fits in one message), each change guarded
-    by its prerequisite (the first message also by those of the later ones: `batches`)."""
-    return [message for message, _ in batches(zone, changes, tsig, batch=batch)]
-
-
-def batches(zone: str, changes: list[RRChange], tsig: TsigKey | None, *,
-            batch: int = DEFAULT_BATCH) -> list[tuple[dns.update.UpdateMessage, list[RRChange]]]:
-    """The UPDATE messages of a zone's changes, each with the changes it writes: at most `batch` changes
-    (and what fits in one message), each guarded by its prerequisite. The first message also carries
-    the prerequisites of the later messages' changes, as many as fit (all of them, unless they are
-    many and large): a zone changed since it was observed is then usually refused before anything of
-    it is written, rather than after its first batches went out. Every later message still carries
-    its own prerequisites (the zone may change between messages)."""
-    keyring, keyname, algorithm = tsig_keyring(tsig)
-    out: list[tuple[dns.update.UpdateMessage, list[RRChange]]] = []
-    prerequisites = updates = first = _Rendered()
-    extra = _Rendered()  # the later batches' prerequisites that the first message checks too
-    written: list[RRChange] = []
-    taken, room = batch, 0  # room: what the first message can still take, once it is complete
-    for change in changes:
-        prerequisite, update = _change_wire(change)
-        sizes = sum(len(r) for r in prerequisite), sum(len(r) for r in update)
-        if taken >= batch or prerequisites.size + updates.size + sum(sizes) > _MESSAGE_BUDGET:
-            if len(out) == 1:
-                room = _MESSAGE_BUDGET - prerequisites.size - updates.size
-            message = dns.update.UpdateMessage(zone, keyring=keyring, keyname=keyname, keyalgorithm=algorithm)
-            prerequisites, updates, written, taken = _Rendered(), _Rendered(), [], 0
-            message.prerequisite.append(prerequisites)  # type: ignore[arg-type]  # rendered RRs (see _Rendered)
-            message.update.append(updates)  # type: ignore[arg-type]
-            out.append((message, written))
-            first = first if len(out) > 1 else prerequisites
-        if len(out) > 1 and sizes[0] <= room:
-            extra.add(prerequisite, sizes[0])
-            room -= sizes[0]
-        elif len(out) > 1:  # in order: once one does not fit, the rest is checked by its own batch only
-            room = 0
-        prerequisites.add(prerequisite, sizes[0])
-        updates.add(update, sizes[1])
-        written.append(change)
-        taken += 1
-    first.add(extra.records, extra.size)
-    return out
 
 
 @calls.measured("dns_update", "update")
@@ -293,7 +205,7 @@ def _query_wire(qid: int, name: str, rtype: str) -> bytes:
 @functools.lru_cache(maxsize=65_536)
 def _question_wire(name: str, rtype: str) -> bytes:
     """A question's name, type and class on the wire: the same zones are asked on every run."""
-    qname = _name_wire(name if name.endswith(".") else name + ".")
+    qname = name_wire(name if name.endswith(".") else name + ".")
     return qname + struct.pack("!HH", dns.rdatatype.from_text(rtype), dns.rdataclass.IN)
 
 

@@ -24,7 +24,7 @@ from agent.gate import overrides
 from agent.model.names import THRESHOLD_ANNOTATION
 from agent.model.ownership import Key
 from agent.plan import zoneplan
-from agent.plan.model import Plan
+from agent.plan.changes import Plan
 from agent.plan.zoneplan import ZonePlan
 
 DELETE_THRESHOLD = 0.30

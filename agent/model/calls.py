@@ -4,11 +4,11 @@ agent/run/metrics.py) hears each one as (target, operation, result, seconds).
 
     target       operation                      one call is
     git          ls-remote, fetch, push, ...    one git command (sources/git.py)
-    kubernetes   get, list, create, update,     one request to the API server (reconcile/kubeapi.py)
+    kubernetes   get, list, create, update,     one request to the API server (clients/kubeapi.py)
                  patch, apply, delete
-    zone_api     GET, POST, PATCH, DELETE, ...  one request with its retries (reconcile/zoneapi.py)
-    dns_update   update                         one RFC 2136 UPDATE message (reconcile/rfc2136.py)
-    axfr         axfr                           one zone transfer (reconcile/axfr.py)
+    zone_api     GET, POST, PATCH, DELETE, ...  one request with its retries (clients/zoneapi.py)
+    dns_update   update                         one RFC 2136 UPDATE message (clients/rfc2136.py)
+    axfr         axfr                           one zone transfer (clients/axfr.py)
     soa_query    soa                            the SOA serials of a batch of zones on one server
     dns_query    query                          a batch of verification queries to one server
 

@@ -1,12 +1,12 @@
 """What each CR's `.status` should say after a sync, computed from what apply did.
 
-Conditions follow seeds/002: `Ready`, `Progressing`, `Degraded`, each with a reason.
+Conditions follow seeds/002 (`conditions.py`); the fields are Bindy's, kind by kind.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from agent.desired import rrsets, workloads
@@ -14,96 +14,15 @@ from agent.desired.hierarchy import Desired
 from agent.desired.placement import Zone
 from agent.model import kinds
 from agent.model.key import ObjectKey
-from agent.outcome import pods as podstate
 from agent.outcome import signing
+from agent.outcome.conditions import Outcome, condition, conditions, is_ready, readiness
 from agent.plan import rotation
-from agent.plan.model import Plan
-from agent.reconcile.dnsapply import DnsResult, ZoneResult
+from agent.plan.changes import Plan
+from agent.reconcile.dnsresult import DnsResult, ZoneResult
 from agent.reconcile.kubeapply import KubeResult
 
 RECORD_KINDS = {k.name for k in kinds.RECORD_KINDS}
 INFRA_KINDS = {"ClusterBind9Provider", "Bind9Cluster", "Bind9Instance"}
-
-
-@dataclasses.dataclass(frozen=True)
-class Outcome:
-    """What happened to one CR in this sync."""
-
-    ok: bool
-    message: str = ""
-    reason: str = ""
-
-
-def _condition(ctype: str, status: str, reason: str, message: str) -> dict[str, str]:
-    return {"type": ctype, "status": status, "reason": reason, "message": message}
-
-
-def conditions(outcome: Outcome, *, dns_pending: bool = False) -> list[dict[str, str]]:
-    if not outcome.ok:
-        return [_condition("Ready", "False", outcome.reason or "ReconcileFailed", outcome.message),
-                _condition("Degraded", "True", outcome.reason or "ReconcileFailed", outcome.message)]
-    if dns_pending:
-        msg = "applied to Kubernetes; DNS is configured when the agent runs with zone endpoints"
-        return [_condition("Ready", "Unknown", "WaitingForDns", msg),
-                _condition("Progressing", "True", "WaitingForDns", msg)]
-    return [_condition("Ready", "True", "ReconcileSucceeded", outcome.message or "Reconciled"),
-            _condition("Degraded", "False", "ReconcileSucceeded", "")]
-
-
-def readiness(deployment: dict[str, Any], pods: Iterable[dict[str, Any]] = ()) -> list[dict[str, str]]:
-    """A Bind9Instance's conditions from its Deployment, as Bindy counts its pods: Ready True with
-    AllReady when every replica is ready (and of the current template), else False with NotReady
-    (none ready) or PartiallyReady. Pods still starting are Progressing; Degraded once a pod says it
-    cannot start (`pods`: the instance's pods as listed, e.g. a container waiting with ErrImagePull or
-    CrashLoopBackOff, or Unschedulable: the pod, reason and message are named) or the Deployment says
-    it failed (ReplicaFailure, ProgressDeadlineExceeded), with its message."""
-    spec, status = deployment.get("spec") or {}, deployment.get("status") or {}
-    want = int(spec.get("replicas", 1))
-    ready = int(status.get("readyReplicas") or 0)
-    if all_ready(deployment):
-        return [_condition("Ready", "True", "AllReady", f"All {want} pods are ready"),
-                _condition("Degraded", "False", "AllReady", "")]
-    conds = status.get("conditions") or []
-    if ready == 0:
-        reason, message = "NotReady", "Waiting for pods to become ready" if want else "No pods are wanted (replicas: 0)"
-    else:
-        reason, message = "PartiallyReady", f"{min(ready, want)}/{want} pods are ready"
-    # pods starting say no more than that (as Bindy): the message stays the same from run to run
-    stuck = podstate.problem(pods)
-    failed = "; ".join(x for x in (stuck.message() if stuck else "", _deployment_problem(
-        conds, (("ReplicaFailure", "True"), ("Progressing", "False")))) if x)
-    message += f": {failed}" if failed else ""
-    if failed:
-        return [_condition("Ready", "False", reason, message), _condition("Degraded", "True", reason, message)]
-    return [_condition("Ready", "False", reason, message), _condition("Progressing", "True", reason, message),
-            _condition("Degraded", "False", reason, "")]
-
-
-def all_ready(deployment: dict[str, Any]) -> bool:
-    """Every wanted replica of the Deployment is ready and of its current template."""
-    spec, status = deployment.get("spec") or {}, deployment.get("status") or {}
-    want = int(spec.get("replicas", 1))
-    current = (status.get("observedGeneration") or 0) >= (deployment.get("metadata") or {}).get("generation", 0)
-    updated = int(status.get("updatedReplicas") or 0) if current else 0
-    return want > 0 and int(status.get("readyReplicas") or 0) >= want and updated >= want
-
-
-def unready(live: Mapping[ObjectKey, dict[str, Any]]) -> list[dict[str, Any]]:
-    """The live Deployments that are not all ready: the ones whose pods are worth reading."""
-    return [body for key, body in live.items() if key.kind == "Deployment" and not all_ready(body)]
-
-
-def _deployment_problem(conds: list[dict[str, Any]], bad: tuple[tuple[str, str], ...]) -> str:
-    """The reason and message of the first Deployment condition in `bad` (type, status) that holds."""
-    for ctype, value in bad:
-        found = next((c for c in conds if c.get("type") == ctype and c.get("status") == value), None)
-        if found is not None:
-            return f"{found.get('reason') or ctype}: {found.get('message') or ''}".rstrip(": ")
-    return ""
-
-
-def _ready(conds: list[dict[str, str]]) -> bool:
-    return any(c["type"] == "Ready" and c["status"] == "True" for c in conds)
 
 
 def _ref(key: ObjectKey, **extra: Any) -> dict[str, Any]:
@@ -125,13 +44,13 @@ def _zone_conditions(zr: ZoneResult | None) -> list[dict[str, str]]:
     message += "".join(f"; {i} served by {ok}/{total} pods" for i, (ok, total) in sorted(zr.served.items()))
     bad = sorted({f"{c.server} ({c.name} {c.rtype})" for c in zr.checks if not c.ok})
     if zr.secondary_error:
-        degraded = _condition("Degraded", "True", "SecondaryFailed",
-                              f"{message}, but secondary configuration failed: {zr.secondary_error}")
+        degraded = condition("Degraded", "True", "SecondaryFailed",
+                             f"{message}, but secondary configuration failed: {zr.secondary_error}")
     elif bad:
-        degraded = _condition("Degraded", "True", "NotServed", "not answering the new data: " + ", ".join(bad[:10]))
+        degraded = condition("Degraded", "True", "NotServed", "not answering the new data: " + ", ".join(bad[:10]))
     else:
-        degraded = _condition("Degraded", "False", "ReconcileSucceeded", "")
-    return [_condition("Ready", "True", "ReconcileSucceeded", message), degraded]
+        degraded = condition("Degraded", "False", "ReconcileSucceeded", "")
+    return [condition("Ready", "True", "ReconcileSucceeded", message), degraded]
 
 
 def _record_conditions(zr: ZoneResult | None, owner: str, rtype: str) -> list[dict[str, str]]:
@@ -205,7 +124,7 @@ def _conditions_of(key: ObjectKey, index: _Index) -> list[dict[str, str]]:
 def _cluster_fields(key: ObjectKey, index: _Index) -> dict[str, Any]:
     names = sorted(i.key.name for i in index.desired.instances.values()
                    if i.key.namespace == key.namespace and i.cluster == key.name)
-    ready = [n for n in names if _ready(_conditions_of(ObjectKey("Bind9Instance", key.namespace, n), index))]
+    ready = [n for n in names if is_ready(_conditions_of(ObjectKey("Bind9Instance", key.namespace, n), index))]
     return {"instances": names, "instanceCount": len(names), "readyInstances": len(ready)}
 
 

@@ -15,7 +15,7 @@ from agent.desired.hierarchy import Desired
 from agent.desired.memo import NO_MEMO, Memo
 from agent.model import names
 from agent.plan import kubechange, kubediff, rotation, zonediff, zoneplan
-from agent.plan.model import Action, Change, KubeTarget, Plan, RRsetTarget, ZoneTarget
+from agent.plan.changes import Action, Change, KubeTarget, Plan, RRsetTarget, ZoneTarget
 from agent.plan.observed import DnsObserved, KubeObserved, Observed
 
 NOT_OBSERVED_KUBE = "Kubernetes is not observed without --kubeconfig; only DNS is planned."

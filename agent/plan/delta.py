@@ -20,7 +20,7 @@ from agent.desired.hierarchy import Desired, KubeObject
 from agent.model import names
 from agent.model.ownership import ZoneOwnership
 from agent.plan import build, kubechange, zonediff, zoneplan
-from agent.plan.model import Action, Change, KubeTarget, Plan, mask_secrets
+from agent.plan.changes import Action, Change, KubeTarget, Plan, mask_secrets
 from agent.plan.observed import DnsObserved, KubeObserved, Observed, ZoneObserved
 
 

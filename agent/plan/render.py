@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from agent.plan import render_json as json_plan
 from agent.plan import render_markdown as markdown_plan
 from agent.plan import render_text as text_plan
-from agent.plan.model import Plan
+from agent.plan.changes import Plan
 
 MARKDOWN_LIMIT = markdown_plan.MARKDOWN_LIMIT
 CHUNK = 1 << 16  # characters a write gathers

@@ -1,4 +1,4 @@
-"""The JSON plan (format version 1, its shape in agent/plan/model.py), produced change by change.
+"""The JSON plan (format version 1, its shape in agent/plan/changes.py), produced change by change.
 
 The document is the one `json.dumps(doc, indent=2)` writes, byte for byte, but its envelope is
 written by hand around one piece per change: a plan of 100,000 changes is never held as one dict
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from agent.desired.rrsets import RRset
-from agent.plan.model import FORMAT_VERSION, Change, KubeTarget, Plan, RRsetTarget, ZoneTarget
+from agent.plan.changes import FORMAT_VERSION, Change, KubeTarget, Plan, RRsetTarget, ZoneTarget
 
 _string = json.encoder.encode_basestring_ascii  # what json.dumps uses for a str (ensure_ascii)
 _STEP = "  "  # indent=2
@@ -71,7 +71,7 @@ def _target(target: KubeTarget | ZoneTarget | RRsetTarget) -> str:
 
 def _rrset(rrset: RRset) -> str:
     """A change's `before` or `after` made from an RRset (the usual case, by far), written directly:
-    `{"ttl": ..., "values": [...]}` (agent/plan/model.py `_shown`)."""
+    `{"ttl": ..., "values": [...]}` (agent/plan/changes.py `_shown`)."""
     if not rrset.rdatas:
         values = "[]"
     else:

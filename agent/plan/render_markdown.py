@@ -21,7 +21,7 @@ from typing import Any
 
 from agent.model import printable
 from agent.model.problems import Problem, Severity
-from agent.plan.model import LAYERS, SYMBOL, Action, Change, KubeTarget, Plan, RRsetTarget
+from agent.plan.changes import LAYERS, SYMBOL, Action, Change, KubeTarget, Plan, RRsetTarget
 from agent.plan.render_text import detail, label, summary_line
 
 MARKDOWN_LIMIT = 65_536  # GitHub's limit on a comment's body, in characters

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from agent.model import printable
-from agent.plan.model import LAYERS, SYMBOL, Action, Change, Plan, RRsetTarget, ZoneTarget
+from agent.plan.changes import LAYERS, SYMBOL, Action, Change, Plan, RRsetTarget, ZoneTarget
 
 
 def summary_line(plan: Plan) -> str:

@@ -22,7 +22,7 @@ batches a zone's primaries took before it stopped are on its result (`written`, 
 zone serves them, whatever the second round decides, and the messages saying it stopped name them.
 
 Everything sent comes from the plan (RRset changes, zone API bodies, transfers); nothing here
-decides, refuses or changes the plan: what happened goes into the results.
+decides, refuses or changes the plan: what happened goes into the results (agent/reconcile/dnsresult.py).
 """
 
 from __future__ import annotations
@@ -35,16 +35,16 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from agent.clients import rfc2136
+from agent.clients import rfc2136, updatewire
 from agent.clients.deadline import Deadline
 from agent.clients.endpoints import Endpoint, by_server
 from agent.clients.statestore import Store
 from agent.errors import AgentError, ZoneApiError
-from agent.model.key import ObjectKey
 from agent.model.ownership import ZoneOwnership
 from agent.plan.observed import ZoneObserved
 from agent.plan.zoneplan import RRChange, RRsetPlan, ZonePlan, instance_of
 from agent.reconcile import dnsverify
+from agent.reconcile.dnsresult import DnsResult, ZoneResult, landed, served, union
 
 if TYPE_CHECKING:
     from agent.clients.zoneapi import ZoneApi
@@ -53,56 +53,9 @@ log = logging.getLogger(__name__)
 ZONE_WORKERS = 4  # zones are independent; more threads only contend on 2 cores
 
 
-@dataclasses.dataclass
-class ZoneResult:
-    key: ObjectKey | None
-    name: str
-    instances: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)  # id -> (state, message)
-    servers: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)  # server -> (state, message)
-    # instance written pod by pod -> (pods that serve the zone: configured and answering what was
-    # written, pods it was written to)
-    served: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
-    primaries: set[str] = dataclasses.field(default_factory=set)  # instance ids in the primary role
-    primary_error: str = ""
-    secondary_error: str = ""
-    refused: str = ""  # the second round's plan of this zone was refused by the gate
-    stale: str = ""  # an UPDATE's prerequisite failed: the zone changed since it was observed (why)
-    conflicts: list[str] = dataclasses.field(default_factory=list)
-    changes: list[RRChange] = dataclasses.field(default_factory=list)  # the RRset changes the zone now serves
-    # a zone that stopped part-way (a prerequisite failed, an UPDATE failed): the RRset changes whose
-    # UPDATE a primary took before, each once (also in `changes`); empty when every batch went
-    written: list[RRChange] = dataclasses.field(default_factory=list)
-    applied_on: list[str] = dataclasses.field(default_factory=list)  # primary servers that took the changes
-    checks: list[rfc2136.Check] = dataclasses.field(default_factory=list)
-    created_on: list[str] = dataclasses.field(default_factory=list)
-    deleted_from: list[str] = dataclasses.field(default_factory=list)
-    after: dict[str, ZoneObserved] = dataclasses.field(default_factory=dict)  # primary -> what it now serves
-    revision: str | None = None  # the revision whose writes this zone serves (None: not known)
-
-    @property
-    def ok(self) -> bool:
-        return not (self.primary_error or self.secondary_error or self.refused or self.stale)
-
-
-@dataclasses.dataclass
-class DnsResult:
-    zones: list[ZoneResult]  # the zones Git places
-    deleted: list[tuple[str, str]]  # (zone, instance) the zone was removed from
-    updates_sent: int = 0
-    errors: list[str] = dataclasses.field(default_factory=list)
-    # zone -> why: an UPDATE prerequisite failed (someone changed the zone since it was observed);
-    # nothing more was written there, its intent stays stored: observe, plan, gate and apply it again
-    stale: dict[str, str] = dataclasses.field(default_factory=dict)
-    verify_seconds: float = 0.0  # of the apply's wall time, how long verification took
-
-    @property
-    def ok(self) -> bool:
-        return all(z.ok for z in self.zones) and not self.errors
-
-
 @dataclasses.dataclass(frozen=True)
 class DnsApplyOptions:
-    batch: int = rfc2136.DEFAULT_BATCH
+    batch: int = updatewire.DEFAULT_BATCH
     verify_wait: float = 10
     revision: str | None = None  # recorded on each zone it writes (DNSZone status shows it)
 
@@ -195,7 +148,7 @@ class DnsApply:
     # -- records -----------------------------------------------------------------------------
     def _send(self, zp: ZonePlan, primary: Endpoint, plan: RRsetPlan, sent: list[RRChange]) -> None:
         """The server's UPDATEs, batch after batch; `sent` gets the changes of each one it took."""
-        for update, changes in rfc2136.batches(zp.name, plan.changes, primary.tsig, batch=self.options.batch):
+        for update, changes in updatewire.batches(zp.name, plan.changes, primary.tsig, batch=self.options.batch):
             self.deadline.check(f"sending the UPDATE for {zp.name} to {primary.instance}")
             with self._lock:
                 self.updates_sent += 1
@@ -352,23 +305,6 @@ class DnsApply:
             result.checks = w.checks
 
 
-def union(first: list[RRChange], then: list[RRChange]) -> list[RRChange]:
-    """The RRset changes of `first`, then those of `then` that are not among them."""
-    if not first:
-        return list(then)
-    seen = set(first)
-    return [*first, *(c for c in then if c not in seen)]
-
-
-def landed(written: list[RRChange], shown: int = 5) -> str:
-    """What a zone that stopped part-way serves of its plan all the same, for the message saying it stopped."""
-    if not written:
-        return ""
-    names = ", ".join(f"{c.key[0]} {c.key[1]} ({c.action})" for c in written[:shown])
-    more = f" and {len(written) - shown} more" if len(written) > shown else ""
-    return f"; written before it stopped, and served: {len(written)} RRset change(s): {names}{more}"
-
-
 def _settled(zp: ZonePlan, result: ZoneResult, revision: str | None) -> ZoneOwnership:
     """What the agent owns after this zone's steps: the plan's outcome, less what did not happen."""
     owned = zp.settled_ownership(revision)
@@ -380,30 +316,6 @@ def _settled(zp: ZonePlan, result: ZoneResult, revision: str | None) -> ZoneOwne
         if server not in result.deleted_from and instance in zp.placements_before and instance not in owned.placements:
             owned.placements[instance] = zp.placements_before[instance]  # still there: delete it next time
     return owned
-
-
-def served(zp: ZonePlan, result: ZoneResult) -> None:
-    """Each instance's state from its servers' (`result.instances`, what the DNSZone status lists):
-    Configured when every server is, else Failed with what failed where; and, for an instance written
-    pod by pod, on how many pods the zone is served (configured, and answering what was written)."""
-    missed = {c.server for c in result.checks if not c.ok}
-    by_instance: dict[str, list[tuple[str, tuple[str, str]]]] = {}
-    for server, state in result.servers.items():
-        by_instance.setdefault(instance_of(server), []).append((server, state))
-    for instance, states in by_instance.items():
-        failed = [(s, m) for s, (st, m) in states if st == "Failed"]
-        pods = zp.pods.get(instance)
-        ok = sum(1 for s in pods or () if result.servers.get(s, ("", ""))[0] == "Configured" and s not in missed)
-        if pods is not None:
-            result.served[instance] = (ok, len(pods))
-        if failed:
-            result.instances[instance] = ("Failed", "; ".join(m if s == instance or m.startswith(s) else f"{s}: {m}"
-                                                              for s, m in failed))
-        elif pods is not None:
-            first, message = states[0][1]
-            result.instances[instance] = (first, f"{message}, served by {ok}/{len(pods)} pods")
-        else:
-            result.instances[instance] = states[0][1]
 
 
 def apply(zones: list[ZonePlan], endpoints: Mapping[str, Endpoint], store: Store, *, options: DnsApplyOptions,

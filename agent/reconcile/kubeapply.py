@@ -30,7 +30,7 @@ from agent.errors import ApplyError
 from agent.model import names
 from agent.model.key import ObjectKey
 from agent.plan import kubechange, rotation
-from agent.plan.model import Plan
+from agent.plan.changes import Plan
 from agent.plan.observed import KubeObserved
 from agent.reconcile import events
 

@@ -22,10 +22,10 @@ from agent.errors import AgentError
 from agent.gate import safety
 from agent.observe import dnsobserve
 from agent.plan import build
-from agent.plan.model import Plan
+from agent.plan.changes import Plan
 from agent.plan.observed import Observed
 from agent.plan.zoneplan import ZonePlan
-from agent.reconcile import dnsapply
+from agent.reconcile import dnsapply, dnsresult
 from agent.run.planning import Options
 from agent.run.steps import Steps, timed
 from agent.run.validation import Progress
@@ -44,7 +44,7 @@ class Rounds:
     steps: Steps
     progress: Progress
 
-    def apply(self, zones: list[ZonePlan], *, focus: set[str] | None) -> dnsapply.DnsResult:
+    def apply(self, zones: list[ZonePlan], *, focus: set[str] | None) -> dnsresult.DnsResult:
         options, endpoints = self.options, self.endpoints
         dns_options = dnsapply.DnsApplyOptions(options.batch, options.verify_wait, self.revision)
         with timed(self.steps, "apply_dns"):
@@ -54,7 +54,7 @@ class Rounds:
         self.steps["verify"] = self.steps.get("verify", 0.0) + done.verify_seconds
         return done
 
-    def again(self, desired: Desired, first: dnsapply.DnsResult) -> Plan | None:
+    def again(self, desired: Desired, first: dnsresult.DnsResult) -> Plan | None:
         """The zones `first` found stale, once more: observed (their stored intent included), planned,
         gated, and applied where the gate passes; `first` is updated with the outcome. Returns the
         second round's plan (None: the zones could not be observed again)."""
@@ -68,7 +68,7 @@ class Rounds:
         except AgentError as exc:
             first.errors.append(f"zones that changed while being written could not be observed again: {exc}")
             for zone in (z for z in first.zones if z.stale):
-                zone.stale += dnsapply.landed(zone.written)
+                zone.stale += dnsresult.landed(zone.written)
             first.stale = {}
             return None
         with timed(self.steps, "plan"):
@@ -83,19 +83,19 @@ class Rounds:
         return again
 
 
-def _merge(first: dnsapply.DnsResult, second: dnsapply.DnsResult, refused: dict[str, str]) -> None:
+def _merge(first: dnsresult.DnsResult, second: dnsresult.DnsResult, refused: dict[str, str]) -> None:
     """The second round's outcome in place of the first's, for the zones it took."""
     by_name = {z.name: z for z in second.zones}
     for i, zone in enumerate(first.zones):
         if zone.name in refused:  # what the first round wrote before it stopped stays written: say so
-            zone.stale, zone.refused = "", refused[zone.name] + dnsapply.landed(zone.written)
+            zone.stale, zone.refused = "", refused[zone.name] + dnsresult.landed(zone.written)
         elif zone.name in by_name:
             earlier, zone = zone, by_name[zone.name]
-            zone.written = dnsapply.union(earlier.written, zone.written)
-            zone.changes = dnsapply.union(earlier.written, zone.changes)
+            zone.written = dnsresult.union(earlier.written, zone.written)
+            zone.changes = dnsresult.union(earlier.written, zone.changes)
             first.zones[i] = zone
         if zone.stale:  # changed again while written a second time
-            zone.primary_error = f"records not applied: {zone.stale} ({AGAIN}){dnsapply.landed(zone.written)}"
+            zone.primary_error = f"records not applied: {zone.stale} ({AGAIN}){dnsresult.landed(zone.written)}"
             zone.stale = ""
     placed = {z.name for z in first.zones}
     first.deleted = sorted(set(first.deleted) | set(second.deleted))

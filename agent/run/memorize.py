@@ -8,7 +8,7 @@ import time
 
 from agent.desired.hierarchy import Desired
 from agent.plan.observed import KubeObserved, Observed
-from agent.reconcile.dnsapply import DnsResult
+from agent.reconcile.dnsresult import DnsResult
 from agent.reconcile.kubeapply import KubeResult
 from agent.run.memory import Memory
 

@@ -27,9 +27,28 @@ STEP_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
 
 
 class Metrics:
+    """Every metric of the agent, in a registry of its own, and what updates them."""
+
     def __init__(self) -> None:
         self.registry = prometheus_client.CollectorRegistry()
         r = self.registry
+        self._run_metrics(r)
+        self._call_metrics(r)
+        self._drift_metrics(r)
+        self._state_metrics(r)
+        prometheus_client.ProcessCollector(registry=r)  # process_resident_memory_bytes, open fds, CPU, ...
+        prometheus_client.PlatformCollector(registry=r)  # python_info
+        prometheus_client.GCCollector(registry=r)
+        for step in STEPS:  # zero series, so a dashboard and a rule find every step before it ran
+            self.steps.labels(step)
+        for layer in LAYERS:
+            self.drift_found.labels(layer)
+            self.drift_repaired.labels(layer)
+        self.deadlines.inc(0)
+        self.stop_listening = calls.listen(self.call)
+
+    def _run_metrics(self, r: prometheus_client.CollectorRegistry) -> None:
+        """Runs, their steps, and the revisions and changes they applied."""
         self.duration = prometheus_client.Histogram("bindy_agent_sync_duration_seconds", "Duration of a sync run",
                                                     registry=r, buckets=(0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120))
         self.steps = prometheus_client.Histogram("bindy_agent_step_duration_seconds", "Duration of each step of a "
@@ -46,6 +65,9 @@ class Metrics:
                                                  ["kind"], registry=r)
         self.dns_updates = prometheus_client.Counter("bindy_agent_dns_updates", "DNS UPDATE messages sent",
                                                      registry=r)
+
+    def _call_metrics(self, r: prometheus_client.CollectorRegistry) -> None:
+        """The external calls: Git, Kubernetes, the zone API, DNS servers."""
         self.api_calls = prometheus_client.Counter("bindy_agent_kube_api_calls", "Kubernetes API calls by verb",
                                                    ["verb"], registry=r)
         self.calls = prometheus_client.Counter("bindy_agent_external_calls", "Calls to Git, Kubernetes, the zone "
@@ -55,6 +77,9 @@ class Metrics:
                                                         "Latency of the calls to Git, Kubernetes, the zone API and "
                                                         "DNS servers", ["target", "operation"], registry=r,
                                                         buckets=CALL_BUCKETS)
+
+    def _drift_metrics(self, r: prometheus_client.CollectorRegistry) -> None:
+        """Changes found in a world that had drifted, and written back."""
         self.drift = prometheus_client.Gauge("bindy_agent_drift_changes", "Changes a sync would make, by layer "
                                              "(detect mode)", ["layer"], registry=r)
         self.drift_found = prometheus_client.Counter("bindy_agent_drift_found", "Changes planned for a revision "
@@ -62,6 +87,9 @@ class Metrics:
                                                      registry=r)
         self.drift_repaired = prometheus_client.Counter("bindy_agent_drift_repaired", "Drifted changes written "
                                                         "back, by layer", ["layer"], registry=r)
+
+    def _state_metrics(self, r: prometheus_client.CollectorRegistry) -> None:
+        """What an operator alerts on, what the agent manages, its Events and webhook deliveries."""
         self.suspended = prometheus_client.Gauge("bindy_agent_suspended", "1 while runs are suspended", registry=r)
         self.ready = prometheus_client.Gauge("bindy_agent_ready", "1 while /readyz answers 200: the newest good "
                                              "revision serves", registry=r)
@@ -86,16 +114,6 @@ class Metrics:
         self.deliveries = prometheus_client.Counter("bindy_agent_webhook_deliveries",
                                                     "Webhook deliveries by result (accepted, refused)", ["result"],
                                                     registry=r)
-        prometheus_client.ProcessCollector(registry=r)  # process_resident_memory_bytes, open fds, CPU, ...
-        prometheus_client.PlatformCollector(registry=r)  # python_info
-        prometheus_client.GCCollector(registry=r)
-        for step in STEPS:  # zero series, so a dashboard and a rule find every step before it ran
-            self.steps.labels(step)
-        for layer in LAYERS:
-            self.drift_found.labels(layer)
-            self.drift_repaired.labels(layer)
-        self.deadlines.inc(0)
-        self.stop_listening = calls.listen(self.call)
 
     def call(self, target: str, operation: str, result: str, seconds: float) -> None:
         """One external call (agent/model/calls.py)."""

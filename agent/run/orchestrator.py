@@ -32,11 +32,11 @@ from agent.model import names, problems
 from agent.model.key import ObjectKey
 from agent.model.ownership import RunState
 from agent.observe import kubeobserve
-from agent.outcome import forge, notify, report, status
+from agent.outcome import conditions, forge, notify, report, status
 from agent.plan import statusdiff
-from agent.plan.model import Change, Plan, RRsetTarget
+from agent.plan.changes import Change, Plan, RRsetTarget
 from agent.plan.observed import Observed
-from agent.reconcile import dnsapply, events, kubeapply
+from agent.reconcile import dnsresult, events, kubeapply
 from agent.run import crds, dnsrounds, lock, logs, memorize
 from agent.run.memory import ONE_SHOT, Memory
 from agent.run.planning import Options, Targets, plan
@@ -58,7 +58,7 @@ class RunOutcome:
     problems: list[problems.Problem] = dataclasses.field(default_factory=list)
     plan: Plan | None = None
     kube: kubeapply.KubeResult | None = None
-    dns: dnsapply.DnsResult | None = None
+    dns: dnsresult.DnsResult | None = None
     superseded: list[str] = dataclasses.field(default_factory=list)
     parsed: bool = False
     notes_pushed: bool | None = None
@@ -69,6 +69,9 @@ class RunOutcome:
     replan: Plan | None = None  # the second round's plan, of the zones found stale while applying
     deadline_hit: bool = False  # the run's deadline passed with something left undone
     unready: int = 0  # Deployments of instances whose pods were not all ready when the run wrote statuses
+    # a later run may do what this one could not (the errors' `retryable`: a server or pod not reachable
+    # yet, the deadline): a long-running agent runs again soon instead of at its next tick
+    retryable: bool = False
 
     @property
     def refusals(self) -> list[str]:
@@ -166,7 +169,7 @@ class _Run:
             with timed(self.steps, "fetch"):
                 snap = self.source.snapshot()
         except AgentError as exc:
-            return RunOutcome(self.run_id, None, "unreachable", message=str(exc))
+            return RunOutcome(self.run_id, None, "unreachable", message=str(exc), retryable=exc.retryable)
         logs.revision.set(snap.revision)
         skipped = self.source.superseded(self.state.seen, snap.revision) if self.writes else []
         planned = plan(snap, self.targets, self.options, memory=self.memory, deadline=self.deadline,
@@ -243,6 +246,7 @@ class _Run:
     def _apply(self, desired: Desired, result: RunOutcome) -> None:
         plan, options, api = result.plan, self.options, self.targets.kube_api
         assert plan is not None
+        lasting = False  # a step failed for a reason a later run would meet again
         try:
             if api is not None and plan.kube is not None:
                 if options.install_crds and not self.kube_fast:
@@ -263,7 +267,7 @@ class _Run:
             if api is not None and result.kube is not None:
                 with timed(self.steps, "status"):
                     only = status.affected(desired, plan, result.kube, result.dns) if self.kube_fast else None
-                    waiting = status.unready(result.kube.live)
+                    waiting = conditions.unready(result.kube.live)
                     result.unready = len(waiting)
                     pods = kubeobserve.pods(api, waiting)  # why they do not start
                     wanted = status.wanted(desired, result.kube, revision=result.revision, dns=result.dns, only=only,
@@ -273,7 +277,11 @@ class _Run:
         except AgentError as exc:  # a whole step failed (CRDs, the store, the deadline): the rest waits
             log.warning("apply stopped: %s", exc)
             result.errors.append(str(exc))
+            lasting = not exc.retryable
         result.outcome = "partial" if result.failures or result.conflicts else "applied"
+        # foreign data, a refused zone or a lasting error stay what they are until someone acts
+        refused = result.replan is not None and bool(result.replan.refusals)
+        result.retryable = result.outcome == "partial" and not (lasting or refused or result.conflicts)
         if result.outcome == "partial":
             result.message = self._partial(result)
         memorize.after_run(self.memory, desired, result.kube, result.dns, self.observed,

@@ -24,7 +24,7 @@ from agent.model.limits import Limits
 from agent.observe import dnsobserve, kubeobserve
 from agent.outcome import forge, notify
 from agent.plan import build
-from agent.plan.model import Plan
+from agent.plan.changes import Plan
 from agent.plan.observed import Observed
 from agent.run import collector, validation
 from agent.run.memory import ONE_SHOT, Memory

@@ -24,7 +24,8 @@ from agent.run import logs, metrics
 from agent.run import orchestrator as runner
 
 log = logging.getLogger("agent.run.scheduler")  # the lines operators already filter on
-TRIGGERS = {"start": "start-up", "leadership": "start-up", "schedule": "schedule", "webhook": "webhook"}
+TRIGGERS = {"start": "start-up", "leadership": "start-up", "schedule": "schedule", "webhook": "webhook",
+            "retry": "retry"}
 RECONCILED = ("applied", "partial", "rejected", "unreachable", "error")  # looked at the revision again
 
 

@@ -26,6 +26,7 @@ from agent.run import orchestrator as runner
 from agent.run import settings as config
 
 log = logging.getLogger(__name__)
+RETRY_FIRST = 5.0  # seconds before the first retry of a run that may succeed later
 
 
 class Agent:
@@ -44,6 +45,7 @@ class Agent:
                         if self.api is not None and settings.leader_election else None)
         self.triggers = throttle.Triggers(settings.webhook_min_interval)
         self.stopping = threading.Event()
+        self.backoff = 0  # retries in a row (see _retry)
         state = self.store.load_run()
         self.ready = runner.serving(state)  # serving the newest good revision
         self.trace = runtrace.RunTrace(self.metrics, api=self.api, agent_namespace=settings.agent_namespace,
@@ -113,11 +115,25 @@ class Agent:
             if self.elector is not None and not self.elector.leader:
                 continue  # a standby does not sync (it is ready while the leader serves the newest good revision)
             try:
-                self.run_once(why)
+                self._retry(self.run_once(why))
             except Exception as exc:  # the loop boundary: log, count, keep serving
                 log.exception("sync run failed")
                 self.trace.failed(runtrace.TRIGGERS.get(why, why), exc)
             self.runs += 1
+
+    def _retry(self, run: runner.RunOutcome | None) -> None:
+        """A run that may succeed later (`retryable`: a pod not ready yet, a server not reachable) is
+        run again soon: after RETRY_FIRST seconds, doubling on each retry up to the interval; a run
+        that needs none resets the back-off."""
+        if run is None or not getattr(run, "retryable", False):
+            self.backoff = 0
+            return
+        delay = min(self.settings.interval, RETRY_FIRST * 2 ** self.backoff)
+        self.backoff += 1
+        log.info("run %s was %s and may succeed later: running again in %.0f s", run.run_id, run.outcome, delay)
+        timer = threading.Timer(delay, self.trigger, ["retry"])
+        timer.daemon = True
+        timer.start()
 
     def start(self) -> None:
         if self.elector is not None:

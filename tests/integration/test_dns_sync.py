@@ -19,7 +19,7 @@ from agent.clients import endpoints as config
 from agent.clients import rfc2136 as records
 from agent.clients.statestore import FileStore
 from agent.desired import hierarchy as desired
-from agent.reconcile import dnsapply
+from agent.reconcile import dnsresult
 from agent.run import orchestrator
 from tests.conftest import ROOT, load_dir
 from tests.support import agentrun, dnsrepo
@@ -38,7 +38,7 @@ def _run(sample: dict[str, Any], **kwargs: Any) -> orchestrator.RunOutcome:
     return agentrun.sync_dir(sample["root"], state=sample["state"], endpoints=sample["endpoints"], **kwargs)
 
 
-def _sync(sample: dict[str, Any], **kwargs: Any) -> dnsapply.DnsResult:
+def _sync(sample: dict[str, Any], **kwargs: Any) -> dnsresult.DnsResult:
     run = _run(sample, **kwargs)
     assert run.dns is not None, (run.outcome, run.message, [str(p) for p in run.problems], run.refusals)
     return run.dns

@@ -1,0 +1,109 @@
+"""The UPDATE messages of a zone's RRset changes, rendered straight to wire form, in batches (RFC 2136).
+
+Each change is guarded by a prerequisite (RFC 2136 section 2.4) so it only applies if every RRset
+still holds what the agent observed: an update or delete requires the exact observed RRset, a
+create requires that no RRset of that name and type exists. The first message of a zone carries the
+prerequisites of all its changes when they fit (`batches`), so a zone changed meanwhile is usually
+refused before any of its batches is written. Sending them: agent/clients/rfc2136.py.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import dns.rdata
+import dns.rdataclass
+import dns.rdatatype
+import dns.update
+
+from agent.clients import rfc2136
+from agent.clients.endpoints import TsigKey
+from agent.desired import rrsets
+from agent.plan.zoneplan import RRChange
+
+DEFAULT_BATCH = 1000
+
+
+class _Rendered:
+    """Resource records already in wire form, standing in for an RRset in a message section: the
+    message renders them as they are (dnspython's renderer calls `to_wire`, as it would an RRset's).
+    Building a large UPDATE through dnspython's RRset objects costs more than named takes to apply it."""
+
+    def __init__(self) -> None:
+        self.records: list[bytes] = []
+        self.size = 0
+
+    def add(self, records: list[bytes], size: int) -> None:
+        self.records += records
+        self.size += size
+
+    def to_wire(self, file: Any, compress: Any = None, origin: Any = None, **kw: Any) -> int:
+        file.write(b"".join(self.records))
+        return len(self.records)
+
+
+_RR = struct.Struct("!HHIH")  # type, class, TTL, RDLENGTH
+_MESSAGE_BUDGET = 60_000  # octets of prerequisites and updates per message (a DNS message holds 65,535)
+
+
+def _records(owner: bytes, rtype: int, rr: rrsets.RRset, ttl: int) -> list[bytes]:
+    objects = rr.objects or tuple(dns.rdata.from_text(dns.rdataclass.IN, rr.rtype, v) for v in rr.rdatas)
+    return [owner + _RR.pack(rtype, dns.rdataclass.IN, ttl, len(w)) + w for w in (o.to_wire() or b"" for o in objects)]
+
+
+def _change_wire(change: RRChange) -> tuple[list[bytes], list[bytes]]:
+    """(prerequisite RRs, update RRs) of one change, RFC 2136 2.4 and 2.5."""
+    owner, rtype = rfc2136.name_wire(change.key[0]), dns.rdatatype.from_text(change.key[1])
+    prerequisite = ([owner + _RR.pack(rtype, dns.rdataclass.NONE, 0, 0)] if change.before is None  # not there
+                    else _records(owner, rtype, change.before, 0))  # there with exactly these data (TTL zero)
+    update = [owner + _RR.pack(rtype, dns.rdataclass.ANY, 0, 0)]  # delete the RRset ...
+    if change.after is not None:  # ... and add the new one
+        update += _records(owner, rtype, change.after, change.after.ttl)
+    return prerequisite, update
+
+
+def build_updates(zone: str, changes: list[RRChange], tsig: TsigKey | None, *,
+                  batch: int = DEFAULT_BATCH) -> list[dns.update.UpdateMessage]:
+    """UPDATE messages of at most `batch` changes (and what fits in one message), each change guarded
+    by its prerequisite (the first message also by those of the later ones: `batches`)."""
+    return [message for message, _ in batches(zone, changes, tsig, batch=batch)]
+
+
+def batches(zone: str, changes: list[RRChange], tsig: TsigKey | None, *,
+            batch: int = DEFAULT_BATCH) -> list[tuple[dns.update.UpdateMessage, list[RRChange]]]:
+    """The UPDATE messages of a zone's changes, each with the changes it writes: at most `batch` changes
+    (and what fits in one message), each guarded by its prerequisite. The first message also carries
+    the prerequisites of the later messages' changes, as many as fit (all of them, unless they are
+    many and large): a zone changed since it was observed is then usually refused before anything of
+    it is written, rather than after its first batches went out. Every later message still carries
+    its own prerequisites (the zone may change between messages)."""
+    keyring, keyname, algorithm = rfc2136.tsig_keyring(tsig)
+    out: list[tuple[dns.update.UpdateMessage, list[RRChange]]] = []
+    prerequisites = updates = first = _Rendered()
+    extra = _Rendered()  # the later batches' prerequisites that the first message checks too
+    written: list[RRChange] = []
+    taken, room = batch, 0  # room: what the first message can still take, once it is complete
+    for change in changes:
+        prerequisite, update = _change_wire(change)
+        sizes = sum(len(r) for r in prerequisite), sum(len(r) for r in update)
+        if taken >= batch or prerequisites.size + updates.size + sum(sizes) > _MESSAGE_BUDGET:
+            if len(out) == 1:
+                room = _MESSAGE_BUDGET - prerequisites.size - updates.size
+            message = dns.update.UpdateMessage(zone, keyring=keyring, keyname=keyname, keyalgorithm=algorithm)
+            prerequisites, updates, written, taken = _Rendered(), _Rendered(), [], 0
+            message.prerequisite.append(prerequisites)  # type: ignore[arg-type]  # rendered RRs (see _Rendered)
+            message.update.append(updates)  # type: ignore[arg-type]
+            out.append((message, written))
+            first = first if len(out) > 1 else prerequisites
+        if len(out) > 1 and sizes[0] <= room:
+            extra.add(prerequisite, sizes[0])
+            room -= sizes[0]
+        elif len(out) > 1:  # in order: once one does not fit, the rest is checked by its own batch only
+            room = 0
+        prerequisites.add(prerequisite, sizes[0])
+        updates.add(update, sizes[1])
+        written.append(change)
+        taken += 1
+    first.add(extra.records, extra.size)
+    return out
