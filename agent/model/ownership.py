@@ -98,7 +98,6 @@ class RunState:
     notes_pending: bool = False  # a report could not be pushed: the next run pushes it, even with nothing to do
     message: str = ""  # that run's outcome in a line, for people (the status object shows it)
     suspended: bool = False  # read from the store's suspend mark (not part of the record itself)
-    unready: bool = False  # some instance's pods were not all ready: the next tick looks again, head unchanged
 
     def to_json(self) -> str:
         doc: dict[str, Any] = {"applied": self.applied, "seen": self.seen, "outcome": self.outcome,
@@ -107,16 +106,13 @@ class RunState:
             doc["notesPending"] = True
         if self.message:
             doc["message"] = self.message
-        if self.unready:
-            doc["unready"] = True
         return json.dumps(doc, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> RunState:
         doc: dict[str, Any] = json.loads(text) if text.strip() else {}
         return cls(doc.get("applied"), doc.get("seen"), doc.get("outcome"), float(doc.get("reconciledAt", 0.0)),
-                   bool(doc.get("notesPending", False)), str(doc.get("message", "")),
-                   unready=bool(doc.get("unready", False)))
+                   bool(doc.get("notesPending", False)), str(doc.get("message", "")))
 
 
 def from_legacy(text: str) -> tuple[RunState, dict[str, ZoneOwnership]]:

@@ -39,6 +39,7 @@ from agent.clients import rfc2136, updatewire
 from agent.clients.deadline import Deadline
 from agent.clients.endpoints import Endpoint, by_server
 from agent.clients.statestore import Store
+from agent.desired import nameservers
 from agent.errors import AgentError, ZoneApiError
 from agent.model.ownership import ZoneOwnership
 from agent.plan.observed import ZoneObserved
@@ -232,10 +233,12 @@ class DnsApply:
             seen = zp.observed.get(primary)
             if seen is None or seen.error:
                 continue
-            if not plan.changes:
+            if not plan.changes and seen.rrsets is not None:
                 result.after[primary] = seen
                 continue
-            rrsets = dict(seen.rrsets or {})
+            # a server the zone was just created on holds what the create wrote: its apex NS and glue
+            base = seen.rrsets if seen.rrsets is not None else (nameservers.created(zp.zone) if zp.zone else {})
+            rrsets = dict(base)
             for change in plan.changes:
                 if change.after is None:
                     rrsets.pop(change.key, None)

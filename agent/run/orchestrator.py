@@ -125,7 +125,8 @@ def run(source: RevisionSource, targets: Targets, options: Options, *, run_id: s
     try:
         with lock.held(source.lock_path, wait=options.lock_wait):
             result = one.go()
-        result.deadline_hit = one.deadline.expired and bool(result.failures)
+        cut = bool(result.failures) or result.outcome in ("unreachable", "partial")
+        result.deadline_hit = one.deadline.expired and cut
         return result
     except lock.Busy as exc:
         return RunOutcome(run_id, None, "busy", message=str(exc))
@@ -240,8 +241,7 @@ class _Run:
             return False  # a long-running agent just started: reconcile now, not at the first push
         fresh = time.time() - self.state.reconciled_at < self.options.resync_after
         done = self.state.outcome in ("applied", "rejected")
-        settled = not self.state.unready  # pods still starting (or failing): their statuses say so at every tick
-        return head == self.state.seen and done and settled and fresh and not self.options.dry_run
+        return head == self.state.seen and done and fresh and not self.options.dry_run
 
     def _apply(self, desired: Desired, result: RunOutcome) -> None:
         plan, options, api = result.plan, self.options, self.targets.kube_api
@@ -351,14 +351,13 @@ class _Run:
     def _next_state(self, snap: Snapshot, result: RunOutcome) -> RunState:
         old = self.state
         message = (result.message or f"{result.outcome} {snap.revision[:12]}")[:300]
-        new = RunState(old.applied, snap.revision, result.outcome, time.time(), message=message,
-                       unready=result.unready > 0)
+        new = RunState(old.applied, snap.revision, result.outcome, time.time(), message=message)
         if result.outcome in ("applied", "partial"):
             new.applied = snap.revision
         elif result.refusals:
             new.outcome = "refused"  # looked at again on every run: --force or a new commit may allow it
-        same = (new.applied, new.seen, new.outcome, new.message, old.notes_pending, new.unready) == (
-            old.applied, old.seen, old.outcome, old.message, False, old.unready)
+        same = (new.applied, new.seen, new.outcome, new.message, old.notes_pending) == (
+            old.applied, old.seen, old.outcome, old.message, False)
         if same and new.reconciled_at - old.reconciled_at < self.options.resync_after / 2:
             new.reconciled_at = old.reconciled_at  # nothing new to remember: no write
         return new

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pathlib
 import subprocess
@@ -95,7 +96,8 @@ def test_bad_commits_are_rejected_change_nothing_and_the_fix_applies(
         world: dict[str, Any], kube: KubeCluster, namespace: str) -> None:
     remote, tag = world["remote"], world["tag"]
     files = {k: v.replace("dns-system", namespace) if v else v for k, v in world["files"].items()}
-    endpoints = {k.replace("dns-system", namespace): v for k, v in world["endpoints"].items()}
+    endpoints = {k.replace("dns-system", namespace): dataclasses.replace(v, instance=k.replace("dns-system", namespace))
+                 for k, v in world["endpoints"].items()}
     world["endpoints"] = {**world["endpoints"], **endpoints}
     api = KubeApi.from_kubeconfig(str(kube.kubeconfig))
 
