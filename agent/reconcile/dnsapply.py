@@ -65,10 +65,6 @@ class _Stop(Exception):
     """Nothing more is written to this zone in this run (the reason is already in the result)."""
 
 
-class _Stale(AgentError):
-    """An UPDATE's prerequisite failed: the zone changed since it was observed."""
-
-
 class DnsApply:
     def __init__(self, endpoints: Mapping[str, Endpoint], store: Store, options: DnsApplyOptions,
                  deadline: Deadline) -> None:

@@ -68,7 +68,6 @@ class RunOutcome:
     steps: Steps = dataclasses.field(default_factory=dict)  # the wall time of each step this run made (steps.py)
     replan: Plan | None = None  # the second round's plan, of the zones found stale while applying
     deadline_hit: bool = False  # the run's deadline passed with something left undone
-    unready: int = 0  # Deployments of instances whose pods were not all ready when the run wrote statuses
     # a later run may do what this one could not (the errors' `retryable`: a server or pod not reachable
     # yet, the deadline): a long-running agent runs again soon instead of at its next tick
     retryable: bool = False
@@ -267,9 +266,7 @@ class _Run:
             if api is not None and result.kube is not None:
                 with timed(self.steps, "status"):
                     only = status.affected(desired, plan, result.kube, result.dns) if self.kube_fast else None
-                    waiting = conditions.unready(result.kube.live)
-                    result.unready = len(waiting)
-                    pods = kubeobserve.pods(api, waiting)  # why they do not start
+                    pods = kubeobserve.pods(api, conditions.unready(result.kube.live))  # why they do not start
                     wanted = status.wanted(desired, result.kube, revision=result.revision, dns=result.dns, only=only,
                                            changed=status.changed_zones(plan), pods=pods)
                     todo = statusdiff.to_write(wanted, result.kube.live, result.kube.conflicts, events.now())
