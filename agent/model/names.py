@@ -21,6 +21,7 @@ ROLE_LABEL = "bindy.firestoned.io/role"
 # Per-zone overrides of the safety gate (DNSZone annotations).
 FORCE_ANNOTATION = "bindy.firestoned.io/allow-unsafe-plan"
 THRESHOLD_ANNOTATION = "bindy.firestoned.io/delete-threshold-percent"
+DEFAULT_DELETE_THRESHOLD = 0.30  # the share of a zone's records one plan may delete unless forced (agent/gate/safety.py)
 
 # Defaults.
 DEFAULT_NAMESPACE = "default"  # for namespaced objects in Git that name none
@@ -41,6 +42,7 @@ DEFAULT_LOCK_WAIT = 30  # seconds a run waits for another run of the same source
 DEFAULT_RESYNC_AFTER = 600  # seconds after which an unchanged revision is reconciled again
 LEASE_NAME = "bindy-agent"  # the Lease of leader election, in the agent's namespace
 DEFAULT_LEASE_DURATION = 15  # seconds before a silent leader is replaced
+LEADER_LABEL = "bindy.firestoned.io/leader"  # "true" on the Lease holder's pod: the webhook Service selects it
 
 # Tenancy: the agent's settings decide where a repository may reach, never the repository.
 DEFAULT_ALLOWED_NAMESPACES = (DEFAULT_PROVIDER_NAMESPACE,)  # Bindy's own namespace; widen with settings

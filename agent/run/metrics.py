@@ -7,6 +7,7 @@ words (outcomes, triggers, steps, layers, call targets): never a name from the r
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -31,6 +32,7 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = prometheus_client.CollectorRegistry()
+        self._lock = threading.Lock()  # a scrape sees a run's metrics all updated or none of them
         r = self.registry
         self._run_metrics(r)
         self._call_metrics(r)
@@ -112,8 +114,8 @@ class Metrics:
         self.events = prometheus_client.Counter("bindy_agent_events", "Kubernetes Events emitted on clusters and "
                                                 "providers, by reason", ["reason"], registry=r)
         self.deliveries = prometheus_client.Counter("bindy_agent_webhook_deliveries",
-                                                    "Webhook deliveries by result (accepted, refused)", ["result"],
-                                                    registry=r)
+                                                    "Webhook deliveries by result (accepted, refused, standby)",
+                                                    ["result"], registry=r)
 
     def call(self, target: str, operation: str, result: str, seconds: float) -> None:
         """One external call (agent/model/calls.py)."""
@@ -125,9 +127,20 @@ class Metrics:
         self.ready.set_function(lambda: 1.0 if ready() else 0.0)
         self.leader.set_function(lambda: 1.0 if leader() else 0.0)
 
+    def exposition(self) -> bytes:
+        """The text /metrics answers, never halfway through recording a run (runs_total counted but
+        consecutive_failures not yet, say)."""
+        with self._lock:
+            return prometheus_client.generate_latest(self.registry)
+
     def record(self, run: orchestrator.RunOutcome, seconds: float, api_calls: Mapping[str, int], *,
                trigger: str = "schedule", applied_before: str | None = None) -> None:
         """One run. `applied_before`: the revision applied before it (its changes to that revision are drift)."""
+        with self._lock:
+            self._record(run, seconds, api_calls, trigger=trigger, applied_before=applied_before)
+
+    def _record(self, run: orchestrator.RunOutcome, seconds: float, api_calls: Mapping[str, int], *,
+                trigger: str, applied_before: str | None) -> None:
         self.duration.observe(seconds)
         self.runs.labels(run.outcome, trigger).inc()
         for verb, count in api_calls.items():
@@ -171,8 +184,9 @@ class Metrics:
 
     def failed(self, trigger: str) -> None:
         """A run that raised (a bug, caught at the loop boundary)."""
-        self.runs.labels("error", trigger).inc()
-        self.failures.inc()
+        with self._lock:
+            self.runs.labels("error", trigger).inc()
+            self.failures.inc()
 
     def _managed(self, run: orchestrator.RunOutcome) -> None:
         if run.kube is not None:

@@ -14,6 +14,7 @@ sha256=<HMAC of the body>). SIGTERM finishes the current run, then stops.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -21,7 +22,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from agent.clients.kubeapi import KubeApi
 from agent.errors import AgentError
-from agent.run import compose, httpserver, lease, memory, metrics, runtrace, throttle, webhook
+from agent.run import compose, httpserver, leaderlabel, lease, memory, metrics, runtrace, throttle, webhook
 from agent.run import orchestrator as runner
 from agent.run import settings as config
 
@@ -43,6 +44,9 @@ class Agent:
                                             settings.agent_namespace, name=settings.lease_name,
                                             duration=settings.lease_duration)
                         if self.api is not None and settings.leader_election else None)
+        pod = os.environ.get("POD_NAME")  # set by deploy/deployment.yaml
+        self.label = (leaderlabel.LeaderLabel(self.elector.api, settings.agent_namespace, pod)
+                      if self.elector is not None and pod else None)  # the webhook Service selects the leader
         self.triggers = throttle.Triggers(settings.webhook_min_interval)
         self.stopping = threading.Event()
         self.backoff = 0  # retries in a row (see _retry)
@@ -61,9 +65,10 @@ class Agent:
 
     def _http_server(self) -> httpserver.Server:
         s = self.settings
-        endpoints = webhook.App(alive=self.alive, ready=self.is_ready, registry=self.metrics.registry,
+        endpoints = webhook.App(alive=self.alive, ready=self.is_ready, exposition=self.metrics.exposition,
                                       secret=self.secret, deliveries=self.metrics.deliveries,
-                                      on_delivery=lambda: self.trigger(throttle.WEBHOOK))
+                                      on_delivery=lambda: self.trigger(throttle.WEBHOOK),
+                                      leading=lambda: self.elector is None or self.elector.leader)
         host, _, port = s.listen.rpartition(":")
         limits = httpserver.HttpLimits(max_body=s.webhook_max_body, header_timeout=s.http_header_timeout,
                                    body_timeout=s.http_body_timeout, connection_limit=s.http_connection_limit)
@@ -102,9 +107,17 @@ class Agent:
         assert self.elector is not None
         while not self.stopping.wait(self.settings.lease_duration / 3):
             was = self.elector.leader
-            if self.elector.tick() and not was:
+            if self._tick() and not was:
                 self.memory.forget_world()  # another replica may have written meanwhile
                 self.trigger("leadership")
+
+    def _tick(self) -> bool:
+        """One renewal (or attempt to take the Lease); the pod's leader label follows the result."""
+        assert self.elector is not None
+        leader = self.elector.tick()
+        if self.label is not None:
+            self.label.follow(leader)
+        return leader
 
     def _loop(self) -> None:
         while not self.stopping.is_set():
@@ -136,13 +149,13 @@ class Agent:
         timer.start()
 
     def start(self) -> None:
-        if self.elector is not None:
-            self.elector.tick()
-            threading.Thread(target=self._elect, name="lease", daemon=True).start()
         every = IntervalTrigger(seconds=self.settings.interval, jitter=self.settings.jitter)
         self.scheduler.add_job(self.trigger, every, args=["schedule"], coalesce=True, max_instances=1, id="sync")
         self.worker.start()
         self.http_thread.start()
+        if self.elector is not None:  # after the server: the leader label sends webhooks to this pod
+            self._tick()
+            threading.Thread(target=self._elect, name="lease", daemon=True).start()
         self.scheduler.start()
         self.trigger("start")
         log.info("bindy-agent running: %s (%s), every %.0f s, listening on %s%s%s", self.settings.repo,
@@ -161,6 +174,8 @@ class Agent:
         self.triggers.interrupt()
         self.worker.join(timeout=300)
         if self.elector is not None:
+            if self.label is not None:
+                self.label.follow(False)  # webhooks stop coming here before the standby takes over
             self.elector.release()
         self.http_stop.set()
         self.httpd.wake()

@@ -60,10 +60,11 @@ class App:
 
     alive: Callable[[], bool]
     ready: Callable[[], bool]
-    registry: prometheus_client.CollectorRegistry
+    exposition: Callable[[], bytes]  # the /metrics text
     secret: bytes | None
-    deliveries: prometheus_client.Counter  # by result: accepted, refused
+    deliveries: prometheus_client.Counter  # by result: accepted, refused, standby
     on_delivery: Callable[[], None]  # a delivery passed its signature check
+    leading: Callable[[], bool] = lambda: True  # False on a standby replica: it does not sync
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         reply = self._route(environ)
@@ -85,7 +86,7 @@ class App:
             return (Reply("200 OK", b"ready\n") if self.ready()
                     else Reply("503 Service Unavailable", b"not serving the newest good revision: none applied "
                                                      b"yet, or the newest commit was rejected\n"))
-        return Reply("200 OK", prometheus_client.generate_latest(self.registry), prometheus_client.CONTENT_TYPE_LATEST)
+        return Reply("200 OK", self.exposition(), prometheus_client.CONTENT_TYPE_LATEST)
 
     def _hook(self, environ: WSGIEnvironment) -> Reply:
         """Checks the signature before anything else touches the body; the body is never parsed."""
@@ -99,6 +100,10 @@ class App:
             self.deliveries.labels("refused").inc()
             log.warning("webhook call from %s with a missing or bad signature refused", environ.get("REMOTE_ADDR"))
             return Reply("401 Unauthorized", b"bad or missing signature\n")
+        if not self.leading():  # reached directly: the Service selects the leader's pod only
+            self.deliveries.labels("standby").inc()
+            return Reply("503 Service Unavailable", b"this replica is a standby and does not sync: send webhooks "
+                         b"to the Service bindy-agent, which selects the leader's pod\n")
         self.deliveries.labels("accepted").inc()
         self.on_delivery()
         return Reply("202 Accepted", b"sync requested\n")

@@ -201,16 +201,19 @@ metadata: {{name: bulk-{i}, namespace: dns-system, labels: {{zone: example-com}}
 spec: {{name: bulk-{i}, ipv4Addresses: ["198.51.100.{i % 250 + 1}"]}}""" for i in range(150))
     inst.push({"records/example-com/bulk.yaml": records + "\n"}, "150 records")
     holder = _lease_holder(inst)
+    assert inst.webhook_endpoint() == holder  # the webhook Service selects the leader's pod only
     runs = _runs_started(inst, holder)
     assert inst.webhook() in (200, 202)
-    # the holder's next run has started (the webhook's, or the schedule's should the Service have
-    # handed the webhook to the standby): it fetches, plans, then writes 150 UPDATEs
+    # the holder's run for the webhook has started: it fetches, plans, then writes 150 UPDATEs
     _wait(lambda: _runs_started(inst, holder) > runs, 30, f"a run started by {holder}", inst)
     kubectl(inst.node, "-n", AGENT_NS, "delete", "pod", holder, "--grace-period=0", "--force", "--wait=false")
     desired = inst.desired()
     took = inst.wait_served(desired, PUSH_TIMEOUT)
     print(f"\n[e2e] agent pod {holder} killed mid-sync: converged {took:.1f} s later")
     assert inst.extra(desired) == []
+    new = _lease_holder(inst)
+    assert new != holder
+    _wait(lambda: inst.webhook_endpoint() == new, 30, f"the webhook Service selecting the new leader {new}", inst)
 
 
 def test_replicas_2_both_primary_pods_serve_every_zone(installed: Installation) -> None:

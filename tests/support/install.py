@@ -174,7 +174,24 @@ patches:
         svc = self.core().read_namespaced_service("bindy-agent", AGENT_NS)
         return f"http://{svc.spec.cluster_ip}:8080"
 
+    def webhook_endpoint(self, timeout: float = 60) -> str:
+        """The pod behind the webhook Service: the Lease holder's (deploy/service.yaml selects the pod
+        with the leader label). Waits for one, as a Git server's delivery has to (a leader that just died
+        is replaced within the lease duration)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            eps = self.core().read_namespaced_endpoints("bindy-agent", AGENT_NS)
+            pods = [a.target_ref.name for sub in eps.subsets or [] for a in (sub.addresses or []) + (
+                sub.not_ready_addresses or []) if a.target_ref is not None]
+            if pods:
+                return str(pods[0]) if len(pods) == 1 else ",".join(sorted(pods))
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no agent pod behind the webhook Service after {timeout:.0f} s: " + "; ".join(
+                    f"{p.metadata.name} {p.status.phase} labels={p.metadata.labels}" for p in self.agent_pods()))
+            time.sleep(0.5)
+
     def webhook(self) -> int:
+        self.webhook_endpoint()
         body = b'{"ref": "refs/heads/main"}'
         signature = "sha256=" + hmac.new(self.webhook_secret.encode(), body, hashlib.sha256).hexdigest()
         req = urllib.request.Request(f"{self.agent_url()}/hooks/git", data=body, method="POST", headers={
