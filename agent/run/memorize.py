@@ -46,3 +46,26 @@ def after_run(memory: Memory, desired: Desired, kube: KubeResult | None, dns: Dn
                 memory.dns.sources[zr.name] = wanted.get(zr.name)
         memory.dns_at = memory.dns_at if dns_fast else now
         memory.serials_at = memory.serials_at if observed.dns is not None and observed.dns.focus is not None else now
+
+
+def after_observe(memory: Memory, desired: Desired, observed: Observed, *, agent_namespace: str,
+                  kube_fast: bool, dns_fast: bool) -> None:
+    """What a standby read while following (agent/run/follow.py): the cluster as listed, and what each
+    primary serves with its serial. Nothing is marked as applied (`sources`): the standby wrote nothing."""
+    if not memory.keeps:
+        return
+    now = time.monotonic()
+    if observed.kube is not None and not kube_fast:
+        memory.kube, memory.agent_namespace, memory.kube_at = observed.kube, agent_namespace, now
+    if observed.dns is None:
+        return
+    wanted = {z.name for z in desired.zones}
+    for zone in (set(memory.dns.zones) | set(memory.dns.sources)) - wanted:
+        memory.dns.forget(zone)
+    for zone, servers in observed.dns.zones.items():
+        for server, seen in servers.items():
+            if seen.error or seen.rrsets is None or seen.serial is None:
+                memory.dns.zones.get(zone, {}).pop(server, None)
+            elif memory.dns.seen(zone, server) is not seen:
+                memory.dns.remember(zone, server, seen)
+    memory.dns_at = memory.dns_at if dns_fast else now

@@ -66,6 +66,16 @@ class Memory:
         """Every zone's serial was asked within `resync_after`: a run may ask only the zones it touches."""
         return self.serials_at is not None and time.monotonic() - self.serials_at < resync_after
 
+    def take_over(self) -> None:
+        """This replica just became the leader: what it observed while following as a standby stays
+        (agent/run/follow.py), but is checked before it is trusted. The cluster is read in full once
+        (the old leader may have written since the standby listed it); every zone's SOA serial is asked,
+        and only the zones whose serial moved are transferred again; no zone counts as applied by it."""
+        self.kube_at = 0.0
+        self.serials_at = None
+        self.dns.sources.clear()
+        self.plans.clear()
+
     def forget_world(self) -> None:
         """Trust nothing remembered of the cluster or the servers (after a failure, a new leader)."""
         self.kube, self.kube_at = None, 0.0

@@ -113,6 +113,9 @@ class Metrics:
                                                ["what"], registry=r)
         self.events = prometheus_client.Counter("bindy_agent_events", "Kubernetes Events emitted on clusters and "
                                                 "providers, by reason", ["reason"], registry=r)
+        self.follows = prometheus_client.Counter("bindy_agent_standby_follows", "Runs of a standby that read the "
+                                                 "newest revision and the world and wrote nothing, by result (ok, "
+                                                 "error)", ["result"], registry=r)
         self.deliveries = prometheus_client.Counter("bindy_agent_webhook_deliveries",
                                                     "Webhook deliveries by result (accepted, refused, standby)",
                                                     ["result"], registry=r)

@@ -22,7 +22,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from agent.clients.kubeapi import KubeApi
 from agent.errors import AgentError
-from agent.run import compose, httpserver, leaderlabel, lease, memory, metrics, runtrace, throttle, webhook
+from agent.run import compose, follow, httpserver, leaderlabel, lease, memory, metrics, runtrace, throttle, webhook
 from agent.run import orchestrator as runner
 from agent.run import settings as config
 
@@ -108,8 +108,19 @@ class Agent:
         while not self.stopping.wait(self.settings.lease_duration / 3):
             was = self.elector.leader
             if self._tick() and not was:
-                self.memory.forget_world()  # another replica may have written meanwhile
+                self._take_over()
                 self.trigger("leadership")
+
+    def _take_over(self) -> None:
+        """What this replica followed as a standby is checked, not thrown away (agent/run/follow.py); the
+        zones' ownership records are read back, since the old leader wrote them."""
+        self.memory.take_over()
+        try:
+            self.store.load_zones(refresh=True)
+        except AgentError as exc:
+            log.warning("taking over: could not read the zones' ownership records (%s): nothing remembered is "
+                        "trusted", exc)
+            self.memory.forget_world()
 
     def _tick(self) -> bool:
         """One renewal (or attempt to take the Lease); the pod's leader label follows the result."""
@@ -126,13 +137,29 @@ class Agent:
                 continue
             log.debug("sync run started by %s", why)
             if self.elector is not None and not self.elector.leader:
-                continue  # a standby does not sync (it is ready while the leader serves the newest good revision)
+                self._follow()  # a standby does not sync; it follows, so that taking over costs a push
+                continue
             try:
                 self._retry(self.run_once(why))
             except Exception as exc:  # the loop boundary: log, count, keep serving
                 log.exception("sync run failed")
                 self.trace.failed(runtrace.TRIGGERS.get(why, why), exc)
             self.runs += 1
+
+    def _follow(self) -> None:
+        b = self.built
+        try:
+            done = follow.follow(b.source, b.targets, b.options, self.memory)
+        except Exception:  # the loop boundary: log, keep serving
+            log.exception("following the source as a standby failed")
+            self.metrics.follows.labels("error").inc()
+            return
+        self.metrics.follows.labels("error" if done.problem else "ok").inc()
+        if done.problem:
+            log.info("standby: could not follow %s: %s", (done.revision or "the source")[:12], done.problem)
+        else:
+            log.info("standby: followed %s (%d zones observed, nothing written)", (done.revision or "")[:12],
+                     done.zones)
 
     def _retry(self, run: runner.RunOutcome | None) -> None:
         """A run that may succeed later (`retryable`: a pod not ready yet, a server not reachable) is

@@ -1,0 +1,60 @@
+"""A standby follows: the replica that does not hold the Lease plans the newest revision against the
+world as the leader would, writes nothing, and keeps what it read, so that taking over costs what a
+push costs instead of a cold start.
+
+    fetch -> load -> desired -> observe (read-only: Kubernetes lists, SOA serials, AXFR) -> plan
+          -> memory: the parsed files, the expanded revision, the cluster and what every primary
+             serves with its serial (agent/run/memorize.py `after_observe`)
+
+Nothing is written: no object, zone, record, status, Event, state record or commit report, and the
+run is not counted as a run. On taking over, `Memory.take_over` keeps the zones but asks every zone's
+SOA serial again (a zone the old leader wrote since is transferred again; the others are not) and
+reads the cluster in full once (the old leader may have written objects after the standby listed them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+from agent.clients.deadline import UNBOUNDED, Deadline
+from agent.errors import AgentError
+from agent.run import lock, memorize
+from agent.run.memory import Memory
+from agent.run.planning import Options, Targets, plan
+from agent.run.revisions import RevisionSource
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class Followed:
+    revision: str | None
+    zones: int = 0  # zones observed
+    problem: str = ""  # why nothing was kept (unreachable source or world, an invalid revision)
+
+
+def follow(source: RevisionSource, targets: Targets, options: Options, memory: Memory) -> Followed:
+    """Plans the newest revision read-only and keeps what was observed; never raises for the world."""
+    deadline = Deadline(options.deadline)
+    if targets.kube_api is not None:
+        targets.kube_api.deadline = deadline
+    source.bound(deadline.remaining)
+    try:
+        with lock.held(source.lock_path, wait=options.lock_wait):
+            snap = source.snapshot()
+            planned = plan(snap, targets, dataclasses.replace(options, mode="detect"), memory=memory,
+                           deadline=deadline)
+    except AgentError as exc:
+        return Followed(None, problem=str(exc))
+    finally:
+        source.bound(None)
+        if targets.kube_api is not None:
+            targets.kube_api.deadline = UNBOUNDED
+    desired = planned.validated.desired
+    if desired is None or not planned.validated.ok or planned.plan is None:
+        return Followed(snap.revision, problem=planned.error or "the revision is not valid")
+    memorize.after_observe(memory, desired, planned.observed, agent_namespace=options.agent_namespace,
+                           kube_fast=planned.kube_fast, dns_fast=planned.dns_fast)
+    zones = len(planned.observed.dns.zones) if planned.observed.dns is not None else 0
+    return Followed(snap.revision, zones=zones)
