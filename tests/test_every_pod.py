@@ -130,7 +130,7 @@ def test_a_pod_without_the_zone_gets_it_created_and_every_rrset_written(tmp_path
     # the placement is the instance's; the agent still owns every RRset; the intent covers the new pod
     assert plan.placements_after == {PRIMARY: "primary", SECONDARY: "secondary"}
     assert plan.managed_after == set(zone.rrsets) and set(plan.intent().writes) == written
-    assert not plan.settled and plan.transfers[POD_B].also_notify == tuple(world.servers[SECONDARY].addresses)
+    assert not plan.in_sync and plan.transfers[POD_B].also_notify == tuple(world.servers[SECONDARY].addresses)
 
 
 def test_every_pod_of_a_new_zone_is_created_and_written(tmp_path: pathlib.Path) -> None:

@@ -34,9 +34,9 @@ def test_a_secondary_pod_that_moved_is_told_to_the_primary_and_remembered(tmp_pa
     zone, world = _world(desired, ["10.1.0.7:5353"], ("10.1.0.8",))  # the secondary's pod was replaced
     plan = zonediff.plan_zone(zone.name, zone, world)
     primary_pod = f"{PRIMARY}@10.1.0.4"
-    assert plan.renotify == [primary_pod] and not plan.settled
+    assert plan.renotify == [primary_pod] and not plan.in_sync
     assert plan.transfers[primary_pod].also_notify == ("10.1.0.8:5353",)
-    assert plan.settled_ownership("rev").notify == ["10.1.0.8:5353"]
+    assert plan.ownership_after("rev").notify == ["10.1.0.8:5353"]
     assert plan.in_flight().notify == ["10.1.0.7:5353"]  # until told, the old list is what is known
 
 

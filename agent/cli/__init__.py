@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
-import logging
 import pathlib
 import sys
 from collections.abc import Callable, Sequence
@@ -324,15 +323,27 @@ def _usage_status(argv: Sequence[str]) -> int:
     return plan_verb.DELTA_ERROR if plan_verb.is_delta(argv) else common.EXIT_ERROR
 
 
+UNLOGGED = ("validate", "schemas")
+"""Verbs whose code logs nothing (their output is what they print): logging is not even imported for them
+unless -v asks, a pre-commit hook's `validate` starting the sooner (bench/cli_startup_bench.py)."""
+
+
+def _log_to_stderr(args: argparse.Namespace) -> None:
+    import logging
+
+    level = {"debug": logging.DEBUG, "info": logging.INFO, "error": logging.ERROR}.get(
+        getattr(args, "log_level", None) or "", logging.WARNING)  # sync --log-level (run checks its own)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else level,
+                        format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+
+
 def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     collector.tune()
     common.Parser.usage_status = _usage_status(argv)
     args = _parser(argv).parse_args(argv)
-    level = {"debug": logging.DEBUG, "info": logging.INFO, "error": logging.ERROR}.get(
-        getattr(args, "log_level", None) or "", logging.WARNING)  # sync --log-level (run checks its own)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else level,
-                        format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    if args.verb not in UNLOGGED or args.verbose:
+        _log_to_stderr(args)
     try:
         return int(args.func(args))
     except KeyboardInterrupt:

@@ -178,9 +178,15 @@ def safety_policy(args: argparse.Namespace) -> safety.Policy:
     """The safety gate's limits from the operator's flags (a repository can only make them stricter)."""
     from agent.gate import safety
 
-    threshold = getattr(args, "delete_threshold_percent", None)
     return safety.Policy(force=getattr(args, "force", False), allow_prune=getattr(args, "allow_prune", False),
-                         delete_threshold=safety.DELETE_THRESHOLD if threshold is None else threshold / 100)
+                         delete_threshold=delete_threshold(args))
+
+
+def delete_threshold(args: argparse.Namespace) -> float:
+    """The share of a zone's records one plan may delete unless forced: --delete-threshold-percent, else the
+    default (without importing the safety gate, which `validate` does not run)."""
+    threshold = getattr(args, "delete_threshold_percent", None)
+    return names.DEFAULT_DELETE_THRESHOLD if threshold is None else threshold / 100
 
 
 def options(args: argparse.Namespace) -> planning.Options:
@@ -200,7 +206,7 @@ def validate(files: Sequence[SourceFile], args: argparse.Namespace, *,
     from agent.run import validation
 
     return validation.validate(files, default_namespace=args.namespace, repo_policy=policy_settings(args),
-                               delete_threshold=safety_policy(args).delete_threshold, limits=limits(args),
+                               delete_threshold=delete_threshold(args), limits=limits(args),
                                progress=progress or validation.quiet)
 
 

@@ -1,4 +1,5 @@
-"""Records on BIND9 over DNS: RFC 2136 UPDATE sent to change, queries to verify (AXFR: agent/clients/axfr.py).
+"""Records on BIND9 over DNS: RFC 2136 UPDATE sent to change, queries that confirm what is served
+(`confirm_served`; AXFR: agent/clients/axfr.py).
 
 Each batch of changes to a zone is ONE UPDATE message over TCP, TSIG-signed, carrying
 prerequisites (the messages and their batches: agent/clients/updatewire.py). BIND applies a
@@ -322,8 +323,8 @@ def serial_of(values: Iterable[str]) -> int | None:
     return None
 
 
-def verify(servers: Iterable[Endpoint], changes: list[RRChange], *, wait: float = 10,
-           nudge: Callable[[list[str]], None] | None = None) -> list[Check]:
+def confirm_served(servers: Iterable[Endpoint], changes: list[RRChange], *, wait: float = 10,
+                   nudge: Callable[[list[str]], None] | None = None) -> list[Check]:
     """Asks every server for every changed RRset until it answers the new data or `wait` runs out.
     After the first pass, `nudge` gets the servers that are behind (e.g. to send a NOTIFY)."""
     want = {c.key: (c.after.rdatas if c.after else ()) for c in changes}

@@ -18,26 +18,19 @@ import hashlib
 import itertools
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.desired import apinames, placement, rrsets, signing, storage, workloads, zoneset
 from agent.desired.memo import NO_MEMO, Memo
 from agent.load.loaded import Loaded
 from agent.load.manifest import Manifest
 from agent.model import kinds, names
-from agent.model.infra import (
-    Bind9Config,
-    Bind9Instance,
-    Bind9InstanceSpec,
-    ClusterBind9Provider,
-    ClusterCommonSpec,
-    DnssecSigning,
-    RndcSecretRef,
-    ZoneSource,
-)
 from agent.model.joined import Joined
 from agent.model.key import ObjectKey
 from agent.model.problems import Origin, Problem, Severity
+
+if TYPE_CHECKING:  # imported with the first infrastructure object: `validate` of zones and records skips them
+    from agent.model.infra import Bind9InstanceSpec, ClusterCommonSpec, DnssecSigning, RndcSecretRef, ZoneSource
 
 INFRA_KINDS = ("ClusterBind9Provider", "Bind9Cluster", "Bind9Instance")  # the CRs objects are generated from
 
@@ -152,6 +145,8 @@ def _clusters(manifest: Manifest, out: list[KubeObject], problems: _Problems) ->
     explicit = {o.key: o for o in manifest.of_kind("Bind9Cluster")}
     for obj in manifest.of_kind("ClusterBind9Provider"):
         if obj.key.kind == "ClusterBind9Provider":
+            from agent.model.infra import ClusterBind9Provider
+
             assert isinstance(obj.model, ClusterBind9Provider)
             out.append(KubeObject(obj.key, obj, TIER_PROVIDER, origin=obj.origin))
             spec = obj.model.spec
@@ -213,12 +208,16 @@ def _instances(manifest: Manifest, clusters: dict[ObjectKey, Cluster], out: list
                                             if f in cfg.rndc_key.model_fields_set}
                 if cluster.spec.zones_from:
                     spec_body["zonesFrom"] = [z.dump() for z in cluster.spec.zones_from]
+                from agent.model.infra import Bind9InstanceSpec
+
                 spec = Bind9InstanceSpec.model_validate(spec_body)
                 out.append(KubeObject(key, _cr("Bind9Instance", key.namespace, name, lbl, spec_body, ckey),
                                       TIER_INSTANCE, owner=ckey, source=cluster.source))
                 instances[key] = Instance(key, ckey.name, role, lbl, spec, list(spec.zones_from or []),
                                           cluster.provider, None, cluster.source)
     for key, obj in explicit.items():
+        from agent.model.infra import Bind9Instance
+
         assert isinstance(obj.model, Bind9Instance)
         spec = obj.model.spec
         parent = clusters.get(ObjectKey("Bind9Cluster", key.namespace, spec.cluster_ref))
@@ -233,6 +232,8 @@ def _instances(manifest: Manifest, clusters: dict[ObjectKey, Cluster], out: list
 
 
 def _settings(inst: Instance, cluster: Cluster | None) -> workloads.InstanceSettings:
+    from agent.model.infra import Bind9Config, ClusterCommonSpec
+
     cspec = cluster.spec if cluster else ClusterCommonSpec.model_validate({"version": None})
     spec = inst.spec
     merged = (cspec.global_ or Bind9Config()).model_dump(exclude_none=True)

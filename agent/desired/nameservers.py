@@ -20,18 +20,16 @@ from __future__ import annotations
 import ipaddress
 from collections import defaultdict
 from collections.abc import Iterable
-
-import dns.exception
-import dns.rdata
-import dns.rdataclass
-import dns.rdatatype
+from typing import TYPE_CHECKING
 
 from agent.desired import rrsets
 from agent.desired.placement import Zone
 from agent.desired.rrsets import RRset
-from agent.model.ownership import Key
 
-IN = dns.rdataclass.IN
+if TYPE_CHECKING:
+    import dns.rdata
+
+    from agent.model.ownership import Key
 
 
 def hosts(zone: Zone) -> list[str]:
@@ -50,7 +48,11 @@ def _address(text: str) -> dns.rdata.Rdata | None:
         ip = ipaddress.ip_address(text)
     except ValueError:
         return None
-    return dns.rdata.from_text(IN, dns.rdatatype.A if ip.version == 4 else dns.rdatatype.AAAA, str(ip))
+    import dns.rdata
+    from dns.rdataclass import IN
+    from dns.rdatatype import RdataType
+
+    return dns.rdata.from_text(IN, RdataType.A if ip.version == 4 else RdataType.AAAA, str(ip))
 
 
 def apex_hosts(zone: Zone, records: Iterable[str] = ()) -> set[str]:
@@ -71,7 +73,7 @@ def glue(zone: Zone, records: Iterable[str] = ()) -> dict[Key, list[dns.rdata.Rd
     for host, ip in pairs:
         name, rdata = rrsets.absolute(host), _address(ip)
         if rdata is not None and name in servers and inside(name, zone.name):
-            out[(name, dns.rdatatype.to_text(rdata.rdtype))][rdata.to_text()] = rdata
+            out[(name, rdata.rdtype.name)][rdata.to_text()] = rdata
     return {key: list(found.values()) for key, found in sorted(out.items())}
 
 
@@ -87,8 +89,13 @@ def stray(zone: Zone) -> list[tuple[str, str]]:
 
 
 def _ns(zone: Zone) -> RRset | None:
+    import dns.exception
+    import dns.rdata
+    from dns.rdataclass import IN
+    from dns.rdatatype import RdataType
+
     try:
-        objects = [dns.rdata.from_text(IN, dns.rdatatype.NS, h) for h in hosts(zone)]
+        objects = [dns.rdata.from_text(IN, RdataType.NS, h) for h in hosts(zone)]
     except dns.exception.DNSException:
         return None  # not a host name: placement reports it
     return rrsets.build(zone.name, zone.name, "NS", zone.default_ttl, (o.to_text() for o in objects), objects)

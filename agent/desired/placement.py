@@ -13,15 +13,18 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 from agent.desired import rrsets
 from agent.desired.findings import Findings
 from agent.load.loaded import Loaded
 from agent.model import syntax
-from agent.model.infra import ZoneSource
 from agent.model.key import ObjectKey
 from agent.model.problems import Origin, Problem, Severity
 from agent.model.zone import DNSZone, DNSZoneSpec
+
+if TYPE_CHECKING:
+    from agent.model.infra import ZoneSource
 
 
 @dataclasses.dataclass(frozen=True)

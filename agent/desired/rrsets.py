@@ -12,30 +12,22 @@ every DNS provider do, not refused.
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-import dns.exception
-import dns.name
-import dns.rdata
-import dns.rdataclass
-import dns.rdatatype
-import dns.rdtypes.ANY.CAA
-import dns.rdtypes.ANY.CNAME
-import dns.rdtypes.ANY.MX
-import dns.rdtypes.ANY.NS
-import dns.rdtypes.ANY.TXT
-import dns.rdtypes.IN.A
-import dns.rdtypes.IN.AAAA
-import dns.rdtypes.IN.SRV
+from agent.model import syntax
 
-from agent.model import records, syntax
+if TYPE_CHECKING:
+    # dnspython and the record models are imported by the first record (desired/recorddata.py) or host name
+    # checked: `validate` of a repository without records loads neither (bench/cli_startup_bench.py)
+    import dns.name
+    import dns.rdata
 
-IN = dns.rdataclass.IN
+    from agent.model import records
+
 DEFAULT_TTL = 300  # Bindy's DEFAULT_DNS_RECORD_TTL_SECS: a record (or zone) without `ttl`
 _LABEL = re.compile(r"\*|[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
-_CAA_TAG = re.compile(r"[A-Za-z0-9]{1,15}")
 MAX_RDATA = 65535  # octets of one record's data (RDLENGTH is 16 bits)
 # An UPDATE changing an RRset carries the old one (prerequisite) and the new one in one DNS message of
 # at most 65,535 octets: an RRset of at most half that always fits.
@@ -80,6 +72,9 @@ def absolute(name: str) -> str:
 
 def check_hostname(value: str, path: str, *, require_fqdn: bool) -> dns.name.Name:
     """A host name target (CNAME, MX, NS, SRV): valid labels, and absolute when Bindy needs it."""
+    import dns.exception
+    import dns.name
+
     if CONTROL.search(value) or CONFIG_UNSAFE.search(value) or " " in value:
         raise RecordError(path, f"{value!r} contains a character not allowed in a host name")
     if value == ".":
@@ -120,114 +115,18 @@ def owner_name(name: str, zone: str) -> str:
     return fqdn
 
 
-def _txt_chunks(text: str) -> list[bytes]:
-    data = text.encode()
-    return [data[i:i + 255] for i in range(0, len(data), 255)] or [b""]
-
-
-def _addresses(values: list[str], field: str, family: type[ipaddress.IPv4Address | ipaddress.IPv6Address]) -> list[str]:
-    for i, addr in enumerate(values):
-        try:
-            family(addr)
-        except ValueError:
-            version = "IPv4" if family is ipaddress.IPv4Address else "IPv6"
-            raise RecordError(f"spec.{field}[{i}]", f"{addr!r} is not an {version} address") from None
-    return values
-
-
-def _rdatas(spec: records.RecordSpec) -> list[dns.rdata.Rdata]:
-    if isinstance(spec, records.ARecordSpec):
-        return [dns.rdtypes.IN.A.A(IN, dns.rdatatype.A, a)
-                for a in _addresses(spec.ipv4_addresses, "ipv4Addresses", ipaddress.IPv4Address)]
-    if isinstance(spec, records.AAAARecordSpec):
-        return [dns.rdtypes.IN.AAAA.AAAA(IN, dns.rdatatype.AAAA, a)
-                for a in _addresses(spec.ipv6_addresses, "ipv6Addresses", ipaddress.IPv6Address)]
-    if isinstance(spec, records.CNAMERecordSpec):
-        target = check_hostname(spec.target, "spec.target", require_fqdn=True)
-        return [dns.rdtypes.ANY.CNAME.CNAME(IN, dns.rdatatype.CNAME, target)]
-    if isinstance(spec, records.MXRecordSpec):
-        exchange = check_hostname(spec.mail_server, "spec.mailServer", require_fqdn=True)
-        return [dns.rdtypes.ANY.MX.MX(IN, dns.rdatatype.MX, spec.priority, exchange)]
-    if isinstance(spec, records.NSRecordSpec):
-        ns = check_hostname(spec.nameserver, "spec.nameserver", require_fqdn=True)
-        return [dns.rdtypes.ANY.NS.NS(IN, dns.rdatatype.NS, ns)]
-    if isinstance(spec, records.SRVRecordSpec):
-        target = check_hostname(spec.target, "spec.target", require_fqdn=True)
-        return [dns.rdtypes.IN.SRV.SRV(IN, dns.rdatatype.SRV, spec.priority, spec.weight, spec.port, target)]
-    if isinstance(spec, records.TXTRecordSpec):
-        chunks: list[bytes] = []
-        for i, text in enumerate(spec.text):
-            if CONTROL.search(text):
-                raise RecordError(f"spec.text[{i}]", "contains a control character")
-            chunks += _txt_chunks(text)
-        if not chunks:
-            raise RecordError("spec.text", "needs at least one string")
-        octets = sum(len(c) + 1 for c in chunks)
-        if octets > MAX_RDATA:
-            raise RecordError("spec.text", f"is {octets:,} octets as TXT data (strings split at 255); one "
-                              f"record holds at most {MAX_RDATA:,} - publish less, or split it across names")
-        return [dns.rdtypes.ANY.TXT.TXT(IN, dns.rdatatype.TXT, chunks)]
-    if isinstance(spec, records.CAARecordSpec):
-        if not _CAA_TAG.fullmatch(spec.tag):
-            raise RecordError("spec.tag", f"{spec.tag!r} is not a CAA tag (1-15 letters or digits, "
-                              "such as issue, issuewild, iodef)")
-        if CONTROL.search(spec.value):
-            raise RecordError("spec.value", "contains a control character")
-        if len(spec.value.encode()) + len(spec.tag) + 2 > MAX_RDATA:
-            raise RecordError("spec.value", f"is longer than the {MAX_RDATA:,} octets one record holds")
-        return [dns.rdtypes.ANY.CAA.CAA(IN, dns.rdatatype.CAA, spec.flags, spec.tag.encode(),
-                                        spec.value.encode())]
-    raise RecordError("spec", f"not a record spec: {type(spec).__name__}")
-
-
 def rdatas(record: records.AnyRecord) -> list[dns.rdata.Rdata]:
-    """The rdata values of a record CR (raises RecordError on a bad value)."""
-    try:
-        return _rdatas(record.spec)
-    except (dns.exception.DNSException, ValueError) as exc:
-        if isinstance(exc, RecordError):
-            raise
-        raise RecordError("spec", f"invalid record data: {exc}") from exc
+    """The rdata values of a record CR (raises RecordError on a bad value): desired/recorddata.py."""
+    from agent.desired import recorddata
 
-
-def _spec_key(spec: records.RecordSpec) -> tuple[object, ...] | None:
-    """Everything `_rdatas` reads from a spec, as a hashable key (None: not cached)."""
-    if isinstance(spec, records.ARecordSpec):
-        return ("A", *spec.ipv4_addresses)
-    if isinstance(spec, records.AAAARecordSpec):
-        return ("AAAA", *spec.ipv6_addresses)
-    if isinstance(spec, records.CNAMERecordSpec):
-        return ("CNAME", spec.target)
-    if isinstance(spec, records.MXRecordSpec):
-        return ("MX", spec.priority, spec.mail_server)
-    if isinstance(spec, records.NSRecordSpec):
-        return ("NS", spec.nameserver)
-    if isinstance(spec, records.SRVRecordSpec):
-        return ("SRV", spec.priority, spec.weight, spec.port, spec.target)
-    if isinstance(spec, records.TXTRecordSpec):
-        return ("TXT", *spec.text)
-    if isinstance(spec, records.CAARecordSpec):
-        return ("CAA", spec.flags, spec.tag, spec.value)
-    return None
-
-
-_VALUES: dict[tuple[object, ...], dict[str, dns.rdata.Rdata]] = {}
-_VALUES_MAX = 100_000  # entries; the cache is emptied when it is full
+    return recorddata.rdatas(record)
 
 
 def values(record: records.AnyRecord) -> dict[str, dns.rdata.Rdata]:
-    """The record's rdata by presentation form (raises RecordError on a bad value). Rdata are
-    immutable and the same values recur across records (targets, SPF texts, CAA), so they are
-    built and rendered once per distinct value."""
-    key = _spec_key(record.spec)
-    found = _VALUES.get(key) if key is not None else None
-    if found is None:
-        found = {d.to_text(): d for d in rdatas(record)}
-        if key is not None:
-            if len(_VALUES) >= _VALUES_MAX:
-                _VALUES.clear()
-            _VALUES[key] = found
-    return found
+    """The record's rdata by presentation form (raises RecordError on a bad value): desired/recorddata.py."""
+    from agent.desired import recorddata
+
+    return recorddata.values(record)
 
 
 def rtype_of(kind: str) -> str:

@@ -15,12 +15,15 @@ so a record asking for more would be sent again on every run. Both are errors he
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from agent.desired import placement, workloads
 from agent.load.manifest import Manifest
-from agent.model.infra import Bind9Config, DnssecSigning
 from agent.model.key import ObjectKey
 from agent.model.problems import Problem, Severity
+
+if TYPE_CHECKING:
+    from agent.model.infra import Bind9Config, DnssecSigning
 
 INFRA_KINDS = ("ClusterBind9Provider", "Bind9Cluster", "Bind9Instance")
 MAX_ZONE_TTL = 86400  # max-zone-ttl of Bindy's dnssec-policy template and of BIND's built-in `default`

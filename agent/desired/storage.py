@@ -8,9 +8,10 @@ deletes it (plan/kubediff.py CREATE_ONLY): it holds the zone files and DNSSEC ke
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agent.model.infra import Bind9InstanceSpec
+if TYPE_CHECKING:
+    from agent.model.infra import Bind9InstanceSpec
 
 CLAIM_ACCESS_MODES = ["ReadWriteOnce"]  # a claim's access modes when `accessModes` is not given
 

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.desired import storage as storage_claim
-from agent.model.infra import Bind9Config, Bind9InstanceSpec, BindcarConfig, DnssecSigning, RndcSecretRef
 from agent.model.names import CLUSTER_LABEL, MANAGED_BY, ROLE_LABEL
+
+if TYPE_CHECKING:
+    from agent.model.infra import Bind9Config, Bind9InstanceSpec, BindcarConfig, DnssecSigning, RndcSecretRef
 
 BIND9_IMAGE = "internetsystemsconsortium/bind9"
 BINDCAR_IMAGE = "ghcr.io/firestoned/bindcar:v0.7.2"  # Bindy's DEFAULT_BINDCAR_IMAGE

@@ -21,13 +21,13 @@ from __future__ import annotations
 import dataclasses
 
 from agent.gate import overrides
-from agent.model.names import THRESHOLD_ANNOTATION
+from agent.model.names import DEFAULT_DELETE_THRESHOLD, THRESHOLD_ANNOTATION
 from agent.model.ownership import Key
 from agent.plan import zoneplan
 from agent.plan.changes import Plan
 from agent.plan.zoneplan import ZonePlan
 
-DELETE_THRESHOLD = 0.30
+DELETE_THRESHOLD = DEFAULT_DELETE_THRESHOLD
 MIN_MANAGED = 10
 PRUNE_THRESHOLD = 0.30
 PRUNE_MIN = 10
@@ -119,9 +119,9 @@ def prune_refusal(plan: Plan, policy: Policy) -> str | None:
 
 
 def _may_refuse(zp: ZonePlan) -> bool:
-    """Not a zone plan found settled before (nothing to write or delete: only a malformed threshold
+    """Not a zone plan found in sync before (nothing to write or delete: only a malformed threshold
     annotation could refuse it, and that is looked at every time)."""
-    return not zp.settled or THRESHOLD_ANNOTATION in zp.annotations
+    return not zp.in_sync or THRESHOLD_ANNOTATION in zp.annotations
 
 
 def check(plan: Plan, policy: Policy) -> list[str]:

@@ -21,7 +21,6 @@ from agent.desired.hierarchy import Desired
 from agent.load.loaded import Loaded
 from agent.load.manifest import Manifest
 from agent.model import names
-from agent.model.infra import ClusterBind9Provider
 from agent.model.problems import Problem, Severity
 
 if TYPE_CHECKING:  # pragma: no cover - types only
@@ -45,7 +44,10 @@ class SecretRef:
 
 def targets(obj: Loaded) -> list[tuple[str, str]]:
     """The namespaces an object acts in, each with the field path that puts it there."""
-    if isinstance(obj.model, ClusterBind9Provider):
+    if obj.key.kind == "ClusterBind9Provider":  # its model imported only then (agent/model/kinds.py)
+        from agent.model.infra import ClusterBind9Provider
+
+        assert isinstance(obj.model, ClusterBind9Provider)
         spec = obj.model.spec
         if spec.namespaces:
             return [(ns, f"spec.namespaces[{i}]") for i, ns in enumerate(spec.namespaces)]

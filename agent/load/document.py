@@ -7,7 +7,6 @@ object and the fields without effect (load/inert.py).
 
 from __future__ import annotations
 
-import difflib
 import sys
 from typing import Any
 
@@ -111,6 +110,8 @@ def _kind_of(doc: Document, data: dict[str, Any]) -> kinds.Kind | None:
         return None
     kind = kinds.KINDS.get(kind_name) if isinstance(kind_name, str) else None
     if kind is None:
+        import difflib  # only for a document of an unknown kind
+
         close = difflib.get_close_matches(str(kind_name), list(kinds.KINDS), n=1, cutoff=0.6)
         hint = f" (did you mean '{close[0]}'?)" if close else ""
         doc.report(("kind",), f"unknown kind {kind_name!r} in {kinds.API_VERSION}{hint}")

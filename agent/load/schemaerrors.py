@@ -6,7 +6,6 @@ one, and a fully qualified name's missing final dot.
 
 from __future__ import annotations
 
-import difflib
 import types
 import typing
 from typing import Any
@@ -114,6 +113,8 @@ def message(err: Any, model: type[pydantic.BaseModel]) -> tuple[tuple[Any, ...],
             return loc, (f"unknown field (did you mean '{bindy}'?): Bindy's fields are spelled in "
                          "camelCase, as in its CRDs")
         allowed = _allowed_keys(model, loc[:-1])
+        import difflib  # only for an unknown field
+
         close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.6)
         hint = f" (did you mean '{close[0]}'?)" if close else ""
         return loc, f"unknown field{hint}"

@@ -13,11 +13,28 @@ Large embedded Kubernetes types (volumes, resources, service specs) are typed lo
 
 from __future__ import annotations
 
+import sys
+import types
 from typing import Annotated, Any, Literal, Required, Self
 
-from pydantic import BaseModel, ConfigDict, Field, with_config
-from pydantic.alias_generators import to_camel
-from typing_extensions import TypedDict  # the one pydantic accepts before Python 3.12
+
+def _without_pydantic_plugins() -> None:
+    """The agent uses no pydantic plugin: pydantic's search for them (the entry points of every installed
+    distribution, read through importlib.metadata when the first validator is built) would cost a
+    pre-commit hook's `validate` a fifth of its start-up (bench/cli_startup_bench.py). pydantic reads its
+    plugins from this one module, which is therefore given as one that finds none, unless already loaded."""
+    name = "pydantic.plugin._loader"
+    if name not in sys.modules:
+        loader = types.ModuleType(name, "pydantic plugins: none (agent/model/base.py)")
+        loader.get_plugins = tuple  # type: ignore[attr-defined]  # get_plugins() -> no plugins
+        sys.modules[name] = loader
+
+
+_without_pydantic_plugins()
+
+from pydantic import BaseModel, ConfigDict, Field, with_config  # noqa: E402
+from pydantic.alias_generators import to_camel  # noqa: E402
+from typing_extensions import TypedDict  # noqa: E402  # the one pydantic accepts before Python 3.12
 
 _FIELD_SETS: dict[frozenset[str], set[str]] = {}  # see Resource.share_field_sets
 _LAST_FIELD_SET: dict[type, set[str]] = {}

@@ -1,11 +1,18 @@
-"""The registry of Bindy kinds: model class, CRD names, scope and printer columns (like Bindy's)."""
+"""The registry of Bindy kinds: model class, CRD names, scope and printer columns (like Bindy's).
+
+A kind's model is imported when first asked for (`Kind.model`): the models of a kind cost a few
+milliseconds each to define, and `validate` of a repository holding only zones defines only the
+zone's (bench/cli_startup_bench.py)."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import importlib
+from typing import TYPE_CHECKING
 
-from agent.model import infra, records, zone
-from agent.model.base import Resource
+if TYPE_CHECKING:
+    from agent.model.base import Resource
 
 GROUP = "bindy.firestoned.io"
 VERSION = "v1beta1"
@@ -16,12 +23,17 @@ READY_COLUMN = ("Ready", "string", ".status.conditions[?(@.type=='Ready')].statu
 @dataclasses.dataclass(frozen=True)
 class Kind:
     name: str
-    model: type[Resource]
+    module: str  # the module under agent/model/ defining the model class, which is named as the kind
     plural: str
     short_names: tuple[str, ...]
     namespaced: bool
     columns: tuple[tuple[str, str, str], ...]
     record_type: str | None = None  # DNS type for record kinds
+
+    @functools.cached_property
+    def model(self) -> type[Resource]:
+        model: type[Resource] = getattr(importlib.import_module(f"agent.model.{self.module}"), self.name)
+        return model
 
     @property
     def singular(self) -> str:
@@ -44,7 +56,7 @@ _CLUSTER_COLUMNS = (
 )
 
 
-def _record(name: str, model: type[Resource], short: str, rtype: str, *extra: tuple[str, str, str]) -> Kind:
+def _record(name: str, short: str, rtype: str, *extra: tuple[str, str, str]) -> Kind:
     columns = (
         ("Name", "string", ".spec.name"),
         ("Zone", "string", ".status.zoneRef.zoneName"),
@@ -52,24 +64,24 @@ def _record(name: str, model: type[Resource], short: str, rtype: str, *extra: tu
         ("TTL", "integer", ".spec.ttl"),
         READY_COLUMN,
     )
-    return Kind(name, model, name.lower() + "s", (short,), True, columns, rtype)
+    return Kind(name, "records", name.lower() + "s", (short,), True, columns, rtype)
 
 
 KINDS: dict[str, Kind] = {
     k.name: k
     for k in (
-        Kind("ClusterBind9Provider", infra.ClusterBind9Provider, "clusterbind9providers",
+        Kind("ClusterBind9Provider", "infra", "clusterbind9providers",
              ("cb9p", "cb9ps"), False, _CLUSTER_COLUMNS),
-        Kind("Bind9Cluster", infra.Bind9Cluster, "bind9clusters", ("b9c", "b9cs"), True,
+        Kind("Bind9Cluster", "infra", "bind9clusters", ("b9c", "b9cs"), True,
              _CLUSTER_COLUMNS),
-        Kind("Bind9Instance", infra.Bind9Instance, "bind9instances", ("b9", "b9s"), True, (
+        Kind("Bind9Instance", "infra", "bind9instances", ("b9", "b9s"), True, (
             ("Cluster", "string", ".spec.clusterRef"),
             ("Role", "string", ".spec.role"),
             ("Replicas", "integer", ".spec.replicas"),
             ("Zones", "integer", ".status.zonesCount"),
             READY_COLUMN,
         )),
-        Kind("DNSZone", zone.DNSZone, "dnszones", ("zone", "zones", "dz", "dzs"), True, (
+        Kind("DNSZone", "zone", "dnszones", ("zone", "zones", "dz", "dzs"), True, (
             ("Zone", "string", ".spec.zoneName"),
             ("Provider", "string", ".spec.clusterProviderRef"),
             ("Records", "integer", ".status.recordsCount"),
@@ -78,18 +90,18 @@ KINDS: dict[str, Kind] = {
             READY_COLUMN,
             REVISION_COLUMN,
         )),
-        _record("ARecord", records.ARecord, "a", "A", ("Addresses", "string", ".status.addresses")),
-        _record("AAAARecord", records.AAAARecord, "aaaa", "AAAA",
+        _record("ARecord", "a", "A", ("Addresses", "string", ".status.addresses")),
+        _record("AAAARecord", "aaaa", "AAAA",
                 ("Addresses", "string", ".status.addresses")),
-        _record("CNAMERecord", records.CNAMERecord, "cname", "CNAME",
+        _record("CNAMERecord", "cname", "CNAME",
                 ("Target", "string", ".spec.target")),
-        _record("MXRecord", records.MXRecord, "mx", "MX", ("Priority", "integer", ".spec.priority"),
+        _record("MXRecord", "mx", "MX", ("Priority", "integer", ".spec.priority"),
                 ("Mail Server", "string", ".spec.mailServer")),
-        _record("TXTRecord", records.TXTRecord, "txt", "TXT"),
-        _record("NSRecord", records.NSRecord, "ns", "NS", ("Nameserver", "string", ".spec.nameserver")),
-        _record("SRVRecord", records.SRVRecord, "srv", "SRV", ("Target", "string", ".spec.target"),
+        _record("TXTRecord", "txt", "TXT"),
+        _record("NSRecord", "ns", "NS", ("Nameserver", "string", ".spec.nameserver")),
+        _record("SRVRecord", "srv", "SRV", ("Target", "string", ".spec.target"),
                 ("Port", "integer", ".spec.port")),
-        _record("CAARecord", records.CAARecord, "caa", "CAA", ("Tag", "string", ".spec.tag"),
+        _record("CAARecord", "caa", "CAA", ("Tag", "string", ".spec.tag"),
                 ("Value", "string", ".spec.value")),
     )
 }

@@ -21,7 +21,7 @@ ROLE_LABEL = "bindy.firestoned.io/role"
 # Per-zone overrides of the safety gate (DNSZone annotations).
 FORCE_ANNOTATION = "bindy.firestoned.io/allow-unsafe-plan"
 THRESHOLD_ANNOTATION = "bindy.firestoned.io/delete-threshold-percent"
-DEFAULT_DELETE_THRESHOLD = 0.30  # the share of a zone's records one plan may delete unless forced (agent/gate/safety.py)
+DEFAULT_DELETE_THRESHOLD = 0.30  # share of a zone's records one plan may delete unless forced (gate/safety.py)
 
 # Defaults.
 DEFAULT_NAMESPACE = "default"  # for namespaced objects in Git that name none

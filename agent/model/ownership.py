@@ -61,6 +61,9 @@ class ZoneOwnership:
     revision: str | None = None  # the revision whose writes to this zone were last settled
     # the secondaries' addresses its primaries were last told to NOTIFY (None: not known, an older record)
     notify: list[str] | None = None
+    # the primaries' addresses its secondaries were last created with, to transfer from (None: not
+    # known, an older record): when the primaries' pods move, the secondaries are created again
+    transfer_from: list[str] | None = None
 
     def to_json(self) -> str:
         doc: dict[str, Any] = {"zone": self.zone, "placements": dict(sorted(self.placements.items())),
@@ -73,6 +76,8 @@ class ZoneOwnership:
             doc["revision"] = self.revision
         if self.notify is not None:
             doc["notify"] = self.notify
+        if self.transfer_from is not None:
+            doc["transferFrom"] = self.transfer_from
         return json.dumps(doc, separators=(",", ":"), sort_keys=True)
 
     @classmethod
@@ -81,7 +86,7 @@ class ZoneOwnership:
         pending = doc.get("pending")
         return cls(doc["zone"], dict(doc.get("placements", {})), {(n, t) for n, t in doc.get("managed", [])},
                    dict(doc.get("annotations", {})), Intent.from_dict(pending) if pending is not None else None,
-                   doc.get("revision"), doc.get("notify"))
+                   doc.get("revision"), doc.get("notify"), doc.get("transferFrom"))
 
     @property
     def empty(self) -> bool:

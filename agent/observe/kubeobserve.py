@@ -1,7 +1,7 @@
 """Reads the Kubernetes side of the world before planning.
 
-The objects the agent manages, the same-named objects it must not touch, its inventory, and which
-namespaces exist."""
+The objects the agent manages, the same-named objects it must not touch, its inventory, which
+namespaces exist, and Bindy's CRDs as installed (when the run installs them)."""
 
 from __future__ import annotations
 
@@ -121,16 +121,22 @@ def _conflicts(api: KubeApi, desired: Desired, live: dict[ObjectKey, dict[str, A
                     live[key] = item
 
 
+def crds(api: KubeApi) -> dict[str, dict[str, Any] | None]:
+    """Each of Bindy's 12 CRDs by name, as installed (None: not installed)."""
+    return {kind.crd_name: api.get("CustomResourceDefinition", None, kind.crd_name) for kind in kinds.KINDS.values()}
+
+
 def observe(api: KubeApi, desired: Desired, *, agent_namespace: str = names.DEFAULT_AGENT_NAMESPACE,
-            namespaces: set[str] | None = None) -> KubeObserved:
-    """The live objects for `plan.build`; `namespaces` limits the lists to the allowed namespaces."""
+            namespaces: set[str] | None = None, with_crds: bool = False) -> KubeObserved:
+    """The live objects for `plan.build`; `namespaces` limits the lists to the allowed namespaces;
+    `with_crds`: Bindy's CRDs are read too (the run installs them: the plan creates or updates them)."""
     live = _managed(api, agent_namespace, namespaces)
     wanted = {o.key.namespace for o in desired.objects if o.key.namespace} | {agent_namespace}
     existing = {ns for ns in wanted if api.get("Namespace", None, ns) is not None}
     _conflicts(api, desired, live, existing)
     text = inventory_text(api.get("ConfigMap", agent_namespace, names.INVENTORY_NAME)
                           if agent_namespace in existing else None)
-    return KubeObserved(live, _inventory_keys(text), existing, text)
+    return KubeObserved(live, _inventory_keys(text), existing, text, crds(api) if with_crds else None)
 
 
 def recall(api: KubeApi, desired: Desired, remembered: KubeObserved, *,

@@ -14,7 +14,7 @@ from typing import Any
 from agent.desired.hierarchy import Desired
 from agent.desired.memo import NO_MEMO, Memo
 from agent.model import names
-from agent.plan import kubechange, kubediff, rotation, zonediff, zoneplan
+from agent.plan import crddiff, kubechange, kubediff, rotation, zonediff, zoneplan
 from agent.plan.changes import Action, Change, KubeTarget, Plan, RRsetTarget, ZoneTarget
 from agent.plan.observed import DnsObserved, KubeObserved, Observed
 
@@ -33,15 +33,16 @@ def kube_changes(desired: Desired, observed: KubeObserved, *, agent: str, rotate
                  trust_hash: bool = False, now: dt.datetime | None = None) -> list[kubechange.KubeChange]:
     """`rotate_rndc_keys`: every generated key Secret gets a new key now, by the same gap-free path
     as autoRotate (plan/rotation.py); `now`: the clock rotation decisions are made with."""
-    objects, settle = rotation.rotated(desired, observed.live, now or dt.datetime.now(dt.UTC),
-                                          force=rotate_rndc_keys)
+    objects, dropping = rotation.rotated(desired, observed.live, now or dt.datetime.now(dt.UTC),
+                                         force=rotate_rndc_keys)
     changes = kubediff.diff(objects, observed.live, observed.inventory, agent=agent, trust_hash=trust_hash)
     dropped, why = (f"data.{rotation.PREVIOUS}",), "RNDC key rotation rolled out: the previous key is dropped"
-    settled = {o.key: o for o in settle}
+    drops = {o.key for o in dropping}
     changes = [dataclasses.replace(c, fields=(*c.fields, *dropped), reason=c.reason or why)
-               if c.key in settled and c.action == "update" else c for c in changes]
+               if c.key in drops and c.action == "update" else c for c in changes]
     touched = {c.key for c in changes}
-    changes += [kubechange.KubeChange("update", o.key, o, dropped, reason=why) for o in settle if o.key not in touched]
+    changes += [kubechange.KubeChange("update", o.key, o, dropped, reason=why)
+                for o in dropping if o.key not in touched]
     return changes
 
 
@@ -91,7 +92,9 @@ def build(desired: Desired, observed: Observed, *, revision: str | None = None,
     plan = Plan([], list(desired.problems), revision, kube=kube, zones=zones)
     if observed.kube is not None:
         plan.kube_managed = sum(1 for body in observed.kube.live.values() if kubechange.is_managed(body, agent))
+        plan.crds = crddiff.diff(observed.kube.crds) if observed.kube.crds is not None else []
         _namespaces(plan, desired, observed.kube, agent=agent, create=create_namespaces)
+    _cluster_view(plan, desired)
     _kube_view(plan, kube or [])
     _zone_view(plan, zones or [])
     if kube is None:
@@ -124,6 +127,21 @@ def offline(desired: Desired, *, revision: str | None = None) -> Plan:
 
 
 _ACTIONS = {a.value: a for a in Action}  # Action(value) costs a call into enum per change
+NAMESPACE_DECLARED = "created: objects are declared in it"
+NAMESPACE_AGENT = "created: the agent's own namespace (its inventory and state)"
+
+
+def _cluster_view(plan: Plan, desired: Desired) -> None:
+    """The plan lines of what apply writes before the revision's objects: Bindy's CRDs, then the
+    namespaces it creates."""
+    add = plan.changes.append
+    for crd in plan.crds:
+        add(Change(_ACTIONS[crd.action], KubeTarget("CustomResourceDefinition", None, crd.name), new=crd.body,
+                   fields=crd.fields, reason=crddiff.REASON[crd.action]))
+    declared = {o.key.namespace for o in desired.objects if o.key.namespace} if plan.namespaces else set()
+    for ns in plan.namespaces:
+        add(Change(Action.CREATE, KubeTarget("Namespace", None, ns), new=kubechange.namespace_body(ns),
+                   reason=NAMESPACE_DECLARED if ns in declared else NAMESPACE_AGENT))
 
 
 def _kube_view(plan: Plan, changes: list[kubechange.KubeChange]) -> None:
@@ -142,7 +160,7 @@ def _zone_view(plan: Plan, zones: list[zoneplan.ZonePlan]) -> None:
     for zp in zones:
         if zp.kept:  # it left Git, and stays: it holds data the agent did not write
             plan.conflicts.append(f"{zp.name}: {zp.kept}")
-        if zp.settled:  # nothing to do: its conflicts at most
+        if zp.in_sync:  # nothing to do: its conflicts at most
             plan.conflicts += [f"{zp.name}: {c}" for c in zp.conflicts]
             continue
         for instance in zp.deletes:
@@ -152,8 +170,9 @@ def _zone_view(plan: Plan, zones: list[zoneplan.ZonePlan]) -> None:
             after: dict[str, Any] = zp.bodies.get(instance) or {"zoneType": role}
             if instance not in zp.bodies and role == "secondary":
                 after = {**after, "primaries": list(zp.primaries)}
+            moved = "its primaries' pods moved: removed and created again" if instance in zp.repoint else ""
             add(Change(Action.CREATE, ZoneTarget(zp.name, instance, role), new=after,
-                       reason=zp.unbuildable.get(instance, "")))
+                       reason=zp.unbuildable.get(instance, moved)))
         for instance in zp.renotify:
             sent = zp.transfers.get(instance)
             shown = sent.as_dict() if sent is not None else {"alsoNotify": list(zp.secondaries)}
@@ -162,7 +181,7 @@ def _zone_view(plan: Plan, zones: list[zoneplan.ZonePlan]) -> None:
         plan.unplanned += [f"{zp.name} on {i}: {e.removeprefix(f'{i}: ')}" for i, e in sorted(zp.errors.items())]
         plan.conflicts += [f"{zp.name}: {c}" for c in zp.conflicts]
     for zp in zones:  # shallow names first; a zone's keys are unique, so no two changes compare equal
-        if zp.settled:
+        if zp.in_sync:
             continue
         for _, (name, rtype), c in sorted([((key := c.key)[0].count("."), key, c) for c in zp.rrset_changes],
                                           key=lambda k: k[:2]):

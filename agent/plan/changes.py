@@ -10,7 +10,9 @@ JSON output (`--output json`), format version 1:
      "summary": {"create": n, "update": n, "delete": n},
      "changes": [{"action": "create"|"update"|"delete",
                   "layer": "kubernetes"|"zones"|"records",
-                  "target": {...},   # kubernetes: kind, namespace, name
+                  "target": {...},   # kubernetes: kind, namespace, name (also Bindy's CRDs and the
+                                     #   namespaces a sync creates: kind CustomResourceDefinition or
+                                     #   Namespace, namespace null; applied before the other objects)
                                      # zones: zone, instance, role
                                      # records: zone, name, type
                   "before": {...}|null, "after": {...}|null,
@@ -154,9 +156,12 @@ class Plan:
     invalid: tuple[str, ...] = ()  # inputs that did not validate ("revision", "base", "head"): nothing planned
     labels: dict[str, str] = dataclasses.field(default_factory=dict)  # revision -> how people name it ("main (1a2b)")
     # Kubernetes beyond the objects' changes: the missing namespaces apply creates first (allowed by
-    # --create-namespaces), the objects it does not apply and why (their namespace is missing), and
-    # what the inventory lists once applied (None: not written, the agent's namespace is missing)
+    # --create-namespaces) and Bindy's CRDs it creates or updates before them (when the run installs
+    # them: the setting install_crds), both also lines of `changes`; the objects it does not apply and
+    # why (their namespace is missing), and what the inventory lists once applied (None: not written,
+    # the agent's namespace is missing)
     namespaces: list[str] = dataclasses.field(default_factory=list)
+    crds: list[kubechange.CrdChange] = dataclasses.field(default_factory=list)  # Bindy's CRDs, applied before all
     blocked: dict[ObjectKey, str] = dataclasses.field(default_factory=dict)
     inventory: list[ObjectKey] | None = None
 

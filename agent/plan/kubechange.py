@@ -1,6 +1,7 @@
 """A planned change to one Kubernetes object, and the manifest apply sends for it (pure): the desired
 body with the agent's labels, the hash of what is applied, and the owner reference. Which objects
-are the agent's (both labels), and the order objects are applied in (parents first)."""
+are the agent's (both labels), and the order objects are applied in (parents first). What the
+plan creates besides the revision's objects: a Bindy CRD (`CrdChange`), a namespace (`namespace_body`)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from agent.desired.hierarchy import (
 )
 from agent.model import kinds
 from agent.model.key import ObjectKey
-from agent.model.names import AGENT_LABEL, HASH_ANNOTATION, MANAGED_BY_KEY, MANAGED_BY_VALUE
+from agent.model.names import AGENT_LABEL, HASH_ANNOTATION, MANAGED_BY, MANAGED_BY_KEY, MANAGED_BY_VALUE
 
 TIERS = {"ClusterBind9Provider": TIER_PROVIDER, "Bind9Cluster": TIER_CLUSTER, "Bind9Instance": TIER_INSTANCE,
          "DNSZone": TIER_ZONE, **{k.name: TIER_RECORD for k in kinds.RECORD_KINDS}}
@@ -67,3 +68,22 @@ class KubeChange:
     fields: tuple[str, ...] = ()
     drift: bool = False
     reason: str = ""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CrdChange:
+    """One of Bindy's CRDs the plan creates or updates (agent/plan/crddiff.py): the body apply sends,
+    generated from the models, and for an update the fields the installed one differs in."""
+
+    action: str  # "create" | "update"
+    body: dict[str, Any]
+    fields: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return str(self.body["metadata"]["name"])
+
+
+def namespace_body(name: str) -> dict[str, Any]:
+    """The Namespace apply creates (the plan lists it: `Plan.namespaces`)."""
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": dict(MANAGED_BY)}}

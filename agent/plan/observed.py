@@ -21,6 +21,8 @@ class KubeObserved:
     inventory: set[ObjectKey]  # what the agent recorded as created
     namespaces: set[str]  # the namespaces that exist
     inventory_text: str | None = None  # the inventory as last written (to write it only when it changes)
+    # Bindy's CRDs by name, as installed (None: not installed); None: not read, the run installs no CRD
+    crds: dict[str, dict[str, Any] | None] | None = None
 
 
 @dataclasses.dataclass

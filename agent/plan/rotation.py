@@ -17,7 +17,7 @@ agree. What changes at a rotation:
     rolling   Secret keeps both until the Deployment has     the agent signs each pod with the key that
               rolled every pod (updated = available =       pod accepts (a TSIG-signed SOA query first:
               replicas, generation observed)                 agent/observe/keyprobe.py), never a guess
-    settled   previous-secret dropped                        only the new key is accepted anywhere
+    dropped   previous-secret dropped                        only the new key is accepted anywhere
 
 A rotation never starts while the last one is rolling out (its previous key still has pods).
 """
@@ -175,7 +175,7 @@ def rotated(desired: Desired, live: dict[ObjectKey, dict[str, Any]], now: dt.dat
     a change of its own, as a key left out of stringData stays in the live Secret)."""
     phases: dict[ObjectKey, Decision] = {}
     out: list[KubeObject] = []
-    settle: list[KubeObject] = []
+    dropping: list[KubeObject] = []
     for obj in desired.objects:
         if not _generated_key(obj):
             continue
@@ -192,11 +192,11 @@ def rotated(desired: Desired, live: dict[ObjectKey, dict[str, Any]], now: dt.dat
             new = dataclasses.replace(obj, content=_secret_body(obj.body_copy(), phase))
             out.append(new)
             if not phase.keep_previous and PREVIOUS in ((live.get(obj.key) or {}).get("data") or {}):
-                settle.append(new)
+                dropping.append(new)
         else:
             out.append(dataclasses.replace(obj, content=_deployment_body(obj.body_copy(), phase))
                        if phase.rolled_at else obj)
-    return out, settle
+    return out, dropping
 
 
 def _secret_body(body: dict[str, Any], decision: Decision) -> dict[str, Any]:

@@ -27,15 +27,21 @@ def transfers(primary: str, secondaries: list[str], servers: Mapping[str, Reach]
     return Transfers(notify, tuple(sorted(hosts | set(acl))) if hosts else ())
 
 
+def sources(primaries: list[str], servers: Mapping[str, Reach]) -> list[str]:
+    """The addresses a secondary of `primaries` transfers from (its zone's `primaries`): every ready
+    pod of each primary instance, with its DNS port."""
+    return [a for p in primaries if p in servers for a in servers[p].addresses]
+
+
 def create_body(zone: Zone, instance: str, role: str, primaries: list[str], secondaries: list[str],
                 servers: Mapping[str, Reach]) -> dict[str, Any] | str:
     """The create body of `zone` on `instance` (an instance, or one of its servers) in `role`, or why
     none can be made (a string)."""
     if role == "secondary":
-        sources = [a for p in primaries if p in servers for a in servers[p].addresses]
-        if not sources:
+        found = sources(primaries, servers)
+        if not found:
             return f"no ready pod of its primaries {', '.join(primaries)} to transfer from"
-        return zonebody.secondary(zone.name, primaries=sources)
+        return zonebody.secondary(zone.name, primaries=found)
     sent = transfers(instance, secondaries, servers)
     reach = servers.get(instance_of(instance))
     return zonebody.primary(zone, update_key=reach.update_key if reach else None,

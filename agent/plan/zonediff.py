@@ -5,6 +5,7 @@
     selected             placed, other role        -> delete, then create
     not selected         placed                    -> delete (the zone leaves that server)
     (secondaries changed)                          -> renotify: the primaries' also-notify list
+    (primaries' pods moved)                        -> repoint: each secondary's zone created again
 
 An instance may be served by several pods, each its own server (own zone list, own SOA serial):
 placements and ownership are the instance's, creates, deletes and RRset plans each server's, so a
@@ -225,6 +226,25 @@ def _tell(primaries: list[str], placed: dict[str, str], creates: list[tuple[str,
     return sorted(set(renotify) | set(told))
 
 
+def _repoint(zone: Zone | None, primaries: list[str], secondaries: list[str], placed: dict[str, str],
+             errors: dict[str, str], seen: dict[str, ZoneObserved], before: list[str] | None,
+             dns: DnsObserved) -> tuple[list[str], list[str] | None]:
+    """The secondary servers whose zone is created again because their primaries' pods moved (a new
+    pod, a new address: bindcar cannot change a zone's `primaries`), and the addresses the secondaries
+    transfer from now (None: not known, offline, no secondary, or no ready pod of a primary: what was
+    known is kept). A server known to lack the zone is created anyway; one that cannot be reached is
+    left for a later run."""
+    if zone is None or not secondaries or not dns.servers:
+        return [], None
+    now = sorted(zonecalls.sources(primaries, dns.servers))
+    if not now:
+        return [], None
+    if before is None or sorted(before) == now:  # an older record: what it was created with is not known
+        return [], now
+    return [s for i in secondaries if placed.get(i) == "secondary" and i not in errors for s in dns.servers_of(i)
+            if s not in errors and not (s in seen and seen[s].rrsets is None)], now
+
+
 def plan_zone(name: str, zone: Zone | None, dns: DnsObserved, *, force: bool = False) -> ZonePlan:
     """The whole plan of one zone (`zone` is None when the zone left Git: it is deleted from its servers,
     unless a primary serves RRsets in it that the agent did not write and `force` is not given)."""
@@ -235,6 +255,8 @@ def plan_zone(name: str, zone: Zone | None, dns: DnsObserved, *, force: bool = F
     secondaries = [instance_id(k) for k in zone.secondaries] if zone else []
     moved = _placements(primaries, secondaries, placed, unsure, seen, dns)
     creates, deletes, renotify, after = moved.creates, moved.deletes, moved.renotify, moved.after
+    repoint, sources = _repoint(zone, primaries, secondaries, placed, moved.errors, seen, owned.transfer_from, dns)
+    creates += [(s, "secondary") for s in repoint if (s, "secondary") not in creates]
     notify = _notify(zone, secondaries, dns)
     if notify is not None and notify != (owned.notify if owned.notify is not None or notify else []):
         renotify = _tell(primaries, placed, creates, moved.errors, renotify, dns)  # the secondaries' pods moved
@@ -244,6 +266,7 @@ def plan_zone(name: str, zone: Zone | None, dns: DnsObserved, *, force: bool = F
                                for p in primaries):
         # blocked, nothing moves: keep what is known, including the interrupted run's intent
         creates, deletes, renotify, after, managed_after = [], [], [], placed, managed
+        repoint, sources = [], None
     elif zone is None and deletes and not force and (found := _keep_foreign(name, deletes, managed, placed, seen))[0]:
         kept, records = found
         deletes, after = [], dict(placed)
@@ -254,13 +277,14 @@ def plan_zone(name: str, zone: Zone | None, dns: DnsObserved, *, force: bool = F
         managed_after = managed if after else set()
     empty = not (creates or deletes or renotify or any(p.changes for p in records.values()))
     recovered = owned.pending is not None
-    settled = (empty and not recovered and not moved.errors and managed_after == managed
-               and after == placed)
+    in_sync = (empty and not recovered and not moved.errors and managed_after == managed
+               and after == placed and (sources is None or sources == owned.transfer_from))
     return ZonePlan(name, zone, primaries, secondaries, creates, deletes, renotify, records, moved.errors,
                     managed_before=managed, managed_after=managed_after, placements_before=placed,
                     placements_after=after, annotations=_gate_annotations(zone, owned), recovered=recovered,
-                    kept=kept, observed=seen, revision=owned.revision, settled=settled,
+                    kept=kept, observed=seen, revision=owned.revision, in_sync=in_sync,
                     pods={i: dns.pods[i] for i in sorted({*primaries, *secondaries, *placed}) if i in dns.pods},
                     notify_before=owned.notify,
                     notify=notify if creates or renotify or owned.notify is not None else None,
+                    transfer_from_before=owned.transfer_from, transfer_from=sources, repoint=repoint,
                     **_calls(zone, primaries, secondaries, creates, renotify, dns.servers))

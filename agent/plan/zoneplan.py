@@ -90,7 +90,7 @@ class ZonePlan:
     recovered: bool = False  # an interrupted run's intent was folded back in
     kept: str = ""  # a zone that left Git stays on its servers: why (it holds RRsets the agent did not write)
     observed: dict[str, ZoneObserved] = dataclasses.field(default_factory=dict)  # primary -> what it served
-    revision: str | None = None  # the revision whose writes to this zone were last settled
+    revision: str | None = None  # the revision whose writes to this zone last all went through
     # the zone API: the create body of each instance in `creates` (none in a plan made without the
     # servers' addresses, offline), why one cannot be made, and each primary's transfers (sent to
     # the `renotify` primaries, and to a primary that already had the zone when it is created)
@@ -101,8 +101,15 @@ class ZonePlan:
     # not known; a plan without the servers' addresses keeps what was known)
     notify_before: list[str] | None = None
     notify: list[str] | None = None
+    # the primaries' addresses the secondaries transfer from: as they were last created with, and as
+    # this plan gives them (None: not known). Where they differ, the secondary servers that have the
+    # zone are in `repoint`: bindcar cannot change a zone's primaries, so apply deletes the zone
+    # there and creates it again (they are in `creates` too); it transfers again, nothing is lost
+    transfer_from_before: list[str] | None = None
+    transfer_from: list[str] | None = None
+    repoint: list[str] = dataclasses.field(default_factory=list)
     # nothing to write and nothing new to record: most zones of most runs (apply only reports them)
-    settled: bool = False
+    in_sync: bool = False
     # instance -> its servers, for the instances written pod by pod (the others are one server each)
     pods: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
 
@@ -159,13 +166,15 @@ class ZonePlan:
     def in_flight(self) -> ZoneOwnership:
         """The ownership to store before the first write: what is known, plus this plan's intent."""
         return ZoneOwnership(self.name, dict(self.placements_before), set(self.managed_before),
-                             dict(self.annotations), self.intent(), self.revision, self.notify_before)
+                             dict(self.annotations), self.intent(), self.revision, self.notify_before,
+                             self.transfer_from_before)
 
-    def settled_ownership(self, revision: str | None = None) -> ZoneOwnership:
+    def ownership_after(self, revision: str | None = None) -> ZoneOwnership:
         """The ownership once every step of this plan went through (`revision`: the one applied, when
         this plan wrote anything)."""
         # an interrupted run's writes that landed count as this revision's: the zone now serves it
         written = revision if revision and (not self.empty or self.recovered) else self.revision
         notify = self.notify if self.notify is not None else self.notify_before
+        sources = self.transfer_from if self.transfer_from is not None else self.transfer_from_before
         return ZoneOwnership(self.name, dict(self.placements_after), set(self.managed_after), dict(self.annotations),
-                             revision=written, notify=notify)
+                             revision=written, notify=notify, transfer_from=sources)

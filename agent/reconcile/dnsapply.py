@@ -5,7 +5,7 @@ it concerns: an instance written pod by pod gets each zone and RRset on each of 
 verified on each:
 
     store intent -> role-change removals -> primaries (zone API) -> also-notify -> RRsets (UPDATE)
-    -> secondaries -> removals -> store settled ownership
+    -> secondaries -> removals -> store the ownership reached
 
 then, once every zone is written, verification of all of them at once (agent/reconcile/dnsverify.py):
 each changed RRset on the primaries, each secondary at the serial its primary reached; a zone
@@ -13,7 +13,7 @@ with nothing changed but a secondary behind (it missed an earlier run) is caught
 reported, never silently left behind.
 
 The intent (what this zone's writes may change) is stored before the first write and replaced by
-the settled ownership after the last, so a kill at any instant leaves a record the next run can
+the ownership reached after the last, so a kill at any instant leaves a record the next run can
 fold back in (agent/plan/zonediff.recover). A primary failure is fatal for that zone (nothing
 more is written there); a secondary failure is not. A zone whose data changed between observe and
 apply (an UPDATE prerequisite failed) is put on the result's `stale` list with its intent left in
@@ -73,7 +73,7 @@ class DnsApply:
         self.store, self.options, self.deadline = store, options, deadline
         self.apis: dict[str, ZoneApi] = {}
         self.updates_sent = 0
-        self.written: list[tuple[ZoneResult, dnsverify.Written]] = []  # zones to verify when all are written
+        self.to_confirm: list[tuple[ZoneResult, dnsverify.Written]] = []  # confirmed once all zones are written
         self._lock = threading.Lock()
 
     def api(self, instance: str) -> ZoneApi:
@@ -176,6 +176,10 @@ class DnsApply:
     def _secondaries(self, zp: ZonePlan, result: ZoneResult) -> None:
         for instance, role in zp.creates:
             if role == "secondary":
+                # its primaries' pods moved: bindcar cannot change a zone's primaries, so the zone goes
+                # and comes again (a secondary: it transfers again); not removed, it is tried next run
+                if instance in zp.repoint and not self._delete(zp, result, instance):
+                    continue
                 self._create(zp, result, instance, role)
         failed = [s for i in zp.secondaries for s in zp.servers_of(i) if result.servers.get(s, ("", ""))[0] == "Failed"]
         if failed:
@@ -186,8 +190,8 @@ class DnsApply:
             if instance_of(server) not in zp.primaries and instance_of(server) not in zp.secondaries:
                 self._delete(zp, result, server)
 
-    def zone(self, zp: ZonePlan, *, settled: bool = False) -> ZoneResult:
-        """One zone's steps; `settled`: the caller found nothing to write or record there."""
+    def zone(self, zp: ZonePlan, *, in_sync: bool = False) -> ZoneResult:
+        """One zone's steps; `in_sync`: the plan found nothing to write or record there."""
         result = ZoneResult(zp.key, zp.name, primaries=set(zp.primaries))
         for server, error in zp.errors.items():
             result.servers[server] = ("Failed", error)
@@ -199,7 +203,7 @@ class DnsApply:
             result.primary_error = "; ".join(e for s, e in zp.errors.items() if instance_of(s) in zp.primaries)
             return result
         result.revision = zp.revision
-        if settled:  # nothing to write, nothing to record: most zones of most runs
+        if in_sync:  # nothing to write, nothing to record: most zones of most runs
             result.conflicts = zp.conflicts
             result.after = {p: seen for p, seen in zp.observed.items() if not seen.error and p in zp.records}
             result.applied_on = list(zp.records)
@@ -212,7 +216,7 @@ class DnsApply:
             self._records(zp, result)
             self._secondaries(zp, result)
             self._removals(zp, result)
-            self.store.save_zone(_settled(zp, result, self.options.revision))
+            self.store.save_zone(_ownership_reached(zp, result, self.options.revision))
             result.revision = self.options.revision if not zp.empty or zp.recovered else zp.revision
             self._remember(zp, result)
         except _Stop:
@@ -220,7 +224,7 @@ class DnsApply:
         except AgentError as exc:  # the deadline, or the store
             result.primary_error = result.primary_error or str(exc)
             return result
-        self._to_verify(zp, result)
+        self._queue_confirmation(zp, result)
         return result
 
     def _remember(self, zp: ZonePlan, result: ZoneResult) -> None:
@@ -241,11 +245,14 @@ class DnsApply:
                 else:
                     rrsets[change.key] = change.after
             serial = rfc2136.serials(self.endpoints[primary], [zp.name], timeout=self.deadline.timeout(2))
-            result.after[primary] = ZoneObserved(rrsets, serial=serial.get(zp.name))
+            # a signed zone whose keys are not known yet: named adds its DNSKEY and signatures after the
+            # write, maybe before that serial was read; without a serial it is transferred next run
+            unsigned = bool(zp.zone and zp.zone.spec.dnssec_policy) and (zp.name, "DNSKEY") not in rrsets
+            result.after[primary] = ZoneObserved(rrsets, serial=None if unsigned else serial.get(zp.name))
 
-    def _to_verify(self, zp: ZonePlan, result: ZoneResult) -> None:
-        """Queues the zone for verification: its changed RRsets on the primaries that took them, and
-        its configured secondaries at the serial the primary reached (with nothing changed, at the
+    def _queue_confirmation(self, zp: ZonePlan, result: ZoneResult) -> None:
+        """Queues the zone for `confirm_queued`: its changed RRsets on the primaries that took them,
+        and its configured secondaries at the serial the primary reached (with nothing changed, at the
         primary's serial: one that was down or stopped may be behind from an earlier run)."""
         secondaries = [s for i in zp.secondaries for s in zp.servers_of(i)
                        if s in self.endpoints and result.servers.get(s, ("", ""))[0] == "Configured"]
@@ -254,14 +261,14 @@ class DnsApply:
         serials = [result.after[p].serial if p in result.after else None for p in result.applied_on]
         serial = serials[0] if len(serials) == 1 else None
         with self._lock:
-            self.written.append((result, dnsverify.Written(zp.name, result.changes, list(result.applied_on),
-                                                           secondaries, serial)))
+            self.to_confirm.append((result, dnsverify.Written(zp.name, result.changes, list(result.applied_on),
+                                                              secondaries, serial)))
 
-    def catch_up(self, settled: list[tuple[ZonePlan, ZoneResult]]) -> None:
+    def catch_up(self, in_sync: list[tuple[ZonePlan, ZoneResult]]) -> None:
         """For zones with nothing to do: one serial sweep per secondary finds any that is behind its
-        primary (down or stopped in an earlier run); only those are nudged and verified."""
+        primary (down or stopped in an earlier run); only those are nudged and confirmed."""
         by_secondary: dict[str, list[tuple[ZonePlan, ZoneResult, int]]] = {}
-        for zp, result in settled:
+        for zp, result in in_sync:
             seen = zp.observed.get(next(iter(zp.records), ""))
             if seen is None or seen.serial is None:
                 continue
@@ -276,20 +283,20 @@ class DnsApply:
                                   timeout=self.deadline.timeout(2))
             behind.update({zp.name: (zp, r) for zp, r, serial in items if now.get(zp.name) != serial})
         for zp, result in behind.values():
-            self._to_verify(zp, result)
+            self._queue_confirmation(zp, result)
 
-    def verify(self) -> None:
+    def confirm_queued(self) -> None:
         """Confirms every queued zone at once (agent/reconcile/dnsverify.py): the waits for secondaries
         to transfer overlap instead of adding up zone after zone."""
         unknown: dict[str, list[dnsverify.Written]] = {}  # no changes: the target is the primary's serial now
-        for _, w in self.written:
+        for _, w in self.to_confirm:
             if not w.changes and w.serial is None and w.primaries:
                 unknown.setdefault(w.primaries[0], []).append(w)
         for primary, items in unknown.items():
             now = rfc2136.serials(self.endpoints[primary], [w.zone for w in items], timeout=self.deadline.timeout(2))
             for w in items:
                 w.serial = now.get(w.zone)
-        queued = [w for _, w in self.written if w.changes or w.serial is not None]
+        queued = [w for _, w in self.to_confirm if w.changes or w.serial is not None]
 
         def nudge(w: dnsverify.Written) -> None:  # named notifies by itself; this is for a secondary that is late
             for primary in w.primaries:
@@ -298,17 +305,21 @@ class DnsApply:
                 except ZoneApiError as exc:
                     log.warning("NOTIFY of %s via %s failed: %s", w.zone, primary, exc)
 
-        dnsverify.verify(queued, self.endpoints, patience=self.options.verify_wait,
-                         limit=max(0.0, self.deadline.remaining()), nudge=nudge)
-        for result, w in self.written:
+        dnsverify.confirm_zones(queued, self.endpoints, patience=self.options.verify_wait,
+                                limit=max(0.0, self.deadline.remaining()), nudge=nudge)
+        for result, w in self.to_confirm:
             result.checks = w.checks
 
 
-def _settled(zp: ZonePlan, result: ZoneResult, revision: str | None) -> ZoneOwnership:
+def _ownership_reached(zp: ZonePlan, result: ZoneResult, revision: str | None) -> ZoneOwnership:
     """What the agent owns after this zone's steps: the plan's outcome, less what did not happen."""
-    owned = zp.settled_ownership(revision)
+    owned = zp.ownership_after(revision)
     for server, _ in zp.creates:
         if server not in result.created_on and result.servers.get(server, ("", ""))[0] == "Failed":
+            if server in zp.repoint:  # still transferring from the old addresses: created again next run
+                owned.transfer_from = zp.transfer_from_before
+                if server not in result.deleted_from:  # not removed: still there, placed as it was
+                    continue
             owned.placements.pop(instance_of(server), None)  # not created everywhere: the next run creates it
     for server in zp.deletes:
         instance = instance_of(server)
@@ -324,28 +335,28 @@ def apply(zones: list[ZonePlan], endpoints: Mapping[str, Endpoint], store: Store
     `focus`: only these zones were observed (dnsobserve.observe); only they are checked for a
     secondary left behind, the others wait for the next run without a focus."""
     runner = DnsApply(endpoints, store, options, deadline)
-    settled = [zp.settled for zp in zones]
-    work = [(i, zp) for i, zp in enumerate(zones) if not settled[i]]
+    in_sync = [zp.in_sync for zp in zones]
+    work = [(i, zp) for i, zp in enumerate(zones) if not in_sync[i]]
     done: dict[int, ZoneResult] = {}
     try:
-        # the zones with writes first: they are what a push waits for; the settled ones (most zones
+        # the zones with writes first: they are what a push waits for; the ones in sync (most zones
         # of most runs) only report what they serve
         with concurrent.futures.ThreadPoolExecutor(max_workers=ZONE_WORKERS) as pool:
             for (i, _), result in zip(work, pool.map(lambda item: runner.zone(item[1]), work), strict=True):
                 done[i] = result
                 if progress is not None:
                     progress(len(done), len(zones))
-        rest = [i for i, already in enumerate(settled) if already]
+        rest = [i for i, already in enumerate(in_sync) if already]
         checked = [i for i in rest if focus is None or zones[i].name in focus]
         for i in checked:
-            done[i] = runner.zone(zones[i], settled=True)
+            done[i] = runner.zone(zones[i], in_sync=True)
         runner.catch_up([(zones[i], done[i]) for i in checked])
         started = time.monotonic()
-        runner.verify()  # what a push waits for is confirmed before the other zones are reported on
+        runner.confirm_queued()  # what a push waits for is confirmed before the other zones are reported on
         verified = time.monotonic() - started
         for i in rest:
             if i not in done:
-                done[i] = runner.zone(zones[i], settled=True)
+                done[i] = runner.zone(zones[i], in_sync=True)
         if progress is not None and rest:
             progress(len(zones), len(zones))
     finally:

@@ -1,5 +1,6 @@
-"""Confirms what a run wrote, for all its zones at once: the changed RRsets on the primaries that took them,
-and every secondary at (or past) the SOA serial its primary reached.
+"""The run's `verify` step (`confirm_zones`): confirms what a run wrote, for all its zones at once: the
+changed RRsets on the primaries that took them, and every secondary at (or past) the SOA serial its
+primary reached.
 
 A secondary serves a zone by transferring it whole, so one that serves the serial the primary
 reached after the run's UPDATEs serves exactly what was written: one SOA query a zone instead of a
@@ -53,7 +54,7 @@ def _on_primaries(zones: Sequence[Written], endpoints: Mapping[str, Endpoint], w
             by_primary.setdefault(primary, []).extend((w, c) for c in w.changes)
     for primary, items in by_primary.items():
         owner: dict[Key, Written] = {c.key: w for w, c in items}
-        for check in rfc2136.verify([endpoints[primary]], [c for _, c in items], wait=wait):
+        for check in rfc2136.confirm_served([endpoints[primary]], [c for _, c in items], wait=wait):
             owner[(check.name, check.rtype)].checks.append(check)
 
 
@@ -96,8 +97,8 @@ def _on_secondaries(zones: Sequence[Written], endpoints: Mapping[str, Endpoint],
     for w in zones:
         for s in w.secondaries:
             if w.serial is None:  # several primaries, or no serial read: ask for each RRset (rare)
-                w.checks += rfc2136.verify([endpoints[s]], w.changes, nudge=_nudging(w, nudge),
-                                           wait=max(0.0, min(patience, until - time.monotonic())))
+                w.checks += rfc2136.confirm_served([endpoints[s]], w.changes, nudge=_nudging(w, nudge),
+                                                   wait=max(0.0, min(patience, until - time.monotonic())))
             else:
                 behind.setdefault(s, []).append(w)
     progress, pause, nudged = time.monotonic(), 0.005, False
@@ -115,12 +116,12 @@ def _on_secondaries(zones: Sequence[Written], endpoints: Mapping[str, Endpoint],
         pause = min(pause * 2, 0.1)
     for secondary, items in behind.items():  # still behind: what does it answer?
         for w in items:
-            w.checks += (rfc2136.verify([endpoints[secondary]], w.changes, wait=0) if w.changes
+            w.checks += (rfc2136.confirm_served([endpoints[secondary]], w.changes, wait=0) if w.changes
                          else [rfc2136.Check(secondary, w.zone, "SOA", False, ("behind its primary",))])
 
 
-def verify(zones: Sequence[Written], endpoints: Mapping[str, Endpoint], *, patience: float, limit: float,
-           nudge: Callable[[Written], None]) -> None:
+def confirm_zones(zones: Sequence[Written], endpoints: Mapping[str, Endpoint], *, patience: float, limit: float,
+                  nudge: Callable[[Written], None]) -> None:
     """Fills each zone's `checks`: one per changed RRset and server, or for a zone with no changes one
     SOA check per secondary. A server is waited for while it makes progress, `patience` seconds at
     most without; `limit` bounds the whole verification (the run's deadline)."""

@@ -1,12 +1,14 @@
 """Executes the approved Kubernetes part of a plan, then writes CR statuses computed from the outcome.
 
-    namespaces the plan creates -> creates/updates parents first (owner UIDs known), independent
+    Bindy's CRDs the plan creates or updates (agent/reconcile/crdapply.py, waited on until served)
+    -> namespaces the plan creates -> creates/updates parents first (owner UIDs known), independent
     objects of one tier concurrently -> prunes children first -> the inventory the plan lists
 
 A failing object marks the CR it came from Degraded and does not stop unrelated objects. RNDC key
-values are generated here, once per Secret, and never logged. Which namespaces are created (only
-with --create-namespaces: the agent's account need not be able to write them), which objects
-cannot be applied and what the inventory lists are decided by the plan (agent/plan/build.py).
+values are generated here, once per Secret, and never logged. Which CRDs are written, which
+namespaces are created (only with --create-namespaces: the agent's account need not be able to
+write them), which objects cannot be applied and what the inventory lists are decided by the plan
+(agent/plan/build.py).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from agent.model.key import ObjectKey
 from agent.plan import kubechange, rotation
 from agent.plan.changes import Plan
 from agent.plan.observed import KubeObserved
-from agent.reconcile import events
+from agent.reconcile import crdapply, events
 
 log = logging.getLogger(__name__)
 WORKERS = 8  # concurrent API calls for independent objects (same tier)
@@ -147,13 +149,16 @@ class _Apply:
 
 def apply(api: KubeApi, plan: Plan, observed: KubeObserved, *, options: KubeApplyOptions,
           deadline: Deadline = UNBOUNDED, progress: Callable[[int, int], None] | None = None) -> KubeResult:
-    """Executes the plan's Kubernetes part: the namespaces it creates, then creates/updates parents
+    """Executes the plan's Kubernetes part: its CRDs (an error there stops the step: nothing else can be
+    applied before they are served), the namespaces it creates, then creates/updates parents
     first, then prunes children first, then the inventory it lists. Statuses are written separately
     (`write_statuses`), after the DNS steps. `progress` hears (changes done, changes) after each group."""
     changes = plan.kube or []
     run = _Apply(api, observed, changes, options, deadline)
+    crdapply.apply(api, plan.crds, deadline=deadline)
     for ns in plan.namespaces:
-        api.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": dict(names.MANAGED_BY)}})
+        deadline.check(f"creating namespace {ns}")
+        api.apply(kubechange.namespace_body(ns))
     run.result.failed.update(plan.blocked)
     puts = _groups(c for c in changes if c.action in ("create", "update") and c.desired is not None)
     deletes = _groups(c for c in changes if c.action == "delete")

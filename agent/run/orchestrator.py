@@ -37,7 +37,7 @@ from agent.plan import statusdiff
 from agent.plan.changes import Change, Plan, RRsetTarget
 from agent.plan.observed import Observed
 from agent.reconcile import dnsresult, events, kubeapply
-from agent.run import crds, dnsrounds, lock, logs, memorize
+from agent.run import dnsrounds, lock, logs, memorize
 from agent.run.memory import ONE_SHOT, Memory
 from agent.run.planning import Options, Targets, plan
 from agent.run.revisions import RevisionSource, Snapshot
@@ -247,10 +247,7 @@ class _Run:
         assert plan is not None
         lasting = False  # a step failed for a reason a later run would meet again
         try:
-            if api is not None and plan.kube is not None:
-                if options.install_crds and not self.kube_fast:
-                    with timed(self.steps, "apply_kubernetes"):
-                        crds.install_crds(api)
+            if api is not None and plan.kube is not None:  # Bindy's CRDs first: lines of the plan (Plan.crds)
                 kube_options = kubeapply.KubeApplyOptions(options.agent_namespace, options.rotate_rndc_keys)
                 assert self.observed.kube is not None
                 with timed(self.steps, "apply_kubernetes"):

@@ -53,7 +53,7 @@ class Options:
     repo_policy: repo_rules.PolicySettings = repo_rules.PolicySettings()  # what a repository may ask for
     agent_namespace: str = names.DEFAULT_AGENT_NAMESPACE
     default_namespace: str = names.DEFAULT_NAMESPACE
-    install_crds: bool = True
+    install_crds: bool = True  # Bindy's CRDs are read (unless the cluster is remembered) and planned
     create_namespaces: bool = False
     rotate_rndc_keys: bool = False
     batch: int = 1000
@@ -141,7 +141,8 @@ def _observe(planned: Planned, desired: Desired, targets: Targets, options: Opti
     if api is not None:
         observed.kube = (kubeobserve.recall(api, desired, memory.kube, agent_namespace=namespace)
                          if memory.kube is not None and planned.kube_fast
-                         else kubeobserve.observe(api, desired, agent_namespace=namespace))
+                         else kubeobserve.observe(api, desired, agent_namespace=namespace,
+                                                  with_crds=options.install_crds))
     endpoints = targets.endpoints
     planned.endpoints = endpoints(desired) if callable(endpoints) else endpoints
     if planned.endpoints is not None:
