@@ -53,7 +53,11 @@ class _Remembered:
             return None if refresh or self._zones is None else dict(self._zones)
 
     def _remember_all(self, zones: dict[str, ZoneOwnership]) -> dict[str, ZoneOwnership]:
+        """A record read back that says what the remembered one says stays the very same object (a
+        zone's plan is reused while its inputs are the same objects: agent/desired/memo.py)."""
         with self._zones_lock:
+            old = self._zones or {}
+            zones = {name: old[name] if old.get(name) == zone else zone for name, zone in zones.items()}
             self._zones = dict(zones)
         return zones
 

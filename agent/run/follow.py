@@ -7,9 +7,11 @@ push costs instead of a cold start.
              serves with its serial (agent/run/memorize.py `after_observe`)
 
 Nothing is written: no object, zone, record, status, Event, state record or commit report, and the
-run is not counted as a run. On taking over, `Memory.take_over` keeps the zones but asks every zone's
-SOA serial again (a zone the old leader wrote since is transferred again; the others are not) and
-reads the cluster in full once (the old leader may have written objects after the standby listed them).
+run is not counted as a run. The cluster is listed again after every run of the leader that wrote
+(the shared state's `reconciled_at`), so that a standby that followed since can trust its list.
+On taking over, `Memory.take_over` keeps the zones but asks every zone's SOA serial again (a zone
+the old leader wrote since is transferred again; the others are not), and reads the cluster in full
+once unless the standby listed it after the old leader's last run that wrote.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import logging
 from agent.clients.deadline import UNBOUNDED, Deadline
 from agent.errors import AgentError
 from agent.run import lock, memorize
-from agent.run.memory import Memory
+from agent.run.memory import CLOCK_SKEW, Memory
 from agent.run.planning import Options, Targets, plan
 from agent.run.revisions import RevisionSource
 
@@ -41,6 +43,8 @@ def follow(source: RevisionSource, targets: Targets, options: Options, memory: M
         targets.kube_api.deadline = deadline
     source.bound(deadline.remaining)
     try:
+        if memory.kube_listed <= targets.store.load_run().reconciled_at + CLOCK_SKEW:
+            memory.kube_at = 0.0  # the leader wrote since the standby listed the cluster: list it again
         with lock.held(source.lock_path, wait=options.lock_wait):
             snap = source.snapshot()
             planned = plan(snap, targets, dataclasses.replace(options, mode="detect"), memory=memory,

@@ -28,7 +28,8 @@ def after_run(memory: Memory, desired: Desired, kube: KubeResult | None, dns: Dn
         live = {k: v for k, v in kube.live.items() if k not in kube.failed}
         memory.kube = KubeObserved(live, kube.inventory, set(observed.kube.namespaces), kube.inventory_text)
         memory.agent_namespace = agent_namespace
-        memory.kube_at = memory.kube_at if kube_fast else now
+        if not kube_fast:
+            memory.kube_at, memory.kube_listed = now, time.time()
     if dns is not None:
         wanted = {z.name: z.rrsets for z in desired.zones}
         for zone in (set(memory.dns.zones) | set(memory.dns.sources)) - wanted.keys():
@@ -57,6 +58,7 @@ def after_observe(memory: Memory, desired: Desired, observed: Observed, *, agent
     now = time.monotonic()
     if observed.kube is not None and not kube_fast:
         memory.kube, memory.agent_namespace, memory.kube_at = observed.kube, agent_namespace, now
+        memory.kube_listed = time.time()
     if observed.dns is None:
         return
     wanted = {z.name for z in desired.zones}

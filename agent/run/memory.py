@@ -28,6 +28,8 @@ from agent.load.filecache import NO_FILES, FileCache
 from agent.observe.dnsobserve import DnsMemory
 from agent.plan.observed import KubeObserved
 
+CLOCK_SKEW = 2.0  # seconds two replicas' clocks may differ by
+
 
 @dataclasses.dataclass
 class Memory:
@@ -36,6 +38,7 @@ class Memory:
     plans: Memo = dataclasses.field(default_factory=Memo)  # the zone plans of zones nothing changed in
     kube: KubeObserved | None = None
     kube_at: float = 0.0  # monotonic time of the last full Kubernetes observe
+    kube_listed: float = 0.0  # wall-clock time (epoch s) of the same: compared with another replica's writes
     dns: DnsMemory = dataclasses.field(default_factory=DnsMemory)
     dns_at: float = 0.0  # monotonic time of the last full DNS comparison
     serials_at: float | None = None  # monotonic time of the last run that asked every zone's SOA serial
@@ -66,19 +69,21 @@ class Memory:
         """Every zone's serial was asked within `resync_after`: a run may ask only the zones it touches."""
         return self.serials_at is not None and time.monotonic() - self.serials_at < resync_after
 
-    def take_over(self) -> None:
+    def take_over(self, applied_at: float) -> None:
         """This replica just became the leader: what it observed while following as a standby stays
-        (agent/run/follow.py), but is checked before it is trusted. The cluster is read in full once
-        (the old leader may have written since the standby listed it); every zone's SOA serial is asked,
-        and only the zones whose serial moved are transferred again; no zone counts as applied by it."""
-        self.kube_at = 0.0
+        (agent/run/follow.py), but is checked before it is trusted. Every zone's SOA serial is asked,
+        and only the zones whose serial moved are transferred again; no zone counts as applied by this
+        replica. The cluster it listed is trusted only if it listed it after the old leader's last run
+        that wrote (`applied_at`, the shared state's epoch seconds, with a margin for clock skew);
+        else the cluster is read in full once."""
+        if self.kube_listed <= applied_at + CLOCK_SKEW:
+            self.kube_at = 0.0
         self.serials_at = None
         self.dns.sources.clear()
-        self.plans.clear()
 
     def forget_world(self) -> None:
         """Trust nothing remembered of the cluster or the servers (after a failure, a new leader)."""
-        self.kube, self.kube_at = None, 0.0
+        self.kube, self.kube_at, self.kube_listed = None, 0.0, 0.0
         self.dns, self.dns_at, self.serials_at = DnsMemory(), 0.0, None
         self.plans.clear()
 

@@ -114,8 +114,8 @@ class Agent:
     def _take_over(self) -> None:
         """What this replica followed as a standby is checked, not thrown away (agent/run/follow.py); the
         zones' ownership records are read back, since the old leader wrote them."""
-        self.memory.take_over()
         try:
+            self.memory.take_over(applied_at=self.store.load_run().reconciled_at)
             self.store.load_zones(refresh=True)
         except AgentError as exc:
             log.warning("taking over: could not read the zones' ownership records (%s): nothing remembered is "
