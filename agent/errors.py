@@ -64,6 +64,11 @@ class ZoneTransferError(ReadError):
     """A zone transfer (AXFR) was refused, cut at one of its bounds, or could not be made."""
 
 
+class TransferRefused(ZoneTransferError):
+    """The server refused the agent's zone transfer: the zone's allow-transfer does not list the agent's
+    address (a per-zone ACL written while another replica of the agent, at another address, led)."""
+
+
 class ZoneMissing(ZoneTransferError):
     """The server does not serve the zone (e.g. deleted by hand): it is created again."""
 

@@ -19,13 +19,14 @@ import time
 
 import dns.exception
 import dns.message
+import dns.rcode
 import dns.rdatatype
 import dns.xfr
 import dns.zone
 
 from agent.clients import endpoints, rfc2136
 from agent.desired import rrsets
-from agent.errors import ZoneMissing, ZoneTransferError
+from agent.errors import TransferRefused, ZoneMissing, ZoneTransferError
 from agent.model import calls
 from agent.model.ownership import Key
 
@@ -144,6 +145,9 @@ def read_zone(endpoint: endpoints.Endpoint, zone: str, *, timeout: float = 10, l
     except dns.xfr.TransferError as exc:
         if exc.rcode in (dns.rcode.NOTAUTH, dns.rcode.NOTZONE):
             raise ZoneMissing(f"{endpoint.instance}: does not serve zone {zone}") from exc
+        if exc.rcode == dns.rcode.REFUSED:
+            raise TransferRefused(f"{endpoint.instance}: AXFR of {zone} refused (the zone's allow-transfer does "
+                                  "not list the agent's address)") from exc
         raise ZoneTransferError(f"{endpoint.instance}: AXFR of {zone} failed: {exc}") from exc
     except rfc2136.NETWORK_ERRORS as exc:
         raise ZoneTransferError(f"{endpoint.instance}: AXFR of {zone} failed: {rfc2136.why(exc)}") from exc

@@ -23,7 +23,7 @@ from agent.clients.deadline import Deadline
 from agent.clients.endpoints import Endpoint, by_server, servers_of
 from agent.clients.statestore import Store
 from agent.desired.hierarchy import Desired
-from agent.errors import ZoneMissing, ZoneTransferError
+from agent.errors import TransferRefused, ZoneMissing, ZoneTransferError
 from agent.model import names
 from agent.model.ownership import ZoneOwnership
 from agent.plan.observed import DnsObserved, Reach, ZoneObserved
@@ -77,6 +77,9 @@ def _transfer(endpoint: Endpoint, zone: str, deadline: Deadline, limits: axfr.Tr
                             if (zone, "SOA") in found else None)
     except ZoneMissing:
         return ZoneObserved(None)
+    except TransferRefused as exc:
+        log.warning("%s", exc)
+        return ZoneObserved(None, error=str(exc), refused=True)
     except ZoneTransferError as exc:
         log.warning("%s", exc)
         return ZoneObserved(None, error=str(exc))

@@ -178,6 +178,12 @@ def _zone_view(plan: Plan, zones: list[zoneplan.ZonePlan]) -> None:
             shown = sent.as_dict() if sent is not None else {"alsoNotify": list(zp.secondaries)}
             add(Change(Action.UPDATE, ZoneTarget(zp.name, instance, "primary"), new=shown, fields=tuple(shown),
                        reason="secondaries changed"))
+        for instance in zp.reopen:
+            sent = zp.transfers.get(instance)
+            shown = sent.as_dict() if sent is not None else {}
+            add(Change(Action.UPDATE, ZoneTarget(zp.name, instance, "primary"), new=shown, fields=tuple(shown),
+                       reason="it refused the agent's zone transfer: its allow-transfer gets the agent's address, "
+                       "then the zone is read and planned again"))
         plan.unplanned += [f"{zp.name} on {i}: {e.removeprefix(f'{i}: ')}" for i, e in sorted(zp.errors.items())]
         plan.conflicts += [f"{zp.name}: {c}" for c in zp.conflicts]
     for zp in zones:  # shallow names first; a zone's keys are unique, so no two changes compare equal

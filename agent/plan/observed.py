@@ -33,6 +33,7 @@ class ZoneObserved:
     error: str = ""  # set when the server could not be asked: nothing may be planned for it
     serial: int | None = None  # the SOA serial these RRsets are of
     remembered: bool = False  # not transferred: the serial had not moved since the agent last saw the zone
+    refused: bool = False  # the server refused the agent's AXFR (the zone's allow-transfer lacks its address)
 
 
 @dataclasses.dataclass(frozen=True)

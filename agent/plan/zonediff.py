@@ -73,6 +73,7 @@ class _Placement:
     deletes: list[str]  # servers
     renotify: list[str]  # primary servers
     after: dict[str, str]  # instance -> role
+    reopen: list[str] = dataclasses.field(default_factory=list)  # primary servers that refused the agent's AXFR
 
 
 def _placements(primaries: list[str], secondaries: list[str], placed: dict[str, str], unsure: set[str],
@@ -94,6 +95,8 @@ def _placements(primaries: list[str], secondaries: list[str], placed: dict[str, 
             observed = seen.get(server)
             if role == "primary" and observed is not None and observed.error:
                 out.errors[server] = observed.error
+                if observed.refused and was == "primary" and _lists_the_agent(dns, instance):
+                    out.reopen.append(server)  # its allow-transfer gets the agent's address; read again
                 continue
             if was is not None and was != role:
                 out.deletes.append(server)
@@ -193,6 +196,13 @@ def _keep_foreign(name: str, deletes: list[str], managed: set[Key], placed: dict
             "`--force` deletes the zone with them"), records
 
 
+def _lists_the_agent(dns: DnsObserved, instance: str) -> bool:
+    """Whether the zone's allow-transfer on `instance` is the agent's to write (a per-zone ACL with the
+    agent's own addresses, not named.conf's)."""
+    reach = dns.servers.get(instance)
+    return reach is not None and bool(reach.transfer_acl)
+
+
 def _calls(zone: Zone | None, primaries: list[str], secondaries: list[str], creates: list[tuple[str, str]],
            renotify: list[str], servers: dict[str, Reach]) -> dict[str, Any]:
     """The zone API bodies this plan sends (none without the servers' addresses: an offline plan)."""
@@ -287,4 +297,5 @@ def plan_zone(name: str, zone: Zone | None, dns: DnsObserved, *, force: bool = F
                     notify_before=owned.notify,
                     notify=notify if creates or renotify or owned.notify is not None else None,
                     transfer_from_before=owned.transfer_from, transfer_from=sources, repoint=repoint,
-                    **_calls(zone, primaries, secondaries, creates, renotify, dns.servers))
+                    reopen=moved.reopen if zone is not None else [],
+                    **_calls(zone, primaries, secondaries, creates, renotify + moved.reopen, dns.servers))

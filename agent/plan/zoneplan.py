@@ -108,6 +108,9 @@ class ZonePlan:
     transfer_from_before: list[str] | None = None
     transfer_from: list[str] | None = None
     repoint: list[str] = dataclasses.field(default_factory=list)
+    # primaries that refused the agent's AXFR: their allow-transfer is written again (the agent's
+    # current addresses), then the zone is read and planned again (a second round)
+    reopen: list[str] = dataclasses.field(default_factory=list)
     # nothing to write and nothing new to record: most zones of most runs (apply only reports them)
     in_sync: bool = False
     # instance -> its servers, for the instances written pod by pod (the others are one server each)
@@ -150,7 +153,8 @@ class ZonePlan:
 
     @property
     def empty(self) -> bool:
-        return not (self.creates or self.deletes or self.renotify or any(p.changes for p in self.records.values()))
+        return not (self.creates or self.deletes or self.renotify or self.reopen
+                    or any(p.changes for p in self.records.values()))
 
     def intent(self) -> Intent:
         """What applying this plan may write: stored before the first write goes out."""

@@ -114,6 +114,19 @@ class DnsApply:
         self.api(primary).modify(zp.name.rstrip("."), also_notify=list(sent.also_notify),
                                  allow_transfer=list(sent.allow_transfer) if sent.allow_transfer is not None else None)
 
+    def _reopen(self, zp: ZonePlan, result: ZoneResult) -> None:
+        """The primaries that refused the agent's AXFR get the zone's allow-transfer with the agent's
+        current addresses; the zone goes on the stale list, to be read and planned again."""
+        for server in zp.reopen:
+            try:
+                self.deadline.check(f"allowing the agent's transfers of {zp.name} on {server}")
+                self._modify(zp, server)
+            except AgentError as exc:
+                result.primary_error = f"AXFR refused, and the allow-transfer could not be written: {exc}"
+                return
+            result.servers.pop(server, None)
+        result.stale = "a primary refused the agent's zone transfer: its allow-transfer now lists the agent"
+
     def _delete(self, zp: ZonePlan, result: ZoneResult, instance: str) -> bool:
         try:
             self.deadline.check(f"removing {zp.name} from {instance}")
@@ -199,6 +212,9 @@ class DnsApply:
             if instance in zp.primaries + zp.secondaries:
                 for server in zp.servers_of(instance):
                     result.servers.setdefault(server, ("Configured", f"{role} zone configured"))
+        if zp.reopen:
+            self._reopen(zp, result)
+            return result
         if zp.blocked:
             result.primary_error = "; ".join(e for s, e in zp.errors.items() if instance_of(s) in zp.primaries)
             return result

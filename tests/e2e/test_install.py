@@ -211,8 +211,10 @@ spec: {{name: bulk-{i}, ipv4Addresses: ["198.51.100.{i % 250 + 1}"]}}""" for i i
     took = inst.wait_served(desired, PUSH_TIMEOUT)
     print(f"\n[e2e] agent pod {holder} killed mid-sync: converged {took:.1f} s later")
     assert inst.extra(desired) == []
+    # the standby takes the Lease once the killed holder's expires, labels its pod, and the webhook
+    # Service selects that pod: a webhook now reaches the replica that syncs
+    _wait(lambda: _holder_pod(inst) not in ("", holder), 60, "a new Lease holder", inst)
     new = _lease_holder(inst)
-    assert new != holder
     _wait(lambda: inst.webhook_endpoint() == new, 30, f"the webhook Service selecting the new leader {new}", inst)
 
 
@@ -253,6 +255,15 @@ def _lease_holder(inst: Installation) -> str:
     pods = [p.metadata.name for p in inst.agent_pods() if holder.startswith(p.metadata.name + "-")]
     assert len(pods) == 1, (holder, [p.metadata.name for p in inst.agent_pods()])
     return str(pods[0])
+
+
+def _holder_pod(inst: Installation) -> str:
+    """The live agent pod that holds the Lease, or ""."""
+    from kubernetes import client
+
+    holder = str(client.CoordinationV1Api(inst.api).read_namespaced_lease("bindy-agent", AGENT_NS).spec.holder_identity
+                 or "")
+    return next((p.metadata.name for p in inst.agent_pods() if holder.startswith(p.metadata.name + "-")), "")
 
 
 def _runs_started(inst: Installation, pod: str) -> int:
