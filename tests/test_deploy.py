@@ -94,7 +94,7 @@ def test_rbac_is_namespaced_except_crds_and_the_cluster_provider(rendered: list[
     named = {res: sorted(r["resourceNames"]) for r in own if "resourceNames" in r for res in r["resources"]}
     assert named == {"leases": [settings.Settings.model_fields["lease_name"].default]}
     assert {res for r in own for res in r["resources"]} == {"configmaps", "leases", "events", "namespaces", "pods"}
-    assert [r["verbs"] for r in own if "pods" in r["resources"]] == [["patch"]]  # the leader label, nothing more
+    assert [r["verbs"] for r in own if "pods" in r["resources"]] == [["list", "patch"]]  # the leader label, nothing more
 
 
 def test_the_readme_overlay_points_the_agent_at_a_repository(tmp_path: pathlib.Path) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 
 from agent.clients.deadline import UNBOUNDED, Deadline
 from agent.errors import AgentError
@@ -45,6 +46,7 @@ def follow(source: RevisionSource, targets: Targets, options: Options, memory: M
     try:
         if memory.kube_listed <= targets.store.load_run().reconciled_at + CLOCK_SKEW:
             memory.kube_at = 0.0  # the leader wrote since the standby listed the cluster: list it again
+        listed = time.time()  # before the cluster is listed: a write of the leader after it is not in the list
         with lock.held(source.lock_path, wait=options.lock_wait):
             snap = source.snapshot()
             planned = plan(snap, targets, dataclasses.replace(options, mode="detect"), memory=memory,
@@ -59,6 +61,6 @@ def follow(source: RevisionSource, targets: Targets, options: Options, memory: M
     if desired is None or not planned.validated.ok or planned.plan is None:
         return Followed(snap.revision, problem=planned.error or "the revision is not valid")
     memorize.after_observe(memory, desired, planned.observed, agent_namespace=options.agent_namespace,
-                           kube_fast=planned.kube_fast, dns_fast=planned.dns_fast)
+                           kube_fast=planned.kube_fast, dns_fast=planned.dns_fast, listed_at=listed)
     zones = len(planned.observed.dns.zones) if planned.observed.dns is not None else 0
     return Followed(snap.revision, zones=zones)

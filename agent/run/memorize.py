@@ -50,15 +50,16 @@ def after_run(memory: Memory, desired: Desired, kube: KubeResult | None, dns: Dn
 
 
 def after_observe(memory: Memory, desired: Desired, observed: Observed, *, agent_namespace: str,
-                  kube_fast: bool, dns_fast: bool) -> None:
+                  kube_fast: bool, dns_fast: bool, listed_at: float) -> None:
     """What a standby read while following (agent/run/follow.py): the cluster as listed, and what each
-    primary serves with its serial. Nothing is marked as applied (`sources`): the standby wrote nothing."""
+    primary serves with its serial. Nothing is marked as applied (`sources`): the standby wrote nothing.
+    `listed_at`: the wall-clock time before the cluster was listed (compared with the leader's writes)."""
     if not memory.keeps:
         return
     now = time.monotonic()
     if observed.kube is not None and not kube_fast:
         memory.kube, memory.agent_namespace, memory.kube_at = observed.kube, agent_namespace, now
-        memory.kube_listed = time.time()
+        memory.kube_listed = listed_at
     if observed.dns is None:
         return
     wanted = {z.name for z in desired.zones}

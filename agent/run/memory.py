@@ -44,6 +44,7 @@ class Memory:
     serials_at: float | None = None  # monotonic time of the last run that asked every zone's SOA serial
     agent_namespace: str = ""
     keeps: bool = True  # what a run saw and left is kept for the next one (ONE_SHOT: not)
+    new_leader: bool = False  # took the Lease since its last run: that run reconciles even an unchanged head
 
     @classmethod
     def one_shot(cls) -> Memory:
@@ -55,8 +56,10 @@ class Memory:
         """A long-running agent that has loaded nothing yet (the process just started): its first run
         reconciles the revision even when that was applied before, so that the first push after a
         restart costs what it changes, not a cold start (27 s at 100,000 records), and drift made
-        while it was down is repaired. A one-shot run is never blank (it stops at an unchanged head)."""
-        return self.keeps and not self.files.loaded
+        while it was down is repaired. So is a replica that just took the Lease, though it loaded the
+        revision following as a standby (`new_leader`): what changed while the leader changed is repaired.
+        A one-shot run is never blank (it stops at an unchanged head)."""
+        return self.keeps and (not self.files.loaded or self.new_leader)
 
     def kube_fresh(self, resync_after: float, agent_namespace: str) -> bool:
         return (self.kube is not None and self.agent_namespace == agent_namespace
@@ -75,7 +78,8 @@ class Memory:
         and only the zones whose serial moved are transferred again; no zone counts as applied by this
         replica. The cluster it listed is trusted only if it listed it after the old leader's last run
         that wrote (`applied_at`, the shared state's epoch seconds, with a margin for clock skew);
-        else the cluster is read in full once."""
+        else the cluster is read in full once. Its first run reconciles even an unchanged head."""
+        self.new_leader = True
         if self.kube_listed <= applied_at + CLOCK_SKEW:
             self.kube_at = 0.0
         self.serials_at = None

@@ -56,6 +56,8 @@ class Agent:
                                        applied=state.applied, seen=state.seen)  # start/end lines, metrics, Events
         self.metrics.watch(ready=self.is_ready, leader=lambda: self.elector is None or self.elector.leader)
         self.runs = 0
+        self.led = True  # the worker's last turn was a run as the leader (False: a follow as a standby)
+        self.terms = self.taken = 0  # times the Lease was taken; of them, taken over by the worker
         self.memory = memory.Memory()  # so that a run costs what changed (agent/run/memory.py)
         self.scheduler = BackgroundScheduler()
         self.worker = threading.Thread(target=self._loop, name="sync", daemon=True)
@@ -95,6 +97,7 @@ class Agent:
         run_id, trigger = self.trace.start(why)
         b = self.built
         run = runner.run(b.source, b.targets, b.options, run_id=run_id, memory=self.memory)
+        self.memory.new_leader = False  # once per leadership, whatever the outcome
         if run.outcome in ("applied", "partial") or (run.outcome == "unchanged" and not run.rejected_head):
             self.ready = True
         elif run.rejected_head:
@@ -108,8 +111,8 @@ class Agent:
         while not self.stopping.wait(self.settings.lease_duration / 3):
             was = self.elector.leader
             if self._tick() and not was:
-                self._take_over()
-                self.trigger("leadership")
+                self.terms += 1
+                self.trigger("leadership")  # the worker takes over before its first run as the leader
 
     def _take_over(self) -> None:
         """What this replica followed as a standby is checked, not thrown away (agent/run/follow.py); the
@@ -121,6 +124,7 @@ class Agent:
             log.warning("taking over: could not read the zones' ownership records (%s): nothing remembered is "
                         "trusted", exc)
             self.memory.forget_world()
+            self.memory.new_leader = True
 
     def _tick(self) -> bool:
         """One renewal (or attempt to take the Lease); the pod's leader label follows the result."""
@@ -137,8 +141,12 @@ class Agent:
                 continue
             log.debug("sync run started by %s", why)
             if self.elector is not None and not self.elector.leader:
+                self.led = False
                 self._follow()  # a standby does not sync; it follows, so that taking over costs a push
                 continue
+            if not self.led or self.taken != self.terms:  # on this thread: a follow in flight cannot undo it
+                self.taken, self.led = self.terms, True
+                self._take_over()
             try:
                 self._retry(self.run_once(why))
             except Exception as exc:  # the loop boundary: log, count, keep serving
