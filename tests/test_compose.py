@@ -33,6 +33,9 @@ class NoCluster:
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         return None
 
+    def list(self, kind: str, **_: Any) -> list[dict[str, Any]]:
+        return []  # no agent pods either
+
 
 def _token(tmp_path: pathlib.Path) -> pathlib.Path:
     """A projected ServiceAccount token bound to the zone API's audience (its signature is the zone API's business)."""

@@ -64,6 +64,9 @@ class ZoneOwnership:
     # the primaries' addresses its secondaries were last created with, to transfer from (None: not
     # known, an older record): when the primaries' pods move, the secondaries are created again
     transfer_from: list[str] | None = None
+    # the per-zone allow-transfer its primaries were last given (None: not known, an older record):
+    # when it changes (a replica of the agent at a new address), the primaries are given it again
+    allow_transfer: list[str] | None = None
 
     def to_json(self) -> str:
         doc: dict[str, Any] = {"zone": self.zone, "placements": dict(sorted(self.placements.items())),
@@ -78,6 +81,8 @@ class ZoneOwnership:
             doc["notify"] = self.notify
         if self.transfer_from is not None:
             doc["transferFrom"] = self.transfer_from
+        if self.allow_transfer is not None:
+            doc["allowTransfer"] = self.allow_transfer
         return json.dumps(doc, separators=(",", ":"), sort_keys=True)
 
     @classmethod
@@ -86,7 +91,7 @@ class ZoneOwnership:
         pending = doc.get("pending")
         return cls(doc["zone"], dict(doc.get("placements", {})), {(n, t) for n, t in doc.get("managed", [])},
                    dict(doc.get("annotations", {})), Intent.from_dict(pending) if pending is not None else None,
-                   doc.get("revision"), doc.get("notify"), doc.get("transferFrom"))
+                   doc.get("revision"), doc.get("notify"), doc.get("transferFrom"), doc.get("allowTransfer"))
 
     @property
     def empty(self) -> bool:

@@ -27,6 +27,7 @@ from agent.desired import workloads
 from agent.desired.hierarchy import Desired
 from agent.errors import KubeError, ReadError
 from agent.load import rulechecks
+from agent.model import names
 from agent.model.base import HmacAlgorithm
 from agent.model.key import ObjectKey
 from agent.observe import keyprobe
@@ -87,6 +88,21 @@ class Ready:
     ips: tuple[str, ...]
     dns_port: int
     api_port: int
+
+
+def agent_addresses(api: KubeApi, namespace: str) -> list[str]:
+    """The addresses of every replica of the agent (its pods in `namespace`) and of this process's own
+    pod: the leader reads zones with AXFR and a standby follows them, so a zone's allow-transfer lists
+    them all and a new leader can read every zone at once. Without `list pods`, this pod's own only."""
+    try:
+        pods = api.list("Pod", namespace=namespace, label_selector=",".join(
+            f"{k}={v}" for k, v in names.AGENT_APP_LABELS.items()))
+    except KubeError as exc:
+        log.warning("could not list the agent's pods in %s (%s): zones allow transfers to this replica only "
+                    "(allow `list pods` there: deploy/rbac.yaml)", namespace, exc)
+        pods = []
+    found = {str(p.get("status", {}).get("podIP")) for p in pods if (p.get("status") or {}).get("podIP")}
+    return sorted(found | set(own_addresses()))
 
 
 def ready_pods(api: KubeApi, namespace: str, name: str) -> Ready:

@@ -228,6 +228,15 @@ def _notify(zone: Zone | None, secondaries: list[str], dns: DnsObserved) -> list
     return sorted(a for s in secondaries if s in dns.servers for a in dns.servers[s].addresses)
 
 
+def _acl(zone: Zone | None, primaries: list[str], secondaries: list[str], dns: DnsObserved) -> list[str] | None:
+    """The per-zone allow-transfer its primaries get: the secondaries' pods and every replica of the agent
+    (None: named.conf's ACL applies, or a plan without the servers' addresses)."""
+    if zone is None or not primaries or not dns.servers:
+        return None
+    sent = zonecalls.transfers(primaries[0], secondaries, dns.servers).allow_transfer
+    return None if sent is None else list(sent)
+
+
 def _tell(primaries: list[str], placed: dict[str, str], creates: list[tuple[str, str]], errors: dict[str, str],
           renotify: list[str], dns: DnsObserved) -> list[str]:
     """`renotify` and every other primary server that has the zone and is not being created."""
@@ -267,9 +276,10 @@ def plan_zone(name: str, zone: Zone | None, dns: DnsObserved, *, force: bool = F
     creates, deletes, renotify, after = moved.creates, moved.deletes, moved.renotify, moved.after
     repoint, sources = _repoint(zone, primaries, secondaries, placed, moved.errors, seen, owned.transfer_from, dns)
     creates += [(s, "secondary") for s in repoint if (s, "secondary") not in creates]
-    notify = _notify(zone, secondaries, dns)
-    if notify is not None and notify != (owned.notify if owned.notify is not None or notify else []):
-        renotify = _tell(primaries, placed, creates, moved.errors, renotify, dns)  # the secondaries' pods moved
+    notify, acl = _notify(zone, secondaries, dns), _acl(zone, primaries, secondaries, dns)
+    if (notify is not None and notify != (owned.notify if owned.notify is not None or notify else [])) or (
+            acl is not None and acl != (owned.allow_transfer if owned.allow_transfer is not None or acl else [])):
+        renotify = _tell(primaries, placed, creates, moved.errors, renotify, dns)  # secondaries' or agents' pods moved
     records: dict[str, zoneplan.RRsetPlan] = {}
     kept = ""
     if bool(primaries) and all(all(s in moved.errors for s in dns.servers_of(p)) or p in moved.errors
@@ -297,5 +307,6 @@ def plan_zone(name: str, zone: Zone | None, dns: DnsObserved, *, force: bool = F
                     notify_before=owned.notify,
                     notify=notify if creates or renotify or owned.notify is not None else None,
                     transfer_from_before=owned.transfer_from, transfer_from=sources, repoint=repoint,
-                    reopen=moved.reopen if zone is not None else [],
+                    reopen=moved.reopen if zone is not None else [], allow_transfer_before=owned.allow_transfer,
+                    allow_transfer=acl if creates or renotify or owned.allow_transfer is not None else None,
                     **_calls(zone, primaries, secondaries, creates, renotify + moved.reopen, dns.servers))

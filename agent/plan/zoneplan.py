@@ -111,6 +111,9 @@ class ZonePlan:
     # primaries that refused the agent's AXFR: their allow-transfer is written again (the agent's
     # current addresses), then the zone is read and planned again (a second round)
     reopen: list[str] = dataclasses.field(default_factory=list)
+    # the per-zone allow-transfer last given to the primaries, and the one this plan gives (None: unchanged)
+    allow_transfer_before: list[str] | None = None
+    allow_transfer: list[str] | None = None
     # nothing to write and nothing new to record: most zones of most runs (apply only reports them)
     in_sync: bool = False
     # instance -> its servers, for the instances written pod by pod (the others are one server each)
@@ -171,7 +174,7 @@ class ZonePlan:
         """The ownership to store before the first write: what is known, plus this plan's intent."""
         return ZoneOwnership(self.name, dict(self.placements_before), set(self.managed_before),
                              dict(self.annotations), self.intent(), self.revision, self.notify_before,
-                             self.transfer_from_before)
+                             self.transfer_from_before, self.allow_transfer_before)
 
     def ownership_after(self, revision: str | None = None) -> ZoneOwnership:
         """The ownership once every step of this plan went through (`revision`: the one applied, when
@@ -180,5 +183,6 @@ class ZonePlan:
         written = revision if revision and (not self.empty or self.recovered) else self.revision
         notify = self.notify if self.notify is not None else self.notify_before
         sources = self.transfer_from if self.transfer_from is not None else self.transfer_from_before
+        acl = self.allow_transfer if self.allow_transfer is not None else self.allow_transfer_before
         return ZoneOwnership(self.name, dict(self.placements_after), set(self.managed_after), dict(self.annotations),
-                             revision=written, notify=notify, transfer_from=sources)
+                             revision=written, notify=notify, transfer_from=sources, allow_transfer=acl)

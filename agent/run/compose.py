@@ -135,8 +135,10 @@ def zone_endpoints(request: Request, api: kubeapi.KubeApi | None) -> planning.En
                           "(--kubeconfig, --context or --in-cluster)")
     cluster, token, audience = api, request.zone_api_token_file, request.zone_api_audience
     allowed = request.options.repo_policy.namespace_allowed
-    return lambda desired: instance_endpoints.from_cluster(cluster, desired, token_file=token, audience=audience,
-                                                  send_token_to=lambda key: allowed(key.namespace or ""))
+    agents = request.options.agent_namespace
+    return lambda desired: instance_endpoints.from_cluster(
+        cluster, desired, token_file=token, audience=audience, send_token_to=lambda key: allowed(key.namespace or ""),
+        agent_addresses=instance_endpoints.agent_addresses(cluster, agents))
 
 
 def source(request: Request) -> revisions.RevisionSource:
