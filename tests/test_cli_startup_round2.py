@@ -16,20 +16,9 @@ import sys
 import pytest
 
 from agent.model import infra, kinds, records, zone
+from tests.test_cli_startup import ZONE
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-ZONE = """\
-apiVersion: bindy.firestoned.io/v1beta1
-kind: DNSZone
-metadata:
-  name: example-com
-  namespace: dns-system
-spec:
-  zoneName: example.com
-  ttl: 3600
-  soaRecord: {primaryNs: ns1.example.com., adminEmail: admin.example.com., serial: 1, refresh: 3600, retry: 600,
-              expire: 604800, negativeTtl: 300}
-"""
 RECORD = """\
 apiVersion: bindy.firestoned.io/v1beta1
 kind: TXTRecord
