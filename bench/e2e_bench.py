@@ -8,9 +8,9 @@ starts one and stops it after) and the images (images/build).
     .venv/bin/python bench/e2e_bench.py [--rounds 3] [--timeout 300] [--interval 60]
 
 --interval is the agent's schedule (BINDY_AGENT_INTERVAL; the shipped default is 60 s): the first
-run after `kubectl apply -k` finds the bind9 pods not ready yet, so "first sync -> served" includes
-one scheduled interval. The webhook goes through the agent's Service, which may hand it to the
-standby replica: it does not sync, and the push then waits for the leader's next scheduled run.
+run after `kubectl apply -k` finds the bind9 pods not ready yet and runs again after 5 s, doubling
+(a retryable run). The webhook goes through the agent's Service, which selects the Lease holder's
+pod only (the label bindy.firestoned.io/leader): the replica that syncs.
 """
 
 from __future__ import annotations
