@@ -352,7 +352,10 @@ class _Run:
             new.outcome = "refused"  # looked at again on every run: --force or a new commit may allow it
         same = (new.applied, new.seen, new.outcome, new.message, old.notes_pending) == (
             old.applied, old.seen, old.outcome, old.message, False)
-        if same and new.reconciled_at - old.reconciled_at < self.options.resync_after / 2:
+        # a run that wrote Kubernetes objects always records when: a standby trusts its list of the
+        # cluster only if made after the leader's last write (agent/run/memory.py `take_over`)
+        wrote = result.kube is not None and bool(result.kube.applied or result.kube.deleted)
+        if same and not wrote and new.reconciled_at - old.reconciled_at < self.options.resync_after / 2:
             new.reconciled_at = old.reconciled_at  # nothing new to remember: no write
         return new
 
