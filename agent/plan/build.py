@@ -21,6 +21,9 @@ from agent.plan.observed import DnsObserved, KubeObserved, Observed
 NOT_OBSERVED_KUBE = "Kubernetes is not observed without --kubeconfig; only DNS is planned."
 NOT_OBSERVED_DNS = ("DNS (zones and records) is not observed without zone endpoints; only the Kubernetes layer is "
                     "planned.")
+RENOTIFY = "the secondaries' or the agent's pods moved"  # a primary's transfers written again
+REOPEN = ("it refused the agent's zone transfer: its allow-transfer gets the agent's address, then the zone is "
+          "read and planned again")
 
 
 def empty_world(desired: Desired) -> Observed:
@@ -173,17 +176,12 @@ def _zone_view(plan: Plan, zones: list[zoneplan.ZonePlan]) -> None:
             moved = "its primaries' pods moved: removed and created again" if instance in zp.repoint else ""
             add(Change(Action.CREATE, ZoneTarget(zp.name, instance, role), new=after,
                        reason=zp.unbuildable.get(instance, moved)))
-        for instance in zp.renotify:
+        # the primaries' transfers (also-notify, allow-transfer), written again
+        for instance, why in [(i, RENOTIFY) for i in zp.renotify] + [(i, REOPEN) for i in zp.reopen]:
             sent = zp.transfers.get(instance)
             shown = sent.as_dict() if sent is not None else {"alsoNotify": list(zp.secondaries)}
             add(Change(Action.UPDATE, ZoneTarget(zp.name, instance, "primary"), new=shown, fields=tuple(shown),
-                       reason="secondaries changed"))
-        for instance in zp.reopen:
-            sent = zp.transfers.get(instance)
-            shown = sent.as_dict() if sent is not None else {}
-            add(Change(Action.UPDATE, ZoneTarget(zp.name, instance, "primary"), new=shown, fields=tuple(shown),
-                       reason="it refused the agent's zone transfer: its allow-transfer gets the agent's address, "
-                       "then the zone is read and planned again"))
+                       reason=why))
         plan.unplanned += [f"{zp.name} on {i}: {e.removeprefix(f'{i}: ')}" for i, e in sorted(zp.errors.items())]
         plan.conflicts += [f"{zp.name}: {c}" for c in zp.conflicts]
     for zp in zones:  # shallow names first; a zone's keys are unique, so no two changes compare equal

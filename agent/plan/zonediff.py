@@ -4,7 +4,7 @@
     selected             not placed (or unsure)    -> create (idempotent: "exists" is fine)
     selected             placed, other role        -> delete, then create
     not selected         placed                    -> delete (the zone leaves that server)
-    (secondaries changed)                          -> renotify: the primaries' also-notify list
+    (secondaries or agent pods moved)              -> renotify: the primaries' transfers written again
     (primaries' pods moved)                        -> repoint: each secondary's zone created again
 
 An instance may be served by several pods, each its own server (own zone list, own SOA serial):

@@ -20,9 +20,10 @@ import dataclasses
 import logging
 import time
 
-from agent.clients.deadline import UNBOUNDED, Deadline
+from agent.clients.deadline import Deadline
 from agent.errors import AgentError
-from agent.run import lock, memorize
+from agent.run import memorize
+from agent.run.bounds import bounded
 from agent.run.memory import CLOCK_SKEW, Memory
 from agent.run.planning import Options, Targets, plan
 from agent.run.revisions import RevisionSource
@@ -40,23 +41,16 @@ class Followed:
 def follow(source: RevisionSource, targets: Targets, options: Options, memory: Memory) -> Followed:
     """Plans the newest revision read-only and keeps what was observed; never raises for the world."""
     deadline = Deadline(options.deadline)
-    if targets.kube_api is not None:
-        targets.kube_api.deadline = deadline
-    source.bound(deadline.remaining)
     try:
-        if memory.kube_listed <= targets.store.load_run().reconciled_at + CLOCK_SKEW:
-            memory.kube_at = 0.0  # the leader wrote since the standby listed the cluster: list it again
-        listed = time.time()  # before the cluster is listed: a write of the leader after it is not in the list
-        with lock.held(source.lock_path, wait=options.lock_wait):
+        with bounded(source, targets, deadline, lock_wait=options.lock_wait):
+            if memory.kube_listed <= targets.store.load_run().reconciled_at + CLOCK_SKEW:
+                memory.kube_at = 0.0  # the leader wrote since the standby listed the cluster: list it again
+            listed = time.time()  # before the cluster is listed: a write of the leader after it is not in the list
             snap = source.snapshot()
             planned = plan(snap, targets, dataclasses.replace(options, mode="detect"), memory=memory,
                            deadline=deadline)
     except AgentError as exc:
         return Followed(None, problem=str(exc))
-    finally:
-        source.bound(None)
-        if targets.kube_api is not None:
-            targets.kube_api.deadline = UNBOUNDED
     desired = planned.validated.desired
     if desired is None or not planned.validated.ok or planned.plan is None:
         return Followed(snap.revision, problem=planned.error or "the revision is not valid")

@@ -24,7 +24,7 @@ import time
 import uuid
 from collections.abc import Mapping
 
-from agent.clients.deadline import UNBOUNDED, Deadline
+from agent.clients.deadline import Deadline
 from agent.clients.endpoints import Endpoint
 from agent.desired.hierarchy import Desired
 from agent.errors import AgentError
@@ -38,6 +38,7 @@ from agent.plan.changes import Change, Plan, RRsetTarget
 from agent.plan.observed import Observed
 from agent.reconcile import dnsresult, events, kubeapply
 from agent.run import dnsrounds, lock, logs, memorize
+from agent.run.bounds import bounded
 from agent.run.memory import ONE_SHOT, Memory
 from agent.run.planning import Options, Targets, plan
 from agent.run.revisions import RevisionSource, Snapshot
@@ -118,21 +119,14 @@ def run(source: RevisionSource, targets: Targets, options: Options, *, run_id: s
     logs.run_id.set(run_id)  # every log line of this run carries it (and the revision, once known)
     logs.revision.set("")
     one = _Run(source, targets, options, run_id, memory, progress)
-    if targets.kube_api is not None:
-        targets.kube_api.deadline = one.deadline  # every API call of this run is cut to its deadline
-    source.bound(one.deadline.remaining)  # and every git command
     try:
-        with lock.held(source.lock_path, wait=options.lock_wait):
+        with bounded(source, targets, one.deadline, lock_wait=options.lock_wait):
             result = one.go()
         cut = bool(result.failures) or result.outcome in ("unreachable", "partial")
         result.deadline_hit = one.deadline.expired and cut
         return result
     except lock.Busy as exc:
         return RunOutcome(run_id, None, "busy", message=str(exc))
-    finally:
-        source.bound(None)
-        if targets.kube_api is not None:
-            targets.kube_api.deadline = UNBOUNDED
 
 
 class _Run:
