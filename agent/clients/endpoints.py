@@ -62,6 +62,9 @@ class Server:
     dns_port: int
     api_url: str
     tsig: TsigKey | None = None  # the key this pod accepts while a rotation rolls out; None: the instance's
+    # the pod's name while its zones-loaded readiness gate is not True (it runs, it is not Ready yet: it
+    # waits for its zones); "" for a Ready pod (or a map's)
+    waiting: str = ""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -259,6 +259,14 @@ class KubeApi:
                                             body=json.dumps(body), content_type="application/apply-patch+yaml")
         return result
 
+    def patch_status(self, kind: str, namespace: str | None, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        """A strategic merge patch of an object's status (a pod's condition merged by its `type`, the
+        kubelet's own conditions left as they are)."""
+        result: dict[str, Any] = self._call("PATCH", RESOURCES[kind].path(namespace, name, "status"),
+                                            query=[("fieldManager", FIELD_MANAGER)], body=patch,
+                                            content_type="application/strategic-merge-patch+json")
+        return result
+
     def merge_patch(self, kind: str, namespace: str | None, name: str, patch: dict[str, Any]) -> dict[str, Any]:
         """A JSON merge patch under a field manager of its own (fields the agent's applies never own)."""
         query = [("fieldManager", f"{FIELD_MANAGER}-cli")]

@@ -16,7 +16,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from agent.desired import storage as storage_claim
-from agent.model.names import CLUSTER_LABEL, MANAGED_BY, ROLE_LABEL
+from agent.model.names import CLUSTER_LABEL, MANAGED_BY, ROLE_LABEL, ZONES_LOADED_CONDITION
 
 if TYPE_CHECKING:
     from agent.model.infra import Bind9Config, Bind9InstanceSpec, BindcarConfig, DnssecSigning, RndcSecretRef
@@ -47,6 +47,8 @@ API_PORT = 8080
 BIND_UID = 53  # the `bind` user and group of ISC's image (internetsystemsconsortium/bind9)
 SERVICE_ACCOUNT = "bind9"
 SECRET_PLACEHOLDER = "<secret>"
+DRAIN_SECONDS = 5  # an old pod's named answers this long after it leaves its Service (kube-proxy catches up)
+ROLLOUT: dict[str, Any] = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}}
 ZONES_DIR = "/var/cache/bind"
 RUN_DIR = "/run/named"
 # Pod Security "restricted", met by the generated pods themselves (see agent/gate/podsecurity.py).
@@ -86,8 +88,7 @@ class InstanceSettings:
     signing: DnssecSigning | None = None  # dnssec.signing in effect (signing_of); None: not enabled
 
 
-def _copy(value: dict[str, Any]) -> dict[str, Any]:
-    return copy.deepcopy(value)
+_copy = copy.deepcopy  # the defaults above are never handed out themselves
 
 
 def rndc_key_name(instance: str) -> str:
@@ -214,7 +215,6 @@ def key_block(key_name: str, algorithm: str, secret: str) -> str:
     return f'key "{key_name}" {{\n    algorithm {algorithm};\n    secret "{secret}";\n}};\n'
 
 
-
 def with_config_refs(conf: str, settings: InstanceSettings) -> str:
     """named.conf with Bindy's configMapRefs: `namedConfOptions` replaces the generated options block
     with an include of the user's file (which must then set what the pod needs: `directory
@@ -287,8 +287,9 @@ def _bind9(spec: Bind9InstanceSpec, settings: InstanceSettings) -> dict[str, Any
         "readinessProbe": {"tcpSocket": {"port": DNS_CONTAINER_PORT}, "periodSeconds": 10},
         "resources": dict(settings.resources) if settings.resources is not None else _copy(BIND9_RESOURCES),
         "securityContext": _copy(CONTAINER_SECURITY),
+        "imagePullPolicy": settings.image_pull_policy or PULL_POLICY,
+        "lifecycle": {"preStop": {"exec": {"command": ["sleep", str(DRAIN_SECONDS)]}}},
     }
-    container["imagePullPolicy"] = settings.image_pull_policy or PULL_POLICY
     return container
 
 
@@ -346,6 +347,7 @@ def deployment(instance: str, namespace: str, lbl: dict[str, str], spec: Bind9In
                                                         spec.rndc_key.algorithm if spec.rndc_key and
                                                         spec.rndc_key.secret else None)],
         "volumes": _volumes(instance, spec, settings, secret_name, config_name),
+        "readinessGates": [{"conditionType": ZONES_LOADED_CONDITION}],  # Ready with its zones: reconcile/podgate.py
     }
     if settings.image_pull_secrets:
         pod_spec["imagePullSecrets"] = [{"name": s} for s in settings.image_pull_secrets]
@@ -354,6 +356,7 @@ def deployment(instance: str, namespace: str, lbl: dict[str, str], spec: Bind9In
         "spec": {
             "replicas": spec.replicas if spec.replicas is not None else 1,
             "selector": {"matchLabels": selector},
+            "strategy": _copy(ROLLOUT),  # a new pod first; an old one stops once a new one is Ready
             "template": {"metadata": {"labels": dict(lbl)}, "spec": pod_spec},
         },
     }

@@ -43,6 +43,10 @@ DEFAULT_RESYNC_AFTER = 600  # seconds after which an unchanged revision is recon
 LEASE_NAME = "bindy-agent"  # the Lease of leader election, in the agent's namespace
 DEFAULT_LEASE_DURATION = 15  # seconds before a silent leader is replaced
 LEADER_LABEL = "bindy.firestoned.io/leader"  # "true" on the Lease holder's pod: the webhook Service selects it
+# The readiness gate of every generated BIND9 pod: the agent sets this pod condition True once the pod
+# serves every zone placed on its instance, so that a pod is Ready (in its Service, and a rollout's old
+# pod kept) only with its zones (agent/reconcile/podgate.py)
+ZONES_LOADED_CONDITION = "bindy.firestoned.io/zones-loaded"
 
 # Tenancy: the agent's settings decide where a repository may reach, never the repository.
 DEFAULT_ALLOWED_NAMESPACES = (DEFAULT_PROVIDER_NAMESPACE,)  # Bindy's own namespace; widen with settings

@@ -110,16 +110,28 @@ def _unmoved(jobs: list[tuple[str, str]], endpoints: Mapping[str, Endpoint], mem
     return out
 
 
+class Cut(Exception):
+    """An observe stopped part-way because something more urgent waits (`observe`'s `stop`): what it
+    read of each zone it finished, to be remembered (not a failure: nothing was planned or written)."""
+
+    def __init__(self, observed: DnsObserved) -> None:
+        super().__init__("observe cut short")
+        self.observed = observed
+
+
 def observe(desired: Desired, store: Store, endpoints: Mapping[str, Endpoint], *, deadline: Deadline,
             memory: DnsMemory = NOTHING_SEEN, refresh: bool = True, focus: set[str] | None = None,
             progress: Callable[[int, int], None] | None = None,
-            limits: axfr.TransferLimits = axfr.DEFAULT_LIMITS, only: set[str] | None = None) -> DnsObserved:
+            limits: axfr.TransferLimits = axfr.DEFAULT_LIMITS, only: set[str] | None = None,
+            stop: Callable[[], bool] | None = None) -> DnsObserved:
     """Only zones whose serial moved since `memory` saw them (or that it has not seen) are transferred; with a
     `focus` too (the zones the revision touches), the serials of the other zones are not even asked:
     they are what the agent left there (hand-made drift in them is found by the next run without a
     focus, every resync). `refresh` reads the ownership records back from the store; `progress`
     hears (zones observed, zones to observe) as each zone's transfers finish. `only`: just these zones
-    (the second round for zones found stale while applying: read in full, ownership read back)."""
+    (the second round for zones found stale while applying: read in full, ownership read back). `stop`,
+    asked as each zone finishes: when it says so, the transfers not started are dropped and `Cut`
+    carries what was read of the zones finished."""
     ownership = store.load_zones(refresh=refresh)
     if only is not None:
         ownership = {zone: owned for zone, owned in ownership.items() if zone in only}
@@ -149,6 +161,11 @@ def observe(desired: Desired, store: Store, endpoints: Mapping[str, Endpoint], *
             finished += not left[zone]
             if progress is not None and not left[zone]:
                 progress(finished, len(left))
+            if stop is not None and not left[zone] and stop():
+                for future in futures.values():
+                    future.cancel()  # the transfers in flight finish (bounded); the rest never start
+                done = {z: s for z, s in zones.items() if not left[z]}
+                raise Cut(DnsObserved(ownership, done, set(endpoints), focus, reach(endpoints), pods=pods))
     return DnsObserved(ownership, zones, set(endpoints), focus, reach(endpoints), pods=pods)
 
 

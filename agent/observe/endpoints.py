@@ -1,6 +1,7 @@
 """Where each Bind9Instance is reached inside a cluster, read from the cluster (part of observing):
 its Service's name, the TSIG key in its RNDC Secret, the addresses of its ready pods (its Service's
-Endpoints), and whether its named.conf has an allow-transfer ACL of its own."""
+Endpoints, and the pods there that wait for their zones), and whether its named.conf has an
+allow-transfer ACL of its own."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import logging
 import pathlib
 import re
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from agent.clients.endpoints import (
     ZONE_API_AUDIENCE,
@@ -30,7 +31,7 @@ from agent.load import rulechecks
 from agent.model import names
 from agent.model.base import HmacAlgorithm
 from agent.model.key import ObjectKey
-from agent.observe import keyprobe
+from agent.observe import keyprobe, podwait
 from agent.plan import rotation
 
 log = logging.getLogger(__name__)
@@ -72,10 +73,10 @@ def from_cluster(api: KubeApi, desired: Desired, *, token_file: pathlib.Path = Z
         except ReadError as exc:  # no usable key name: no endpoint ("no endpoint for instance ..." in the plan)
             log.error("%s/%s is unreachable: %s", namespace, name, exc)
             continue
-        servers = pod_servers(ready.ips, dns_port, ready.api_port or workloads.API_PORT)
+        servers = pod_servers(ready.ips, dns_port, ready.api_port or workloads.API_PORT, waiting=ready.waiting)
         out[f"{namespace}/{name}"] = Endpoint(
             f"{namespace}/{name}", host, workloads.DNS_PORT, f"http://{host}:{workloads.API_PORT}", granted,
-            tsig, pods=ready.ips, pod_port=dns_port,
+            tsig, pods=tuple(sorted({*ready.ips, *ready.waiting})), pod_port=dns_port,
             transfer_acl=None if explicit_transfer_acl(desired, namespace, config_name) else agent,
             servers=keyprobe.choose(servers, tsig, previous) if tsig is not None else servers)
     return out
@@ -83,11 +84,13 @@ def from_cluster(api: KubeApi, desired: Desired, *, token_file: pathlib.Path = Z
 
 @dataclasses.dataclass(frozen=True)
 class Ready:
-    """An instance's ready pods as its Service's Endpoints list them, with their DNS and zone API ports."""
+    """An instance's ready pods as its Service's Endpoints list them, with their DNS and zone API ports,
+    and the pods that wait for their zones (agent/observe/podwait.py): address -> pod name."""
 
     ips: tuple[str, ...]
     dns_port: int
     api_port: int
+    waiting: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 def agent_addresses(api: KubeApi, namespace: str) -> list[str]:
@@ -106,9 +109,10 @@ def agent_addresses(api: KubeApi, namespace: str) -> list[str]:
 
 
 def ready_pods(api: KubeApi, namespace: str, name: str) -> Ready:
-    """The ready pods' addresses of the instance's Service (its Endpoints object: ready addresses only)
-    and their DNS and zone API ports; none when it cannot be read (said in the log: the instance is
-    then written through its Service, and transfers wait)."""
+    """The ready pods' addresses of the instance's Service (its Endpoints object's addresses), their
+    DNS and zone API ports, and the pods among its not-ready addresses that wait for their zones
+    (agent/observe/podwait.py: the pods are listed only when it has one); none when it cannot be
+    read (said in the log: the instance is then written through its Service, and transfers wait)."""
     try:
         found = api.get("Endpoints", namespace, name)
     except KubeError as exc:
@@ -116,19 +120,27 @@ def ready_pods(api: KubeApi, namespace: str, name: str) -> Ready:
                     "Service, transfers wait): %s", namespace, name, exc)
         return Ready((), 0, 0)
     ips: list[str] = []
+    not_ready: dict[str, str] = {}  # the pods not ready (which may wait for their zones): address -> name
     ports: dict[str, int] = {}
     for subset in (found or {}).get("subsets") or []:
         ips += [a["ip"] for a in subset.get("addresses") or [] if a.get("ip")]
+        not_ready.update({a["ip"]: a["targetRef"]["name"] for a in subset.get("notReadyAddresses") or []
+                          if a.get("ip") and (a.get("targetRef") or {}).get("kind") == "Pod"})
         for p in subset.get("ports") or []:
             ports.setdefault(p.get("name", ""), p.get("port", 0))
-    return Ready(tuple(sorted(set(ips))), ports.get("dns-tcp", 0), ports.get("http", 0))
+    waiting = podwait.waiting(api, namespace, name) if not_ready else {}  # a pods list only when one may wait
+    return Ready(tuple(sorted(set(ips))), ports.get("dns-tcp", 0), ports.get("http", 0),
+                 {ip: pod for ip, pod in waiting.items() if not_ready.get(ip) == pod and ip not in ips})
 
 
-def pod_servers(ips: tuple[str, ...], dns_port: int, api_port: int) -> tuple[Server, ...]:
-    """Each ready pod as a server of its own (named `namespace/name@<ip>`): Bindy writes zones and
-    records to every pod of an instance, each has its own zone list (an emptyDir)."""
-    return tuple(Server(ip, ip, dns_port, f"http://[{ip}]:{api_port}" if ":" in ip else f"http://{ip}:{api_port}")
-                 for ip in ips)
+def pod_servers(ips: tuple[str, ...], dns_port: int, api_port: int, *,
+                waiting: Mapping[str, str] | None = None) -> tuple[Server, ...]:
+    """Each ready pod, and each pod waiting for its zones, as a server of its own (named
+    `namespace/name@<ip>`): Bindy writes zones and records to every pod of an instance, each has its
+    own zone list (an emptyDir)."""
+    waiting = waiting or {}
+    return tuple(Server(ip, ip, dns_port, f"http://[{ip}]:{api_port}" if ":" in ip else f"http://{ip}:{api_port}",
+                        waiting=waiting.get(ip, "")) for ip in sorted({*ips, *waiting}))
 
 
 _DEFAULT_TRANSFER = re.compile(r'allow-transfer \{ key "[^"]+"; none; \};')

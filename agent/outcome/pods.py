@@ -14,6 +14,8 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
+from agent.model import names
+
 # what the kubelet says of a container that is only starting
 STARTING = frozenset({"ContainerCreating", "PodInitializing"})
 MESSAGE_LIMIT = 300  # characters of the kubelet's or scheduler's message kept (an image pull error can be long)
@@ -34,8 +36,13 @@ class Problem:
 
 
 def _short(text: Any) -> str:
+    """The message on one line, at most MESSAGE_LIMIT characters: its start and its end, since an error
+    chain ends with its cause (containerd's pull error: `...: 401 Unauthorized`, `...: not found`)."""
     flat = " ".join(str(text or "").split())
-    return flat if len(flat) <= MESSAGE_LIMIT else flat[:MESSAGE_LIMIT - 3] + "..."
+    if len(flat) <= MESSAGE_LIMIT:
+        return flat
+    head = MESSAGE_LIMIT * 2 // 5
+    return f"{flat[:head]} ... {flat[len(flat) - (MESSAGE_LIMIT - head - 5):]}"
 
 
 def _container(status: dict[str, Any]) -> tuple[str, str] | None:
@@ -66,6 +73,9 @@ def of_pod(pod: dict[str, Any]) -> tuple[str, str] | None:
             return found
     for cond in status.get("conditions") or []:
         if cond.get("type") == "PodScheduled" and cond.get("status") == "False" and cond.get("reason"):
+            return cond["reason"], _short(cond.get("message"))
+    for cond in status.get("conditions") or []:  # it runs, but the agent could not give it every zone
+        if cond.get("type") == names.ZONES_LOADED_CONDITION and cond.get("status") == "False" and cond.get("reason"):
             return cond["reason"], _short(cond.get("message"))
     return None
 

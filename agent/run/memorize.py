@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 from agent.desired.hierarchy import Desired
-from agent.plan.observed import KubeObserved, Observed
+from agent.plan.observed import DnsObserved, KubeObserved, Observed
 from agent.reconcile.dnsresult import DnsResult
 from agent.reconcile.kubeapply import KubeResult
 from agent.run.memory import Memory
@@ -72,3 +72,31 @@ def after_observe(memory: Memory, desired: Desired, observed: Observed, *, agent
             elif memory.dns.seen(zone, server) is not seen:
                 memory.dns.remember(zone, server, seen)
     memory.dns_at = memory.dns_at if dns_fast else now
+
+
+def after_cut(memory: Memory, desired: Desired, read: DnsObserved) -> None:
+    """A start-up or resync reconcile cut for a push ("pushes first", agent/run/orchestrator.py): what
+    it read of each zone it finished is kept with its serial (the reconcile, run again after the
+    push, asks those zones' serials instead of transferring them again). The run reconciled a
+    revision the last run applied cleanly (the shared state says so), so a fresh process takes each
+    zone as applied from it (`sources`): the push's run then plans only the zones the push changed."""
+    if not memory.keeps:
+        return
+    for zone, servers in read.zones.items():
+        for server, seen in servers.items():
+            if not seen.error and seen.rrsets is not None and seen.serial is not None:
+                memory.dns.remember(zone, server, seen)
+    baseline(memory, desired)
+
+
+def baseline(memory: Memory, desired: Desired) -> None:
+    """The revision the last run applied cleanly, as the zones' sources when nothing better is known
+    (a fresh process, a new leader): a push's run then plans only the zones the push changed, and the
+    reconcile of the whole revision is left pending (pushes first, agent/run/orchestrator.py)."""
+    if not memory.keeps:
+        return
+    if not memory.dns.sources:  # a warm agent knows which zones it confirmed: that stays as it is
+        memory.dns.sources.update({z.name: z.rrsets for z in desired.zones})
+    memory.base_zones = {z.name: z for z in desired.zones}
+    memory.base_objects = frozenset(o.key for o in desired.objects)
+    memory.reconcile_pending = True

@@ -24,7 +24,9 @@ import dataclasses
 import time
 
 from agent.desired.memo import NO_MEMO, Memo
+from agent.desired.placement import Zone
 from agent.load.filecache import NO_FILES, FileCache
+from agent.model.key import ObjectKey
 from agent.observe.dnsobserve import DnsMemory
 from agent.plan.observed import KubeObserved
 
@@ -45,6 +47,15 @@ class Memory:
     agent_namespace: str = ""
     keeps: bool = True  # what a run saw and left is kept for the next one (ONE_SHOT: not)
     new_leader: bool = False  # took the Lease since its last run: that run reconciles even an unchanged head
+    # a BIND9 pod waits for its zones (agent/run/podwatch.py): a run reconciles even an unchanged head
+    pods_waiting: bool = False
+    # a start-up or resync reconcile was cut for a push (agent/run/orchestrator.py, "pushes first"): the
+    # push's zones go first, then the whole revision is reconciled, starting from what the cut run read
+    reconcile_pending: bool = False
+    # the zones and objects of the revision taken as applied then: a push's run plans the zones that
+    # differ from these; one that removes any of them is planned whole (its gate may refuse the removal)
+    base_zones: dict[str, Zone] = dataclasses.field(default_factory=dict)
+    base_objects: frozenset[ObjectKey] = frozenset()
 
     @classmethod
     def one_shot(cls) -> Memory:
@@ -58,8 +69,9 @@ class Memory:
         restart costs what it changes, not a cold start (27 s at 100,000 records), and drift made
         while it was down is repaired. So is a replica that just took the Lease, though it loaded the
         revision following as a standby (`new_leader`): what changed while the leader changed is repaired.
+        So is one whose reconcile was cut for a push (`reconcile_pending`), until a run reconciled whole.
         A one-shot run is never blank (it stops at an unchanged head)."""
-        return self.keeps and (not self.files.loaded or self.new_leader)
+        return self.keeps and (not self.files.loaded or self.new_leader or self.reconcile_pending)
 
     def kube_fresh(self, resync_after: float, agent_namespace: str) -> bool:
         return (self.kube is not None and self.agent_namespace == agent_namespace

@@ -5,6 +5,12 @@
          -> observe (Kubernetes, DNS) -> plan (whole revision) -> gate --(refused: same)-->
          -> apply (Kubernetes, zones and RRsets) -> outcome (statuses, state, reports)
 
+Pushes first: a reconcile of the revision last applied cleanly (start-up, resync, a new leader)
+yields to a push that arrives while it observes (`yield_to`, asked as each zone is read): it stops
+before planning (outcome "preempted": nothing written, what it read kept), the push's run applies
+the zones the push changed (Kubernetes left as it is), and the whole revision is reconciled right
+after, from what the cut run read (agent/run/memory.py `reconcile_pending`).
+
 A zone whose UPDATE found it changed since it was observed (a prerequisite failed) comes back on
 the DNS result's `stale` list; those zones alone go once more through observe -> plan -> gate ->
 apply. A refusal there is the gate's, like any other; a zone still stale after it makes the run
@@ -17,12 +23,11 @@ Every network call is bounded by the run's deadline.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import logging
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from agent.clients.deadline import Deadline
 from agent.clients.endpoints import Endpoint
@@ -34,14 +39,15 @@ from agent.model.ownership import RunState
 from agent.observe import kubeobserve
 from agent.outcome import conditions, forge, notify, report, status
 from agent.plan import statusdiff
-from agent.plan.changes import Change, Plan, RRsetTarget
+from agent.plan.changes import Change, RRsetTarget
 from agent.plan.observed import Observed
-from agent.reconcile import dnsresult, events, kubeapply
-from agent.run import dnsrounds, lock, logs, memorize
+from agent.reconcile import events, kubeapply
+from agent.run import dnsrounds, lock, logs, memorize, podgates
 from agent.run.bounds import bounded
 from agent.run.memory import ONE_SHOT, Memory
-from agent.run.planning import Options, Targets, plan
+from agent.run.planning import Options, Planned, Targets, plan, validate
 from agent.run.revisions import RevisionSource, Snapshot
+from agent.run.runoutcome import RunOutcome as RunOutcome  # what a run returns (re-exported)
 from agent.run.steps import Steps, timed
 from agent.run.validation import Progress, quiet
 
@@ -51,55 +57,6 @@ SUSPENDED_BY_SETTING = ("suspended by the setting suspend (BINDY_AGENT_SUSPEND, 
 SUSPENDED_BY_MARK = (f"suspended by `bindy-agent suspend` (the annotation {names.SUSPEND_ANNOTATION}: \"true\" on the "
                      "agent's state ConfigMap, or the file `suspended` in its --state directory): nothing is read or "
                      "written; `bindy-agent resume` to continue")
-@dataclasses.dataclass
-class RunOutcome:
-    run_id: str
-    revision: str | None
-    outcome: str  # applied / partial / rejected / unchanged / unreachable / busy / planned
-    problems: list[problems.Problem] = dataclasses.field(default_factory=list)
-    plan: Plan | None = None
-    kube: kubeapply.KubeResult | None = None
-    dns: dnsresult.DnsResult | None = None
-    superseded: list[str] = dataclasses.field(default_factory=list)
-    parsed: bool = False
-    notes_pushed: bool | None = None
-    message: str = ""
-    errors: list[str] = dataclasses.field(default_factory=list)  # steps that failed as a whole
-    rejected_head: bool = False  # the newest commit is one the gate or validation refused (this run or before)
-    steps: Steps = dataclasses.field(default_factory=dict)  # the wall time of each step this run made (steps.py)
-    replan: Plan | None = None  # the second round's plan, of the zones found stale while applying
-    deadline_hit: bool = False  # the run's deadline passed with something left undone
-    # a later run may do what this one could not (the errors' `retryable`: a server or pod not reachable
-    # yet, the deadline): a long-running agent runs again soon instead of at its next tick
-    retryable: bool = False
-
-    @property
-    def refusals(self) -> list[str]:
-        return list(self.plan.refusals) if self.plan else []
-
-    @property
-    def failures(self) -> list[str]:
-        out = list(self.errors)
-        if self.kube is not None:
-            out += [f"{k}: {m}" for k, m in sorted(self.kube.failed.items(), key=lambda kv: str(kv[0]))]
-        if self.dns is not None:
-            for z in self.dns.zones:
-                out += [f"{z.name}: {e}" for e in (z.primary_error, z.secondary_error, z.refused, z.stale) if e]
-                out += [f"{z.name}: {c.server} does not answer the new {c.name} {c.rtype}"
-                        for c in z.checks if not c.ok]
-            out += self.dns.errors
-        return out
-
-    @property
-    def conflicts(self) -> list[str]:
-        if self.plan is None:
-            return []
-        if self.replan is None:
-            return list(self.plan.conflicts)
-        again = {zp.name for zp in self.replan.zones or []}
-        return [c for c in self.plan.conflicts if c.split(": ", 1)[0] not in again] + list(self.replan.conflicts)
-
-
 def serving(state: RunState) -> bool:
     """Whether the world serves the newest good revision: one was applied, and the newest commit a run
     looked at was not rejected (while it is, every change after it is blocked)."""
@@ -111,14 +68,16 @@ def _now() -> str:
 
 
 def run(source: RevisionSource, targets: Targets, options: Options, *, run_id: str | None = None,
-        memory: Memory = ONE_SHOT, progress: Progress = quiet) -> RunOutcome:
+        memory: Memory = ONE_SHOT, progress: Progress = quiet, yield_to: Callable[[], bool] | None = None,
+        ) -> RunOutcome:
     """Runs the newest revision of `source` against `targets`, at most one run per source at a time.
-    A long-running agent passes its `memory`, so that a run costs what changed (agent/run/memory.py);
-    `progress` hears the counts of the long steps (files loaded, zones observed and applied)."""
+    A long-running agent passes its `memory`, so that a run costs what changed (agent/run/memory.py),
+    and `yield_to`, which says when a push waits (pushes first, above); `progress` hears the counts of
+    the long steps (files loaded, zones observed and applied)."""
     run_id = run_id or uuid.uuid4().hex[:12]
     logs.run_id.set(run_id)  # every log line of this run carries it (and the revision, once known)
     logs.revision.set("")
-    one = _Run(source, targets, options, run_id, memory, progress)
+    one = _Run(source, targets, options, run_id, memory, progress, yield_to)
     try:
         with bounded(source, targets, one.deadline, lock_wait=options.lock_wait):
             result = one.go()
@@ -131,9 +90,9 @@ def run(source: RevisionSource, targets: Targets, options: Options, *, run_id: s
 
 class _Run:
     def __init__(self, source: RevisionSource, targets: Targets, options: Options, run_id: str,
-                 memory: Memory, progress: Progress = quiet) -> None:
+                 memory: Memory, progress: Progress = quiet, yield_to: Callable[[], bool] | None = None) -> None:
         self.source, self.targets, self.options, self.run_id = source, targets, options, run_id
-        self.memory, self.progress = memory, progress
+        self.memory, self.progress, self.yield_to = memory, progress, yield_to
         self.kube_fast = self.dns_fast = False  # the world is remembered, not read in full (see Memory)
         self.endpoints: Mapping[str, Endpoint] | None = None
         self.started, self.started_at = time.monotonic(), _now()
@@ -166,10 +125,11 @@ class _Run:
             return RunOutcome(self.run_id, None, "unreachable", message=str(exc), retryable=exc.retryable)
         logs.revision.set(snap.revision)
         skipped = self.source.superseded(self.state.seen, snap.revision) if self.writes else []
-        planned = plan(snap, self.targets, self.options, memory=self.memory, deadline=self.deadline,
-                       progress=self.progress)
-        for name, seconds in planned.steps.items():
-            self.steps[name] = self.steps.get(name, 0.0) + seconds
+        planned = self._plan(snap)
+        if planned.cut:
+            return self._cut(snap, planned)
+        if not planned.first:  # this run observed and plans the whole revision
+            self.memory.reconcile_pending = False
         self.observed, self.endpoints = planned.observed, planned.endpoints
         self.kube_fast, self.dns_fast = planned.kube_fast, planned.dns_fast
         found, desired = planned.validated.problems, planned.validated.desired
@@ -191,6 +151,43 @@ class _Run:
         forge.pending(self.targets.forge, snap.revision)  # the gate passed: the first write to the world is next
         self._apply(desired, result)
         return self._finish(snap, result)
+
+    def _plan(self, snap: Snapshot) -> Planned:
+        """Pushes first: a reconcile of what was applied cleanly may yield to a push; a push waiting
+        behind one (or that came before a restarted agent's first run) has its zones planned alone."""
+        again = self.writes and snap.revision == self.state.applied and self.state.outcome == "applied"
+        if (self.writes and not again and self.yield_to is not None and self.memory.blank
+                and not self.memory.reconcile_pending and self.state.outcome == "applied"):
+            self._baseline()
+        # (once the push's zones went, its revision is the applied one: the next run reconciles it whole)
+        first = self.writes and self.memory.reconcile_pending and snap.revision != self.state.applied
+        planned = plan(snap, self.targets, self.options, memory=self.memory, deadline=self.deadline,
+                       progress=self.progress, yield_to=self.yield_to if again else None, first=first)
+        for name, seconds in planned.steps.items():
+            self.steps[name] = self.steps.get(name, 0.0) + seconds
+        return planned
+
+    def _baseline(self) -> None:
+        """The revision applied last, read from the clone (fetched by its id if need be) and validated, as
+        what each zone serves (`memorize.baseline`); left out when it is gone or no longer valid."""
+        base = self.source.at(self.state.applied) if self.state.applied else None
+        if base is None:
+            return
+        validated = validate(base.files, self.options, limits=base.limits, kube_api=self.targets.kube_api,
+                             memory=self.memory)
+        for name, seconds in validated.steps.items():
+            self.steps[name] = self.steps.get(name, 0.0) + seconds
+        if validated.ok and validated.desired is not None:
+            memorize.baseline(self.memory, validated.desired)
+
+    def _cut(self, snap: Snapshot, planned: Planned) -> RunOutcome:
+        """The reconcile yielded to a push before planning: nothing written, what it read kept."""
+        assert planned.validated.desired is not None and planned.observed.dns is not None
+        memorize.after_cut(self.memory, planned.validated.desired, planned.observed.dns)
+        read = len(planned.observed.dns.zones)
+        return RunOutcome(self.run_id, snap.revision, "preempted", parsed=True,
+                          message=f"a push arrived: its zones go first; the reconcile of {snap.revision[:12]} "
+                                  f"follows it ({read} zones read so far are kept)")
 
     def _nothing_to_do(self, head: str) -> RunOutcome:
         """The head was handled: no fetch, no parse, no writes - but a report an earlier run could not
@@ -230,8 +227,8 @@ class _Run:
     def _unchanged(self, head: str) -> bool:
         if self.options.mode == "detect":
             return False  # drift arises in the world, not in Git: look every time
-        if self.memory.blank:
-            return False  # a long-running agent just started: reconcile now, not at the first push
+        if self.memory.blank or self.memory.pods_waiting:
+            return False  # a long-running agent just started, or a new pod waits for its zones: reconcile now
         fresh = time.time() - self.state.reconciled_at < self.options.resync_after
         done = self.state.outcome in ("applied", "rejected")
         return head == self.state.seen and done and fresh and not self.options.dry_run
@@ -254,6 +251,8 @@ class _Run:
                 result.dns = rounds.apply(plan.zones, focus=self.observed.dns.focus if self.observed.dns else None)
                 if result.dns.stale:
                     result.replan = rounds.again(desired, result.dns)
+                result.errors += podgates.after_dns(api, desired, self.endpoints, result.dns, wait=options.verify_wait,
+                                                    deadline=self.deadline, steps=self.steps).errors  # new pods: Ready
             if api is not None and result.kube is not None:
                 with timed(self.steps, "status"):
                     only = status.affected(desired, plan, result.kube, result.dns) if self.kube_fast else None

@@ -22,10 +22,11 @@ from agent.load.sourcefile import SourceFile
 from agent.model import names
 from agent.model.limits import Limits
 from agent.observe import dnsobserve, kubeobserve
-from agent.outcome import forge, notify
+from agent.outcome import forge, notify, zonesloaded
 from agent.plan import build
 from agent.plan.changes import Plan
-from agent.plan.observed import Observed
+from agent.plan.observed import KubeObserved, Observed
+from agent.plan.zoneplan import instance_id
 from agent.run import collector, validation
 from agent.run.memory import ONE_SHOT, Memory
 from agent.run.revisions import Snapshot
@@ -91,12 +92,21 @@ class Planned:
     kube_fast: bool = False  # the cluster was remembered, not read in full (see Memory)
     dns_fast: bool = False  # the zones were checked by their SOA serials only
     steps: Steps = dataclasses.field(default_factory=dict)  # load .. gate: seconds each
+    cut: bool = False  # the observe yielded to a push (`yield_to`): nothing was planned
+    first: bool = False  # the push's zones alone were planned (`first`): the whole reconcile still waits
 
 
 def plan(snap: Snapshot, targets: Targets, options: Options, *, memory: Memory = ONE_SHOT,
-         deadline: Deadline = UNBOUNDED, progress: Progress = quiet) -> Planned:
+         deadline: Deadline = UNBOUNDED, progress: Progress = quiet, yield_to: Callable[[], bool] | None = None,
+         first: bool = False) -> Planned:
     """The one way a revision is planned, for `plan --kubeconfig`, `sync --dry-run` and a sync alike:
-    validate, observe everything the revision touches, plan it whole, gate it. Writes nothing."""
+    validate, observe everything the revision touches, plan it whole, gate it. Writes nothing.
+
+    Pushes first (agent/run/orchestrator.py): `yield_to` is asked as each zone's transfers finish;
+    when it says a push waits, the observe stops (`Planned.cut`, what was read in `observed.dns`).
+    `first`: the run of that push, while the reconcile it cut waits: only the zones the push changed
+    (`Memory.dns.changed`) are observed and planned, Kubernetes not at all (the reconcile that
+    follows at once applies the rest)."""
     validated = validate(snap.files, options, limits=snap.limits, kube_api=targets.kube_api, memory=memory,
                          progress=progress)
     planned = Planned(validated, steps=dict(validated.steps))
@@ -104,9 +114,18 @@ def plan(snap: Snapshot, targets: Targets, options: Options, *, memory: Memory =
         return planned
     desired = validated.desired
     assert desired is not None
+    only = None
     try:
         with timed(planned.steps, "observe"):
-            _observe(planned, desired, targets, options, memory=memory, deadline=deadline, progress=progress)
+            if first:
+                only = _observe_first(planned, desired, targets, options, memory=memory, deadline=deadline)
+            planned.first = only is not None
+            if only is None:
+                _observe(planned, desired, targets, options, memory=memory, deadline=deadline, progress=progress,
+                         stop=yield_to)
+    except dnsobserve.Cut as cut:
+        planned.cut, planned.observed.dns = True, cut.observed
+        return planned
     except AgentError as exc:
         planned.error = str(exc)
         return planned
@@ -115,7 +134,11 @@ def plan(snap: Snapshot, targets: Targets, options: Options, *, memory: Memory =
                                    agent=options.agent_namespace, rotate_rndc_keys=options.rotate_rndc_keys,
                                    trust_hash=planned.kube_fast,
                                    memo=memory.plans if planned.dns_fast else NO_MEMO,
-                                   force=options.policy.force, create_namespaces=options.create_namespaces)
+                                   force=options.policy.force, create_namespaces=options.create_namespaces,
+                                   only=only)
+    if only is not None:
+        planned.plan.notes = [n for n in planned.plan.notes if n != build.NOT_OBSERVED_KUBE]
+        planned.plan.notes.append(FIRST.format(zones=len(only)))
     with timed(planned.steps, "gate"):
         planned.plan.refusals = safety.check(planned.plan, options.policy)
     return planned
@@ -132,23 +155,74 @@ def offline(validated: Validated) -> Planned:
     return planned
 
 
+FIRST = ("pushes first: this run applies the {zones} zone(s) the push changed; the reconcile of the whole "
+         "revision it cut short follows at once (Kubernetes objects, statuses, every other zone)")
+
+
+def _first_zones(memory: Memory, desired: Desired, endpoints: Mapping[str, Endpoint]) -> set[str] | None:
+    """The zones a push's run plans while a cut reconcile waits: those that are not as taken as applied
+    (their spec, placement or RRsets differ; or not confirmed since). None - plan the whole revision,
+    gate it whole - when no zone changed; when the push removes a zone or a Kubernetes object (the
+    gate's refusals of removals, a whole zone or a prune, are decided on the whole plan, which the
+    push's zones alone would not show); or when a changed zone is on an instance with no endpoint yet
+    (its Kubernetes objects come first)."""
+    base = memory.base_zones
+    if set(base) - {z.name for z in desired.zones} or memory.base_objects - {o.key for o in desired.objects}:
+        return None
+    changed = [z for z in desired.zones if base.get(z.name) != z]
+    names = {z.name for z in changed} | memory.dns.changed(desired)
+    placed = (z for z in desired.zones if z.name in names)
+    if not names or any(instance_id(k) not in endpoints for z in placed for k in z.instances):
+        return None
+    return names
+
+
+def _observe_first(planned: Planned, desired: Desired, targets: Targets, options: Options, *,
+                   memory: Memory, deadline: Deadline) -> set[str] | None:
+    """A push's zones while a cut reconcile waits (`_first_zones`): those zones alone, their serials
+    against memory; None when the revision is to be observed whole."""
+    endpoints = targets.endpoints
+    found = endpoints(desired) if callable(endpoints) else endpoints
+    only = _first_zones(memory, desired, found) if found is not None else None
+    if found is None or only is None:
+        return None
+    planned.endpoints = found
+    planned.dns_fast = True  # not a full comparison: the reconcile that follows is
+    planned.observed.dns = dnsobserve.observe(desired, targets.store, found, deadline=deadline, memory=memory.dns,
+                                              refresh=False, focus=only, only=only, limits=options.transfer)
+    return only
+
+
 def _observe(planned: Planned, desired: Desired, targets: Targets, options: Options, *, memory: Memory,
-             deadline: Deadline, progress: Progress) -> None:
-    """What the revision touches in the cluster and on the DNS servers; from memory where it is fresh."""
+             deadline: Deadline, progress: Progress, stop: Callable[[], bool] | None = None) -> None:
+    """What the revision touches in the cluster and on the DNS servers; from memory where it is fresh
+    (and, after a reconcile cut for a push, what that reconcile read: asked by serial, not transferred)."""
     observed, api, namespace = planned.observed, targets.kube_api, options.agent_namespace
     planned.kube_fast = memory.kube_fresh(options.resync_after, namespace)
     planned.dns_fast = memory.dns_fresh(options.sweep_after)
-    if api is not None:
-        observed.kube = (kubeobserve.recall(api, desired, memory.kube, agent_namespace=namespace)
-                         if memory.kube is not None and planned.kube_fast
-                         else kubeobserve.observe(api, desired, agent_namespace=namespace,
-                                                  with_crds=options.install_crds))
+    recalled = planned.dns_fast or memory.reconcile_pending
+    if api is not None and stop is None:
+        observed.kube = _kube(api, desired, options, memory, fast=planned.kube_fast)
     endpoints = targets.endpoints
     planned.endpoints = endpoints(desired) if callable(endpoints) else endpoints
     if planned.endpoints is not None:
         focused = (planned.dns_fast and options.mode != "detect" and memory.serials_fresh(options.resync_after))
         observed.dns = dnsobserve.observe(
             desired, targets.store, planned.endpoints, deadline=deadline,
-            memory=memory.dns if planned.dns_fast else dnsobserve.NOTHING_SEEN, refresh=not planned.dns_fast,
-            focus=memory.dns.changed(desired) if focused else None,
-            progress=lambda done, total: progress("observed", "zones", done, total), limits=options.transfer)
+            memory=memory.dns if recalled else dnsobserve.NOTHING_SEEN, refresh=not planned.dns_fast,
+            # and a new pod's zones: it has none (agent/outcome/zonesloaded.py)
+            focus=memory.dns.changed(desired) | zonesloaded.zones_of_waiting(desired, planned.endpoints)
+            if focused else None,
+            progress=lambda done, total: progress("observed", "zones", done, total), limits=options.transfer,
+            stop=stop)
+    if api is not None and stop is not None:  # a reconcile that may yield reads the zones first: they take long
+        if observed.dns is not None and stop():
+            raise dnsobserve.Cut(observed.dns)
+        observed.kube = _kube(api, desired, options, memory, fast=planned.kube_fast)
+
+
+def _kube(api: KubeApi, desired: Desired, options: Options, memory: Memory, *, fast: bool) -> KubeObserved:
+    """The cluster as the revision needs it: listed in full, or what was left there recalled (`fast`)."""
+    if memory.kube is not None and fast:
+        return kubeobserve.recall(api, desired, memory.kube, agent_namespace=options.agent_namespace)
+    return kubeobserve.observe(api, desired, agent_namespace=options.agent_namespace, with_crds=options.install_crds)

@@ -41,6 +41,7 @@ class RevisionSource(Protocol):
 
     def head(self) -> str | None: ...
     def snapshot(self) -> Snapshot: ...
+    def at(self, sha: str) -> Snapshot | None: ...
     def superseded(self, old: str | None, new: str) -> list[str]: ...
     def commit(self, sha: str) -> dict[str, str]: ...
     def publish(self, reports: list[report.Report], *, push: bool) -> bool | None: ...
@@ -65,6 +66,9 @@ class DirectoryRevisions:
     def snapshot(self) -> Snapshot:
         revision = self.revision or localdir.revision(self.root, self.limits)
         return Snapshot(revision, localdir.files(self.root), {}, self.limits)
+
+    def at(self, sha: str) -> Snapshot | None:
+        return None  # a directory keeps no earlier revision
 
     def superseded(self, old: str | None, new: str) -> list[str]:
         return []
@@ -98,6 +102,11 @@ class GitRevisions:
         self.source.clear_stale_locks()  # safe: the run lock is held
         snap = self.source.fetch()  # the files are read from the commit's tree, never a work tree
         return Snapshot(snap.revision, snap.files(), dataclasses.asdict(snap.commit), snap.limits)
+
+    def at(self, sha: str) -> Snapshot | None:
+        """An earlier commit (from the clone, else fetched by its id), or None when it cannot be had."""
+        snap = self.source.earlier(sha)
+        return Snapshot(snap.revision, snap.files(), dataclasses.asdict(snap.commit), snap.limits) if snap else None
 
     def superseded(self, old: str | None, new: str) -> list[str]:
         return self.source.commits_between(old, new)

@@ -22,7 +22,19 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from agent.clients.kubeapi import KubeApi
 from agent.errors import AgentError
-from agent.run import compose, follow, httpserver, leaderlabel, lease, memory, metrics, runtrace, throttle, webhook
+from agent.run import (
+    compose,
+    follow,
+    httpserver,
+    leaderlabel,
+    lease,
+    memory,
+    metrics,
+    podwatch,
+    runtrace,
+    throttle,
+    webhook,
+)
 from agent.run import orchestrator as runner
 from agent.run import settings as config
 
@@ -59,6 +71,11 @@ class Agent:
         self.led = True  # the worker's last turn was a run as the leader (False: a follow as a standby)
         self.terms = self.taken = 0  # times the Lease was taken; of them, taken over by the worker
         self.memory = memory.Memory()  # so that a run costs what changed (agent/run/memory.py)
+        self.pods = (podwatch.PodWatch(KubeApi(self.api.client, namespaces=self.api.namespaces), trigger=self.trigger,
+                                       waiting=lambda w: setattr(self.memory, "pods_waiting", w),
+                                       leading=lambda: self.elector is None or self.elector.leader,
+                                       longest=settings.interval)
+                     if self.api is not None else None)  # a new BIND9 pod gets its zones at once
         self.scheduler = BackgroundScheduler()
         self.worker = threading.Thread(target=self._loop, name="sync", daemon=True)
         self.httpd = self._http_server()
@@ -96,8 +113,14 @@ class Agent:
     def run_once(self, why: str = "schedule") -> runner.RunOutcome:
         run_id, trigger = self.trace.start(why)
         b = self.built
-        run = runner.run(b.source, b.targets, b.options, run_id=run_id, memory=self.memory)
+        run = runner.run(b.source, b.targets, b.options, run_id=run_id, memory=self.memory,
+                         yield_to=self.triggers.push_due)  # pushes first: a reconcile yields to a webhook
         self.memory.new_leader = False  # once per leadership, whatever the outcome
+        if self.memory.reconcile_pending:  # cut for a push: the push's run, then the reconcile it cut
+            if run.outcome == "preempted":
+                self.trigger("push")
+            elif run.outcome in ("applied", "partial") and why != "resume":
+                self.trigger("resume")  # else as any run: the retry's back-off, the schedule
         if run.outcome in ("applied", "partial") or (run.outcome == "unchanged" and not run.rejected_head):
             self.ready = True
         elif run.rejected_head:
@@ -177,7 +200,7 @@ class Agent:
             self.backoff = 0
             return
         delay = min(self.settings.interval, RETRY_FIRST * 2 ** self.backoff)
-        self.backoff += 1
+        self.backoff += delay < self.settings.interval  # at the interval it stays: 2 ** n would overflow a float
         log.info("run %s was %s and may succeed later: running again in %.0f s", run.run_id, run.outcome, delay)
         timer = threading.Timer(delay, self.trigger, ["retry"])
         timer.daemon = True
@@ -192,6 +215,8 @@ class Agent:
             self._tick()
             threading.Thread(target=self._elect, name="lease", daemon=True).start()
         self.scheduler.start()
+        if self.pods is not None:
+            self.pods.start()
         self.trigger("start")
         log.info("bindy-agent running: %s (%s), every %.0f s, listening on %s%s%s", self.settings.repo,
                  self.settings.ref or self.settings.branch, self.settings.interval, self.httpd.address,
@@ -206,6 +231,8 @@ class Agent:
         """Finishes the run in progress (a run is never cut in half), then stops everything."""
         self.stopping.set()
         self.scheduler.shutdown(wait=False)
+        if self.pods is not None:
+            self.pods.stop()
         self.triggers.interrupt()
         self.worker.join(timeout=300)
         if self.elector is not None:

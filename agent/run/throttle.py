@@ -37,6 +37,12 @@ class Triggers:
                 self._due = why
             self._cond.notify_all()
 
+    def push_due(self) -> bool:
+        """Whether a webhook delivery waits and may start a run now (not held back by the throttle): a
+        start-up or resync reconcile then yields to it (agent/run/orchestrator.py, "pushes first")."""
+        with self._cond:
+            return self._hook and self._clock() >= self._hook_started + self.min_interval
+
     def interrupt(self) -> None:
         """Wakes a waiting `take` (which then returns None unless a run is due): used to stop."""
         with self._cond:

@@ -245,6 +245,26 @@ class GitSource:
             raise SourceError(f"{self._safe_url()}@{sha[:12]}: no directory {self.path!r} in the repository")
         return FetchedCommit(sha, self.commit(repo, sha), self.path, self.limits, repo, self._listing)
 
+    def earlier(self, sha: str) -> FetchedCommit | None:
+        """An earlier commit (the revision applied before a restart): from the local clone, else fetched
+        by its id alone (depth 1; a clone made since the restart is shallow); None when the remote does
+        not give it."""
+        repo = self.repo()
+        if len(sha) != 40 or any(c not in "0123456789abcdef" for c in sha):
+            return None
+        if self._object_type(repo, sha) != "commit":
+            try:
+                self._git(repo, "fetch", "--quiet", "--depth", "1", "--", "origin", sha)
+            except SourceError as exc:
+                log.info("the applied commit %s could not be fetched (%s): the push waits for the reconcile",
+                         sha[:12], exc)
+                return None
+            if self._object_type(repo, sha) != "commit":
+                return None
+        if self.path and self._object_type(repo, f"{sha}:{self.path}") != "tree":
+            return None
+        return FetchedCommit(sha, self.commit(repo, sha), self.path, self.limits, repo, self._listing)
+
     @staticmethod
     def _object_type(repo: git.Repo, spec: str) -> str | None:
         try:

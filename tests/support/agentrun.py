@@ -16,7 +16,8 @@ from agent.sources.git import GitSource
 def options(*, force: bool = False, allow_prune: bool = False, **kwargs: Any) -> planning.Options:
     """Tests run in namespaces of their own: any namespace is allowed unless a test says otherwise."""
     kwargs.setdefault("repo_policy", policy.PolicySettings.of(allowed_namespaces="*"))
-    return planning.Options(policy=safety.Policy(force=force, allow_prune=allow_prune), **kwargs)
+    kwargs.setdefault("policy", safety.Policy(force=force, allow_prune=allow_prune))
+    return planning.Options(**kwargs)
 
 
 def sync_dir(root: pathlib.Path, *, store: Store | None = None, state: pathlib.Path | None = None,
@@ -29,8 +30,10 @@ def sync_dir(root: pathlib.Path, *, store: Store | None = None, state: pathlib.P
 
 
 def sync_git(source: GitSource, *, store: Store, kube_api: KubeApi | None = None, endpoints: Any = None,
-             forge: Any = None, alerts: Any = None, memory: Memory = ONE_SHOT,
+             forge: Any = None, alerts: Any = None, memory: Memory = ONE_SHOT, yield_to: Any = None,
              **kwargs: Any) -> orchestrator.RunOutcome:
-    """`bindy-agent sync --repo URL`, or with `memory` one run of `bindy-agent run` (statuses, alerts)."""
+    """`bindy-agent sync --repo URL`, or with `memory` (and `yield_to`: whether a push waits) one run of
+    `bindy-agent run` (statuses, alerts)."""
     targets = planning.Targets(store, kube_api, endpoints, forge, alerts)
-    return orchestrator.run(revisions.GitRevisions(source), targets, options(**kwargs), memory=memory)
+    return orchestrator.run(revisions.GitRevisions(source), targets, options(**kwargs), memory=memory,
+                            yield_to=yield_to)

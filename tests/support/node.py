@@ -18,7 +18,8 @@ Network: the bridge `bindy0` holds the node address 10.244.0.1/24 (the pods' gat
 it through the `kubernetes` Service). Traffic never leaves the machine: the CNI bridge does not
 masquerade, and a rule in iptables' raw table drops everything from the bridge that is not for a
 pod, a Service or the node address; containerd pulls through a proxy on a closed loopback port, so
-an image that was not built here fails at once ("connection refused") and nothing is fetched.
+an image that was not built here fails at once ("connection refused") and nothing is fetched (a
+registry on loopback, which Go never proxies, is the exception: tests/support/registry.py).
 """
 
 from __future__ import annotations
@@ -424,9 +425,15 @@ class Node:
         return _run([_binary("ctr"), "--address", str(self.containerd_sock), "-n", "k8s.io", *args],
                     check=check, component="containerd (ctr)", timeout=timeout)
 
+    @property
+    def registry_hosts(self) -> pathlib.Path:
+        """containerd's registry config_path (one hosts.toml per registry host)."""
+        return self.state / "containerd" / "certs.d"
+
     def _containerd(self) -> None:
         st = self.state
         (st / "containerd").mkdir(exist_ok=True)
+        self.registry_hosts.mkdir(exist_ok=True)
         (st / "cni").mkdir(exist_ok=True)
         CONTAINERD_ROOT.mkdir(parents=True, exist_ok=True)
         (st / "cni" / "10-bindy.conflist").write_text(json.dumps({
@@ -470,6 +477,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     bin_dir = "{CNI_BIN}"
     conf_dir = "{st / 'cni'}"
     max_conf_num = 1
+  # how containerd reaches a registry (<host>/hosts.toml: its address, its CA): read at every pull, so
+  # a test adds and removes a host while the node runs (tests/support/registry.py)
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "{self.registry_hosts}"
 """)
         # No image is ever pulled: registries are reached only through the closed proxy port.
         self._start("containerd", [_binary("containerd"), "--config", str(st / "containerd.toml")],

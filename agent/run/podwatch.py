@@ -1,0 +1,86 @@
+"""Runs the agent as soon as a BIND9 pod waits for its zones, not at the next interval.
+
+A new pod of an instance (a rollout, a drain, a scale-up) is Ready only once the agent gave it every
+zone (agent/observe/podwait.py, agent/run/podgates.py); until then a rollout keeps the old pod
+serving. This poller lists the generated BIND9 pods of the target namespaces every POLL seconds (one
+list per namespace: the agent's Role may `list pods` there, not `watch`), and when a pod starts
+waiting, asks the worker for a run (trigger "pods"). A pod that still waits after that run (its
+zones failed) is asked for again after RETRY_FIRST seconds, doubling up to `longest`. While any
+pod waits, the memory says so (`Memory.pods_waiting`): a run does not stop at an unchanged head.
+Only the leader polls (a standby's run would not write).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from agent.clients.kubeapi import KubeApi
+from agent.errors import KubeError
+from agent.model import names
+from agent.observe import podwait
+
+log = logging.getLogger(__name__)
+POLL = 2.0  # seconds between two looks at the pods
+RETRY_FIRST = 5.0  # seconds before a pod that still waits after a run is asked for again
+TRIGGER = "pods"
+SELECTOR = f"app.kubernetes.io/name=bind9,{names.MANAGED_BY_KEY}={names.MANAGED_BY_VALUE}"
+
+
+class PodWatch:
+    """`look()` once per POLL on a thread of its own (`start`/`stop`)."""
+
+    def __init__(self, api: KubeApi, *, trigger: Callable[[str], None], waiting: Callable[[bool], None],
+                 leading: Callable[[], bool], longest: float = 60.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.api, self.trigger, self.waiting, self.leading = api, trigger, waiting, leading
+        self.longest, self.clock = longest, clock
+        self.due: dict[str, tuple[float, float]] = {}  # pod uid -> (when it is asked for next, the wait after)
+        self.stopping = threading.Event()
+        self.warned = False  # a failed list was logged as a warning
+        self.thread = threading.Thread(target=self._loop, name="podwatch", daemon=True)
+
+    def look(self) -> bool:
+        """One look at the pods; True when it asked for a run."""
+        if not self.leading():
+            self.due.clear()
+            return False
+        try:
+            pods = self.api.list("Pod", label_selector=SELECTOR)
+        except KubeError as exc:  # said once
+            (log.debug if self.warned else log.warning)(
+                "cannot list the BIND9 pods (%s): a new pod gets its zones, and is Ready, only at the next resync "
+                "(allow `list pods` in the target namespaces: deploy/target/role.yaml)", exc)
+            self.warned = True
+            return False
+        now = self.clock()
+        waiting = {str(p["metadata"].get("uid") or p["metadata"]["name"]): p for p in pods if podwait.is_waiting(p)}
+        self.waiting(bool(waiting))
+        self.due = {uid: self.due[uid] for uid in waiting if uid in self.due}
+        asked = False
+        for uid, pod in waiting.items():
+            when, after = self.due.get(uid, (now, RETRY_FIRST))
+            if now >= when:
+                asked = True
+                self.due[uid] = (now + after, min(self.longest, after * 2))
+                meta = pod["metadata"]
+                log.info("pod %s/%s runs and waits for its zones: a run is asked for", meta.get("namespace"),
+                         meta.get("name"))
+        if asked:
+            self.trigger(TRIGGER)
+        return asked
+
+    def _loop(self) -> None:
+        while not self.stopping.wait(POLL):
+            try:
+                self.look()
+            except Exception:  # the thread's boundary: log, keep looking
+                log.exception("podwatch: looking at the pods failed")
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopping.set()
