@@ -75,10 +75,10 @@ class Memory:
 
     def kube_fresh(self, resync_after: float, agent_namespace: str) -> bool:
         return (self.kube is not None and self.agent_namespace == agent_namespace
-                and time.monotonic() - self.kube_at < resync_after)
+                and self.kube_at > 0.0 and time.monotonic() - self.kube_at < resync_after)  # 0.0: never
 
     def dns_fresh(self, sweep_after: float) -> bool:
-        return bool(self.dns.zones) and time.monotonic() - self.dns_at < sweep_after
+        return bool(self.dns.zones) and self.dns_at > 0.0 and time.monotonic() - self.dns_at < sweep_after
 
     def serials_fresh(self, resync_after: float) -> bool:
         """Every zone's serial was asked within `resync_after`: a run may ask only the zones it touches."""

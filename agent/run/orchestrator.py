@@ -42,10 +42,10 @@ from agent.plan import statusdiff
 from agent.plan.changes import Change, RRsetTarget
 from agent.plan.observed import Observed
 from agent.reconcile import events, kubeapply
-from agent.run import dnsrounds, lock, logs, memorize, podgates
+from agent.run import dnsrounds, lock, logs, memorize, podgates, pushfirst
 from agent.run.bounds import bounded
 from agent.run.memory import ONE_SHOT, Memory
-from agent.run.planning import Options, Planned, Targets, plan, validate
+from agent.run.planning import Options, Planned, Targets, plan
 from agent.run.revisions import RevisionSource, Snapshot
 from agent.run.runoutcome import RunOutcome as RunOutcome  # what a run returns (re-exported)
 from agent.run.steps import Steps, timed
@@ -94,6 +94,7 @@ class _Run:
         self.source, self.targets, self.options, self.run_id = source, targets, options, run_id
         self.memory, self.progress, self.yield_to = memory, progress, yield_to
         self.kube_fast = self.dns_fast = False  # the world is remembered, not read in full (see Memory)
+        self.repairing = False  # reconciling the revision that serves, not the (rejected) head: `_snapshot`
         self.endpoints: Mapping[str, Endpoint] | None = None
         self.started, self.started_at = time.monotonic(), _now()
         self.deadline = Deadline(options.deadline)
@@ -120,16 +121,14 @@ class _Run:
             if head is not None and self._unchanged(head):
                 return self._nothing_to_do(head)
             with timed(self.steps, "fetch"):
-                snap = self.source.snapshot()
+                snap = self._snapshot(head)
         except AgentError as exc:
             return RunOutcome(self.run_id, None, "unreachable", message=str(exc), retryable=exc.retryable)
         logs.revision.set(snap.revision)
         skipped = self.source.superseded(self.state.seen, snap.revision) if self.writes else []
         planned = self._plan(snap)
         if planned.cut:
-            return self._cut(snap, planned)
-        if not planned.first:  # this run observed and plans the whole revision
-            self.memory.reconcile_pending = False
+            return pushfirst.cut(self.run_id, snap, planned, self.memory)
         self.observed, self.endpoints = planned.observed, planned.endpoints
         self.kube_fast, self.dns_fast = planned.kube_fast, planned.dns_fast
         found, desired = planned.validated.problems, planned.validated.desired
@@ -149,16 +148,34 @@ class _Run:
             return self._reject(snap, result, f"the safety gate refused the plan ({len(result.plan.refusals)} "
                                 "reasons); nothing applied", reason="PlanRefused")
         forge.pending(self.targets.forge, snap.revision)  # the gate passed: the first write to the world is next
+        if not planned.first:  # the whole revision passed the gate: the reconcile a push cut is this one
+            self.memory.reconcile_pending = False
         self._apply(desired, result)
         return self._finish(snap, result)
+
+    def _snapshot(self, head: str | None) -> Snapshot:
+        """The head; but when a push cut a reconcile and was then rejected, the revision that still
+        serves (`state.applied`), reconciled whole as the cut run was to (the state keeps the head's
+        rejection: `repairing`)."""
+        s = self.state
+        if (self.writes and self.memory.reconcile_pending and s.outcome in ("rejected", "refused") and s.applied
+                and head is not None and head == s.seen):
+            self.memory.reconcile_pending = False  # one attempt: a revision that no longer passes says so once
+            base = self.source.at(s.applied)
+            if base is not None:
+                self.repairing = True
+                return base
+        return self.source.snapshot()
 
     def _plan(self, snap: Snapshot) -> Planned:
         """Pushes first: a reconcile of what was applied cleanly may yield to a push; a push waiting
         behind one (or that came before a restarted agent's first run) has its zones planned alone."""
-        again = self.writes and snap.revision == self.state.applied and self.state.outcome == "applied"
+        # yields once: a reconcile already cut for a push (`reconcile_pending`) goes to its end
+        again = (self.writes and snap.revision == self.state.applied and self.state.outcome == "applied"
+                 and not self.memory.reconcile_pending)
         if (self.writes and not again and self.yield_to is not None and self.memory.blank
                 and not self.memory.reconcile_pending and self.state.outcome == "applied"):
-            self._baseline()
+            pushfirst.baseline(self.source, self.state, self.targets, self.options, self.memory, self.steps)
         # (once the push's zones went, its revision is the applied one: the next run reconciles it whole)
         first = self.writes and self.memory.reconcile_pending and snap.revision != self.state.applied
         planned = plan(snap, self.targets, self.options, memory=self.memory, deadline=self.deadline,
@@ -166,28 +183,6 @@ class _Run:
         for name, seconds in planned.steps.items():
             self.steps[name] = self.steps.get(name, 0.0) + seconds
         return planned
-
-    def _baseline(self) -> None:
-        """The revision applied last, read from the clone (fetched by its id if need be) and validated, as
-        what each zone serves (`memorize.baseline`); left out when it is gone or no longer valid."""
-        base = self.source.at(self.state.applied) if self.state.applied else None
-        if base is None:
-            return
-        validated = validate(base.files, self.options, limits=base.limits, kube_api=self.targets.kube_api,
-                             memory=self.memory)
-        for name, seconds in validated.steps.items():
-            self.steps[name] = self.steps.get(name, 0.0) + seconds
-        if validated.ok and validated.desired is not None:
-            memorize.baseline(self.memory, validated.desired)
-
-    def _cut(self, snap: Snapshot, planned: Planned) -> RunOutcome:
-        """The reconcile yielded to a push before planning: nothing written, what it read kept."""
-        assert planned.validated.desired is not None and planned.observed.dns is not None
-        memorize.after_cut(self.memory, planned.validated.desired, planned.observed.dns)
-        read = len(planned.observed.dns.zones)
-        return RunOutcome(self.run_id, snap.revision, "preempted", parsed=True,
-                          message=f"a push arrived: its zones go first; the reconcile of {snap.revision[:12]} "
-                                  f"follows it ({read} zones read so far are kept)")
 
     def _nothing_to_do(self, head: str) -> RunOutcome:
         """The head was handled: no fetch, no parse, no writes - but a report an earlier run could not
@@ -337,6 +332,9 @@ class _Run:
 
     def _next_state(self, snap: Snapshot, result: RunOutcome) -> RunState:
         old = self.state
+        if self.repairing:  # the rejected head stays what the state says; the revision that serves was reconciled
+            result.rejected_head = True
+            return RunState(old.applied, old.seen, old.outcome, time.time(), old.notes_pending, old.message)
         message = (result.message or f"{result.outcome} {snap.revision[:12]}")[:300]
         new = RunState(old.applied, snap.revision, result.outcome, time.time(), message=message)
         if result.outcome in ("applied", "partial"):

@@ -119,12 +119,12 @@ class Agent:
         if self.memory.reconcile_pending:  # cut for a push: the push's run, then the reconcile it cut
             if run.outcome == "preempted":
                 self.trigger("push")
-            elif run.outcome in ("applied", "partial") and why != "resume":
-                self.trigger("resume")  # else as any run: the retry's back-off, the schedule
-        if run.outcome in ("applied", "partial") or (run.outcome == "unchanged" and not run.rejected_head):
-            self.ready = True
-        elif run.rejected_head:
+            elif run.outcome in ("applied", "partial", "rejected") and why != "resume":
+                self.trigger("resume")  # (a rejected push: the cut reconcile of what serves) else as any run
+        if run.rejected_head:
             self.ready = False  # until a good commit applies
+        elif run.outcome in ("applied", "partial", "unchanged"):
+            self.ready = True
         self.trace.finish(run, trigger)  # after: a counted run shows in /readyz
         return run
 

@@ -254,7 +254,8 @@ class GitSource:
             return None
         if self._object_type(repo, sha) != "commit":
             try:
-                self._git(repo, "fetch", "--quiet", "--depth", "1", "--", "origin", sha)
+                depth = ["--depth", "1"] if self.depth else []  # a full clone stays full
+                self._git(repo, "fetch", "--quiet", *depth, "--", "origin", sha)
             except SourceError as exc:
                 log.info("the applied commit %s could not be fetched (%s): the push waits for the reconcile",
                          sha[:12], exc)

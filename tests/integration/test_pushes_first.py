@@ -206,4 +206,12 @@ def test_a_push_that_removes_a_zone_is_gated_whole_even_while_a_reconcile_waits(
     assert any("whole zone" in r for r in run.refusals), run.refusals
     for server in world["endpoints"].values():  # the record of the refused revision was not written
         assert records.query(server, f"www.example-{tag}.com.", "A") == ("192.0.2.10", "192.0.2.11", "192.0.2.12")
+    # the reconcile the push came before still happens: of the revision that serves, the head still refused
+    assert memory.reconcile_pending
+    repair = _run(world, memory, policy=safety.Policy(min_managed=1))
+    assert (repair.outcome, repair.revision, repair.rejected_head) == ("applied", applied.revision, True)
+    assert repair.plan is not None and repair.plan.kube is not None and _zones(repair) == _zones(applied)
     assert not memory.reconcile_pending
+    state = ConfigMapStore(world["api"], world["namespace"]).load_run()
+    assert (state.applied, state.seen, state.outcome) == (applied.revision, push.sha, "refused")
+    assert _run(world, memory, policy=safety.Policy(min_managed=1)).outcome == "rejected"  # looked at again
