@@ -52,15 +52,8 @@ def _instances(inst: Installation) -> dict[str, str]:
     return {o["metadata"]["name"]: o["spec"].get("role", "") for o in listed["items"]}
 
 
-def _wait(check: Any, timeout: float, what: str, inst: Installation) -> Any:
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(1)
-    raise AssertionError(f"{what}: not within {timeout:.0f} s (last: {last!r})\n{inst.diagnose()}")
+def _wait(check: Any, timeout: float, what: str, inst: Installation, pause: float = 1) -> Any:
+    return inst.wait(check, timeout, what, pause=pause)
 
 
 def test_the_agent_as_its_service_account_creates_the_hierarchy_and_every_zone_on_the_primary(

@@ -122,6 +122,9 @@ class Pulling(Installation):
     image: str
     push_seconds = 0.0
 
+    def diagnose(self) -> str:
+        return f"{super().diagnose()}\nregistry log:\n{self.registry.log(15)}"
+
 
 def _pull_secret(inst: Installation, name: str, config: str) -> None:
     kubectl(inst.node, "-n", DNS_NS, "apply", "-f", "-", stdin=json.dumps({
@@ -166,15 +169,7 @@ def installed(node: Node, api: Any, tmp_path_factory: pytest.TempPathFactory) ->
 
 
 def _wait(check: Any, timeout: float, what: str, inst: Pulling, pause: float = 1) -> Any:
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(pause)
-    raise AssertionError(f"{what}: not within {timeout:.0f} s (last: {last!r})\n{inst.diagnose()}\n"
-                         f"registry log:\n{inst.registry.log(15)}")
+    return inst.wait(check, timeout, what, pause=pause)
 
 
 def _pulled(inst: Installation, instance: str) -> list[float]:

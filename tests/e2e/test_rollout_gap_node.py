@@ -181,14 +181,7 @@ def _rolled_out(inst: Installation, name: str, old: set[str]) -> bool:
 
 
 def _wait(check: Any, timeout: float, what: str, inst: Installation, pause: float = 0.5) -> Any:
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(pause)
-    raise AssertionError(f"{what}: not within {timeout:.0f} s (last: {last!r})\n{inst.diagnose()}")
+    return inst.wait(check, timeout, what, pause=pause)
 
 
 def _record(name: str, address: str) -> str:

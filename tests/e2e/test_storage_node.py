@@ -140,14 +140,7 @@ def installed(node: Node, api: Any, tmp_path_factory: pytest.TempPathFactory) ->
 
 
 def _wait(check: Any, timeout: float, what: str, inst: Installation, pause: float = 1) -> Any:
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(pause)
-    raise AssertionError(f"{what}: not within {timeout:.0f} s (last: {last!r})\n{inst.diagnose()}")
+    return inst.wait(check, timeout, what, pause=pause)
 
 
 def _claim(inst: Installation) -> Any:

@@ -15,7 +15,6 @@ import dns.update
 import pytest
 from kubernetes import client
 
-from agent.clients import endpoints as config
 from agent.clients import rfc2136 as records
 from agent.clients.kubeapi import KubeApi
 from agent.clients.statestore import ConfigMapStore
@@ -23,7 +22,7 @@ from agent.gate import safety
 from agent.run import orchestrator
 from agent.run.memory import Memory
 from agent.sources.git import GitSource
-from tests.support import agentrun, dnsrepo
+from tests.support import agentrun, sampleworld
 from tests.support import bind as bind_support
 from tests.support.gitremote import GitRemote
 from tests.support.kube import KubeCluster
@@ -36,14 +35,7 @@ NO_DELETES = safety.Policy(delete_threshold=0.0, min_managed=1)  # an operator w
 @pytest.fixture
 def world(tmp_path: pathlib.Path, git_remote: GitRemote, bind: bind_support.BindPair, zone_api: Any,
           kube: KubeCluster, namespace: str) -> dict[str, Any]:
-    sample, tag = dnsrepo.unique_sample(tmp_path / "sample", namespace)
-    files = {str(p.relative_to(sample)): p.read_text() for p in sample.rglob("*.yaml")}
-    endpoints = config.load_endpoints(dnsrepo.endpoint_map(tmp_path, bind, zone_api, namespace))
-    api = KubeApi.from_kubeconfig(str(kube.kubeconfig))
-    git_remote.commit("Initial DNS", files)
-    git_remote.push()
-    return {"remote": git_remote, "files": files, "tag": tag, "endpoints": endpoints, "api": api, "bind": bind,
-            "namespace": namespace, "cache": tmp_path / "cache"}
+    return sampleworld.sample_world(tmp_path, git_remote, bind, zone_api, kube, namespace)
 
 
 def _run(world: dict[str, Any], memory: Memory, **kwargs: Any) -> orchestrator.RunOutcome:

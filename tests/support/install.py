@@ -259,6 +259,18 @@ patches:
                         out.append(f"{pod.ip} ({pod.name}) {zone.name} SOA: {dns.rcode.to_text(reply.rcode())}")
         return out
 
+    def wait(self, check: Callable[[], Any], timeout: float, what: str, *, pause: float = 1) -> Any:
+        """`check()`'s first truthy answer within `timeout` seconds; else a failure naming `what`, the last
+        answer and what the cluster says (`diagnose`)."""
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            last = check()
+            if last:
+                return last
+            time.sleep(pause)
+        raise AssertionError(f"{what}: not within {timeout:.0f} s (last: {last!r})\n{self.diagnose()}")
+
     def wait_zones(self, desired: hierarchy.Desired, timeout: float, *,
                    roles: tuple[str, ...] = ("primary", "secondary")) -> float:
         start = time.monotonic()
