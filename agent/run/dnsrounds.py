@@ -32,6 +32,11 @@ from agent.run.validation import Progress
 
 log = logging.getLogger(__name__)
 AGAIN = "observed and planned again, it changed again; the next run tries again"
+# a primary that refused the agent's AXFR once more after its allow-transfer was given the agent's
+# addresses in this run: not written again (one PATCH per zone per run), said as what it likely is
+STILL_REFUSED = ("zone {zone}: {servers} still refuses the agent's zone transfer after its allow-transfer was set to "
+                 "the agent's addresses ({acl}): the transfers reach named from another address (a NAT, a proxy, a "
+                 "sidecar); add that address to the instance's allowTransfer, or set POD_IP to it")
 
 
 @dataclasses.dataclass
@@ -77,6 +82,9 @@ class Rounds:
         with timed(self.steps, "gate"):
             policy = self.options.policy
             refused = {zp.name: why for zp in again.zones or [] if (why := safety.zone_refusal(zp, policy))}
+            refused.update({zp.name: STILL_REFUSED.format(zone=zp.name, servers=", ".join(zp.reopen),
+                                                          acl=", ".join(zp.allow_transfer or []))
+                            for zp in again.zones or [] if zp.reopen and zp.name not in refused})
             again.refusals = list(refused.values())
         second = self.apply([zp for zp in again.zones or [] if zp.name not in refused], focus=None)
         _merge(first, second, refused)
