@@ -43,9 +43,11 @@ class _ZoneSelectors:
 
     def selecting(self, record: Loaded) -> list[Zone]:
         labels, ns = record.model.metadata.get("labels") or {}, record.key.namespace
-        candidates = list(self.generic.get(ns, []))
+        candidates = list(self.generic.get(ns, ()))
         for k, v in labels.items():
-            candidates += self.by_label.get((ns, k, v), [])
+            candidates += self.by_label.get((ns, k, v), ())
+        if len(candidates) < 2:  # most records: no zone, or the one whose selector names a label of theirs
+            return [zone for _, zone, sel in candidates if sel.matches(labels)]
         matched = {order: zone for order, zone, sel in candidates if sel.matches(labels)}
         return [matched[o] for o in sorted(matched)]
 

@@ -39,6 +39,8 @@ TIER_PROVIDER, TIER_CLUSTER, TIER_INSTANCE, TIER_CHILD, TIER_ZONE, TIER_RECORD =
 # Within an instance's children, what a Deployment uses comes before it.
 CHILD_ORDER = {"ServiceAccount": 0, "Secret": 1, "ConfigMap": 2, "PersistentVolumeClaim": 3, "Service": 3,
                "Deployment": 4}
+# A CR written in Git as it is applied (KubeObject.body; the JSON plan writes it with these: plan/render_json.py).
+CR_DUMP: dict[str, Any] = {"by_alias": True, "exclude_unset": True, "exclude_none": True, "exclude": {"status"}}
 
 
 @dataclasses.dataclass(slots=True)
@@ -127,9 +129,7 @@ class _Problems:
 
 
 def _cr_body(obj: Loaded) -> dict[str, Any]:
-    body = obj.model.model_dump(by_alias=True, exclude_unset=True, exclude_none=True, mode="json")
-    body.pop("status", None)
-    return body
+    return obj.model.model_dump(**CR_DUMP, mode="json")
 
 
 def _cr(kind: str, namespace: str | None, name: str, labels: dict[str, str], spec: dict[str, Any],

@@ -119,20 +119,28 @@ def _spec_key(spec: records.RecordSpec) -> tuple[object, ...] | None:
     return None
 
 
-_VALUES: dict[tuple[object, ...], dict[str, dns.rdata.Rdata]] = {}
+Rendered = tuple[dict[str, dns.rdata.Rdata], tuple[str, ...], tuple[dns.rdata.Rdata, ...]]
+_VALUES: dict[tuple[object, ...], Rendered] = {}
 _VALUES_MAX = 100_000  # entries; the cache is emptied when it is full
 
 
-def values(record: records.AnyRecord) -> dict[str, dns.rdata.Rdata]:
-    """The record's rdata by presentation form (raises RecordError on a bad value). Rdata are
+def rendered(record: records.AnyRecord) -> Rendered:
+    """The record's rdata by presentation form (raises RecordError on a bad value), and what an RRset
+    of this record alone holds: the forms sorted, the rdata in the mapping's order. Rdata are
     immutable and the same values recur across records (targets, SPF texts, CAA), so they are
-    built and rendered once per distinct value."""
+    built and rendered once per distinct value, and such RRsets share their tuples."""
     key = _spec_key(record.spec)
     found = _VALUES.get(key) if key is not None else None
     if found is None:
-        found = {d.to_text(): d for d in rdatas(record)}
+        by_text = {d.to_text(): d for d in rdatas(record)}
+        found = (by_text, tuple(sorted(by_text)), tuple(by_text.values()))
         if key is not None:
             if len(_VALUES) >= _VALUES_MAX:
                 _VALUES.clear()
             _VALUES[key] = found
     return found
+
+
+def values(record: records.AnyRecord) -> dict[str, dns.rdata.Rdata]:
+    """The record's rdata by presentation form (raises RecordError on a bad value): `rendered`."""
+    return rendered(record)[0]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import operator
 from collections import defaultdict
+from collections.abc import Collection
 from typing import Any
 
 from agent.desired import nameservers, rrsets
@@ -20,51 +21,71 @@ from agent.load.loaded import Loaded
 from agent.model.key import ObjectKey
 from agent.model.problems import Problem, Severity
 
+_Entry = tuple[Loaded, tuple[dict[str, Any], tuple[str, ...], tuple[Any, ...]], int]  # recorddata.rendered, TTL
 
-def _add_rrsets(zone: Zone, members: list[Loaded], out: Findings) -> None:
-    sources: dict[tuple[str, str], list[Loaded]] = defaultdict(list)
-    values: dict[tuple[str, str], set[str]] = defaultdict(set)
-    objects: dict[tuple[str, str], dict[str, Any]] = defaultdict(dict)
-    own_values: dict[ObjectKey, set[str]] = {}
-    ttls: dict[tuple[str, str], set[int]] = defaultdict(set)
+
+def _grouped(zone: Zone, members: list[Loaded], out: Findings) -> dict[tuple[str, str], list[_Entry]]:
+    """The zone's records by owner name and type, in their order, each with its values and TTL; the
+    records whose name or values cannot be published are reported instead."""
+    groups: dict[tuple[str, str], list[_Entry]] = {}
+    if not members:
+        return groups
+    from agent.desired import recorddata  # with the first record, as rrsets.values does (once a zone, not a record)
+
     for r in members:
         spec = r.model.spec  # type: ignore[attr-defined]
         try:
             owner = rrsets.owner_name(spec.name, zone.name)
-            texts = rrsets.values(r.model)  # type: ignore[arg-type]
+            shown = recorddata.rendered(r.model)  # type: ignore[arg-type]
         except rrsets.RecordError as exc:
             out.add(r, exc.path, str(exc))
             continue
-        rtype = rrsets.rtype_of(r.key.kind)
-        key = (owner, rtype)
-        sources[key].append(r)
-        own_values[r.key] = set(texts)
-        values[key].update(texts)
-        objects[key].update(texts)
-        ttls[key].add(spec.ttl if spec.ttl is not None else zone.default_ttl)
+        key = (owner, rrsets.rtype_of(r.key.kind))
+        entry = (r, shown, spec.ttl if spec.ttl is not None else zone.default_ttl)
+        if (group := groups.get(key)) is None:
+            groups[key] = [entry]
+        else:
+            group.append(entry)
         zone.records[r.key] = key
-    own = nameservers.zone_rrsets(zone, values.get((zone.name, "NS"), ()))
+    return groups
+
+
+def _add_rrsets(zone: Zone, members: list[Loaded], out: Findings) -> None:
+    groups = _grouped(zone, members, out)
+    apex_ns = groups.get((zone.name, "NS"))
+    own = nameservers.zone_rrsets(zone, {t for _, (texts, _, _), _ in apex_ns for t in texts} if apex_ns else ())
     types_at: dict[str, set[str]] = defaultdict(set)
-    for owner, rtype in [*values, *own]:
+    for owner, rtype in [*groups, *own]:
         types_at[owner].add(rtype)
-    _check_targets(zone, sources, own_values, types_at, out)
-    for key, vals in sorted(values.items()):
+    _check_targets(zone, groups, types_at, out)
+    for key in sorted(groups):
         owner, rtype = key
+        group = groups[key]
+        vals: Collection[str] = set().union(*(texts for _, (texts, _, _), _ in group)) if len(group) > 1 \
+            else group[0][1][0].keys()
         if rtype == "CNAME" and (problem := _cname_problem(zone.name, owner, types_at[owner], vals)):
-            for r in sources[key]:
+            for r, _, _ in group:
                 out.add(r, "spec.name", problem)
             continue
-        if len(ttls[key]) > 1:
-            first = sources[key][0]
-            out.add(first, "spec.ttl", f"records of {owner} {rtype} disagree on TTL "
-                    f"({sorted(ttls[key])}); using the lowest", Severity.WARNING)
-        ttl = min(ttls[key])
-        if (declared := own.pop(key, None)) is not None:  # the DNSZone's apex NS or glue, and records
-            vals, ttl = vals | set(declared.rdatas), min(ttl, declared.ttl)
-            objects[key].update(zip(declared.rdatas, declared.objects, strict=True))
-        rrset = rrsets.build(zone.name, owner, rtype, ttl, vals, objects[key].values())
+        ttls = {ttl for _, _, ttl in group}
+        if len(ttls) > 1:
+            out.add(group[0][0], "spec.ttl", f"records of {owner} {rtype} disagree on TTL "
+                    f"({sorted(ttls)}); using the lowest", Severity.WARNING)
+        ttl = min(ttls)
+        declared = own.pop(key, None)  # the DNSZone's apex NS or glue, and records
+        if declared is None and len(group) == 1:  # one record: its values as they are (shared, not copied)
+            _, (_, texts, objects), _ = group[0]
+            rrset = rrsets.RRset(zone.name, owner, rtype, ttl, texts, objects)
+        else:
+            objects_of: dict[str, Any] = {}
+            for _, (by_text, _, _), _ in group:
+                objects_of.update(by_text)
+            if declared is not None:
+                vals, ttl = {*vals, *declared.rdatas}, min(ttl, declared.ttl)
+                objects_of.update(zip(declared.rdatas, declared.objects, strict=True))
+            rrset = rrsets.build(zone.name, owner, rtype, ttl, vals, objects_of.values())
         if too_big := rrsets.oversized(rrset):
-            for r in sources[key]:
+            for r, _, _ in group:
                 out.add(r, "spec", too_big)
             continue
         zone.rrsets[key] = rrset
@@ -72,7 +93,7 @@ def _add_rrsets(zone: Zone, members: list[Loaded], out: Findings) -> None:
         zone.rrsets = dict(sorted({**zone.rrsets, **own}.items()))
 
 
-def _cname_problem(origin: str, owner: str, types: set[str], values: set[str]) -> str | None:
+def _cname_problem(origin: str, owner: str, types: set[str], values: Collection[str]) -> str | None:
     """Why a CNAME RRset cannot be served (RFC 1034 3.6.2, RFC 2181 10.1), or None."""
     others = sorted(types - {"CNAME"})
     if owner == origin:
@@ -87,15 +108,15 @@ def _cname_problem(origin: str, owner: str, types: set[str], values: set[str]) -
 _TARGET_FIELD = {"MX": "spec.mailServer", "SRV": "spec.target", "NS": "spec.nameserver"}
 
 
-def _check_targets(zone: Zone, sources: dict[tuple[str, str], list[Loaded]], own_values: dict[ObjectKey, set[str]],
-                   types_at: dict[str, set[str]], out: Findings) -> None:
+def _check_targets(zone: Zone, groups: dict[tuple[str, str], list[_Entry]], types_at: dict[str, set[str]],
+                   out: Findings) -> None:
     """BIND's check-integrity refuses a whole UPDATE whose MX, SRV or NS record points at a name
     inside the zone that has no A/AAAA record; catch it here, where the file and line are known."""
-    for (_, rtype), records in sources.items():
+    for (_, rtype), group in groups.items():
         if rtype not in _TARGET_FIELD:
             continue
-        for r in records:
-            for value in sorted(own_values[r.key]):
+        for r, (_, texts, _), _ in group:
+            for value in texts:  # sorted
                 target = value.split()[-1]
                 inside = target == zone.name or target.endswith("." + zone.name)
                 if inside and target != "." and not types_at.get(target, set()) & {"A", "AAAA"}:

@@ -135,11 +135,8 @@ def _source(rule: Rule) -> str:
     return f"{AGENT} rule {rule.name}" if rule.policy == AGENT else f"Bindy admission policy {rule.policy}"
 
 
-# Per kind, its rules with their paths split once (this runs on every document of a revision), and
-# the index of their field list: the rules of one policy read the same fields, selected once.
+# The field lists the rules read, each selected once per document (the rules of one policy read the same fields).
 _FIELDS = list(dict.fromkeys(r.fields for r in RULES + AGENT_RULES))
-_BY_KIND = {kind: tuple((r, tuple(fieldvalues.steps(f) for f in r.fields), _FIELDS.index(r.fields))
-                        for r in RULES + AGENT_RULES if kind in r.kinds) for kind in kinds.KINDS}
 
 # Values that every rule reading those fields accepts, told apart by one match instead of a call per
 # rule (every record has a name, and half of them a target): what matches here, each rule passes -
@@ -149,23 +146,58 @@ _TARGET_FINE = re.compile(r"(?!.*\.\.)[A-Za-z0-9_-][A-Za-z0-9._-]{0,251}\.")
 FINE: dict[int, re.Pattern[str]] = {_FIELDS.index(NAMES): _NAME_FINE, _FIELDS.index(TARGET_FIELDS): _TARGET_FINE}
 
 
+Path = tuple[tuple[str, ...], tuple[str, ...] | None]  # split, and the attribute names it reads (if known)
+Run = tuple[tuple[Path, ...], int, tuple[Rule, ...]]  # paths, their _FIELDS index, the rules reading them
+
+
+def _runs(kind: str, model: type | None) -> tuple[Run, ...]:
+    """`kind`'s rules in RULES order, consecutive ones reading the same fields as one run, with their
+    paths split once (this runs on every document of a revision). Given the class of the validated
+    object, only the paths an object of that class can hold (fieldvalues.reachable), with the attribute
+    names they read where the classes on the way are known: a record's rules read two of their five
+    name fields, two attributes each; a run left with no path is not there."""
+    runs: list[tuple[tuple[Path, ...], int, list[Rule]]] = []
+    for rule in RULES + AGENT_RULES:
+        if kind not in rule.kinds:
+            continue
+        fields = _FIELDS.index(rule.fields)
+        if runs and runs[-1][1] == fields:
+            runs[-1][2].append(rule)
+            continue
+        paths = tuple((steps, None if model is None else fieldvalues.attributes(model, steps))
+                      for steps in map(fieldvalues.steps, rule.fields)
+                      if model is None or fieldvalues.reachable(model, steps))
+        runs.append((paths, fields, [rule]))
+    return tuple((paths, fields, tuple(rules)) for paths, fields, rules in runs if paths)
+
+
+_RUNS: dict[tuple[str, type], tuple[Run, ...]] = {}  # by kind and the class of what is checked
+
+
 def violations(kind: str, doc: Model | dict[str, Any]) -> list[RuleViolation]:
     """Every Bindy admission rule (and rule of the agent's own) `doc` breaks; at most one per field
     (the first in RULES). The loader hands it the validated object, so that a rule reads exactly the
     fields the plan is made of."""
+    runs = _RUNS.get((kind, type(doc)))
+    if runs is None:
+        runs = _RUNS[(kind, type(doc))] = _runs(kind, type(doc) if isinstance(doc, Model) else None)
     out: list[RuleViolation] = []
     seen: list[Loc] = []
     selected: dict[int, Found] = {}
-    for rule, paths, fields in _BY_KIND.get(kind, ()):
+    for paths, fields, rules in runs:
         found = selected.get(fields)
         if found is None:
-            found = [f for steps in paths for f in fieldvalues.select(doc, steps)]
+            found = [f for steps, names in paths for f in (fieldvalues.select(doc, steps) if names is None
+                                                           else fieldvalues.pick(doc, names, steps))]
             fine = FINE.get(fields)
             if fine is not None:
                 found = [f for f in found if not (isinstance(f[1], str) and fine.fullmatch(f[1]))]
             selected[fields] = found
-        for loc, message in rule.check(found) if found else ():
-            if not any(loc[:len(s)] == s or s[:len(loc)] == loc for s in seen):
-                seen.append(loc)
-                out.append(RuleViolation(rule, loc, f"{message} ({_source(rule)})"))
+        if not found:
+            continue
+        for rule in rules:
+            for loc, message in rule.check(found):
+                if not any(loc[:len(s)] == s or s[:len(loc)] == loc for s in seen):
+                    seen.append(loc)
+                    out.append(RuleViolation(rule, loc, f"{message} ({_source(rule)})"))
     return out

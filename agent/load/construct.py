@@ -25,6 +25,7 @@ _SCALARS = {
     scalars.FLOAT: scalars.construct_float,
 }
 _SHORT_INT = 18  # decimal digits: any such number fits in 64 bits
+_SCALAR_NODE, _MAPPING_NODE, _SEQUENCE_NODE = yaml.ScalarNode, yaml.MappingNode, yaml.SequenceNode
 
 
 class Unusual(Exception):
@@ -54,41 +55,70 @@ def tree(node: yaml.Node, constructor: yaml.constructor.SafeConstructor,
 
 def _build(node: yaml.Node, constructor: yaml.constructor.SafeConstructor, duplicates: list[tuple[int, str]],
            count: list[int], strings: dict[str, str], ints: dict[str, int]) -> Any:
-    count[0] += 1
+    # A call per collection, not per node: the scalars of a mapping or a list (its keys, most values)
+    # are built in its loop, and counted there at once.
     kind, tag = type(node), node.tag
-    if kind is yaml.ScalarNode:
-        if tag == _STR:
-            value = node.value
-            return strings.setdefault(value, value)
-        if tag == _INT:
-            value = node.value
-            number = ints.get(value)
-            if number is not None:
-                return number
-            # plain decimal (a leading 0 is octal, and `!!int` may tag any digits: the schema's way)
-            if len(value) <= _SHORT_INT and value.isdigit() and value.isascii() and value[0] != "0":
-                number = ints[value] = int(value)
-                return number
-        convert = _SCALARS.get(tag)
-        if convert is None:
-            raise Unusual(tag)
-        try:
-            return convert(constructor, node)
-        except scalars.BadScalar as exc:  # the general way reports it, at its line
-            raise Unusual(tag) from exc
-    if kind is yaml.MappingNode and tag == _MAP:
+    if kind is _SCALAR_NODE:
+        count[0] += 1
+        return _scalar(node, tag, constructor, strings, ints)
+    if kind is _MAPPING_NODE and tag == _MAP:
         out: dict[Any, Any] = {}
-        for key_node, value_node in node.value:
-            if type(key_node) is not yaml.ScalarNode or key_node.tag not in _KEY_TAGS:
+        pairs = node.value
+        nodes = 1 + len(pairs)  # the mapping and its keys
+        for key_node, value_node in pairs:
+            if type(key_node) is not _SCALAR_NODE:
                 raise Unusual(key_node.tag)
-            key = _build(key_node, constructor, duplicates, count, strings, ints)
+            key_tag, key = key_node.tag, key_node.value
+            if key_tag == _STR:
+                key = strings.setdefault(key, key)
+            elif key_tag in _KEY_TAGS:
+                key = _scalar(key_node, key_tag, constructor, strings, ints)
+            else:
+                raise Unusual(key_tag)
             if key in out:
                 duplicates.append((key_node.start_mark.line + 1, key_node.value))
-            out[key] = _build(value_node, constructor, duplicates, count, strings, ints)
+            if type(value_node) is _SCALAR_NODE:
+                nodes += 1
+                out[key] = _scalar(value_node, value_node.tag, constructor, strings, ints)
+            else:
+                out[key] = _build(value_node, constructor, duplicates, count, strings, ints)
+        count[0] += nodes
         return out
-    if kind is yaml.SequenceNode and tag == _SEQ:
-        return [_build(item, constructor, duplicates, count, strings, ints) for item in node.value]
+    if kind is _SEQUENCE_NODE and tag == _SEQ:
+        items: list[Any] = []
+        nodes = 1
+        for item in node.value:
+            if type(item) is _SCALAR_NODE:
+                nodes += 1
+                items.append(_scalar(item, item.tag, constructor, strings, ints))
+            else:
+                items.append(_build(item, constructor, duplicates, count, strings, ints))
+        count[0] += nodes
+        return items
     raise Unusual(tag)
+
+
+def _scalar(node: yaml.Node, tag: str, constructor: yaml.constructor.SafeConstructor, strings: dict[str, str],
+            ints: dict[str, int]) -> Any:
+    if tag == _STR:
+        value = node.value
+        return strings.setdefault(value, value)
+    if tag == _INT:
+        value = node.value
+        number = ints.get(value)
+        if number is not None:
+            return number
+        # plain decimal (a leading 0 is octal, and `!!int` may tag any digits: the schema's way)
+        if len(value) <= _SHORT_INT and value.isdigit() and value.isascii() and value[0] != "0":
+            number = ints[value] = int(value)
+            return number
+    convert = _SCALARS.get(tag)
+    if convert is None:
+        raise Unusual(tag)
+    try:
+        return convert(constructor, node)
+    except scalars.BadScalar as exc:  # the general way reports it, at its line
+        raise Unusual(tag) from exc
 
 
 _KEY_TAGS = frozenset({_STR, *_SCALARS})  # the merge key `<<` and other tags go the general way

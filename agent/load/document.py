@@ -27,21 +27,37 @@ class Document:
     """One YAML document being checked; collects its problems."""
 
     def __init__(self, file: str, node: yaml.Node, data: Any, problems: list[Problem], text: str,
-                 file_text: FileText | None) -> None:
+                 file_text: FileText | None, repeats: dict[tuple[str, str], int] | None = None) -> None:
         self.node, self.data, self.problems, self.text, self.file_text = node, data, problems, text, file_text
         self.origin = Origin(file, node.start_mark.line + 1)
         self.file = file
-        self.obj = ""
+        self.obj = ""  # the object its problems are about (`about`: written out when the first is reported)
+        self._about: ObjectKey | None = None
         self.failed = False
+        # (path, message) of the warnings reported in this file so far -> how many more there were: a
+        # warning that recurs is counted, not made again (load/parse.py lists it once, with the count)
+        self.repeats: dict[tuple[str, str], int] = {} if repeats is None else repeats
+
+    def about(self, key: ObjectKey) -> None:
+        """The object the problems reported from now on are about (`obj`, made when first needed)."""
+        self._about = key
 
     def span(self) -> int:
         """Where the document's own text is in its file (from the line of its first node): Loaded.span."""
         return loaded.span(self.node.start_mark.index - self.node.start_mark.column, self.node.end_mark.index)
 
     def report(self, loc: tuple[Any, ...], message: str, severity: Severity = Severity.ERROR) -> None:
-        line = fieldpath.line_of(self.node, loc)
+        path = fieldpath.dotted(loc)
+        if severity is Severity.WARNING:
+            seen = self.repeats.get((path, message))
+            self.repeats[(path, message)] = 0 if seen is None else seen + 1
+            if seen is not None:
+                return
         self.failed |= severity is Severity.ERROR
-        self.problems.append(Problem(Origin(self.file, line), self.obj, fieldpath.dotted(loc), message, severity))
+        if self._about is not None:
+            self.obj, self._about = syntax.printable(str(self._about)), None
+        self.problems.append(Problem(Origin(self.file, fieldpath.line_of(self.node, loc)), self.obj, path, message,
+                                     severity))
 
 
 def _check_metadata(doc: Document, meta: dict[str, Any]) -> None:
@@ -77,7 +93,10 @@ def check(doc: Document, default_namespace: str) -> Loaded | None:
     if kind.namespaced and namespace is None and isinstance(name, str):
         meta["namespace"] = namespace = default_namespace
     key = ObjectKey(kind.name, namespace if kind.namespaced else None, str(name))
-    doc.obj = syntax.printable(str(key)) if isinstance(name, str) else kind.name
+    if isinstance(name, str):
+        doc.about(key)
+    else:
+        doc.obj = kind.name
     if not kind.namespaced and namespace is not None:
         doc.report(("metadata", "namespace"), f"{kind.name} is cluster-scoped; remove metadata.namespace")
     _check_metadata(doc, meta)

@@ -6,6 +6,8 @@ plan under another spelling.
 
 from __future__ import annotations
 
+import types
+import typing
 from typing import Any
 
 from agent.model.base import Model
@@ -56,3 +58,52 @@ def select(doc: Any, steps: tuple[str, ...]) -> Found:
                 deeper.append(((*loc, step), child))
         found = deeper
     return found
+
+
+def reachable(model: type, steps: tuple[str, ...]) -> bool:
+    """Whether `select` can find anything at `steps` in a validated instance of `model`: False only
+    when a step names no field of a model class the path surely goes through (a field annotated
+    with a model class, or that class or None, holds an instance of it or nothing)."""
+    return _walk(model, steps) is not False
+
+
+def attributes(model: type, steps: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The attribute names `steps` read, one per step, when each step is a field of a model class the
+    path surely goes through: then `select` in a validated instance of `model` is `pick` of them.
+    None when the path goes through a list, a mapping or a union, or cannot hold anything."""
+    walked = _walk(model, steps)
+    return walked if isinstance(walked, tuple) else None
+
+
+def pick(doc: Any, attributes: tuple[str, ...], steps: tuple[str, ...]) -> Found:
+    """`select(doc, steps)`, by the attribute names `attributes` gave for `doc`'s class."""
+    node = doc
+    for name in attributes:
+        node = node.__dict__.get(name)  # where pydantic keeps a model's field values; unset is None
+        if node is None:
+            return []
+    return [(steps, node)]
+
+
+def _walk(model: type, steps: tuple[str, ...]) -> tuple[str, ...] | bool:
+    """The attribute names of `steps` through model classes; True when the path leaves them (a list,
+    a mapping, a union: anything may be there), False when a step names no field of its class."""
+    node: Any = model
+    names: list[str] = []
+    for step in steps:
+        if step == "[*]" or not (isinstance(node, type) and issubclass(node, Model)):
+            return True
+        found = [(n, f) for n, f in node.model_fields.items() if (f.alias or n) == step]
+        if not found:
+            return False
+        name, field = found[0]
+        names.append(name)
+        node = _model_class(field.annotation)
+    return tuple(names)
+
+
+def _model_class(annotation: Any) -> type | None:
+    """The model class a field annotated so holds (or None in its place); None for anything else."""
+    union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
+    held = [a for a in (typing.get_args(annotation) if union else (annotation,)) if a is not type(None)]
+    return held[0] if len(held) == 1 and isinstance(held[0], type) and issubclass(held[0], Model) else None

@@ -33,6 +33,7 @@ def load_text(text: str, file: str, *, default_namespace: str = names.DEFAULT_NA
         return manifest
     loader = Loader(text)
     loader.duplicates = []
+    repeats: dict[tuple[str, str], int] = {}  # the file's warnings as its documents report them (Document)
     try:
         while loader.check_node():
             node = loader.get_node()
@@ -53,23 +54,24 @@ def load_text(text: str, file: str, *, default_namespace: str = names.DEFAULT_NA
                     manifest.documents += 1
                     manifest.problems.append(problem)
                     continue
-            _load_document(loader, start, node, data, text, file, default_namespace, manifest)
+            _load_document(loader, start, node, data, text, file, default_namespace, manifest, repeats)
     except yaml.MarkedYAMLError as exc:
         manifest.problems.append(_yaml_problem(exc, file))
     except yaml.YAMLError as exc:
         manifest.problems.append(Problem(Origin(file, 1), "", "", f"YAML error: {exc}"))
     finally:
         loader.dispose()
-    _fold_repeated_warnings(manifest.problems)
+    _fold_repeated_warnings(manifest.problems, repeats)
     return manifest
 
 
-def _fold_repeated_warnings(found: list[Problem]) -> None:
+def _fold_repeated_warnings(found: list[Problem], counted: dict[tuple[str, str], int]) -> None:
     """A warning that recurs in one file (the same field, the same words) is listed once, at its first
     place, with how many more there are: a file of 100 records written with the same shorthand gave
-    100 identical lines, and a repository 33,333, which hid everything else. Errors are all kept."""
+    100 identical lines, and a repository 33,333, which hid everything else. Errors are all kept.
+    `counted`: how many more of each the documents counted instead of reporting (Document.report)."""
     first: dict[tuple[str, str], int] = {}
-    more: dict[tuple[str, str], int] = {}
+    more: dict[tuple[str, str], int] = {key: count for key, count in counted.items() if count}
     kept: list[Problem] = []
     for problem in found:
         if problem.severity is Severity.WARNING:
@@ -128,9 +130,9 @@ def _yaml_problem(exc: yaml.MarkedYAMLError, file: str) -> Problem:
 
 
 def _load_document(loader: Loader, start: int, node: yaml.Node, data: Any, text: str, file: str,
-                   default_namespace: str, manifest: Manifest) -> None:
+                   default_namespace: str, manifest: Manifest, repeats: dict[tuple[str, str], int]) -> None:
     manifest.documents += 1
-    doc = document.Document(file, node, data, manifest.problems, text, manifest.text)
+    doc = document.Document(file, node, data, manifest.problems, text, manifest.text, repeats)
     for line, key in loader.duplicates[start:]:
         manifest.problems.append(Problem(Origin(file, line), "", "", f"duplicate key {key!r} in a mapping"))
     if data is None:

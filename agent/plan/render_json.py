@@ -10,11 +10,19 @@ str-keyed dicts is left to `json.dumps` itself), so the two never differ.
 from __future__ import annotations
 
 import json
+import types
+import typing
 from collections.abc import Iterator
-from typing import Any
+from typing import Annotated, Any, Literal
 
+import typing_extensions
+from pydantic import BaseModel
+
+from agent.desired import hierarchy
+from agent.desired.hierarchy import KubeObject
 from agent.desired.rrsets import RRset
-from agent.plan.changes import FORMAT_VERSION, Change, KubeTarget, Plan, RRsetTarget, ZoneTarget
+from agent.load.loaded import Loaded
+from agent.plan.changes import FORMAT_VERSION, Action, Change, KubeTarget, Plan, RRsetTarget, Shown, ZoneTarget
 
 _string = json.encoder.encode_basestring_ascii  # what json.dumps uses for a str (ensure_ascii)
 _STEP = "  "  # indent=2
@@ -80,15 +88,70 @@ def _rrset(rrset: RRset) -> str:
     return f'{{\n{_AT}  "ttl": {value(rrset.ttl)},\n{_AT}  "values": {values}\n{_AT}}}'
 
 
+_HEADS = {(action, kind): f'{{\n{_AT}"action": {_string(action.value)},\n{_AT}"layer": {_string(kind.layer)},\n'
+          f'{_AT}"target": ' for action in Action for kind in (KubeTarget, ZoneTarget, RRsetTarget)}
+_PLAIN_TAIL = f',\n{_AT}"fields": [],\n{_AT}"reason": null\n    }}'  # no fields, no reason: most changes
+
+
+def _cr(shown: Shown) -> str | None:
+    """A CR written in Git (a desired object holding its loaded document: most Kubernetes changes) as
+    `value` writes its body, by pydantic's own JSON writer, where the two write the same bytes: a model
+    of strings, integers, booleans, lists, string-keyed mappings and models only (`_plain`), and a
+    text of ASCII without DEL (json escapes the rest). None: not such a CR, written the general way."""
+    if type(shown) is not KubeObject or type(shown.content) is not Loaded:
+        return None
+    model = shown.content.model
+    if not _plain_model(type(model)) or "managedFields" in model.metadata:
+        return None
+    text = model.model_dump_json(indent=2, **hierarchy.CR_DUMP)
+    return text.replace("\n", "\n" + _AT) if text.isascii() and "\x7f" not in text else None
+
+
+_PLAIN: dict[type, bool] = {}
+
+
+def _plain_model(model: type[BaseModel]) -> bool:
+    """Whether all an instance of `model` holds (its status aside: a body leaves it out) is `_plain`."""
+    plain = _PLAIN.get(model)
+    if plain is None:
+        _PLAIN[model] = False  # a model inside itself: not taken
+        plain = _PLAIN[model] = all(_plain(f.annotation) for n, f in model.model_fields.items() if n != "status")
+    return plain
+
+
+def _plain(annotation: Any) -> bool:
+    """Whether pydantic and json write every value of this type alike (not a float, nor Any: a metadata's
+    managedFields are looked for in each object instead)."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if annotation in (str, int, bool, type(None)) or origin is Literal:
+        return all(type(a) in (str, int, bool) for a in args)
+    if origin in (Annotated, list, typing.Union, types.UnionType):
+        return all(_plain(a) for a in args[:1 if origin is Annotated else None])
+    if origin is dict:
+        return args[0] is str and _plain(args[1])
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return _plain_model(annotation)
+    if typing_extensions.is_typeddict(annotation):
+        return all(_plain(t) for k, t in typing.get_type_hints(annotation).items() if k != "managedFields")
+    return False
+
+
 def change(c: Change) -> str:
     """One element of "changes", at its indent in the document (`Change.as_dict()`, as json.dumps writes it)."""
-    before = _rrset(c.old) if type(c.old) is RRset else value(c.before, _AT)
-    after = _rrset(c.new) if type(c.new) is RRset else value(c.after, _AT)
-    fields = value(list(c.fields), _AT) if c.fields else "[]"
-    reason = _string(c.reason) if c.reason else "null"
-    return (f'{{\n{_AT}"action": {_string(c.action.value)},\n{_AT}"layer": {_string(c.target.layer)},\n'
-            f'{_AT}"target": {_target(c.target)},\n{_AT}"before": {before},\n{_AT}"after": {after},\n'
-            f'{_AT}"fields": {fields},\n{_AT}"reason": {reason}\n    }}')
+    old, new = c.old, c.new
+    before = "null" if old is None else _rrset(old) if type(old) is RRset else value(c.before, _AT)
+    after = ("null" if new is None else _rrset(new) if type(new) is RRset else _cr(new) or value(c.after, _AT))
+    head = _HEADS.get((c.action, type(c.target)))
+    if head is None:  # not one of the three targets as such: as the table would have written it
+        head = (f'{{\n{_AT}"action": {_string(c.action.value)},\n{_AT}"layer": {_string(c.target.layer)},\n'
+                f'{_AT}"target": ')
+    if c.fields or c.reason:
+        fields = value(list(c.fields), _AT) if c.fields else "[]"
+        reason = _string(c.reason) if c.reason else "null"
+        tail = f',\n{_AT}"fields": {fields},\n{_AT}"reason": {reason}\n    }}'
+    else:
+        tail = _PLAIN_TAIL
+    return f'{head}{_target(c.target)},\n{_AT}"before": {before},\n{_AT}"after": {after}{tail}'
 
 
 def _problem_dicts(plan: Plan) -> list[dict[str, Any]]:

@@ -162,10 +162,10 @@ CURRENT_SECRET = "<current secret>"  # stringData: the live Secret's `secret` (t
 
 
 def _generated_key(obj: KubeObject) -> bool:
-    data = obj.body.get("stringData") or {}
+    # the body last: a CR written in Git makes its body anew when asked (a record's, 100,000 times)
     return (obj.key.kind == "Secret" and obj.owner is not None and obj.owner.kind == "Bind9Instance"
             and obj.key.name == workloads.rndc_key_name(obj.owner.name)
-            and data.get("secret") == workloads.SECRET_PLACEHOLDER)
+            and (obj.body.get("stringData") or {}).get("secret") == workloads.SECRET_PLACEHOLDER)
 
 
 def rotated(desired: Desired, live: dict[ObjectKey, dict[str, Any]], now: dt.datetime, *,

@@ -26,21 +26,21 @@ def rrset_plan(zone: str, desired: dict[Key, RRset], observed: dict[Key, RRset],
                own: set[Key] | frozenset[Key] = frozenset()) -> RRsetPlan:
     changes: list[RRChange] = []
     conflicts: list[str] = []
-    after: set[Key] = set()
+    after: dict[Key, None] = {}  # made a set at the end, sized for what it holds (half of one grown key by key)
     for key in sorted(desired):
         want, have = desired[key], observed.get(key)
         if have is None:
             changes.append(RRChange("create", None, want))
-            after.add(key)
+            after[key] = None
         elif have.rdatas == want.rdatas and have.ttl == want.ttl:
-            after.add(key)
+            after[key] = None
         elif key in managed or key in own:
             changes.append(RRChange("update", have, want))
-            after.add(key)
+            after[key] = None
         else:
             conflicts.append(f"{key[0]} {key[1]}: exists with data the agent did not write "
                              f"({', '.join(have.rdatas)}); not overwritten")
     for key in sorted(managed - set(desired)):
         if key in observed:
             changes.append(RRChange("delete", observed[key], None))
-    return RRsetPlan(zone, changes, conflicts, after)
+    return RRsetPlan(zone, changes, conflicts, set(after))
