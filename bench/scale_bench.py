@@ -275,9 +275,10 @@ def _timed(module: Any, name: str, into: dict[str, float], key: str) -> Callable
     return lambda: setattr(module, name, original)
 
 
-def first_sync(world: World) -> dict[str, float]:
+def first_sync(world: World, limits: Any = None) -> dict[str, float]:
     """The agent's own code, in process: a commit of the zones alone, then the commit of every record;
-    the seconds of each run and of its DNS and Kubernetes apply steps."""
+    the seconds of each run and of its DNS and Kubernetes apply steps. `limits`: the agent's read
+    limits (agent/model/limits.Limits; default: its defaults)."""
     from agent.clients.kubeapi import KubeApi
     from agent.clients.statestore import ConfigMapStore, FileStore
     from agent.reconcile import dnsapply, kubeapply
@@ -296,7 +297,9 @@ def first_sync(world: World) -> dict[str, float]:
         start = time.perf_counter()
         try:
             store = ConfigMapStore(api, NAMESPACE) if api is not None else FileStore(world.state)  # as `run` does
-            run = agentrun.sync_git(GitSource(world.remote.url, world.cache), store=store,
+            source = GitSource(world.remote.url, world.cache) if limits is None else \
+                GitSource(world.remote.url, world.cache, limits=limits)
+            run = agentrun.sync_git(source, store=store,
                                     kube_api=api, endpoints=world.endpoints,
                                     agent_namespace=NAMESPACE, deadline=3600, push_notes=False, install_crds=False)
         finally:
