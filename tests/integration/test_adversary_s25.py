@@ -16,14 +16,11 @@ import pytest
 from kubernetes import client
 
 from agent.clients import rfc2136 as records
-from agent.clients.kubeapi import KubeApi
-from agent.clients.statestore import ConfigMapStore
 from agent.gate import safety
 from agent.run import orchestrator
 from agent.run.memory import Memory
-from agent.sources.git import GitSource
-from tests.support import agentrun, sampleworld
 from tests.support import bind as bind_support
+from tests.support import sampleworld
 from tests.support.gitremote import GitRemote
 from tests.support.kube import KubeCluster
 
@@ -39,11 +36,8 @@ def world(tmp_path: pathlib.Path, git_remote: GitRemote, bind: bind_support.Bind
 
 
 def _run(world: dict[str, Any], memory: Memory, **kwargs: Any) -> orchestrator.RunOutcome:
-    api: KubeApi = world["api"]
     kwargs.setdefault("policy", NO_DELETES)
-    return agentrun.sync_git(GitSource(world["remote"].url, world["cache"]), store=ConfigMapStore(
-        api, world["namespace"]), kube_api=api, endpoints=world["endpoints"], agent_namespace=world["namespace"],
-        memory=memory, **kwargs)
+    return sampleworld.run(world, memory, **kwargs)
 
 
 def _out_of_band(bind: bind_support.BindPair, zone: str, name: str, value: str) -> None:

@@ -16,13 +16,10 @@ import pytest
 from kubernetes import client
 
 from agent.clients import rfc2136 as records
-from agent.clients.kubeapi import KubeApi
-from agent.clients.statestore import ConfigMapStore
 from agent.run import orchestrator
 from agent.run.memory import Memory
-from agent.sources.git import GitSource
-from tests.support import agentrun, sampleworld
 from tests.support import bind as bind_support
+from tests.support import sampleworld
 from tests.support.gitremote import GitRemote
 from tests.support.kube import KubeCluster
 
@@ -36,10 +33,7 @@ def world(tmp_path: pathlib.Path, git_remote: GitRemote, bind: bind_support.Bind
 
 
 def _run(world: dict[str, Any], **kwargs: Any) -> orchestrator.RunOutcome:
-    api: KubeApi = world["api"]
-    return agentrun.sync_git(GitSource(world["remote"].url, world["cache"]), store=ConfigMapStore(
-        api, world["namespace"]), kube_api=api, endpoints=world["endpoints"], agent_namespace=world["namespace"],
-        memory=world["memory"], **kwargs)
+    return sampleworld.run(world, world["memory"], **kwargs)
 
 
 def _commit(world: dict[str, Any], text: str) -> str:

@@ -33,10 +33,7 @@ def world(tmp_path: pathlib.Path, git_remote: GitRemote, bind: bind_support.Bind
 
 
 def _run(world: dict[str, Any], memory: Memory, **kwargs: Any) -> orchestrator.RunOutcome:
-    api: KubeApi = world["api"]
-    return agentrun.sync_git(GitSource(world["remote"].url, world["cache"]), store=ConfigMapStore(
-        api, world["namespace"]), kube_api=api, endpoints=world["endpoints"], agent_namespace=world["namespace"],
-        memory=memory, **kwargs)
+    return sampleworld.run(world, memory, **kwargs)
 
 
 def _transferred(run: orchestrator.RunOutcome) -> set[str]:

@@ -9,8 +9,12 @@ from typing import Any
 
 from agent.clients import endpoints as config
 from agent.clients.kubeapi import KubeApi
+from agent.clients.statestore import ConfigMapStore
+from agent.run import orchestrator
+from agent.run.memory import ONE_SHOT, Memory
+from agent.sources.git import GitSource
+from tests.support import agentrun, dnsrepo
 from tests.support import bind as bind_support
-from tests.support import dnsrepo
 from tests.support.gitremote import GitRemote
 from tests.support.kube import KubeCluster
 
@@ -28,3 +32,12 @@ def sample_world(tmp_path: pathlib.Path, git_remote: GitRemote, bind: bind_suppo
     return {"remote": git_remote, "files": files, "tag": tag, "endpoints": endpoints,
             "api": KubeApi.from_kubeconfig(str(kube.kubeconfig)), "bind": bind, "namespace": namespace,
             "cache": tmp_path / "cache"}
+
+
+def run(world: dict[str, Any], memory: Memory = ONE_SHOT, **kwargs: Any) -> orchestrator.RunOutcome:
+    """One run of the world's revision through Git, its state in a ConfigMap (as `bindy-agent run`
+    keeps it), with `memory` (a long-running agent's) and the run's options as `kwargs`."""
+    api: KubeApi = world["api"]
+    return agentrun.sync_git(GitSource(world["remote"].url, world["cache"]), store=ConfigMapStore(
+        api, world["namespace"]), kube_api=api, endpoints=world["endpoints"], agent_namespace=world["namespace"],
+        memory=memory, **kwargs)
