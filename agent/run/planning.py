@@ -117,6 +117,8 @@ def plan(snap: Snapshot, targets: Targets, options: Options, *, memory: Memory =
     only = None
     try:
         with timed(planned.steps, "observe"):
+            endpoints = targets.endpoints  # read once, whichever way the revision is observed
+            planned.endpoints = endpoints(desired) if callable(endpoints) else endpoints
             if first:
                 only = _observe_first(planned, desired, targets, options, memory=memory, deadline=deadline)
             planned.first = only is not None
@@ -181,12 +183,10 @@ def _observe_first(planned: Planned, desired: Desired, targets: Targets, options
                    memory: Memory, deadline: Deadline) -> set[str] | None:
     """A push's zones while a cut reconcile waits (`_first_zones`): those zones alone, their serials
     against memory; None when the revision is to be observed whole."""
-    endpoints = targets.endpoints
-    found = endpoints(desired) if callable(endpoints) else endpoints
+    found = planned.endpoints
     only = _first_zones(memory, desired, found) if found is not None else None
     if found is None or only is None:
         return None
-    planned.endpoints = found
     planned.dns_fast = True  # not a full comparison: the reconcile that follows is
     planned.observed.dns = dnsobserve.observe(desired, targets.store, found, deadline=deadline, memory=memory.dns,
                                               refresh=False, focus=only, only=only, limits=options.transfer)
@@ -203,8 +203,6 @@ def _observe(planned: Planned, desired: Desired, targets: Targets, options: Opti
     recalled = planned.dns_fast or memory.reconcile_pending
     if api is not None and stop is None:
         observed.kube = _kube(api, desired, options, memory, fast=planned.kube_fast)
-    endpoints = targets.endpoints
-    planned.endpoints = endpoints(desired) if callable(endpoints) else endpoints
     if planned.endpoints is not None:
         focused = (planned.dns_fast and options.mode != "detect" and memory.serials_fresh(options.resync_after))
         observed.dns = dnsobserve.observe(
