@@ -108,6 +108,15 @@ class RunState:
     notes_pending: bool = False  # a report could not be pushed: the next run pushes it, even with nothing to do
     message: str = ""  # that run's outcome in a line, for people (the status object shows it)
     suspended: bool = False  # read from the store's suspend mark (not part of the record itself)
+    # saved before a run's first Kubernetes write, cleared by its end (0.0): while set, a run is writing
+    # or its leader died before its end was saved, and no list of the cluster made before it is complete
+    writing_at: float = 0.0
+
+    @property
+    def wrote_at(self) -> float:
+        """When the cluster last changed by a run's writes, as far as the state knows (epoch s); inf
+        while a run writes (or died writing): any list of the cluster may miss some of its writes."""
+        return float("inf") if self.writing_at else self.reconciled_at
 
     def to_json(self) -> str:
         doc: dict[str, Any] = {"applied": self.applied, "seen": self.seen, "outcome": self.outcome,
@@ -116,13 +125,16 @@ class RunState:
             doc["notesPending"] = True
         if self.message:
             doc["message"] = self.message
+        if self.writing_at:
+            doc["writingAt"] = self.writing_at
         return json.dumps(doc, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> RunState:
         doc: dict[str, Any] = json.loads(text) if text.strip() else {}
         return cls(doc.get("applied"), doc.get("seen"), doc.get("outcome"), float(doc.get("reconciledAt", 0.0)),
-                   bool(doc.get("notesPending", False)), str(doc.get("message", "")))
+                   bool(doc.get("notesPending", False)), str(doc.get("message", "")),
+                   writing_at=float(doc.get("writingAt", 0.0)))
 
 
 def from_legacy(text: str) -> tuple[RunState, dict[str, ZoneOwnership]]:

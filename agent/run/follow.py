@@ -8,7 +8,8 @@ push costs instead of a cold start.
 
 Nothing is written: no object, zone, record, status, Event, state record or commit report, and the
 run is not counted as a run. The cluster is listed again after every run of the leader that wrote
-(the shared state's `reconciled_at`), so that a standby that followed since can trust its list.
+(the shared state's `reconciled_at`) and while one writes (its `writing_at`, saved before its first
+write: a leader that died writing leaves it set), so that a standby that followed since can trust its list.
 On taking over, `Memory.take_over` keeps the zones but asks every zone's SOA serial again (a zone
 the old leader wrote since is transferred again; the others are not), and reads the cluster in full
 once unless the standby listed it after the old leader's last run that wrote.
@@ -43,8 +44,8 @@ def follow(source: RevisionSource, targets: Targets, options: Options, memory: M
     deadline = Deadline(options.deadline)
     try:
         with bounded(source, targets, deadline, lock_wait=options.lock_wait):
-            if memory.kube_listed <= targets.store.load_run().reconciled_at + CLOCK_SKEW:
-                memory.kube_at = 0.0  # the leader wrote since the standby listed the cluster: list it again
+            if memory.kube_listed <= targets.store.load_run().wrote_at + CLOCK_SKEW:
+                memory.kube_at = 0.0  # the leader wrote since it was listed (or writes now): list it again
             listed = time.time()  # before the cluster is listed: a write of the leader after it is not in the list
             snap = source.snapshot()
             planned = plan(snap, targets, dataclasses.replace(options, mode="detect"), memory=memory,

@@ -34,15 +34,13 @@ from agent.clients.endpoints import Endpoint
 from agent.desired.hierarchy import Desired
 from agent.errors import AgentError
 from agent.model import names, problems
-from agent.model.key import ObjectKey
 from agent.model.ownership import RunState
 from agent.observe import kubeobserve
 from agent.outcome import conditions, forge, notify, report, status
 from agent.plan import statusdiff
-from agent.plan.changes import Change, RRsetTarget
 from agent.plan.observed import Observed
 from agent.reconcile import events, kubeapply
-from agent.run import dnsrounds, lock, logs, memorize, podgates, pushfirst
+from agent.run import dnsrounds, lock, logs, memorize, podgates, pushfirst, runreport
 from agent.run.bounds import bounded
 from agent.run.memory import ONE_SHOT, Memory
 from agent.run.planning import Options, Planned, Targets, plan
@@ -216,7 +214,7 @@ class _Run:
                           else "in sync: the world matches the revision")
         old = self.state
         self._save(RunState(old.applied, old.seen, result.outcome, old.reconciled_at, old.notes_pending,
-                            result.message), result)
+                            result.message, writing_at=old.writing_at), result)
         return result
 
     def _unchanged(self, head: str) -> bool:
@@ -236,6 +234,8 @@ class _Run:
             if api is not None and plan.kube is not None:  # Bindy's CRDs first: lines of the plan (Plan.crds)
                 kube_options = kubeapply.KubeApplyOptions(options.agent_namespace, options.rotate_rndc_keys)
                 assert self.observed.kube is not None
+                if plan.kube or plan.crds or plan.namespaces:
+                    self._writing()
                 with timed(self.steps, "apply_kubernetes"):
                     result.kube = kubeapply.apply(api, plan, self.observed.kube, options=kube_options,
                                                   deadline=self.deadline, progress=lambda done, total: self.progress(
@@ -250,12 +250,7 @@ class _Run:
                                                     deadline=self.deadline, steps=self.steps).errors  # new pods: Ready
             if api is not None and result.kube is not None:
                 with timed(self.steps, "status"):
-                    only = status.affected(desired, plan, result.kube, result.dns) if self.kube_fast else None
-                    pods = kubeobserve.pods(api, conditions.unready(result.kube.live))  # why they do not start
-                    wanted = status.wanted(desired, result.kube, revision=result.revision, dns=result.dns, only=only,
-                                           changed=status.changed_zones(plan), pods=pods)
-                    todo = statusdiff.to_write(wanted, result.kube.live, result.kube.conflicts, events.now())
-                    kubeapply.write_statuses(api, todo, result.kube, revision=result.revision, deadline=self.deadline)
+                    self._statuses(desired, result)
         except AgentError as exc:  # a whole step failed (CRDs, the store, the deadline): the rest waits
             log.warning("apply stopped: %s", exc)
             result.errors.append(str(exc))
@@ -269,6 +264,26 @@ class _Run:
         memorize.after_run(self.memory, desired, result.kube, result.dns, self.observed,
                            agent_namespace=self.options.agent_namespace, kube_fast=self.kube_fast,
                            dns_fast=self.dns_fast, failed=bool(result.errors))
+
+    def _statuses(self, desired: Desired, result: RunOutcome) -> None:
+        api, plan, kube = self.targets.kube_api, result.plan, result.kube
+        assert api is not None and plan is not None and kube is not None
+        only = status.affected(desired, plan, kube, result.dns) if self.kube_fast else None
+        pods = kubeobserve.pods(api, conditions.unready(kube.live))  # why they do not start
+        wanted = status.wanted(desired, kube, revision=result.revision, dns=result.dns, only=only,
+                               changed=status.changed_zones(plan), pods=pods)
+        todo = statusdiff.to_write(wanted, kube.live, kube.conflicts, events.now())
+        if todo:
+            self._writing()
+        kubeapply.write_statuses(api, todo, kube, revision=result.revision, deadline=self.deadline)
+
+    def _writing(self) -> None:
+        """Saved before the run's first Kubernetes write (RunState.writing_at), cleared by its end: a
+        standby lists the cluster again after it, even if this process dies before its end is saved.
+        Raises if it cannot be saved, and then nothing is written."""
+        if not self.state.writing_at:  # else set already: by this run, or by a run whose end was never saved
+            self.state.writing_at = time.time()
+            self.targets.store.save_run(self.state)
 
     def _partial(self, result: RunOutcome) -> str:
         """What a partial run tells the user (the CLI prints it; the deadline also goes into the report)."""
@@ -292,43 +307,14 @@ class _Run:
             why = f"revision {snap.revision[:12]} rejected: {message} (first: {first}){serving}"
             marks = statusdiff.rejection_marks(kubeobserve.served_crs(api, self.options.agent_namespace),
                                                reason=reason, message=why, now=events.now())
+            try:
+                if marks:
+                    self._writing()
+            except AgentError as exc:
+                result.errors.append(f"the live CRs were not marked: {exc}")
+                marks = []
             events.mark_rejected(api, marks, reason=reason, message=why)
         return self._finish(snap, result)
-
-    def _report(self, snap: Snapshot, result: RunOutcome) -> report.Report:
-        plan = result.plan
-        zones = result.dns.zones if result.dns else []
-        # a zone that stopped part-way serves the RRset changes of the batches before: applied, not failed
-        landed = {z.name: {(c.key, c.after) for c in z.written} for z in zones if z.written}
-
-        def wrote(change: Change) -> bool:
-            t = change.target
-            return isinstance(t, RRsetTarget) and ((t.name, t.rtype), change.new) in landed.get(t.zone, set())
-
-        changes = plan.changes if plan and not plan.refusals else []
-        if changes and result.replan is not None:  # the zones planned again: their second plan's changes,
-            again = {zp.name for zp in result.replan.zones or []}  # after what the first round wrote of them
-            earlier = [c for c in changes if getattr(c.target, "zone", None) in again and wrote(c)]
-            shown = {(c.target, c.new) for c in earlier}  # RRsets (or None): hashable
-            changes = ([c for c in changes if getattr(c.target, "zone", None) not in again] + earlier
-                       + [c for c in result.replan.changes if not (wrote(c) and (c.target, c.new) in shown)])
-        failed = {z.name: z.primary_error or z.refused or z.stale for z in zones}
-        kube_failed = {str(k): m for k, m in (result.kube.failed.items() if result.kube else [])}
-        items = []
-        for change in changes:
-            item = change.as_dict()
-            target = item["target"]
-            if item["layer"] == "kubernetes":
-                error = kube_failed.get(str(ObjectKey(target["kind"], target["namespace"], target["name"])))
-            else:
-                error = None if wrote(change) else failed.get(target["zone"])
-            item["result"] = f"failed: {error}" if error else "applied"
-            items.append(item)
-        checks = [{"server": c.server, "name": c.name, "type": c.rtype, "ok": c.ok}
-                  for z in (result.dns.zones if result.dns else []) for c in z.checks]
-        return report.Report(self.run_id, snap.revision, result.outcome, snap.commit, self.started_at,
-                             time.monotonic() - self.started, items, result.problems, checks, result.refusals,
-                             result.failures, conflicts=result.conflicts)
 
     def _next_state(self, snap: Snapshot, result: RunOutcome) -> RunState:
         old = self.state
@@ -345,7 +331,7 @@ class _Run:
             old.applied, old.seen, old.outcome, old.message, False)
         # a run that wrote Kubernetes objects always records when: a standby trusts its list of the
         # cluster only if made after the leader's last write (agent/run/memory.py `take_over`)
-        wrote = result.kube is not None and bool(result.kube.applied or result.kube.deleted)
+        wrote = bool(old.writing_at) or (result.kube is not None and bool(result.kube.applied or result.kube.deleted))
         if same and not wrote and new.reconciled_at - old.reconciled_at < self.options.resync_after / 2:
             new.reconciled_at = old.reconciled_at  # nothing new to remember: no write
         return new
@@ -367,7 +353,8 @@ class _Run:
         state = self._next_state(snap, result)
         self._save(state, result)
         with timed(self.steps, "report"):
-            reports = [self._report(snap, result)]
+            reports = [runreport.of_run(self.run_id, snap, result, started_at=self.started_at,
+                                        seconds=time.monotonic() - self.started)]
             for sha in result.superseded:
                 reports.append(report.Report(self.run_id, sha, "superseded", self.source.commit(sha), self.started_at,
                                              0.0, superseded_by=snap.revision))

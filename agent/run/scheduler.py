@@ -141,7 +141,7 @@ class Agent:
         """What this replica followed as a standby is checked, not thrown away (agent/run/follow.py); the
         zones' ownership records are read back, since the old leader wrote them."""
         try:
-            self.memory.take_over(applied_at=self.store.load_run().reconciled_at)
+            self.memory.take_over(applied_at=self.store.load_run().wrote_at)
             self.store.load_zones(refresh=True)
         except AgentError as exc:
             log.warning("taking over: could not read the zones' ownership records (%s): nothing remembered is "
