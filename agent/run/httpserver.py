@@ -6,7 +6,10 @@
                   connection is closed after as long), its body within `body_timeout` after them
     bodies        over `max_body` bytes: 413 as soon as the Content-Length is read (chunked: once the
                   limit is passed); at most INBUF_IN_MEMORY bytes of a body are held in memory
-    bad requests  waitress's 400 (431, 501) and one log line, never a traceback
+    bad requests  waitress's 400 (431, 501) and one log line, never a traceback; the connection
+                  then closes lingering: writes shut, what the client still sends read and dropped
+                  for up to LINGER seconds (LINGER_BYTES), so the close does not reset the
+                  connection before the client has read the reply
     identity      no Server header and no version in any response
 """
 
@@ -15,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import socket
 import threading
 import time
 from typing import Any
@@ -31,6 +35,8 @@ log = logging.getLogger(__name__)
 THREADS = 4
 MAX_HEADER_BYTES = 32 * 1024
 INBUF_IN_MEMORY = 64 * 1024  # the rest of a body (up to max_body) waits in a temporary file
+LINGER = 2.0  # seconds a refused client's bytes are still read (and dropped) after the reply
+LINGER_BYTES = 16 * 1024 * 1024
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,6 +72,7 @@ class _RefusedTask(ErrorTask):  # type: ignore[misc]
             error = self.request.error = RequestEntityTooLarge(f"the limit is {limit} bytes")
         log.warning("refused a request from %s: %s %s (%s)", self.channel.addr[0], error.code, error.reason,
                     _detail(error.body))
+        self.channel.refused = True
         super().execute()
 
 
@@ -73,6 +80,9 @@ class _Channel(HTTPChannel):  # type: ignore[misc]
     """One connection; notes when the request being received started and when its headers ended."""
 
     error_task_class = _RefusedTask
+    refused = False  # a request was refused: the close lingers
+    lingering_until: float | None = None
+    dropped = 0
 
     def received(self, data: bytes) -> bool:
         result = bool(super().received(data))
@@ -84,6 +94,43 @@ class _Channel(HTTPChannel):  # type: ignore[misc]
             if request.headers_finished and getattr(request, "body_since", None) is None:
                 request.body_since = now
         return result
+
+    def handle_close(self) -> None:
+        """After a refusal, writes are shut and the client's bytes drained before the socket closes:
+        closed with unread data, the kernel resets the connection, and the reset may reach the client
+        before it read the reply (its body was still on the way)."""
+        if self.refused and self.lingering_until is None and self.connected and not self.total_outbufs_len:
+            try:
+                self.socket.shutdown(socket.SHUT_WR)
+                self.lingering_until = time.monotonic() + LINGER
+                self.will_close = False
+                return
+            except OSError:
+                pass
+        super().handle_close()
+
+    def readable(self) -> bool:
+        return self.lingering_until is not None or bool(super().readable())
+
+    def writable(self) -> bool:
+        return self.lingering_until is None and bool(super().writable())
+
+    def handle_read(self) -> None:
+        if self.lingering_until is None:
+            super().handle_read()
+            return
+        try:
+            data = self.socket.recv(65536)
+        except OSError:
+            data = b""
+        self.dropped += len(data)
+        if not data or self.dropped > LINGER_BYTES or time.monotonic() > self.lingering_until:
+            super().handle_close()
+
+    @property
+    def lingered(self) -> bool:
+        """Lingering past its time (the client neither sends nor closes): the server closes it."""
+        return self.lingering_until is not None and time.monotonic() > self.lingering_until
 
 
 class Server(TcpWSGIServer):  # type: ignore[misc]
@@ -112,6 +159,9 @@ class Server(TcpWSGIServer):  # type: ignore[misc]
     def maintenance(self, now: float) -> None:
         """Closes connections that are idle, or slow to send their headers or body (runs every second)."""
         for channel in list(self.active_channels.values()):
+            if channel.lingered:
+                channel.handle_close()
+                continue
             late = None if channel.requests or channel.will_close else self._late(channel, now)
             if late is not None:
                 channel.will_close = True
