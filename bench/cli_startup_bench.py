@@ -9,15 +9,20 @@ time (user + system), which others' load hardly moves:
 
     python -c pass                      the interpreter
     python -c "import yaml, pydantic"   the floor: what any validation needs
-    one DNSZone model, built and used   the floor of validating with pydantic models: the models'
-                                        module, the zone's validator built, the file parsed and checked
+    one pydantic model, built and used  the floor of validating with pydantic at all: `import pydantic`
+                                        loads little; the first model class loads the rest of it
+                                        (pydantic.main, fields, types, annotated_types, the schema
+                                        generator), and its first use builds its validator
+    one DNSZone model, built and used   the same with the agent's models: the models' module, the
+                                        zone's validator built, the file parsed and checked
     bindy-agent --help                  building the parser (imports no verb's modules)
     bindy-agent validate DIR            the target: under 0.2 s
 
-What `validate` costs beyond the third is the agent's own: its modules, the desired state (the zone's
-apex NS is rendered by dnspython, whose import reads idna's version through importlib.metadata), the
-policy. A kind's models, dnspython's record types, the safety gate and the plan are not loaded for a
-repository of one zone (tests/test_cli_startup_round2.py).
+What `validate` costs beyond the fourth is the agent's own: its modules, the desired state (the zone's
+apex NS is rendered by dnspython; its import no longer reads package metadata: agent/model/libraries.py),
+the policy, and the process's end (none: it ends once its output is flushed, agent/cli `entry`). A kind's
+models, dnspython's record types, the safety gate and the plan are not loaded for a repository of one
+zone (tests/test_cli_startup_round2.py, tests/test_startup_s26.py).
 
 `--checkout DIR` adds `validate` run from another checkout of the project (e.g. `git worktree add
 /tmp/old HEAD~1`), for before/after numbers from the same rounds. Bytecode is written and used, as
@@ -57,6 +62,13 @@ spec:
     expire: 604800
     negativeTtl: 300
 """
+ONE_PYDANTIC_MODEL = ("import pathlib, sys, yaml\n"
+                      "from pydantic import BaseModel, ConfigDict\n"
+                      "class Zone(BaseModel):\n"
+                      "    model_config = ConfigDict(defer_build=True, extra='allow')\n"
+                      "    kind: str\n"
+                      "doc = yaml.load(pathlib.Path(sys.argv[1]).read_text(), Loader=yaml.CSafeLoader)\n"
+                      "Zone.model_validate(doc)\n")
 ONE_MODEL = ("import pathlib, sys, yaml\n"
              "from agent.model import zone\n"
              "doc = yaml.load(pathlib.Path(sys.argv[1]).read_text(), Loader=yaml.CSafeLoader)\n"
@@ -104,6 +116,8 @@ def main() -> None:
         print(f"validate of the one-file repository: exit {check.returncode}: {check.stderr.strip()}")
         commands = {"python -c pass": ([sys.executable, "-c", "pass"], ROOT),
                     FLOOR: ([sys.executable, "-c", "import yaml, pydantic"], ROOT),
+                    "one pydantic model, built and used": ([sys.executable, "-c", ONE_PYDANTIC_MODEL,
+                                                            str(repo / "zone.yaml")], ROOT),
                     "one DNSZone model, built and used": ([sys.executable, "-c", ONE_MODEL, str(repo / "zone.yaml")],
                                                           ROOT),
                     "bindy-agent --help": ([*agent, "--help"], ROOT),

@@ -1,7 +1,7 @@
 """Whole plans as whole processes: `bindy-agent plan -o json|text|markdown` and `validate`, against a
 bare C-loader parse of the same files, measured in the same run (issue 28, "Streamed plans").
 
-    .venv/bin/python bench/plan_stream_bench.py [--records 100000] [--repeat 3] [--dir DIR]
+    .venv/bin/python bench/plan_stream_bench.py [--records 100000] [--repeat 3] [--dir DIR] [--checkout DIR ...]
 
 N records in N/100 zones (bench/parse_bench.py's generator; an existing --dir is used as it is).
 Every figure is a fresh process, measured from outside: wall time from spawn to exit, CPU time
@@ -14,6 +14,9 @@ the bench drains (a streamed plan starts writing as soon as the plan is made).
 
 Targets at 100,000 records: plan -o json <= 1.5x the bare parse in time and in peak RSS,
 validate <= 1.2x in time.
+
+`--checkout DIR` adds `validate` run from another checkout of the project (e.g. `git worktree add
+/tmp/old HEAD~1`), for before/after figures from the same rounds.
 """
 
 from __future__ import annotations
@@ -38,22 +41,26 @@ print(sum(map(len, kept)))
 FLAGS = ["--namespace", "dns", "--allowed-namespaces", "*"]
 
 
-def commands(root: pathlib.Path) -> dict[str, list[str]]:
+def commands(root: pathlib.Path, checkouts: tuple[pathlib.Path, ...] = ()) -> dict[str, tuple[list[str], pathlib.Path]]:
+    """Each process, with the directory it runs in (`python -m agent` runs the agent of that checkout)."""
     agent = [sys.executable, "-m", "agent"]
-    return {
-        "bare parse": [sys.executable, "-c", BARE, str(root)],
-        "validate": [*agent, "validate", str(root), *FLAGS, "-q"],
-        "plan -o json": [*agent, "plan", str(root), *FLAGS, "-o", "json"],
-        "plan -o text": [*agent, "plan", str(root), *FLAGS, "-o", "text"],
-        "plan -o markdown": [*agent, "plan", str(root), *FLAGS, "-o", "markdown"],
+    out = {
+        "bare parse": ([sys.executable, "-c", BARE, str(root)], ROOT),
+        "validate": ([*agent, "validate", str(root), *FLAGS, "-q"], ROOT),
+        "plan -o json": ([*agent, "plan", str(root), *FLAGS, "-o", "json"], ROOT),
+        "plan -o text": ([*agent, "plan", str(root), *FLAGS, "-o", "text"], ROOT),
+        "plan -o markdown": ([*agent, "plan", str(root), *FLAGS, "-o", "markdown"], ROOT),
     }
+    for i, other in enumerate(checkouts, 1):
+        out[f"validate ({i})"] = ([*agent, "validate", str(root), *FLAGS, "-q"], other.resolve())
+    return out
 
 
-def measure(argv: list[str], out: pathlib.Path) -> tuple[float, float, float]:
+def measure(argv: list[str], out: pathlib.Path, cwd: pathlib.Path = ROOT) -> tuple[float, float, float]:
     """(wall seconds, CPU seconds, peak RSS in MiB) of one process writing its stdout to `out`."""
     with open(out, "wb") as sink:
         start = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.DEVNULL, cwd=ROOT)
+        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.DEVNULL, cwd=cwd)
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -76,23 +83,23 @@ def first_byte(argv: list[str]) -> tuple[float, float]:
     return first_at, time.perf_counter() - start
 
 
-def run(root: pathlib.Path, repeat: int) -> None:
-    cmds = commands(root)
+def run(root: pathlib.Path, repeat: int, checkouts: tuple[pathlib.Path, ...] = ()) -> None:
+    cmds = commands(root, checkouts)
     wall: dict[str, list[float]] = {name: [] for name in cmds}
     cpu: dict[str, list[float]] = {name: [] for name in cmds}
     peaks: dict[str, list[float]] = {name: [] for name in cmds}
     sizes: dict[str, int] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(repeat):
-            for name, argv in cmds.items():
+            for name, (argv, cwd) in cmds.items():
                 out = pathlib.Path(tmp) / "out"
-                seconds, busy, peak = measure(argv, out)
+                seconds, busy, peak = measure(argv, out, cwd)
                 wall[name].append(seconds)
                 cpu[name].append(busy)
                 peaks[name].append(peak)
                 sizes[name] = out.stat().st_size
                 print(f"  {name:<18} {seconds:7.2f} s {busy:7.2f} s CPU {peak:8.0f} MiB", file=sys.stderr, flush=True)
-    first, whole = first_byte(cmds["plan -o json"])
+    first, whole = first_byte(cmds["plan -o json"][0])
     bare = {"wall": min(wall["bare parse"]), "cpu": min(cpu["bare parse"]), "rss": max(peaks["bare parse"])}
     targets = {"validate": ("<=1.20x", ""), "plan -o json": ("<=1.50x", "<=1.50x")}
     print(f"{'process':<18} {'wall s':>7} {'x bare':>7} {'CPU s':>7} {'x bare':>7} {'target':>8} {'peak MiB':>9}"
@@ -103,6 +110,8 @@ def run(root: pathlib.Path, repeat: int) -> None:
         print(f"{name:<18} {w:7.2f} {w / bare['wall']:6.2f}x {c:7.2f} {c / bare['cpu']:6.2f}x {t_target:>8}"
               f" {m:9.0f} {m / bare['rss']:6.2f}x {m_target:>8} {sizes[name] / 1e6:7.1f}MB")
     print(f"plan -o json to a pipe: first byte after {first:.2f} s, last after {whole:.2f} s")
+    for i, other in enumerate(checkouts, 1):
+        print(f"validate ({i}): from {other}")
     print("(best wall and CPU time of the runs, highest peak RSS; times on a shared machine: compare CPU)")
 
 
@@ -111,6 +120,8 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--dir", type=pathlib.Path, help="the generated repository (made if missing; kept)")
+    parser.add_argument("--checkout", type=pathlib.Path, action="append", default=[], metavar="DIR",
+                        help="another checkout of the project whose validate is measured in the same rounds")
     args = parser.parse_args()
     import parse_bench
 
@@ -121,7 +132,7 @@ def main() -> None:
             parse_bench.generate(root, args.records, zones=max(1, args.records // 100))
         docs = subprocess.run([sys.executable, "-c", BARE, str(root)], capture_output=True, text=True, check=True)
         print(f"{int(docs.stdout)} documents ({args.records:,} records, {max(1, args.records // 100):,} zones)")
-        run(root, args.repeat)
+        run(root, args.repeat, tuple(args.checkout))
 
 
 if __name__ == "__main__":

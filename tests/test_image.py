@@ -47,7 +47,7 @@ def test_the_wheel_builds_and_runs(tmp_path: pathlib.Path) -> None:
     assert "agent/cli/__init__.py" in names and "agent/model/infra.py" in names
     assert "agent/cli.py" not in names
     assert not any(n.startswith(("tests/", "bench/")) for n in names)
-    assert "bindy-agent = agent.cli:main" in entry_points
+    assert "bindy-agent = agent.cli:entry" in entry_points
     site = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)],
                    check=True, capture_output=True)

@@ -22,9 +22,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import os
 import pathlib
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from agent import __version__
 from agent.cli import common, settingflags, terminal
@@ -312,6 +314,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Every verb, with sys.stderr escaped: nothing a repository wrote drives the terminal (agent/cli/terminal.py)."""
     with contextlib.redirect_stderr(terminal.escaped(sys.stderr)):
         return _main(argv)
+
+
+ENDS_AT_ONCE = ("validate", "plan")
+"""Verbs that leave nothing behind them when they return (no thread, no exit handler, no file to close):
+their process ends as soon as its output is flushed (`entry`)."""
+
+
+def entry() -> NoReturn:
+    """The process `bindy-agent` and `python -m agent` run: `main`, then exit with its status.
+
+    After `validate` or `plan` (ENDS_AT_ONCE), stdout and stderr are flushed and the process ends
+    without the interpreter's teardown, which would free every object of the revision one at a time
+    and collect the garbage once more: nothing a user sees, but 2-3% of the CPU time of a large
+    `validate` (0.1 s of 4.9 s at 30,000 records). Any other verb, a usage error, and an output that
+    cannot be flushed exit the usual way. `main` itself never ends the process."""
+    argv = sys.argv[1:]
+    status = main(argv)
+    if verb_of(argv) in ENDS_AT_ONCE:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (OSError, ValueError):  # a closed or broken stream: the interpreter reports it as it would
+            pass
+        else:
+            os._exit(status)
+    sys.exit(status)
 
 
 def _usage_status(argv: Sequence[str]) -> int:

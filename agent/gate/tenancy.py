@@ -139,7 +139,9 @@ def _named_secrets(obj: Loaded) -> list[tuple[str, str, str | None]]:
 
 def _secrets_named(obj: Loaded) -> list[tuple[str, str, str | None]]:
     spec: Any = getattr(obj.model, "spec", None)
-    body = spec.model_dump(by_alias=True, exclude_none=True, mode="json") if hasattr(spec, "model_dump") else None
+    # through the object's own serializer, which validating it built: the spec's class would build its own
+    body = obj.model.model_dump(include={"spec"}, by_alias=True, exclude_none=True, mode="json")["spec"] \
+        if hasattr(spec, "model_dump") else None
     return list(_walk(body, "spec"))
 
 

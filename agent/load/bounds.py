@@ -25,7 +25,10 @@ from agent.model.limits import MAX_DEPTH, MAX_DOCUMENT_NODES, Limits, MiB, flag
 from agent.model.problems import Origin, Problem
 
 _PREFIX = 24  # no line starting with this many of ' -?:' -> block nesting <= 2 * (_PREFIX - 1) + 2 levels
-_LONG_PREFIX = re.compile(rf"^[ \t?:-]{{{_PREFIX},}}", re.M)
+# a line starting with _PREFIX of them: the first line (`match`), or one after a newline (`search` for the
+# newline first is five times faster than `^` in MULTILINE mode, which the engine tries at every character)
+_LONG_PREFIX = re.compile(rf"[ \t?:-]{{{_PREFIX}}}")
+_LONG_PREFIX_LINE = re.compile(rf"\n[ \t?:-]{{{_PREFIX}}}")
 _DOC_MARKER = re.compile(r"^(?:---|\.\.\.)(?=\s|$)", re.M)
 _ALIAS = re.compile(r"(?<=[\s,\[{])\*[^\s,\[\]{}]")  # an alias token (or, harmlessly, text that looks like one)
 TOO_DEEP = (f"nested more than {MAX_DEPTH} levels deep; no Bindy or Kubernetes object is, so the file is "
@@ -125,7 +128,7 @@ class ReadBudget:
         return None
 
     def _safe(self, text: str) -> bool:
-        if _LONG_PREFIX.search(text) or (whole := _node_bound(text)) > self.nodes:
+        if _LONG_PREFIX.match(text) or _LONG_PREFIX_LINE.search(text) or (whole := _node_bound(text)) > self.nodes:
             return False
         if whole <= MAX_DOCUMENT_NODES and _flows(text) <= _FLOW:
             return True

@@ -55,8 +55,7 @@ def tree(node: yaml.Node, constructor: yaml.constructor.SafeConstructor,
 
 def _build(node: yaml.Node, constructor: yaml.constructor.SafeConstructor, duplicates: list[tuple[int, str]],
            count: list[int], strings: dict[str, str], ints: dict[str, int]) -> Any:
-    # A call per collection, not per node: the scalars of a mapping or a list (its keys, most values)
-    # are built in its loop, and counted there at once.
+    # A call per collection, not per node: its scalars (keys, most values) are built and counted in its loop.
     kind, tag = type(node), node.tag
     if kind is _SCALAR_NODE:
         count[0] += 1
@@ -79,7 +78,11 @@ def _build(node: yaml.Node, constructor: yaml.constructor.SafeConstructor, dupli
                 duplicates.append((key_node.start_mark.line + 1, key_node.value))
             if type(value_node) is _SCALAR_NODE:
                 nodes += 1
-                out[key] = _scalar(value_node, value_node.tag, constructor, strings, ints)
+                if (value_tag := value_node.tag) == _STR:  # most values: as `_scalar` does, without the call
+                    value = value_node.value
+                    out[key] = strings.setdefault(value, value)
+                else:
+                    out[key] = _scalar(value_node, value_tag, constructor, strings, ints)
             else:
                 out[key] = _build(value_node, constructor, duplicates, count, strings, ints)
         count[0] += nodes
@@ -90,7 +93,11 @@ def _build(node: yaml.Node, constructor: yaml.constructor.SafeConstructor, dupli
         for item in node.value:
             if type(item) is _SCALAR_NODE:
                 nodes += 1
-                items.append(_scalar(item, item.tag, constructor, strings, ints))
+                if (item_tag := item.tag) == _STR:
+                    value = item.value
+                    items.append(strings.setdefault(value, value))
+                else:
+                    items.append(_scalar(item, item_tag, constructor, strings, ints))
             else:
                 items.append(_build(item, constructor, duplicates, count, strings, ints))
         count[0] += nodes

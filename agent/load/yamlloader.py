@@ -14,6 +14,7 @@ from agent.load import construct, scalars
 
 _MERGE_TAG = scalars.MERGE
 _STR_TAG, _MAP_TAG, _SEQ_TAG = scalars.STR, scalars.MAP, scalars.SEQ
+_SCALAR_NODE, _MAPPING_NODE = yaml.ScalarNode, yaml.MappingNode  # `resolve` runs once a node
 _IGNORE_TWO: Any = {}.get  # called as (parent node, index): returns the index, which the composer ignores
 _IGNORE_NONE: Any = tuple  # called with no arguments: returns (), ignored
 _RESOLVED_FIRST = frozenset(scalars.Loader.yaml_implicit_resolvers)
@@ -40,8 +41,8 @@ class Loader(scalars.Loader):
     def resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
         # Exactly what Resolver.resolve answers when no path resolvers are set (asserted at the top):
         # a quoted scalar, or a plain one whose first character starts no implicit resolver, is a str.
-        if kind is not yaml.ScalarNode:
-            return _MAP_TAG if kind is yaml.MappingNode else _SEQ_TAG
+        if kind is not _SCALAR_NODE:
+            return _MAP_TAG if kind is _MAPPING_NODE else _SEQ_TAG
         if not implicit[0] or (value and value[0] not in _RESOLVED_FIRST):
             return _STR_TAG
         if len(value) <= 32:  # keys and short values repeat: remember them
