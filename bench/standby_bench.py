@@ -158,8 +158,10 @@ def measure(n: int, work: pathlib.Path, rounds: int) -> dict[str, Any]:
         a.proc.wait(30)
         out["takeover"] = _wait("B takes over", lambda: b.metric("bindy_agent_leader") == 1)
         b.wait_runs(1)  # its leadership run: the head was applied by A, nothing to do
-        pushes = sb.push_rounds(world, b, rounds + 1, commits)
+        floors: list[float] = []  # the raw floor, measured just before each round
+        pushes = sb.push_rounds(world, b, rounds + 1, commits, floors)
         out["standby_first_push"], out["standby_push"] = pushes[0], pushes[1:]
+        out["standby_floors"] = floors
         out["standby_transfers"] = b.metric("bindy_agent_external_calls_total", target="axfr") - axfr
         ends = [json.loads(line) for line in b.log.read_text().splitlines() if '"msg":"sync ' in line]
         first = next((e for e in ends if e.get("trigger") == "webhook"), {})  # after the leadership run
@@ -202,8 +204,10 @@ def main() -> int:
           f"agent's, {first / floor:.0f}x the floor  (target < 1 s)  {'met' if first < 1 else 'NOT met'}")
     steps = ", ".join(f"{k} {v:.2f}" for k, v in r["standby_first_push_steps"].items() if v >= 0.05)
     print(f"    its run's steps (s): {steps}")
-    print(f"  standby: next pushes, median of {len(r['standby_push'])}                  "
-          f"{statistics.median(r['standby_push']):8.2f} s")
+    nexts, floors = statistics.median(r["standby_push"]), statistics.median(r["standby_floors"][1:])
+    print(f"  standby: next pushes (now the leader), median of {len(r['standby_push'])}  {nexts:8.2f} s  "
+          f"{nexts / floors:.0f}x the raw UPDATE served on both just before each round "
+          f"(median {floors * 1000:.1f} ms: {', '.join(f'{f * 1000:.1f}' for f in r['standby_floors'])})")
     print(f"  zones transferred by the standby from its kill to the last push: {r['standby_transfers']:.0f} "
           f"(of {r['zones']:,})")
     return 0

@@ -22,6 +22,11 @@ class Joined(Sequence[T]):
     def __iter__(self) -> Iterator[T]:
         return itertools.chain.from_iterable(self._lists)
 
+    @property
+    def parts(self) -> Sequence[Sequence[T]]:
+        """The lists read as one, themselves (a step that works list by list: agent/plan/kubediff.py)."""
+        return self._lists
+
     def __len__(self) -> int:
         return sum(map(len, self._lists))
 

@@ -154,4 +154,4 @@ def recall(api: KubeApi, desired: Desired, remembered: KubeObserved, *,
             found = api.get(obj.key.kind, obj.key.namespace, obj.key.name)
             if found is not None:
                 live[obj.key] = found
-    return KubeObserved(live, set(remembered.inventory), namespaces, remembered.inventory_text)
+    return KubeObserved(live, remembered.inventory, namespaces, remembered.inventory_text)  # never changed in place

@@ -6,7 +6,7 @@ Conditions follow seeds/002 (`conditions.py`); the fields are Bindy's, kind by k
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from agent.desired import rrsets, workloads
@@ -75,6 +75,26 @@ def _record_conditions(zr: ZoneResult | None, owner: str, rtype: str) -> list[di
 REVISION_KINDS = {"Bind9Cluster", "ClusterBind9Provider", "DNSZone"}
 
 
+class _RecordZones(Mapping[ObjectKey, Zone]):
+    """The zone each record is placed in, asked of the zones (a few thousand) rather than indexed for
+    every record (100,000), since a run asks it of the records whose status it writes."""
+
+    def __init__(self, zones: list[Zone]) -> None:
+        self.zones = zones
+
+    def __getitem__(self, key: ObjectKey) -> Zone:
+        for zone in reversed(self.zones):  # as the dict would say: the last zone holding it
+            if key in zone.records:
+                return zone
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[ObjectKey]:
+        return (rk for zone in self.zones for rk in zone.records)
+
+    def __len__(self) -> int:
+        return sum(len(zone.records) for zone in self.zones)
+
+
 @dataclasses.dataclass
 class _Index:
     """Lookups over one revision, built once for all the statuses of a run."""
@@ -82,7 +102,7 @@ class _Index:
     desired: Desired
     outcomes: dict[ObjectKey, Outcome]
     zones_by_instance: dict[ObjectKey, list[Zone]]
-    record_zone: dict[ObjectKey, Zone]
+    record_zone: Mapping[ObjectKey, Zone]
     zones_by_key: dict[ObjectKey, Zone]
     zone_results: dict[ObjectKey | None, ZoneResult]
     dns: bool  # zones and records were synced in this run
@@ -92,12 +112,16 @@ class _Index:
     @classmethod
     def of(cls, desired: Desired, outcomes: dict[ObjectKey, Outcome], dns: DnsResult | None,
            deployments: dict[ObjectKey, dict[str, Any]] | None = None,
-           pods: Mapping[ObjectKey, list[dict[str, Any]]] | None = None) -> _Index:
+           pods: Mapping[ObjectKey, list[dict[str, Any]]] | None = None, only: set[ObjectKey] | None = None,
+           ) -> _Index:
         by_instance: dict[ObjectKey, list[Zone]] = {}
         for zone in desired.zones:
             for inst in zone.instances:
                 by_instance.setdefault(inst, []).append(zone)
-        record_zone = {rk: z for z in desired.zones for rk in z.records}
+        placed = sum(len(z.records) for z in desired.zones)
+        record_zone: Mapping[ObjectKey, Zone] = (
+            _RecordZones(desired.zones) if only is not None and len(only) * len(desired.zones) < placed
+            else {rk: z for z in desired.zones for rk in z.records})
         results = {z.key: z for z in dns.zones} if dns else {}
         return cls(desired, outcomes, by_instance, record_zone, {z.key: z for z in desired.zones}, results,
                    dns is not None, deployments or {}, pods or {})
@@ -213,7 +237,7 @@ def statuses(desired: Desired, outcomes: dict[ObjectKey, Outcome], *, revisions:
     the lastAppliedRevision of the CRs that carry one; `deployments`: each instance's live
     Deployment, whose readiness its status shows; `pods`: each instance's pods, which say why they
     do not start."""
-    index = _Index.of(desired, outcomes, dns, deployments, pods)
+    index = _Index.of(desired, outcomes, dns, deployments, pods, only)
     out: dict[ObjectKey, dict[str, Any]] = {}
     for obj in desired.objects:
         key = obj.key
@@ -232,6 +256,8 @@ def statuses(desired: Desired, outcomes: dict[ObjectKey, Outcome], *, revisions:
 def _outcomes(desired: Desired, result: KubeResult) -> dict[ObjectKey, Outcome]:
     """Each Git CR fails when it, or anything generated from it, failed."""
     outcomes: dict[ObjectKey, Outcome] = {}
+    if not result.failed:
+        return outcomes
     for obj in desired.objects:
         if obj.key in result.failed:
             for cr in {obj.key, obj.source} - {None}:
@@ -243,7 +269,8 @@ def _outcomes(desired: Desired, result: KubeResult) -> dict[ObjectKey, Outcome]:
 
 
 def _revisions(desired: Desired, live: dict[ObjectKey, dict[str, Any]], revision: str | None,
-               changed: set[ObjectKey] | None, dns: DnsResult | None) -> dict[ObjectKey, str]:
+               changed: set[ObjectKey] | None, dns: DnsResult | None, *, only: set[ObjectKey] | None = None,
+               ) -> dict[ObjectKey, str]:
     """Clusters and providers carry the revision applied; a zone carries the one that last changed it:
     this one if it changed now, else the one whose writes it serves (recorded with its ownership, so
     a run that wrote it but was killed before the statuses still counts), else what it shows."""
@@ -251,8 +278,8 @@ def _revisions(desired: Desired, live: dict[ObjectKey, dict[str, Any]], revision
     if not revision:
         return out
     written = {z.key: z.revision for z in dns.zones if z.key is not None and z.revision} if dns else {}
-    for obj in desired.objects:
-        key = obj.key
+    # `only`: the CRs whose status is made (a key that is not a CR of the revision is never asked)
+    for key in (o.key for o in desired.objects) if only is None else only:
         if key.kind not in REVISION_KINDS:
             continue
         shown = ((live.get(key) or {}).get("status") or {}).get("lastAppliedRevision")
@@ -271,13 +298,20 @@ def wanted(desired: Desired, result: KubeResult, *, revision: str | None, dns: D
     DNS steps did; `changed` are the zones this revision changed (None: all); `pods`: the pods of
     the Deployments that are not ready, by Deployment (`unready` says which to read)."""
     live = result.live
-    generations = {k: v["metadata"].get("generation", 0) for k, v in live.items() if k.kind in kinds.KINDS}
-    service_ips = {ObjectKey("Bind9Instance", k.namespace, k.name): v.get("spec", {}).get("clusterIP", "")
-                   for k, v in live.items() if k.kind == "Service" and v.get("spec", {}).get("clusterIP")}
-    deployments = {ObjectKey("Bind9Instance", k.namespace, k.name): v
-                   for k, v in live.items() if k.kind == "Deployment"}
+    # read for the CRs whose status is made (`only`: a few), not for every live object (100,000)
+    crs = live.keys() if only is None else [k for k in only if k in live]
+    generations = {k: live[k]["metadata"].get("generation", 0) for k in crs if k.kind in kinds.KINDS}
+    service_ips, deployments = {}, {}  # an instance's Service and Deployment have its name
+    for ikey in desired.instances:
+        service = live.get(ObjectKey("Service", ikey.namespace, ikey.name))
+        if service is not None and service.get("spec", {}).get("clusterIP"):
+            service_ips[ikey] = service["spec"]["clusterIP"]
+        deployment = live.get(ObjectKey("Deployment", ikey.namespace, ikey.name))
+        if deployment is not None:
+            deployments[ikey] = deployment
     by_instance = {ObjectKey("Bind9Instance", k.namespace, k.name): v for k, v in (pods or {}).items()}
-    out = statuses(desired, _outcomes(desired, result), revisions=_revisions(desired, live, revision, changed, dns),
+    out = statuses(desired, _outcomes(desired, result), revisions=_revisions(desired, live, revision, changed, dns,
+                                                                            only=only),
                    generations=generations, service_ips=service_ips, dns=dns, only=only, deployments=deployments,
                    pods=by_instance)
     for key, status in out.items():  # rndcKeyRotation, from the key Secret's annotations as Bindy shows it
@@ -305,7 +339,7 @@ def changed_zones(plan: Plan) -> set[ObjectKey]:
 def affected(desired: Desired, plan: Plan, kube: KubeResult | None, dns: DnsResult | None) -> set[ObjectKey]:
     """The CRs whose status this run may have changed: what it changed or failed, the zones it
     touched and their records that changed, and the infrastructure CRs (few)."""
-    out = {o.key for o in desired.objects if o.key.kind in INFRA_KINDS}
+    out = {o.key for o in desired.infrastructure if o.key.kind in INFRA_KINDS}
     out |= {c.key for c in plan.kube or [] if c.action in ("create", "update")}
     out |= set(kube.failed) if kube else set()
     out |= changed_zones(plan)

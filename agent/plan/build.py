@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import itertools
 import operator
 from typing import Any
 
 from agent.desired.hierarchy import Desired
 from agent.desired.memo import NO_MEMO, Memo
 from agent.model import names
+from agent.model.joined import Joined
 from agent.plan import crddiff, kubechange, kubediff, rotation, zonediff, zoneplan
 from agent.plan.changes import Action, Change, KubeTarget, Plan, RRsetTarget, ZoneTarget
 from agent.plan.observed import DnsObserved, KubeObserved, Observed
@@ -33,12 +35,22 @@ def empty_world(desired: Desired) -> Observed:
 
 
 def kube_changes(desired: Desired, observed: KubeObserved, *, agent: str, rotate_rndc_keys: bool = False,
-                 trust_hash: bool = False, now: dt.datetime | None = None) -> list[kubechange.KubeChange]:
+                 trust_hash: bool = False, now: dt.datetime | None = None, memo: Memo = NO_MEMO,
+                 ) -> list[kubechange.KubeChange]:
     """`rotate_rndc_keys`: every generated key Secret gets a new key now, by the same gap-free path
-    as autoRotate (plan/rotation.py); `now`: the clock rotation decisions are made with."""
-    objects, dropping = rotation.rotated(desired, observed.live, now or dt.datetime.now(dt.UTC),
-                                         force=rotate_rndc_keys)
-    changes = kubediff.diff(objects, observed.live, observed.inventory, agent=agent, trust_hash=trust_hash)
+    as autoRotate (plan/rotation.py); `now`: the clock rotation decisions are made with; `memo`: the
+    last revision's diff, list by list (kubediff.diff_parts)."""
+    infrastructure, dropping = rotation.rotated_infrastructure(desired, observed.live, now or dt.datetime.now(dt.UTC),
+                                                               force=rotate_rndc_keys)
+    objects = desired.objects
+    if isinstance(objects, Joined):  # the infrastructure, then the CRs of each Git file
+        parts = [objects.parts[0] if infrastructure is None else infrastructure, *objects.parts[1:]]
+        changes = kubediff.diff_parts(parts, observed.live, observed.inventory, agent=agent, trust_hash=trust_hash,
+                                      memo=memo)
+    else:
+        rotated = objects if infrastructure is None else [
+            *infrastructure, *itertools.islice(objects, desired.infra, None)]
+        changes = kubediff.diff(rotated, observed.live, observed.inventory, agent=agent, trust_hash=trust_hash)
     dropped, why = (f"data.{rotation.PREVIOUS}",), "RNDC key rotation rolled out: the previous key is dropped"
     drops = {o.key for o in dropping}
     changes = [dataclasses.replace(c, fields=(*c.fields, *dropped), reason=c.reason or why)
@@ -83,18 +95,21 @@ def zone_plans(desired: Desired, observed: DnsObserved, memo: Memo = NO_MEMO, *,
 def build(desired: Desired, observed: Observed, *, revision: str | None = None,
           agent: str = names.DEFAULT_AGENT_NAMESPACE, rotate_rndc_keys: bool = False,
           trust_hash: bool = False, memo: Memo = NO_MEMO, force: bool = False,
-          only: set[str] | None = None, create_namespaces: bool = False, now: dt.datetime | None = None) -> Plan:
+          only: set[str] | None = None, create_namespaces: bool = False, now: dt.datetime | None = None,
+          kube_memo: Memo = NO_MEMO) -> Plan:
     """`trust_hash`: the Kubernetes objects were remembered, not read back (see kubediff.diff);
     `memo`: the plans of the last revision, for zones nothing changed in; `force`: a zone that left Git
     is deleted even where it holds RRsets the agent did not write (zonediff.plan_zone); `only`: just these
     zones (zone_plans); `create_namespaces`: missing namespaces are created, not reported; `now`: the
-    clock of RNDC key rotation (plan/rotation.py; default: the current time)."""
+    clock of RNDC key rotation (plan/rotation.py; default: the current time); `kube_memo`: the last
+    revision's Kubernetes diff, list by list (a memo swept with each revision: the expansion's)."""
     kube = (kube_changes(desired, observed.kube, agent=agent, rotate_rndc_keys=rotate_rndc_keys,
-                         trust_hash=trust_hash, now=now) if observed.kube is not None else None)
+                         trust_hash=trust_hash, now=now, memo=kube_memo) if observed.kube is not None else None)
     zones = zone_plans(desired, observed.dns, memo, force=force, only=only) if observed.dns is not None else None
     plan = Plan([], list(desired.problems), revision, kube=kube, zones=zones)
     if observed.kube is not None:
-        plan.kube_managed = sum(1 for body in observed.kube.live.values() if kubechange.is_managed(body, agent))
+        if any(c.action == "delete" for c in kube or []):  # the prune gate's base; without a delete, not asked
+            plan.kube_managed = sum(1 for body in observed.kube.live.values() if kubechange.is_managed(body, agent))
         plan.crds = crddiff.diff(observed.kube.crds) if observed.kube.crds is not None else []
         _namespaces(plan, desired, observed.kube, agent=agent, create=create_namespaces)
     _cluster_view(plan, desired)
@@ -119,9 +134,10 @@ def _namespaces(plan: Plan, desired: Desired, observed: KubeObserved, *, agent: 
     else:
         why = {ns: (f"namespace {ns} does not exist: create it (the agent does not create namespaces unless run "
                     "with --create-namespaces)") for ns in missing}  # one message per namespace, not per object
-        plan.blocked = {o.key: why[o.key.namespace] for o in desired.objects if o.key.namespace in why}
+        if why:
+            plan.blocked = {o.key: why[o.key.namespace] for o in desired.objects if o.key.namespace in why}
     if agent in observed.namespaces or create:
-        plan.inventory = sorted((o.key for o in desired.objects), key=lambda k: (k.kind, k.namespace or "", k.name))
+        plan.inventory = [o.key for o in desired.objects]  # sorted when written (reconcile/kubeapply.py)
 
 
 def offline(desired: Desired, *, revision: str | None = None) -> Plan:

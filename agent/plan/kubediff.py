@@ -19,11 +19,12 @@ updated (a resize or a new class is the claim owner's decision), never deleted (
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from agent.desired import workloads
 from agent.desired.hierarchy import CHILD_ORDER, KubeObject
+from agent.desired.memo import NO_MEMO, Memo
 from agent.model.key import ObjectKey
 from agent.model.names import HASH_ANNOTATION
 from agent.plan.kubechange import KubeChange, is_managed, manifest, selector, tier_of
@@ -88,15 +89,69 @@ def diff(desired: Iterable[KubeObject], live: dict[ObjectKey, dict[str, Any]],
     whose applied hash equals the desired one is taken as unchanged without comparing its fields:
     the next full observe compares them and finds hand edits."""
     changes: list[KubeChange] = []
-    wanted: set[ObjectKey] = set()
+    wanted: list[ObjectKey] = []
+    _diff_into(changes, wanted, desired, live, inventory, agent=agent, trust_hash=trust_hash)
+    return changes + _prune(live, len(wanted), lambda: wanted, agent=agent)
+
+
+_Part = tuple[tuple[KubeChange, ...], int]  # a list's changes, and how many of its objects were live
+
+
+def diff_parts(parts: Sequence[Sequence[KubeObject]], live: dict[ObjectKey, dict[str, Any]],
+               inventory: set[ObjectKey], *, agent: str, trust_hash: bool = False, memo: Memo = NO_MEMO,
+               ) -> list[KubeChange]:
+    """`diff` of the revision's objects given list by list (the infrastructure, then the CRs of each
+    Git file, in apply order), for a long-running agent's `memo`. A push changes a few files of
+    thousands: with `trust_hash`, a list that is the very list diffed last time (the memo's contract:
+    an unchanged file is the same objects), and that had nothing to change then, still has nothing
+    to change, since live is what this agent left and the agent changes only what a plan says. It is
+    not read again. That holds while every object the inventory lists is live (one that was deleted,
+    or failed, is diffed again: everything is); a full observe (no `trust_hash`) diffs every list."""
+    recalled = trust_hash and not inventory.difference(live)  # (a dict: looked up, not copied)
+    world = memo.token(("kube-diff-world", agent), recalled) if recalled else object()
+    fresh: set[int] = set()
+
+    def one(part: Sequence[KubeObject]) -> _Part:
+        fresh.add(id(part))
+        changes: list[KubeChange] = []
+        wanted: list[ObjectKey] = []
+        _diff_into(changes, wanted, part, live, inventory, agent=agent, trust_hash=trust_hash)
+        return tuple(changes), len(wanted)
+
+    found = memo.each(("kube-diff",), parts, one, name=lambda part: part[0].key if part else None, shared=(world,))
+    changes: list[KubeChange] = []
+    present = 0
+    for part, (done, count) in zip(parts, found, strict=True):
+        if done and id(part) not in fresh:  # it had changes last time, which were applied since: diffed again
+            done, count = one(part)
+        changes += done
+        present += count
+    return changes + _prune(live, present, lambda: [o.key for part in parts for o in part], agent=agent)
+
+
+def _prune(live: dict[ObjectKey, dict[str, Any]], present: int, wanted: Callable[[], Iterable[ObjectKey]], *,
+           agent: str) -> list[KubeChange]:
+    """The deletes, children first: what the agent made that the revision no longer has. A revision's
+    keys are unique (a duplicate is a validation error): when as many of them are live as there are
+    live objects, none is left over, and the revision's keys are not gathered."""
+    left = live.keys() - set(wanted()) if present < len(live) else ()
+    prune = [k for k in left if k.kind not in CREATE_ONLY and is_managed(live[k], agent)]
+    prune.sort(key=lambda k: (-tier_of(k.kind), -CHILD_ORDER.get(k.kind, 0), k.kind, k.namespace or "", k.name))
+    return [KubeChange("delete", k, None) for k in prune]
+
+
+def _diff_into(changes: list[KubeChange], wanted: list[ObjectKey], desired: Iterable[KubeObject],
+               live: dict[ObjectKey, dict[str, Any]], inventory: set[ObjectKey], *, agent: str,
+               trust_hash: bool) -> None:
+    """The creates, updates and conflicts of `desired` into `changes`; the keys found live into `wanted`."""
     for obj in desired:
-        wanted.add(obj.key)
         current = live.get(obj.key)
-        if trust_hash and current is not None and _applied_hash(current) == obj.hash:
-            continue
         if current is None:
             changes.append(KubeChange("create", obj.key, obj, drift=obj.key in inventory,
                                       reason="deleted by hand" if obj.key in inventory else ""))
+            continue
+        wanted.append(obj.key)
+        if trust_hash and _applied_hash(current) == obj.hash:
             continue
         if obj.key.kind in CREATE_ONLY:
             continue
@@ -110,7 +165,3 @@ def diff(desired: Iterable[KubeObject], live: dict[ObjectKey, dict[str, Any]],
             drift = _applied_hash(current) == obj.hash
             changes.append(KubeChange("update", obj.key, obj, tuple(fields), drift=drift,
                                       reason="edited by hand" if drift else ""))
-    prune = [k for k, body in live.items() if k not in wanted and k.kind not in CREATE_ONLY and is_managed(body, agent)]
-    prune.sort(key=lambda k: (-tier_of(k.kind), -CHILD_ORDER.get(k.kind, 0), k.kind, k.namespace or "", k.name))
-    changes += [KubeChange("delete", k, None) for k in prune]
-    return changes

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import itertools
+from collections.abc import Iterable
 from typing import Any
 
 from agent.desired import workloads
@@ -169,14 +171,25 @@ def _generated_key(obj: KubeObject) -> bool:
 
 
 def rotated(desired: Desired, live: dict[ObjectKey, dict[str, Any]], now: dt.datetime, *,
-            force: bool = False) -> tuple[list[KubeObject], list[KubeObject]]:
+            force: bool = False) -> tuple[Iterable[KubeObject], list[KubeObject]]:
     """The revision's objects with every generated key Secret and its Deployment in their phase
     (`decide`), and the Secrets whose previous key is to be dropped now (their rollout is done:
     a change of its own, as a key left out of stringData stays in the live Secret)."""
+    infrastructure, dropping = rotated_infrastructure(desired, live, now, force=force)
+    if infrastructure is None:  # no generated key: the revision's objects as they are (not copied: 100,000 CRs)
+        return desired.objects, dropping
+    return itertools.chain(infrastructure, itertools.islice(desired.objects, desired.infra, None)), dropping
+
+
+def rotated_infrastructure(desired: Desired, live: dict[ObjectKey, dict[str, Any]], now: dt.datetime, *,
+                           force: bool = False) -> tuple[list[KubeObject] | None, list[KubeObject]]:
+    """`rotated` of the objects before the Git CRs (`Desired.infrastructure`: every generated key
+    Secret and Deployment is one of them); None when no key is generated (they are as they are)."""
     phases: dict[ObjectKey, Decision] = {}
     out: list[KubeObject] = []
     dropping: list[KubeObject] = []
-    for obj in desired.objects:
+    infrastructure = desired.infrastructure  # the generated objects (key Secrets, Deployments) are all here
+    for obj in infrastructure:
         if not _generated_key(obj):
             continue
         instance = desired.instances.get(obj.owner) if obj.owner else None
@@ -184,7 +197,9 @@ def rotated(desired: Desired, live: dict[ObjectKey, dict[str, Any]], now: dt.dat
         deployment = ObjectKey("Deployment", obj.key.namespace, obj.owner.name if obj.owner else "")
         decision = decide(config, live.get(obj.key), live.get(deployment), now, force=force)
         phases[obj.key] = phases[deployment] = decision
-    for obj in desired.objects:
+    if not phases:
+        return None, dropping
+    for obj in infrastructure:
         phase = phases.get(obj.key)
         if phase is None:
             out.append(obj)
@@ -220,7 +235,7 @@ def _deployment_body(body: dict[str, Any], decision: Decision) -> dict[str, Any]
 def why_not(desired: Desired, live: dict[ObjectKey, dict[str, Any]], now: dt.datetime) -> list[str]:
     """For `sync --rotate-rndc-keys`: each generated key that cannot be rotated now, and why."""
     out = []
-    for obj in desired.objects:
+    for obj in desired.infrastructure:
         if _generated_key(obj) and obj.owner is not None:
             instance = desired.instances.get(obj.owner)
             decision = decide(instance.spec.rndc_key if instance else None, live.get(obj.key),

@@ -110,16 +110,18 @@ class _Apply:
                  options: KubeApplyOptions, deadline: Deadline) -> None:
         self.api, self.options, self.deadline = api, options, deadline
         self.result = KubeResult(changes, dict(observed.live))
-        self.uids = {k: v["metadata"].get("uid", "") for k, v in observed.live.items()}
+        self.observed_live = observed.live
+        self.uids: dict[ObjectKey, str] = {}  # the owners' uids, read from live when first asked (few of 100,000)
         self.result.conflicts = {c.key for c in changes if c.action == "conflict"}
 
     def put(self, change: kubechange.KubeChange) -> None:
         obj, result = change.desired, self.result
         assert obj is not None
-        if obj.owner is not None and not self.uids.get(obj.owner):
+        owner_uid = self.uid(obj.owner) if obj.owner is not None else None
+        if obj.owner is not None and not owner_uid:
             result.failed[obj.key] = f"not applied: its owner {obj.owner} could not be applied"
             return
-        body = kubechange.manifest(obj, self.options.agent_namespace, self.uids.get(obj.owner) if obj.owner else None)
+        body = kubechange.manifest(obj, self.options.agent_namespace, owner_uid)
         if obj.key.kind == "Secret":
             body["stringData"] = _rndc_value(obj, result.live.get(obj.key), self.options.rotate_rndc_keys)
         try:
@@ -136,6 +138,14 @@ class _Apply:
         result.live[obj.key] = stored
         self.uids[obj.key] = stored["metadata"]["uid"]
         result.applied.append(obj.key)
+
+    def uid(self, key: ObjectKey) -> str:
+        """The uid of `key` as this run applied it, else as it was live before the run ("": neither)."""
+        found = self.uids.get(key)
+        if found is None:
+            live = self.observed_live.get(key)
+            found = live["metadata"].get("uid", "") if live is not None else ""
+        return found
 
     def remove(self, change: kubechange.KubeChange) -> None:
         try:
@@ -179,7 +189,7 @@ def apply(api: KubeApi, plan: Plan, observed: KubeObserved, *, options: KubeAppl
     order = {c.key: i for i, c in enumerate(changes)}
     run.result.applied.sort(key=order.__getitem__)
     run.result.deleted.sort(key=order.__getitem__)
-    run.result.inventory, run.result.inventory_text = set(observed.inventory), observed.inventory_text
+    run.result.inventory, run.result.inventory_text = observed.inventory, observed.inventory_text
     if plan.inventory is not None:
         _write_inventory(api, plan.inventory, observed, options.agent_namespace, run.result)
     return run.result
@@ -187,8 +197,13 @@ def apply(api: KubeApi, plan: Plan, observed: KubeObserved, *, options: KubeAppl
 
 def _write_inventory(api: KubeApi, inventory: list[ObjectKey], observed: KubeObserved, namespace: str,
                      result: KubeResult) -> None:
-    """The plan's inventory, less the objects this run failed to create (a failed update stays listed)."""
-    keys = [k for k in inventory if k not in result.failed or k in observed.live]
+    """The plan's inventory, less the objects this run failed to create (a failed update stays listed).
+    It is a set: the same keys as last written are not written again (nor rendered: 100,000 keys)."""
+    keys = [k for k in inventory if k not in result.failed or k in observed.live] if result.failed else inventory
+    if (observed.inventory_text is not None and len(keys) == len(observed.inventory)
+            and observed.inventory.issuperset(keys)):
+        return  # result.inventory and its text are the observed ones
+    keys = sorted(keys, key=lambda k: (k.kind, k.namespace or "", k.name))
     text = json.dumps([[k.kind, k.namespace, k.name] for k in keys], separators=(",", ":"))
     result.inventory = set(keys)
     result.inventory_text = text

@@ -137,7 +137,7 @@ def plan(snap: Snapshot, targets: Targets, options: Options, *, memory: Memory =
                                    trust_hash=planned.kube_fast,
                                    memo=memory.plans if planned.dns_fast else NO_MEMO,
                                    force=options.policy.force, create_namespaces=options.create_namespaces,
-                                   only=only)
+                                   only=only, kube_memo=memory.desired)
     if only is not None:
         planned.plan.notes = [n for n in planned.plan.notes if n != build.NOT_OBSERVED_KUBE]
         planned.plan.notes.append(FIRST.format(zones=len(only)))
