@@ -6,14 +6,14 @@ and a zone's RRsets are reused while what they come from is the same (desired/me
 
 from __future__ import annotations
 
-from agent.desired import assignment, placement, rrsets, zonerrsets
+from agent.desired import assignment, nameservers, placement, rrsets, zonerrsets
 from agent.desired.findings import Findings
 from agent.desired.memo import NO_MEMO, Memo
 from agent.desired.placement import ClusterView, InstanceView, Zone
 from agent.load.loaded import Loaded
 from agent.load.manifest import Manifest
 from agent.model.key import ObjectKey
-from agent.model.problems import Problem
+from agent.model.problems import Problem, Severity
 from agent.model.zone import DNSZone
 
 
@@ -45,4 +45,23 @@ def place(manifest: Manifest, clusters: dict[ObjectKey, ClusterView],
         sources[placed.key] = obj
         placed_zones.append(placed)
     members = assignment.assign_records(placed_zones, sources, manifest.by_file or [manifest.objects], out, memo)
-    return zonerrsets.zones_rrsets(placed_zones, members, out, memo, sources), out.problems
+    zones = zonerrsets.zones_rrsets(placed_zones, members, out, memo)
+    # a zone built again is warned about again; a reused one's warnings are the ones it had
+    for warned in memo.each(("ns-warnings",), [(z, sources[z.key]) for z in zones], _ns_warnings,
+                            name=lambda item: item[0].name, same=_same_pair):
+        out.problems += warned
+    return zones, out.problems
+
+
+def _ns_warnings(item: tuple[Zone, Loaded]) -> list[Problem]:
+    """A name server without an address (nameservers.unaddressed) and an address for a name that is no
+    name server (nameservers.stray), on the zone's DNSZone."""
+    zone, source = item
+    out = Findings()
+    for path, message in nameservers.unaddressed(zone) + nameservers.stray(zone):
+        out.add(source, path, message, Severity.WARNING)
+    return out.problems
+
+
+def _same_pair(a: tuple[Zone, Loaded], b: tuple[Zone, Loaded]) -> bool:
+    return a[0] is b[0] and a[1] is b[1]

@@ -44,7 +44,7 @@ from agent.errors import AgentError, ZoneApiError
 from agent.model.ownership import ZoneOwnership
 from agent.plan.observed import ZoneObserved
 from agent.plan.zoneplan import RRChange, RRsetPlan, ZonePlan, instance_of
-from agent.reconcile import dnsverify
+from agent.reconcile import dnsverify, insync
 from agent.reconcile.dnsresult import DnsResult, ZoneResult, landed, served, union
 
 if TYPE_CHECKING:
@@ -346,10 +346,12 @@ def _ownership_reached(zp: ZonePlan, result: ZoneResult, revision: str | None) -
 
 def apply(zones: list[ZonePlan], endpoints: Mapping[str, Endpoint], store: Store, *, options: DnsApplyOptions,
           deadline: Deadline, progress: Callable[[int, int], None] | None = None,
-          focus: set[str] | None = None) -> DnsResult:
+          focus: set[str] | None = None, reported: insync.Reported | None = None) -> DnsResult:
     """Executes every zone's plan; ownership is stored as it goes. `progress` hears (zones done, zones).
     `focus`: only these zones were observed (dnsobserve.observe); only they are checked for a
-    secondary left behind, the others wait for the next run without a focus."""
+    secondary left behind, the others wait for the next run without a focus. `reported`: a long-running
+    agent's zones found in sync, with their plans: one left unasked with the very same plan takes its
+    last result (agent/reconcile/insync.py), so a push walks the zones it changes, not all 10,000."""
     runner = DnsApply(endpoints, store, options, deadline)
     in_sync = [zp.in_sync for zp in zones]
     work = [(i, zp) for i, zp in enumerate(zones) if not in_sync[i]]
@@ -370,20 +372,23 @@ def apply(zones: list[ZonePlan], endpoints: Mapping[str, Endpoint], store: Store
         started = time.monotonic()
         runner.confirm_queued()  # what a push waits for is confirmed before the other zones are reported on
         verified = time.monotonic() - started
-        for i in rest:
-            if i not in done:
-                done[i] = runner.zone(zones[i], in_sync=True)
+        unasked = [i for i in rest if i not in done]
+        reused = insync.reuse(zones, unasked, reported, done)
+        done.update((i, runner.zone(zones[i], in_sync=True)) for i in unasked if i not in reused)
         if progress is not None and rest:
             progress(len(zones), len(zones))
     finally:
         runner.close()
     results = [done[i] for i in range(len(zones))]
-    for zp, result in zip(zones, results, strict=True):
-        served(zp, result)
-    deleted = [(r.name, i) for r, z in zip(results, zones, strict=True) for i in r.deleted_from
-               if instance_of(i) not in z.primaries and instance_of(i) not in z.secondaries]
+    walked = [i for i in range(len(zones)) if i not in reused]  # a result reused says what it said: nothing new
+    for i in walked:
+        served(zones[i], results[i])
+    insync.keep(zones, results, walked, reported)
+    deleted = [(results[i].name, s) for i in walked for s in results[i].deleted_from
+               if instance_of(s) not in zones[i].primaries and instance_of(s) not in zones[i].secondaries]
     placed = [r for r, z in zip(results, zones, strict=True) if z.zone is not None]
-    errors = [f"zone {r.name}: {r.primary_error}" for r, z in zip(results, zones, strict=True)
-              if z.zone is None and r.primary_error]
-    stale = {r.name: r.stale for r in results if r.stale}
+    errors = [f"zone {results[i].name}: {results[i].primary_error}" for i in walked
+              if zones[i].zone is None and results[i].primary_error]
+    stale = {results[i].name: results[i].stale for i in walked if results[i].stale}
     return DnsResult(placed, sorted(deleted), runner.updates_sent, errors, stale, verified)
+

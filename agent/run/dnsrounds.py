@@ -25,7 +25,7 @@ from agent.plan import build
 from agent.plan.changes import Plan
 from agent.plan.observed import Observed
 from agent.plan.zoneplan import ZonePlan
-from agent.reconcile import dnsapply, dnsresult
+from agent.reconcile import dnsapply, dnsresult, insync
 from agent.run.planning import Options
 from agent.run.steps import Steps, timed
 from agent.run.validation import Progress
@@ -48,13 +48,15 @@ class Rounds:
     deadline: Deadline
     steps: Steps
     progress: Progress
+    reported: insync.Reported | None = None  # a long-running agent's zones in sync (dnsapply.apply)
 
     def apply(self, zones: list[ZonePlan], *, focus: set[str] | None) -> dnsresult.DnsResult:
         options, endpoints = self.options, self.endpoints
         dns_options = dnsapply.DnsApplyOptions(options.batch, options.verify_wait, self.revision)
         with timed(self.steps, "apply_dns"):
             done = dnsapply.apply(zones, endpoints, self.store, options=dns_options, deadline=self.deadline,
-                                  progress=lambda n, total: self.progress("applied", "zones", n, total), focus=focus)
+                                  progress=lambda n, total: self.progress("applied", "zones", n, total), focus=focus,
+                                  reported=self.reported)
         self.steps["apply_dns"] -= done.verify_seconds  # verification is a step of its own
         self.steps["verify"] = self.steps.get("verify", 0.0) + done.verify_seconds
         return done

@@ -34,6 +34,8 @@ def after_run(memory: Memory, desired: Desired, kube: KubeResult | None, dns: Dn
         wanted = {z.name: z.rrsets for z in desired.zones}
         for zone in (set(memory.dns.zones) | set(memory.dns.sources)) - wanted.keys():
             memory.dns.forget(zone)
+        for zone in set(memory.reported) - wanted.keys():  # zones that left Git: their last result goes too
+            del memory.reported[zone]
         for zr in dns.zones:
             if not zr.ok:
                 memory.dns.forget(zr.name)

@@ -29,6 +29,7 @@ from agent.load.filecache import NO_FILES, FileCache
 from agent.model.key import ObjectKey
 from agent.observe.dnsobserve import DnsMemory
 from agent.plan.observed import KubeObserved
+from agent.reconcile import insync
 
 CLOCK_SKEW = 2.0  # seconds two replicas' clocks may differ by
 
@@ -56,6 +57,9 @@ class Memory:
     # differ from these; one that removes any of them is planned whole (its gate may refuse the removal)
     base_zones: dict[str, Zone] = dataclasses.field(default_factory=dict)
     base_objects: frozenset[ObjectKey] = frozenset()
+    # the result of each zone a run found in sync, with its plan: a later run that leaves the zone unasked
+    # and plans it the same (the very plan, from `plans`) reports it as it is (agent/reconcile/insync.py)
+    reported: insync.Reported = dataclasses.field(default_factory=dict)
 
     @classmethod
     def one_shot(cls) -> Memory:
@@ -96,12 +100,18 @@ class Memory:
             self.kube_at = 0.0
         self.serials_at = None
         self.dns.sources.clear()
+        self.reported.clear()
 
     def forget_world(self) -> None:
         """Trust nothing remembered of the cluster or the servers (after a failure, a new leader)."""
         self.kube, self.kube_at, self.kube_listed = None, 0.0, 0.0
         self.dns, self.dns_at, self.serials_at = DnsMemory(), 0.0, None
         self.plans.clear()
+        self.reported.clear()
+
+    def reports(self) -> insync.Reported | None:
+        """What a run's DNS apply may reuse and keep (a one-shot run: nothing)."""
+        return self.reported if self.keeps else None
 
 
 ONE_SHOT = Memory.one_shot()  # holds nothing and is never written to: one instance serves every one-shot run

@@ -242,7 +242,7 @@ class _Run:
                                                       "applied", "objects", done, total))
             if plan.zones is not None and self.endpoints is not None:
                 rounds = dnsrounds.Rounds(self.targets.store, self.endpoints, self.options, result.revision,
-                                          self.deadline, self.steps, self.progress)
+                                          self.deadline, self.steps, self.progress, self.memory.reports())
                 result.dns = rounds.apply(plan.zones, focus=self.observed.dns.focus if self.observed.dns else None)
                 if result.dns.stale:
                     result.replan = rounds.again(desired, result.dns)
