@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from agent.clients.deadline import Deadline
 from agent.clients.endpoints import Endpoint
 from agent.desired.hierarchy import Desired
-from agent.errors import AgentError
+from agent.errors import AgentError, KubeError
 from agent.model import names, problems
 from agent.model.ownership import RunState
 from agent.observe import kubeobserve
@@ -283,7 +283,11 @@ class _Run:
         Raises if it cannot be saved, and then nothing is written."""
         if not self.state.writing_at:  # else set already: by this run, or by a run whose end was never saved
             self.state.writing_at = time.time()
-            self.targets.store.save_run(self.state)
+            try:
+                self.targets.store.save_run(self.state)
+            except KubeError as exc:  # the state's namespace does not exist yet (this run creates it): no
+                if exc.reason != "not_found":  # replica followed a state that is not there, nothing to mark
+                    raise
 
     def _partial(self, result: RunOutcome) -> str:
         """What a partial run tells the user (the CLI prints it; the deadline also goes into the report)."""

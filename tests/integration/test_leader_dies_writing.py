@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pathlib
 import time
+import uuid
 from typing import Any
 
 import pytest
@@ -93,3 +94,19 @@ def test_a_leader_dying_between_its_writes_and_its_state_save_leaves_no_stale_li
     assert tier() == "edge"  # the revert reached the cluster: the standby did not trust its list
     after = ConfigMapStore(api, namespace).load_run()
     assert after.writing_at == 0 and after.reconciled_at > state.reconciled_at  # the mark is cleared, the time kept
+
+
+def test_a_first_sync_that_creates_the_agents_namespace_is_not_stopped_by_its_writing_mark(
+        tmp_path: pathlib.Path, git_remote: GitRemote, bind: bind_support.BindPair, zone_api: Any,
+        kube: KubeCluster, namespace: str) -> None:
+    """The mark goes into the state ConfigMap, in the agent's namespace; on a new cluster that namespace
+    is created by the run itself (--create-namespaces), after the mark would be saved."""
+    world = sampleworld.sample_world(tmp_path, git_remote, bind, zone_api, kube, namespace, push=False)
+    api, agent_ns = world["api"], f"agent-{uuid.uuid4().hex[:8]}"
+    repo = tmp_path / "sample"
+    assert api.get("Namespace", None, agent_ns) is None
+    result = agentrun.sync_dir(repo, store=ConfigMapStore(api, agent_ns), kube_api=api, endpoints=world["endpoints"],
+                               agent_namespace=agent_ns, create_namespaces=True)
+    assert result.outcome == "applied", (result.message, result.errors)
+    state = ConfigMapStore(api, agent_ns).load_run()
+    assert state.outcome == "applied" and state.writing_at == 0 and state.reconciled_at > 0
