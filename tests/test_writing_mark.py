@@ -25,3 +25,13 @@ def test_while_a_run_writes_no_list_of_the_cluster_is_trusted_by_a_replica_that_
         memory.kube, memory.kube_at, memory.kube_listed = KubeObserved({}, set(), set()), time.monotonic(), 500.0
         memory.take_over(applied_at=state.wrote_at)
         assert memory.kube_fresh(600, memory.agent_namespace) is trusted, state
+
+
+def test_before_any_runs_end_was_saved_no_list_of_the_cluster_is_trusted() -> None:
+    """A first run that creates the state's namespace cannot save its mark before its first writes:
+    a state never saved counts as a run writing (a follower lists again, a new leader reads in full)."""
+    assert RunState().wrote_at == float("inf")
+    memory = Memory()
+    memory.kube, memory.kube_at, memory.kube_listed = KubeObserved({}, set(), set()), time.monotonic(), 500.0
+    memory.take_over(applied_at=RunState().wrote_at)
+    assert not memory.kube_fresh(600, memory.agent_namespace)

@@ -115,8 +115,9 @@ class RunState:
     @property
     def wrote_at(self) -> float:
         """When the cluster last changed by a run's writes, as far as the state knows (epoch s); inf
-        while a run writes (or died writing): any list of the cluster may miss some of its writes."""
-        return float("inf") if self.writing_at else self.reconciled_at
+        while a run writes (or died writing), and before any run's end was ever saved (a first run
+        that creates the state's namespace cannot mark its writes): a list of the cluster may miss some."""
+        return float("inf") if self.writing_at or not self.reconciled_at else self.reconciled_at
 
     def to_json(self) -> str:
         doc: dict[str, Any] = {"applied": self.applied, "seen": self.seen, "outcome": self.outcome,

@@ -285,9 +285,10 @@ class _Run:
             self.state.writing_at = time.time()
             try:
                 self.targets.store.save_run(self.state)
-            except KubeError as exc:  # the state's namespace does not exist yet (this run creates it): no
-                if exc.reason != "not_found":  # replica followed a state that is not there, nothing to mark
+            except KubeError as exc:  # the state's namespace does not exist yet (this run creates it): a
+                if exc.reason != "not_found":  # state never saved is trusted by no replica (RunState.wrote_at)
                     raise
+                self.state.writing_at = 0.0  # saved at the next write, once the namespace exists
 
     def _partial(self, result: RunOutcome) -> str:
         """What a partial run tells the user (the CLI prints it; the deadline also goes into the report)."""

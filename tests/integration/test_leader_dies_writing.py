@@ -9,6 +9,7 @@ Git; the leader and the standby run in this process (the crash is an exception a
 
 from __future__ import annotations
 
+import dataclasses
 import pathlib
 import time
 import uuid
@@ -105,8 +106,17 @@ def test_a_first_sync_that_creates_the_agents_namespace_is_not_stopped_by_its_wr
     api, agent_ns = world["api"], f"agent-{uuid.uuid4().hex[:8]}"
     repo = tmp_path / "sample"
     assert api.get("Namespace", None, agent_ns) is None
-    result = agentrun.sync_dir(repo, store=ConfigMapStore(api, agent_ns), kube_api=api, endpoints=world["endpoints"],
+    saved: list[RunState] = []
+
+    class Recording(ConfigMapStore):
+        def save_run(self, state: RunState) -> None:
+            super().save_run(state)
+            saved.append(dataclasses.replace(state))
+
+    result = agentrun.sync_dir(repo, store=Recording(api, agent_ns), kube_api=api, endpoints=world["endpoints"],
                                agent_namespace=agent_ns, create_namespaces=True)
     assert result.outcome == "applied", (result.message, result.errors)
     state = ConfigMapStore(api, agent_ns).load_run()
     assert state.outcome == "applied" and state.writing_at == 0 and state.reconciled_at > 0
+    # the mark could not be saved before the namespace existed; it was at the run's next write (statuses)
+    assert [s.writing_at > 0 for s in saved] == [True, False], saved
