@@ -95,3 +95,12 @@ def _deployment_problem(conds: list[dict[str, Any]], bad: tuple[tuple[str, str],
 def is_ready(conds: list[dict[str, str]]) -> bool:
     """The conditions say Ready True."""
     return any(c["type"] == "Ready" and c["status"] == "True" for c in conds)
+
+
+def settled(status: Mapping[str, Any]) -> bool:
+    """A status that shows nothing to come back to: Ready True, not Degraded, no revision's rejection
+    mark (Progressing False). A long-running agent computes an unsettled status again on its next run,
+    whatever that run changes (agent/run/memorize.py `statuses_computed`)."""
+    conds = status.get("conditions") or []
+    trouble = (("Degraded", "True"), ("Progressing", "False"))
+    return is_ready(conds) and not any((c.get("type"), c.get("status")) in trouble for c in conds)

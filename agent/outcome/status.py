@@ -136,13 +136,15 @@ def _conditions_of(key: ObjectKey, index: _Index) -> list[dict[str, str]]:
         return conditions(outcome)
     if not index.dns:
         return conditions(outcome, dns_pending=True)
+    zone = index.zones_by_key.get(key) if key.kind == "DNSZone" else index.record_zone.get(key)
+    if zone is not None and not zone.instances:  # its selector matches no instance (any more): on no server
+        return _zone_conditions(None) if key.kind == "DNSZone" else _record_conditions(None, "", "")
     if key.kind == "DNSZone":
         return _zone_conditions(index.zone_results.get(key))
-    home = index.record_zone.get(key)
-    if home is None:
+    if zone is None:
         return conditions(outcome)
-    owner, rtype = home.records[key]
-    return _record_conditions(index.zone_results.get(home.key), owner, rtype)
+    owner, rtype = zone.records[key]
+    return _record_conditions(index.zone_results.get(zone.key), owner, rtype)
 
 
 def _cluster_fields(key: ObjectKey, index: _Index) -> dict[str, Any]:
@@ -349,8 +351,8 @@ def affected(desired: Desired, plan: Plan, kube: KubeResult | None, dns: DnsResu
         if zone is None or not _zone_touched(zr):
             continue
         out.add(zone.key)
-        if not zr.ok or any(not c.ok for c in zr.checks):
-            out |= set(zone.records)  # a zone-wide failure shows on every record
+        if not zr.ok or any(not c.ok for c in zr.checks) or zr.created_on or zr.deleted_from:
+            out |= set(zone.records)  # a zone-wide failure or a new placement shows on every record
             continue
         keys = {c.key for c in zr.changes} | {tuple(c.split(":", 1)[0].split(" ", 1)) for c in zr.conflicts}
         out |= {rk for rk, rrset in zone.records.items() if rrset in keys}

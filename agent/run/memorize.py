@@ -5,8 +5,12 @@ serial, and which zones' desired RRsets were confirmed. A run that failed as a w
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from agent.desired.hierarchy import Desired
+from agent.model.key import ObjectKey
+from agent.outcome import conditions
 from agent.plan.observed import DnsObserved, KubeObserved, Observed
 from agent.reconcile.dnsresult import DnsResult
 from agent.reconcile.kubeapply import KubeResult
@@ -102,3 +106,32 @@ def baseline(memory: Memory, desired: Desired) -> None:
     memory.base_zones = {z.name: z for z in desired.zones}
     memory.base_objects = frozenset(o.key for o in desired.objects)
     memory.reconcile_pending = True
+
+
+def statuses_computed(memory: Memory, wanted: Mapping[ObjectKey, Mapping[str, Any]], only: set[ObjectKey] | None,
+                      *, written: bool, not_written: Iterable[ObjectKey] = ()) -> None:
+    """The statuses a run computed (`only`: the CRs it computed, None: every CR): those not settled are
+    computed again by the next run whatever it changes (`Memory.unsettled`). Called before the writes
+    (`written` False: only adds) and after them (the settled ones computed, and the CRs gone, leave)."""
+    if not memory.keeps:
+        return
+    bad = {key for key, new in wanted.items() if not conditions.settled(new)}
+    if not written:
+        memory.unsettled |= bad
+        return
+    kept = set() if only is None else memory.unsettled - only
+    memory.unsettled = kept | bad | (set(not_written) & wanted.keys())
+    memory.statuses_all = False
+
+
+def rejection_marked(memory: Memory, marks: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
+    """A rejected revision's marks (each live CR and its new status), written to the cluster: the
+    remembered cluster holds them, and the next run computes those CRs' statuses again."""
+    if not memory.keeps:
+        return
+    for live, new in marks:
+        key = ObjectKey(live["kind"], live["metadata"].get("namespace"), live["metadata"]["name"])
+        memory.unsettled.add(key)
+        if memory.kube is not None and key in memory.kube.live:
+            memory.kube.live[key] = {**memory.kube.live[key], "status": new}
+

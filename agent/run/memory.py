@@ -60,6 +60,11 @@ class Memory:
     # the result of each zone a run found in sync, with its plan: a later run that leaves the zone unasked
     # and plans it the same (the very plan, from `plans`) reports it as it is (agent/reconcile/insync.py)
     reported: insync.Reported = dataclasses.field(default_factory=dict)
+    # the CRs whose status as last computed or marked is not settled (failed, not served yet, waiting,
+    # a rejected revision's mark): a run that computes only the statuses its change touches computes
+    # these too, so a status goes back to Ready on the first run after its cause is gone
+    unsettled: set[ObjectKey] = dataclasses.field(default_factory=set)
+    statuses_all: bool = False  # the next run computes every CR's status (a new leader: the old one's stay)
 
     @classmethod
     def one_shot(cls) -> Memory:
@@ -95,7 +100,7 @@ class Memory:
         replica. The cluster it listed is trusted only if it listed it after the old leader's last run
         that wrote (`applied_at`, the shared state's epoch seconds, with a margin for clock skew);
         else the cluster is read in full once. Its first run reconciles even an unchanged head."""
-        self.new_leader = True
+        self.new_leader = self.statuses_all = True  # what the old leader wrote last is not known here
         if self.kube_listed <= applied_at + CLOCK_SKEW:
             self.kube_at = 0.0
         self.serials_at = None

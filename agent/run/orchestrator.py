@@ -268,14 +268,18 @@ class _Run:
     def _statuses(self, desired: Desired, result: RunOutcome) -> None:
         api, plan, kube = self.targets.kube_api, result.plan, result.kube
         assert api is not None and plan is not None and kube is not None
-        only = status.affected(desired, plan, kube, result.dns) if self.kube_fast else None
+        only = None  # every CR's status, unless the cluster was remembered: those this run may change
+        if self.kube_fast and not self.memory.statuses_all:  # and those an earlier run left unsettled
+            only = status.affected(desired, plan, kube, result.dns) | self.memory.unsettled
         pods = kubeobserve.pods(api, conditions.unready(kube.live))  # why they do not start
         wanted = status.wanted(desired, kube, revision=result.revision, dns=result.dns, only=only,
                                changed=status.changed_zones(plan), pods=pods)
         todo = statusdiff.to_write(wanted, kube.live, kube.conflicts, events.now())
         if todo:
             self._writing()
+        memorize.statuses_computed(self.memory, wanted, only, written=False)
         kubeapply.write_statuses(api, todo, kube, revision=result.revision, deadline=self.deadline)
+        memorize.statuses_computed(self.memory, wanted, only, written=True, not_written=kube.failed)
 
     def _writing(self) -> None:
         """Saved before the run's first Kubernetes write (RunState.writing_at), cleared by its end: a
@@ -318,6 +322,7 @@ class _Run:
             except AgentError as exc:
                 result.errors.append(f"the live CRs were not marked: {exc}")
                 marks = []
+            memorize.rejection_marked(self.memory, marks)
             events.mark_rejected(api, marks, reason=reason, message=why)
         return self._finish(snap, result)
 
