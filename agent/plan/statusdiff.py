@@ -86,3 +86,22 @@ def rejection_marks(served: list[dict[str, Any]], *, reason: str, message: str, 
         if changed(new, old):
             marks.append((live, merge_times(new, old, now)))
     return marks
+
+
+REJECTION_REASONS = ("RevisionRejected", "PlanRefused")
+
+
+def keep_rejection(wanted: dict[ObjectKey, dict[str, Any]], live: dict[ObjectKey, dict[str, Any]],
+                   ) -> dict[ObjectKey, dict[str, Any]]:
+    """The statuses of a run that reconciles the revision that serves while the head is rejected: each
+    keeps the head's rejection mark (`rejection_marks`) its live status carries, until a good head."""
+    out = {}
+    for key, new in wanted.items():
+        conds = ((live.get(key) or {}).get("status") or {}).get("conditions") or []
+        mark = next((c for c in conds if c.get("type") == "Progressing" and c.get("status") == "False"
+                     and c.get("reason") in REJECTION_REASONS), None)
+        if mark is not None:
+            new = {**new, "conditions": [c for c in new.get("conditions") or [] if c.get("type") != "Progressing"]
+                   + [mark]}
+        out[key] = new
+    return out

@@ -24,7 +24,7 @@ def after_run(memory: Memory, desired: Desired, kube: KubeResult | None, dns: Dn
     keeps nothing."""
     if not memory.keeps:
         return
-    now = time.monotonic()
+    now = memory.served_at = time.monotonic()
     if failed:
         memory.forget_world()
         return

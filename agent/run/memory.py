@@ -64,6 +64,9 @@ class Memory:
     # a rejected revision's mark): a run that computes only the statuses its change touches computes
     # these too, so a status goes back to Ready on the first run after its cause is gone
     unsettled: set[ObjectKey] = dataclasses.field(default_factory=set)
+    # monotonic time a run last reconciled the revision that serves (applied it, or reconciled it again
+    # while the head is rejected: agent/run/orchestrator.py `_repair_due`)
+    served_at: float = 0.0
     statuses_all: bool = False  # the next run computes every CR's status (a new leader: the old one's stay)
 
     @classmethod

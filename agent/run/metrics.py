@@ -155,7 +155,9 @@ class Metrics:
             self.revision.info({"revision": run.revision})
             self.applied_at.set(time.time())
             self._managed(run)
-        if run.revision:
+        # a run that reconciled the revision that serves while the head is rejected (it stays rejected)
+        repair = run.rejected_head and run.outcome in ("applied", "partial")
+        if run.revision and not repair:
             applied = run.revision if run.outcome in ("applied", "partial") else applied_before
             self.revisions.info({"applied": applied or "", "seen": run.revision})
         if run.outcome in ("applied", "partial", "rejected", "unchanged"):
@@ -164,7 +166,8 @@ class Metrics:
         if run.outcome in ("drift", "in-sync") and run.plan is not None:
             for layer in LAYERS:
                 self.drift.labels(layer).set(sum(1 for c in run.plan.changes if c.target.layer == layer))
-        if run.outcome in ("applied", "in-sync", "suspended") or (run.outcome == "unchanged" and not run.rejected_head):
+        if (run.outcome in ("applied", "in-sync", "suspended") and not repair
+                or run.outcome == "unchanged" and not run.rejected_head):
             self.failures.set(0)  # a rejected head counts on every run until a good commit applies
         elif run.outcome != "drift":
             self.failures.inc()

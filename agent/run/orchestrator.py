@@ -155,15 +155,28 @@ class _Run:
         """The head; but when a push cut a reconcile and was then rejected, the revision that still
         serves (`state.applied`), reconciled whole as the cut run was to (the state keeps the head's
         rejection: `repairing`)."""
-        s = self.state
-        if (self.writes and self.memory.reconcile_pending and s.outcome in ("rejected", "refused") and s.applied
-                and head is not None and head == s.seen):
-            self.memory.reconcile_pending = False  # one attempt: a revision that no longer passes says so once
-            base = self.source.at(s.applied)
+        s, memory = self.state, self.memory
+        if self._stuck(head) and (memory.reconcile_pending or self._repair_due(head)):
+            if not memory.reconcile_pending:  # a resync of what serves: the world is read in full
+                memory.kube_at, memory.serials_at = 0.0, None
+            memory.reconcile_pending, memory.served_at = False, time.monotonic()  # one attempt per resync
+            base = self.source.at(s.applied or "")
             if base is not None:
                 self.repairing = True
                 return base
         return self.source.snapshot()
+
+    def _stuck(self, head: str | None) -> bool:
+        """The head was rejected or refused, and an earlier revision serves."""
+        s = self.state
+        return (self.writes and s.outcome in ("rejected", "refused") and bool(s.applied) and head is not None
+                and head == s.seen)
+
+    def _repair_due(self, head: str | None) -> bool:
+        """While the head is rejected, a long-running agent reconciles the revision that serves every
+        `resync_after` (drift is repaired as it would be with a good head); a one-shot run does not."""
+        return (self.memory.keeps and self._stuck(head)
+                and time.monotonic() - self.memory.served_at >= self.options.resync_after)
 
     def _plan(self, snap: Snapshot) -> Planned:
         """Pushes first: a reconcile of what was applied cleanly may yield to a push; a push waiting
@@ -220,8 +233,8 @@ class _Run:
     def _unchanged(self, head: str) -> bool:
         if self.options.mode == "detect":
             return False  # drift arises in the world, not in Git: look every time
-        if self.memory.blank or self.memory.pods_waiting:
-            return False  # a long-running agent just started, or a new pod waits for its zones: reconcile now
+        if self.memory.blank or self.memory.pods_waiting or self._repair_due(head):
+            return False  # a long-running agent just started, a new pod waits for its zones, a resync: now
         fresh = time.time() - self.state.reconciled_at < self.options.resync_after
         done = self.state.outcome in ("applied", "rejected")
         return head == self.state.seen and done and fresh and not self.options.dry_run
@@ -274,6 +287,8 @@ class _Run:
         pods = kubeobserve.pods(api, conditions.unready(kube.live))  # why they do not start
         wanted = status.wanted(desired, kube, revision=result.revision, dns=result.dns, only=only,
                                changed=status.changed_zones(plan), pods=pods)
+        if self.repairing:  # what serves is reconciled; the head's rejection still shows until a good head
+            wanted = statusdiff.keep_rejection(wanted, kube.live)
         todo = statusdiff.to_write(wanted, kube.live, kube.conflicts, events.now())
         if todo:
             self._writing()
