@@ -314,6 +314,18 @@ def serials(endpoint: Endpoint, zones: Sequence[str], *, timeout: float = 2) -> 
     return {z: s for (z, _), s in answers.items()}
 
 
+def _holds(wire: bytes, question: Question) -> bool:
+    return _raw_serial(wire, question) is not None
+
+
+@calls.measured("soa_query", "soa")
+def holds(endpoint: Endpoint, zones: Sequence[str], *, timeout: float = 2) -> dict[str, bool | None]:
+    """Whether `endpoint` serves each zone: True (it answers its SOA), False (it answers without one:
+    no such zone, REFUSED, SERVFAIL), None (no answer: down, or too slow to tell)."""
+    answers = _exchange(endpoint, [(z, "SOA") for z in zones], _holds, timeout=timeout, window=WINDOW)
+    return {z: held for (z, _), held in answers.items()}
+
+
 def serial_of(values: Iterable[str]) -> int | None:
     """The serial of an SOA in presentation form ("mname rname serial refresh ...")."""
     for value in values:

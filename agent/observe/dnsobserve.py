@@ -194,26 +194,37 @@ def observe(desired: Desired, store: Store, endpoints: Mapping[str, Endpoint], *
 def _secondaries_without(desired: Desired, ownership: Mapping[str, ZoneOwnership], servers: Mapping[str, Endpoint],
                          pods: Mapping[str, tuple[str, ...]], deadline: Deadline, focus: set[str] | None,
                          only: set[str] | None) -> list[tuple[str, str]]:
-    """(zone, server) for each pod of a secondary instance the zone is placed on that has no SOA serial
-    for it (a pod that started after the zone was placed, or restarted with an empty emptyDir): one
-    query per pod for all its zones. Instances written through one address are not asked (their
-    secondaries are checked after the writes, agent/reconcile/dnsapply.catch_up)."""
-    by_server: dict[str, list[str]] = {}
+    """(zone, server) for each server of a secondary instance the zone is placed on that does not
+    serve it: a pod without its SOA serial (started after the zone was placed, or restarted with an
+    empty emptyDir), and, on a run that reads every zone (no `focus`: a resync), an instance reached
+    through one address that answers without the zone (deleted by hand, or its data lost). One query
+    per server for all its zones; such a zone is planned on that server again."""
+    by_pod: dict[str, list[str]] = {}
+    by_address: dict[str, list[str]] = {}
     for z in desired.zones:
         if (only is not None and z.name not in only) or (focus is not None and z.name not in focus):
             continue
         owned = ownership.get(z.name)
         for key in z.secondaries:
             inst = instance_id(key)
-            if inst in pods and owned is not None and owned.placements.get(inst) == "secondary":
+            if owned is None or owned.placements.get(inst) != "secondary":
+                continue
+            if inst in pods:
                 for server in pods[inst]:
-                    by_server.setdefault(server, []).append(z.name)
+                    by_pod.setdefault(server, []).append(z.name)
+            elif inst in servers and focus is None:
+                by_address.setdefault(inst, []).append(z.name)
     out: list[tuple[str, str]] = []
-    for server, names_ in by_server.items():
+    for server, names_ in by_pod.items():
         if deadline.expired:
             break
         now = rfc2136.serials(servers[server], names_, timeout=deadline.timeout(2))
         out += [(zone, server) for zone in names_ if now.get(zone) is None]
+    for server, names_ in by_address.items():  # (a server that does not answer is not taken as empty)
+        if deadline.expired:
+            break
+        held = rfc2136.holds(servers[server], names_, timeout=deadline.timeout(2))
+        out += [(zone, server) for zone in names_ if held.get(zone) is False]
     return out
 
 
