@@ -4,10 +4,12 @@ not by every command that imports rrsets (`validate` of a repository of zones: b
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 
 import dns.exception
+import dns.name
 import dns.rdata
 import dns.rdataclass
 import dns.rdatatype
@@ -33,14 +35,28 @@ def _txt_chunks(text: str) -> list[bytes]:
     return [data[i:i + 255] for i in range(0, len(data), 255)] or [b""]
 
 
-def _addresses(values: list[str], field: str, family: type[ipaddress.IPv4Address | ipaddress.IPv6Address]) -> list[str]:
+def _addresses(values: list[str], field: str, family: type[ipaddress.IPv4Address | ipaddress.IPv6Address]
+               ) -> list[str | ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    """The addresses checked, as what dnspython is given: the parsed address (its bytes are what
+    parsing the text again would give; dnspython renders them the same), or the text itself when
+    it names a scope (`fe80::1%eth0`), which only ipaddress accepts: dnspython refuses it as before."""
+    out: list[str | ipaddress.IPv4Address | ipaddress.IPv6Address] = []
     for i, addr in enumerate(values):
         try:
-            family(addr)
+            parsed = family(addr)
         except ValueError:
             version = "IPv4" if family is ipaddress.IPv4Address else "IPv6"
             raise RecordError(f"spec.{field}[{i}]", f"{addr!r} is not an {version} address") from None
-    return values
+        out.append(addr if "%" in addr else parsed)
+    return out
+
+
+@functools.lru_cache(maxsize=16_384)
+def _host(value: str, path: str) -> dns.name.Name:
+    """rrsets.check_hostname of a target, fully qualified, once per distinct target: mail servers, SRV
+    and CNAME targets recur across records (the checked name is immutable; a refused one is checked,
+    and refused with the same words, every time)."""
+    return rrsets.check_hostname(value, path, require_fqdn=True)
 
 
 def _rdatas(spec: records.RecordSpec) -> list[dns.rdata.Rdata]:
@@ -51,16 +67,16 @@ def _rdatas(spec: records.RecordSpec) -> list[dns.rdata.Rdata]:
         return [dns.rdtypes.IN.AAAA.AAAA(IN, dns.rdatatype.AAAA, a)
                 for a in _addresses(spec.ipv6_addresses, "ipv6Addresses", ipaddress.IPv6Address)]
     if isinstance(spec, records.CNAMERecordSpec):
-        target = rrsets.check_hostname(spec.target, "spec.target", require_fqdn=True)
+        target = _host(spec.target, "spec.target")
         return [dns.rdtypes.ANY.CNAME.CNAME(IN, dns.rdatatype.CNAME, target)]
     if isinstance(spec, records.MXRecordSpec):
-        exchange = rrsets.check_hostname(spec.mail_server, "spec.mailServer", require_fqdn=True)
+        exchange = _host(spec.mail_server, "spec.mailServer")
         return [dns.rdtypes.ANY.MX.MX(IN, dns.rdatatype.MX, spec.priority, exchange)]
     if isinstance(spec, records.NSRecordSpec):
-        ns = rrsets.check_hostname(spec.nameserver, "spec.nameserver", require_fqdn=True)
+        ns = _host(spec.nameserver, "spec.nameserver")
         return [dns.rdtypes.ANY.NS.NS(IN, dns.rdatatype.NS, ns)]
     if isinstance(spec, records.SRVRecordSpec):
-        target = rrsets.check_hostname(spec.target, "spec.target", require_fqdn=True)
+        target = _host(spec.target, "spec.target")
         return [dns.rdtypes.IN.SRV.SRV(IN, dns.rdatatype.SRV, spec.priority, spec.weight, spec.port, target)]
     if isinstance(spec, records.TXTRecordSpec):
         chunks: list[bytes] = []

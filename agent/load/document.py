@@ -26,6 +26,9 @@ _MAX_ERRORS = 50  # schema errors shown per document: a list of 100,000 wrong it
 class Document:
     """One YAML document being checked; collects its problems."""
 
+    __slots__ = ("node", "data", "problems", "text", "file_text", "origin", "file", "obj", "_about", "failed",
+                 "repeats")  # one per document of a revision: no dict each
+
     def __init__(self, file: str, node: yaml.Node, data: Any, problems: list[Problem], text: str,
                  file_text: FileText | None, repeats: dict[tuple[str, str], int] | None = None) -> None:
         self.node, self.data, self.problems, self.text, self.file_text = node, data, problems, text, file_text
@@ -115,6 +118,8 @@ def check(doc: Document, default_namespace: str) -> Loaded | None:
 def _kind_of(doc: Document, data: dict[str, Any]) -> kinds.Kind | None:
     """The Bindy kind a document declares; None (reported) for other objects, versions and kinds."""
     api_version, kind_name = data.get("apiVersion"), data.get("kind")
+    if api_version == kinds.API_VERSION and type(kind_name) is str and (kind := kinds.KINDS.get(kind_name)):
+        return kind  # almost every document: Bindy's version and kind, nothing to report
     group = api_version.split("/")[0] if isinstance(api_version, str) else None
     if group != kinds.GROUP:
         if kind_name in kinds.KINDS:

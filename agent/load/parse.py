@@ -133,8 +133,9 @@ def _load_document(loader: Loader, start: int, node: yaml.Node, data: Any, text:
                    default_namespace: str, manifest: Manifest, repeats: dict[tuple[str, str], int]) -> None:
     manifest.documents += 1
     doc = document.Document(file, node, data, manifest.problems, text, manifest.text, repeats)
-    for line, key in loader.duplicates[start:]:
-        manifest.problems.append(Problem(Origin(file, line), "", "", f"duplicate key {key!r} in a mapping"))
+    if len(loader.duplicates) > start:
+        for line, key in loader.duplicates[start:]:
+            manifest.problems.append(Problem(Origin(file, line), "", "", f"duplicate key {key!r} in a mapping"))
     if data is None:
         return
     loaded = document.check(doc, default_namespace)

@@ -190,7 +190,9 @@ class Resource(Model):
         """The object a repository document describes, checked as the API server checks a CR against
         its CRD: fields only by Bindy's camelCase names, and types strictly (no string, float or
         boolean taken for an integer, no number for a string). Raises pydantic.ValidationError."""
-        return cls.model_validate(data, strict=True, by_alias=True, by_name=False)
+        # model_validate without its Python frame (one per document): the validator itself, built on first use
+        model: Self = cls.__pydantic_validator__.validate_python(data, strict=True, by_alias=True, by_name=False)
+        return model
 
     def share_field_sets(self) -> None:
         """Makes this object and its spec share their fields sets with every object whose set

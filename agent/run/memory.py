@@ -80,7 +80,9 @@ class Memory:
         reconciles the revision even when that was applied before, so that the first push after a
         restart costs what it changes, not a cold start (27 s at 100,000 records), and drift made
         while it was down is repaired. So is a replica that just took the Lease, though it loaded the
-        revision following as a standby (`new_leader`): what changed while the leader changed is repaired.
+        revision following as a standby (`new_leader`): what changed while the leader changed is repaired
+        (a hand edit of a generated object that its standby listed, and whose applied-hash annotation it
+        left as it was, waits for the new leader's first full observe, within `resync_after`).
         So is one whose reconcile was cut for a push (`reconcile_pending`), until a run reconciled whole.
         A one-shot run is never blank (it stops at an unchanged head)."""
         return self.keeps and (not self.files.loaded or self.new_leader or self.reconcile_pending)

@@ -1,0 +1,111 @@
+"""validate closer to the bare parse (issue 28, session 27): a record's addresses are parsed once (the
+parsed address goes to dnspython), a target host name is checked once per distinct name, a document's
+kind is told at once when it is Bindy's; every value is still refused as before, with the same words.
+And bench/plan_stream_bench.py pairs each round's figures with that round's bare parse."""
+
+from __future__ import annotations
+
+import importlib.util
+import ipaddress
+import pathlib
+import sys
+from types import ModuleType
+
+import dns.rdataclass
+import dns.rdatatype
+import dns.rdtypes.IN.AAAA
+import pytest
+
+from agent.desired import hierarchy as desired
+from agent.desired import recorddata
+from agent.model.problems import Severity
+from agent.model.records import AAAARecord, ARecord, SRVRecord
+from tests.conftest import Repo, load_dir
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+HEAD = "apiVersion: bindy.firestoned.io/v1beta1\n"
+ZONE = HEAD + """kind: Bind9Cluster
+metadata: {name: dns, namespace: dns}
+spec: {}
+---
+""" + HEAD + """kind: DNSZone
+metadata: {name: z, namespace: dns}
+spec:
+  zoneName: example.com
+  clusterRef: dns
+  soaRecord: {primaryNs: ns1.example.com., adminEmail: a.example.com., serial: 1, refresh: 1, retry: 1,
+              expire: 1, negativeTtl: 1}
+"""
+
+
+def _record(kind: str, spec: dict[str, object]) -> object:
+    model = {"AAAARecord": AAAARecord, "ARecord": ARecord, "SRVRecord": SRVRecord}[kind]
+    return model.from_document({"apiVersion": "bindy.firestoned.io/v1beta1", "kind": kind,
+                                "metadata": {"name": "r", "namespace": "dns"}, "spec": spec})
+
+
+def _errors(repo: Repo) -> list[str]:
+    manifest = load_dir(repo.root)
+    state = desired.build(manifest)
+    return sorted(str(p) for p in [*manifest.problems, *state.problems] if p.severity is Severity.ERROR)
+
+
+def test_a_scoped_ipv6_address_is_still_refused_as_dnspython_refuses_it(repo: Repo) -> None:
+    # ipaddress accepts a scope (`%eth0`), dnspython does not: the text, not the parsed address, goes on
+    repo.add("r.yaml", ZONE + "---\n" + HEAD + """kind: AAAARecord
+metadata: {name: a, namespace: dns}
+spec: {zone: example.com, name: www, ipv6Addresses: ['2001:db8::1', 'fe80::1%eth0']}
+---
+""" + HEAD + """kind: ARecord
+metadata: {name: b, namespace: dns}
+spec: {zone: example.com, name: www4, ipv4Addresses: [192.0.2.1, 192.0.2.01]}
+""")
+    assert _errors(repo) == [
+        "r.yaml:18: AAAARecord/dns/a: spec: invalid record data: Text input is malformed.",
+        "r.yaml:23: ARecord/dns/b: spec.ipv4Addresses[1]: '192.0.2.01' is not an IPv4 address",
+    ]
+
+
+@pytest.mark.parametrize("text", ["2001:db8::1", "2001:DB8:0:0:0:0:0:1", "::", "::ffff:192.0.2.1", "::192.0.2.1",
+                                  "64:ff9b::192.0.2.1", "1:0:0:1:0:0:0:1", "0001:0002::", "1:2:3:4:5:6:7::"])
+def test_an_address_renders_as_dnspython_renders_its_text(text: str) -> None:
+    record = _record("AAAARecord", {"name": "www", "ipv6Addresses": [text]})
+    expected = dns.rdtypes.IN.AAAA.AAAA(dns.rdataclass.IN, dns.rdatatype.AAAA, text)
+    assert recorddata.rdatas(record) == [expected]  # type: ignore[arg-type]
+    assert list(recorddata.values(record)) == [expected.to_text()]  # type: ignore[arg-type]
+    assert isinstance(recorddata._addresses([text], "ipv6Addresses", ipaddress.IPv6Address)[0], ipaddress.IPv6Address)
+
+
+def test_a_refused_target_is_refused_every_time_with_the_same_words() -> None:
+    for _ in range(2):  # a refusal is not remembered as an answer
+        with pytest.raises(recorddata.RecordError) as caught:
+            recorddata.rdatas(_record("SRVRecord", {"name": "_x._tcp", "priority": 1, "weight": 1, "port": 1,  # type: ignore[arg-type]
+                                                    "target": "srv.example.com"}))
+        assert caught.value.path == "spec.target"
+        assert "must be fully qualified with a trailing dot" in str(caught.value)
+    good = {"name": "_x._tcp", "priority": 1, "weight": 1, "port": 1, "target": "srv.example.com."}
+    first = recorddata.rdatas(_record("SRVRecord", {**good, "port": 2}))  # type: ignore[arg-type]
+    second = recorddata.rdatas(_record("SRVRecord", {**good, "port": 3}))  # type: ignore[arg-type]
+    assert first[0].target is second[0].target  # one checked name for every record that targets it
+
+
+def _plan_stream_bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("plan_stream_bench", ROOT / "bench" / "plan_stream_bench.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_bench_pairs_each_round_with_its_bare_parse_and_runs_only_what_is_asked(
+        tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bench = _plan_stream_bench()
+    quick = [sys.executable, "-c", "pass"]
+    # a one-argument `commands`, as bench/million_bench.py installs
+    bench.commands = lambda root: {name: (quick, ROOT) for name in ("bare parse", "validate", "plan -o json")}
+    bench.run(tmp_path, 3, only=("validate",))
+    out = capsys.readouterr()
+    assert "plan -o json" not in out.out + out.err  # not run, and no first byte measured
+    assert out.err.count("  validate ") == 3 and out.err.count("  bare parse ") == 3
+    assert "per round, x that round's bare parse: median [lowest - highest]" in out.out
+    assert bench._paired([2.0, 3.0, 6.0], [1.0, 2.0, 4.0]) == " 1.50x [1.50 - 2.00]"
