@@ -45,8 +45,11 @@ def waiting_instances(endpoints: Mapping[str, Endpoint]) -> set[str]:
 def zones_of_waiting(desired: Desired, endpoints: Mapping[str, Endpoint]) -> set[str]:
     """The zones placed on an instance with a waiting pod: those a run observes and writes even when
     nothing changed in them (a new pod has none)."""
+    instances = waiting_instances(endpoints)
+    if not instances:  # the usual case: no walk of the revision's zones
+        return set()
     on = placed(desired)
-    return {z for i in waiting_instances(endpoints) for z in on.get(i, ())}
+    return {z for i in instances for z in on.get(i, ())}
 
 
 def _why_not(server: str, result: ZoneResult | None) -> str:

@@ -32,6 +32,29 @@ def _entries(raw: bytes) -> Iterator[tuple[int, bytes]]:
         pos = end + 1 + _ID_BYTES
 
 
+def listed(raw: bytes) -> list[tuple[int, bytes, str]]:
+    """(mode, name, object id) of each entry of a raw tree object that `problem` found sound, in its
+    order (what `git ls-tree` prints of it)."""
+    out, pos = [], 0
+    while pos < len(raw):
+        space = raw.index(b" ", pos)
+        end = raw.index(b"\0", space + 1)
+        out.append((int(raw[pos:space], 8), raw[space + 1:end], raw[end + 1:end + 1 + _ID_BYTES].hex()))
+        pos = end + 1 + _ID_BYTES
+    return out
+
+
+def subtree(raw: bytes, name: str) -> str | None:
+    """The id of the tree named `name` in a raw tree object that `problem` found sound; None when
+    there is no such tree."""
+    want, pos = name.encode("utf-8", "surrogateescape"), 0
+    for mode, found in _entries(raw):
+        pos = raw.index(b"\0", raw.index(b" ", pos)) + 1 + _ID_BYTES
+        if found == want:
+            return raw[pos - _ID_BYTES:pos].hex() if mode & 0o170000 == _DIRECTORY else None
+    return None
+
+
 def _shown(name: bytes) -> str:
     return repr(boundary.shown(name.decode("utf-8", "surrogateescape")))
 

@@ -1,10 +1,12 @@
 """A commit's files, straight from its tree: no work tree, so nothing outside the commit is read.
 
-    git ls-tree -r -t -z <commit>[:<path>]       -> every entry: mode, type, object id, path
+    git cat-file --batch (GitPython, persistent) -> each tree's raw entries, checked as git fsck does
+                                                    (agent/sources/gitfsck.py) and listed, once per
+                                                    tree id (a push reads the few trees it changed);
+                                                    a blob's bytes, only when the loader reads it
     git cat-file --batch-check (persistent)      -> a blob's size, only when the loader asks for it
-    git cat-file --batch (GitPython, persistent) -> a blob's bytes, only when the loader reads it;
-                                                    a tree's raw entries, checked as git fsck does
-                                                    (agent/sources/gitfsck.py) once per tree id
+    git ls-tree -r -t -z <commit>[:<path>]       -> the listing of a revision with a tree git would
+                                                    refuse (it lists what `git show` would not read)
 
 A revision with a tree git would refuse (a name with `/`, `.`, `..`, a name twice ...: its listed
 paths are not what `git show` reads) lists only refusals, one for each such tree, so the loader
@@ -24,22 +26,19 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from collections.abc import Callable
-from typing import NamedTuple, TypeVar, Union
+from typing import TypeVar, Union
 
 import git
 
 from agent.errors import FileRefused, SourceError
 from agent.sources import boundary, gitfsck
+from agent.sources.lstree import MAX_PATHS, Entry, TooMany, list_tree
 
 _LINK, _SUBMODULE = "120000", "160000"
+_SHA = re.compile(r"[0-9a-f]{40}")  # a commit id git reads in process (SHA-1: gitfsck reads 20-byte ids)
 T = TypeVar("T")
-
-
-class Entry(NamedTuple):  # a tuple: hashed and compared in C, a thousand of them per listing
-    mode: str
-    kind: str  # blob / commit
-    blob: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,28 +65,6 @@ class GitFile:
         if self.refused is not None or self.reader is None:
             raise FileRefused(self.refused or "not read", warning=self.warning)
         return self.reader(self.blob)
-
-
-def list_tree(repo: git.Repo, treeish: str) -> tuple[dict[str, Entry], dict[str, str]]:
-    """Every blob and submodule below `treeish`, by path relative to it; and every tree below it,
-    its id by path."""
-    try:
-        raw = repo.git.execute(["git", "ls-tree", "-r", "-t", "-z", "--end-of-options", treeish],
-                               stdout_as_string=False)
-    except git.GitCommandError as exc:
-        raise SourceError(f"cannot list {treeish}: {exc.stderr.strip() if exc.stderr else exc}") from exc
-    entries: dict[str, Entry] = {}
-    trees: dict[str, str] = {}
-    for record in bytes(raw).split(b"\0"):
-        if not record:
-            continue
-        meta, _, path = record.partition(b"\t")
-        mode, kind, blob = meta.decode().split()
-        if kind == "tree":
-            trees[path.decode("utf-8", "surrogateescape")] = blob
-        else:
-            entries[path.decode("utf-8", "surrogateescape")] = Entry(mode, kind, blob)
-    return entries, trees
 
 
 def _must_be_blob(blob: str, kind: str | bytes) -> None:
@@ -203,6 +180,9 @@ class Listing:
     ordered: list[str] = dataclasses.field(default_factory=list)
     files: dict[tuple[str, Entry], GitFile | None] = dataclasses.field(default_factory=dict)  # None: not a candidate
     sound: set[str] = dataclasses.field(default_factory=set)  # ids of the trees git would accept
+    # the entries of each tree of the last listing, by tree id (its id names its content): a commit's
+    # tree is listed by reading only the trees it does not share with the last one
+    trees: dict[str, list[tuple[str, str, str, str]]] = dataclasses.field(default_factory=dict)
 
 
 def files(repo: git.Repo, treeish: str, last: Listing | None = None) -> list[GitFile]:
@@ -210,8 +190,17 @@ def files(repo: git.Repo, treeish: str, last: Listing | None = None) -> list[Git
     `last` listing of this same repository object, unchanged entries are the very files it made, and
     it is updated to this listing."""
     last = Listing() if last is None else last
-    entries, trees = list_tree(repo, treeish)
-    refused = _unsound(repo, treeish, trees, last)
+    ids = _tree_ids_of(repo, treeish)
+    read = _tree_reader(repo)
+    try:
+        listed = _read_trees(ids[-1], last, read) if ids is not None else None
+        entries, trees = listed if listed is not None else list_tree(repo, treeish)
+    except TooMany:
+        return [GitFile(".", "", 0, refused=(
+            f"not read: the Git tree of {treeish[:12]} lists more than {MAX_PATHS:,} paths (its folders name "
+            "the same folders over and over, or it is far larger than a repository of DNS records): no file "
+            "of this revision is read - keep the CRs' directory to the files the agent reads"))]
+    refused = _unsound(repo, treeish, trees, last, ids)
     if refused:
         return refused
     resolver = _Resolver(entries, _blob_reader(repo), _blob_sizer(repo))
@@ -236,7 +225,74 @@ def files(repo: git.Repo, treeish: str, last: Listing | None = None) -> list[Git
     return out
 
 
-def _unsound(repo: git.Repo, treeish: str, trees: dict[str, str], last: Listing) -> list[GitFile]:
+_DIRECTORY = 0o040000
+
+
+def _read_trees(root: str, last: Listing, read: Callable[[str], bytes],
+                ) -> tuple[dict[str, Entry], dict[str, str]] | None:
+    """What `list_tree` gives of the tree `root`, read with the repository's open `git cat-file`
+    instead of a `git ls-tree` process, each tree once: the trees the `last` listing read are not
+    read again (`last.trees` keeps this listing's). None when a tree is one git would refuse:
+    `git ls-tree` lists it then, and `_unsound` refuses it."""
+    entries: dict[str, Entry] = {}
+    trees: dict[str, str] = {}
+    kept: dict[str, list[tuple[str, str, str, str]]] = {}
+    todo = [("", root)]  # depth first, each tree's entries in its order: as `ls-tree -r -t` prints them
+    while todo:
+        prefix, tree = todo.pop()
+        found = kept.get(tree) or last.trees.get(tree)
+        if found is None:
+            raw = read(tree)
+            if gitfsck.problem(raw) is not None:
+                return None
+            found = [(*_canonical(mode), name.decode("utf-8", "surrogateescape"), oid)
+                     for mode, name, oid in gitfsck.listed(raw)]
+            last.sound.add(tree)
+        kept[tree] = found
+        if len(entries) + len(trees) + len(found) > MAX_PATHS:
+            raise TooMany(root)
+        below = []
+        for mode, kind, name, oid in found:
+            path = prefix + name
+            if kind == "tree":
+                trees[path] = oid
+                below.append((path + "/", oid))
+            else:
+                entries[path] = Entry(mode, kind, oid)
+        todo.extend(reversed(below))
+    last.trees = kept
+    return entries, trees
+
+
+def _canonical(mode: int) -> tuple[str, str]:
+    """The mode `git ls-tree` prints for a tree entry's (git's canon_mode), and the kind of object."""
+    kind = mode & 0o170000
+    if kind == _DIRECTORY:
+        return "040000", "tree"
+    if kind == 0o100000:
+        return ("100755" if mode & 0o111 else "100644"), "blob"
+    if kind == 0o120000:
+        return _LINK, "blob"
+    return _SUBMODULE, "commit"
+
+
+def _tree_ids_of(repo: git.Repo, treeish: str) -> list[str] | None:
+    """`_tree_ids` of `COMMIT[:PATH]`."""
+    commit, _, below = treeish.partition(":")
+    return _tree_ids(repo, commit, [p for p in below.split("/") if p], _tree_reader(repo))
+
+
+def _tree_reader(repo: git.Repo) -> Callable[[str], bytes]:
+    def read(tree: str) -> bytes:
+        _, kind, _, data = _asked(repo, lambda: repo.git.get_object_data(tree), f"cannot read tree {tree}")
+        if (kind.decode() if isinstance(kind, bytes) else kind) != "tree":
+            raise SourceError(f"object {tree} is a {kind!r}, not a tree")
+        return bytes(data)
+    return read
+
+
+def _unsound(repo: git.Repo, treeish: str, trees: dict[str, str], last: Listing,
+             ids: list[str] | None = None) -> list[GitFile]:
     """A refusal for each tree of the listing that git would refuse (agent/sources/gitfsck.py), and
     for each tree on the way to it from the commit's own (`COMMIT:a/b` is looked up in the commit's
     tree, then in `a`'s: a duplicate `a` there decides which `a` is read); the `last` listing's trees
@@ -246,17 +302,14 @@ def _unsound(repo: git.Repo, treeish: str, trees: dict[str, str], last: Listing)
     above = ["/".join(parts[:i]) for i in range(len(parts))]  # "" (the commit's tree), "a", ... not a/b itself
     specs = [f"{commit}^{{tree}}" if not path else f"{commit}:{path}" for path in above] + [
         treeish if below else f"{commit}^{{tree}}"]
-    try:
-        ids = [str(repo.git.rev_parse("--verify", "--end-of-options", spec)).strip() for spec in specs]
-    except git.GitCommandError as exc:
-        raise SourceError(f"cannot list {treeish}: {exc.stderr.strip() if exc.stderr else exc}") from exc
+    read = _tree_reader(repo)
+    ids = ids if ids is not None else _tree_ids(repo, commit, parts, read)
+    if ids is None:  # asked of git: a tree on the way is not sound, or the commit is not one
+        try:
+            ids = [str(repo.git.rev_parse("--verify", "--end-of-options", spec)).strip() for spec in specs]
+        except git.GitCommandError as exc:
+            raise SourceError(f"cannot list {treeish}: {exc.stderr.strip() if exc.stderr else exc}") from exc
     root = ids[-1]
-
-    def read(tree: str) -> bytes:
-        _, kind, _, data = _asked(repo, lambda: repo.git.get_object_data(tree), f"cannot read tree {tree}")
-        if (kind.decode() if isinstance(kind, bytes) else kind) != "tree":
-            raise SourceError(f"object {tree} is a {kind!r}, not a tree")
-        return bytes(data)
 
     sound = last.sound
     on_the_way = list(zip(ids[:-1], above, strict=True))
@@ -270,6 +323,25 @@ def _unsound(repo: git.Repo, treeish: str, trees: dict[str, str], last: Listing)
         f"{commit[:12]} has {why}; its paths are not what `git show` reads, so no file of this revision is "
         "read - rewrite the commit with ordinary git (git fsck --strict shows the tree)"))
         for path, full, why in unsound]
+
+
+def _tree_ids(repo: git.Repo, commit: str, parts: list[str], read: Callable[[str], bytes]) -> list[str] | None:
+    """The ids `git rev-parse COMMIT^{tree} COMMIT:a COMMIT:a/b ...` gives, read with the repository's
+    open `git cat-file` instead of a process of its own; None when git is to be asked (`commit` is
+    no commit id, or a tree on the way is one git would refuse: its lookup is git's to decide)."""
+    if not _SHA.fullmatch(commit):
+        return None
+    try:
+        ids = [repo.commit(commit).tree.hexsha]
+        for part in parts:
+            raw = read(ids[-1])
+            found = None if gitfsck.problem(raw) else gitfsck.subtree(raw, part)
+            if found is None:
+                return None
+            ids.append(found)
+    except (ValueError, OSError, SourceError, git.GitCommandError, git.BadName, git.BadObject):
+        return None
+    return ids
 
 
 def _listed(rel: str, entry: Entry, resolver: _Resolver) -> GitFile | None:
