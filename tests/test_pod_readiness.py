@@ -138,3 +138,12 @@ def test_the_instance_status_after_a_sync_names_the_pod_that_cannot_start(tmp_pa
     shown = status.wanted(desired, result, revision=None, pods={key: [pod]})
     ready = _by_type(shown[ObjectKey("Bind9Instance", "dns-system", "dns-primary-0")]["conditions"])["Ready"]
     assert ready["status"] == "False" and "pod dns-primary-0-7c9-abcde: ErrImageNeverPull" in ready["message"]
+
+
+def test_the_unready_deployments_of_the_instances_asked_are_found_without_walking_the_others() -> None:
+    broken, ready, other = (ObjectKey("Deployment", "dns-system", n) for n in ("broken-0", "dns-primary-0", "x-0"))
+    live = {broken: _deployment(1, 0, name="broken-0"), ready: _deployment(1, 1),
+            other: _deployment(1, 0, name="x-0")}
+    instances = [ObjectKey("Bind9Instance", "dns-system", n) for n in ("broken-0", "dns-primary-0", "gone-0")]
+    assert conditions.unready(live, instances) == [live[broken]]  # x-0 is no instance of the revision
+    assert conditions.unready(live) == [live[broken], live[other]]

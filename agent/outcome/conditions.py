@@ -78,9 +78,14 @@ def all_ready(deployment: dict[str, Any]) -> bool:
     return want > 0 and int(status.get("readyReplicas") or 0) >= want and updated >= want
 
 
-def unready(live: Mapping[ObjectKey, dict[str, Any]]) -> list[dict[str, Any]]:
-    """The live Deployments that are not all ready: the ones whose pods are worth reading."""
-    return [body for key, body in live.items() if key.kind == "Deployment" and not all_ready(body)]
+def unready(live: Mapping[ObjectKey, dict[str, Any]], instances: Iterable[ObjectKey] | None = None,
+            ) -> list[dict[str, Any]]:
+    """The live Deployments that are not all ready: the ones whose pods are worth reading. With
+    `instances`, only theirs (an instance's Deployment has its name): not a walk of every live object."""
+    if instances is None:
+        return [body for key, body in live.items() if key.kind == "Deployment" and not all_ready(body)]
+    found = (live.get(ObjectKey("Deployment", i.namespace, i.name)) for i in instances)
+    return [body for body in found if body is not None and not all_ready(body)]
 
 
 def _deployment_problem(conds: list[dict[str, Any]], bad: tuple[tuple[str, str], ...]) -> str:

@@ -284,7 +284,7 @@ class _Run:
         only = None  # every CR's status, unless the cluster was remembered: those this run may change
         if self.kube_fast and not self.memory.statuses_all:  # and those an earlier run left unsettled
             only = status.affected(desired, plan, kube, result.dns) | self.memory.unsettled
-        pods = kubeobserve.pods(api, conditions.unready(kube.live))  # why they do not start
+        pods = kubeobserve.pods(api, conditions.unready(kube.live, desired.instances))  # why they do not start
         wanted = status.wanted(desired, kube, revision=result.revision, dns=result.dns, only=only,
                                changed=status.changed_zones(plan), pods=pods)
         if self.repairing:  # what serves is reconciled; the head's rejection still shows until a good head
