@@ -22,7 +22,7 @@ from agent.model import names
 from agent.model.limits import Limits
 from agent.outcome import report, signature
 from agent.sources import git, localdir
-from agent.sources.git import GitSource
+from agent.sources.git import FetchedCommit, GitSource
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ class RevisionSource(Protocol):
     label: str  # for messages: the URL or the directory
     lock_path: pathlib.Path  # two runs on the same source never overlap
 
-    def head(self) -> str | None: ...
+    def head(self, *, fetch: bool = False) -> str | None: ...
     def snapshot(self) -> Snapshot: ...
     def at(self, sha: str) -> Snapshot | None: ...
     def superseded(self, old: str | None, new: str) -> list[str]: ...
@@ -60,7 +60,7 @@ class DirectoryRevisions:
         self.revision = revision  # a name for this revision instead of the computed one
         self.limits = limits or Limits()
 
-    def head(self) -> str | None:
+    def head(self, *, fetch: bool = False) -> str | None:
         return None  # always read: a directory has no cheap "nothing changed" signal
 
     def snapshot(self) -> Snapshot:
@@ -89,9 +89,17 @@ class GitRevisions:
         self.report_key = report_key  # signs every note (agent/outcome/signature.py); None: unsigned
         self.label = source.url
         self.lock_path = source.workdir.with_name(source.workdir.name + ".lock")
+        self._fetched: FetchedCommit | None = None  # fetched by `head(fetch=True)`, read by the next snapshot
 
-    def head(self) -> str | None:
-        return self.source.remote_head()
+    def head(self, *, fetch: bool = False) -> str | None:
+        """The remote's head (`git ls-remote`); with `fetch` (a webhook said the branch moved), the
+        commit fetched at once, which the run's snapshot then reads: one git process less."""
+        self._fetched = None  # what an earlier run fetched is never read
+        if not fetch:
+            return self.source.remote_head()
+        self.source.clear_stale_locks()  # safe: the run lock is held
+        self._fetched = self.source.fetch()
+        return self._fetched.revision
 
     def bound(self, time_left: Callable[[], float] | None) -> None:
         """Every git command (ls-remote, fetch, notes fetch and push) ends within `time_left()`
@@ -99,8 +107,10 @@ class GitRevisions:
         self.source.time_left = time_left or git.unbounded
 
     def snapshot(self) -> Snapshot:
-        self.source.clear_stale_locks()  # safe: the run lock is held
-        snap = self.source.fetch()  # the files are read from the commit's tree, never a work tree
+        snap, self._fetched = self._fetched, None
+        if snap is None:
+            self.source.clear_stale_locks()  # safe: the run lock is held
+            snap = self.source.fetch()  # the files are read from the commit's tree, never a work tree
         return Snapshot(snap.revision, snap.files(), dataclasses.asdict(snap.commit), snap.limits)
 
     def at(self, sha: str) -> Snapshot | None:

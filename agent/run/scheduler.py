@@ -114,7 +114,8 @@ class Agent:
         run_id, trigger = self.trace.start(why)
         b = self.built
         run = runner.run(b.source, b.targets, b.options, run_id=run_id, memory=self.memory,
-                         yield_to=self.triggers.push_due)  # pushes first: a reconcile yields to a webhook
+                         yield_to=self.triggers.push_due,  # pushes first: a reconcile yields to a webhook
+                         pushed=why in (throttle.WEBHOOK, "push"))  # the branch moved: fetch at once
         self.memory.new_leader = False  # once per leadership, whatever the outcome
         if self.memory.reconcile_pending:  # cut for a push: the push's run, then the reconcile it cut
             if run.outcome == "preempted":
