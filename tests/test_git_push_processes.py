@@ -71,10 +71,10 @@ def test_a_push_reads_its_revision_with_ls_remote_and_fetch_only(
     assert [v for v in verbs if v != "cat-file"] == ["ls-remote", "fetch"], verbs
     fetch = next(argv for argv in started if "fetch" in argv[1:2])
     assert "--no-auto-maintenance" in fetch and "--no-tags" in fetch
-    assert "--depth" not in fetch  # the branch's base is in the clone: no shallow boundary computed again
+    assert "--depth" in fetch  # every fetch stays shallow: a merge of an old branch brings no whole history
 
 
-def test_the_first_fetch_is_shallow_and_a_rewritten_history_is_still_followed(
+def test_every_fetch_is_shallow_and_a_rewritten_history_is_still_followed(
         remote: GitRemote, tmp_path: pathlib.Path, started: list[list[str]]) -> None:
     for i in range(4):
         remote.commit(f"c{i}", {"a.yaml": TXT % ("a", str(i))})
@@ -91,6 +91,17 @@ def test_the_first_fetch_is_shallow_and_a_rewritten_history_is_still_followed(
 
     assert snap.revision == rewritten != first.revision
     assert [f.read() for f in snap.files()] == [(TXT % ("a", "new")).encode()]
+    # a merge of a branch that forked long ago brings at most `depth` commits of it, not its history
+    remote.cmd("checkout", "-q", "-b", "old", remote.cmd("rev-list", "--max-parents=0", "HEAD"))
+    for i in range(10):
+        remote.commit(f"old{i}", {f"o{i}.yaml": TXT % ("o", str(i))})
+    remote.cmd("checkout", "-q", "main")
+    remote.cmd("-c", "user.name=t", "-c", "user.email=t@t", "merge", "-q", "--no-edit", "old")
+    remote.push()
+    merged = source.fetch()
+    assert len(subprocess.run(["git", "-C", str(source.workdir), "rev-list", "--all"], capture_output=True,
+                              text=True, check=True).stdout.split()) <= 2 + 2 * 2 + 1, "the whole history came"
+    assert merged.revision == remote.head()
 
 
 def test_a_push_under_a_path_reads_the_trees_on_the_way_without_rev_parse(

@@ -63,3 +63,22 @@ def test_a_large_ordinary_tree_is_listed_in_full(tmp_path: pathlib.Path, monkeyp
     _bomb(remote, 4)  # 10,000 files: under the bound
     files = GitSource(remote.url, tmp_path / "cache").fetch().files()
     assert len(files) == 10_000 and not any(f.refused for f in files)
+
+
+def test_a_tree_of_long_folder_names_is_refused_before_its_paths_fill_memory(
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """10 folders a level, 3 levels, names of 2,000 bytes: 1,110 paths, but 6.7 MB of path names
+    (with 40 KB names, a 0.1 MB repository made 2.4 GB of memory before the bound on bytes)."""
+    monkeypatch.setattr(gittree, "MAX_LISTING_BYTES", 1_000_000)
+    remote = GitRemote(tmp_path / "git")
+    remote.commit("first", {"a.yaml": "x: 1\n"})
+    remote.push()
+    blob = subprocess.run(["git", "-C", str(remote.work), "hash-object", "-w", "--stdin"], input="x: 1\n",
+                          capture_output=True, text=True, check=True).stdout.strip()
+    tree = _mktree(remote, [f"100644 blob {blob}\tf{i}.yaml" for i in range(10)])
+    for level in range(3):
+        tree = _mktree(remote, [f"040000 tree {tree}\t{chr(97 + i) * 250}{level}{'x' * 1750}" for i in range(10)])
+    remote.cmd("update-ref", "refs/heads/main", remote.cmd("commit-tree", tree, "-m", "long names"))
+    remote.push(force=True)
+    files = GitSource(remote.url, tmp_path / "cache").fetch().files()
+    assert len(files) == 1 and files[0].refused is not None and "MiB of path names" in files[0].refused

@@ -314,14 +314,18 @@ def serials(endpoint: Endpoint, zones: Sequence[str], *, timeout: float = 2) -> 
     return {z: s for (z, _), s in answers.items()}
 
 
-def _holds(wire: bytes, question: Question) -> bool:
-    return _raw_serial(wire, question) is not None
+def _holds(wire: bytes, question: Question) -> bool | None:
+    if _raw_serial(wire, question) is not None:
+        return True
+    rcode = struct.unpack_from("!H", wire, 2)[0] & 0xF if len(wire) >= 4 else dns.rcode.SERVFAIL
+    return None if rcode == dns.rcode.SERVFAIL else False  # SERVFAIL: held, but not loaded (yet)
 
 
 @calls.measured("soa_query", "soa")
 def holds(endpoint: Endpoint, zones: Sequence[str], *, timeout: float = 2) -> dict[str, bool | None]:
     """Whether `endpoint` serves each zone: True (it answers its SOA), False (it answers without one:
-    no such zone, REFUSED, SERVFAIL), None (no answer: down, or too slow to tell)."""
+    no such zone, REFUSED), None (no answer: down or too slow; or SERVFAIL: a zone it holds but has
+    not loaded, e.g. still transferring or expired)."""
     answers = _exchange(endpoint, [(z, "SOA") for z in zones], _holds, timeout=timeout, window=WINDOW)
     return {z: held for (z, _), held in answers.items()}
 

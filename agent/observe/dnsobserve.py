@@ -220,11 +220,12 @@ def _secondaries_without(desired: Desired, ownership: Mapping[str, ZoneOwnership
             break
         now = rfc2136.serials(servers[server], names_, timeout=deadline.timeout(2))
         out += [(zone, server) for zone in names_ if now.get(zone) is None]
-    for server, names_ in by_address.items():  # (a server that does not answer is not taken as empty)
-        if deadline.expired:
+    for server, names_ in by_address.items():  # a server that does not answer is not taken as empty,
+        if deadline.expired:  # nor one that refuses every zone (its allow-query may not let the agent in)
             break
         held = rfc2136.holds(servers[server], names_, timeout=deadline.timeout(2))
-        out += [(zone, server) for zone in names_ if held.get(zone) is False]
+        if any(held.values()):
+            out += [(zone, server) for zone in names_ if held.get(zone) is False]
     return out
 
 

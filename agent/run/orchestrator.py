@@ -125,7 +125,7 @@ class _Run:
         except AgentError as exc:
             return RunOutcome(self.run_id, None, "unreachable", message=str(exc), retryable=exc.retryable)
         logs.revision.set(snap.revision)
-        skipped = self.source.superseded(self.state.seen, snap.revision) if self.writes else []
+        skipped = self.source.superseded(self.state.seen, snap.revision) if self.writes and not self.repairing else []
         planned = self._plan(snap)
         if planned.cut:
             return pushfirst.cut(self.run_id, snap, planned, self.memory)
@@ -154,14 +154,15 @@ class _Run:
         return self._finish(snap, result)
 
     def _snapshot(self, head: str | None) -> Snapshot:
-        """The head; but when a push cut a reconcile and was then rejected, the revision that still
-        serves (`state.applied`), reconciled whole as the cut run was to (the state keeps the head's
-        rejection: `repairing`)."""
+        """The head; but while the head is rejected, the revision that still serves (`state.applied`)
+        when a push cut its reconcile, a new pod waits for its zones, or a resync is due (the state
+        keeps the head's rejection: `repairing`)."""
         s, memory = self.state, self.memory
-        if self._stuck(head) and (memory.reconcile_pending or self._repair_due(head)):
-            if not memory.reconcile_pending:  # a resync of what serves: the world is read in full
-                memory.kube_at, memory.serials_at = 0.0, None
-            memory.reconcile_pending, memory.served_at = False, time.monotonic()  # one attempt per resync
+        due = self._repair_due(head)
+        if self._stuck(head) and (memory.reconcile_pending or memory.pods_waiting or due):
+            if due and not memory.reconcile_pending:  # a resync of what serves: the world is read in full
+                memory.kube_at, memory.serials_at, memory.served_at = 0.0, None, time.monotonic()  # once per resync
+            memory.reconcile_pending = False
             base = self.source.at(s.applied or "")
             if base is not None:
                 self.repairing = True
@@ -392,5 +393,6 @@ class _Run:
             self._save(state, result)
         doc = reports[0].as_dict()
         forge.finished(self.targets.forge, doc)
-        notify.after_run(self.targets.alerts, doc, self.state.outcome, previous_revision=self.state.seen)
+        if not self.repairing:  # what serves was reconciled again: the head's rejection was alerted, and stays
+            notify.after_run(self.targets.alerts, doc, self.state.outcome, previous_revision=self.state.seen)
         return result

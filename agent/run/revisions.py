@@ -103,8 +103,10 @@ class GitRevisions:
 
     def bound(self, time_left: Callable[[], float] | None) -> None:
         """Every git command (ls-remote, fetch, notes fetch and push) ends within `time_left()`
-        seconds, or its own timeout if sooner; None: its own timeout only."""
+        seconds, or its own timeout if sooner; None: its own timeout only. A run's start and end: what
+        `head(fetch=True)` fetched is read by that run's snapshot only."""
         self.source.time_left = time_left or git.unbounded
+        self._fetched = None
 
     def snapshot(self) -> Snapshot:
         snap, self._fetched = self._fetched, None

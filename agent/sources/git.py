@@ -240,8 +240,6 @@ class GitSource:
         else:
             tag, tracking = f"refs/tags/{target}", f"refs/remotes/origin/{target}"
             refspec = f"+{tag}:{tag}" if self.ref else f"+{target}:{tracking}"
-            if not self.ref and git.Reference(repo, tracking).is_valid():
-                depth = []  # fetched before: what was pushed since, no shallow boundary again (15 ms a push)
             self._git(repo, "fetch", "--quiet", "--force", *quick, *depth, "--", "origin", refspec)
         sha = gitlocal.fetched(repo) or self._git(repo, "rev-parse", "--verify", "--end-of-options",
                                                   "FETCH_HEAD^{commit}").strip()  # (a tag, peeled)
@@ -385,7 +383,7 @@ class GitSource:
         """Removes lock files a killed git left in the clone. Only safe while holding the run lock:
         no other git process of the agent can be using this clone."""
         git_dir = self.workdir / ".git"
-        for lock in [*git_dir.glob("*.lock"), *git_dir.glob("refs/**/*.lock")]:
+        for lock in [*git_dir.glob("*.lock"), *git_dir.glob("refs/**/*.lock"), *git_dir.glob("objects/pack/tmp_*")]:
             log.warning("removing %s left by an interrupted git command", lock.relative_to(self.workdir))
             lock.unlink(missing_ok=True)
 

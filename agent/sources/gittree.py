@@ -34,7 +34,7 @@ import git
 
 from agent.errors import FileRefused, SourceError
 from agent.sources import boundary, gitfsck
-from agent.sources.lstree import MAX_PATHS, Entry, TooMany, list_tree
+from agent.sources.lstree import MAX_LISTING_BYTES, MAX_PATHS, Entry, TooMany, list_tree
 
 _LINK, _SUBMODULE = "120000", "160000"
 _SHA = re.compile(r"[0-9a-f]{40}")  # a commit id git reads in process (SHA-1: gitfsck reads 20-byte ids)
@@ -197,9 +197,10 @@ def files(repo: git.Repo, treeish: str, last: Listing | None = None) -> list[Git
         entries, trees = listed if listed is not None else list_tree(repo, treeish)
     except TooMany:
         return [GitFile(".", "", 0, refused=(
-            f"not read: the Git tree of {treeish[:12]} lists more than {MAX_PATHS:,} paths (its folders name "
-            "the same folders over and over, or it is far larger than a repository of DNS records): no file "
-            "of this revision is read - keep the CRs' directory to the files the agent reads"))]
+            f"not read: the Git tree of {treeish[:12]} lists more than {MAX_PATHS:,} paths or "
+            f"{MAX_LISTING_BYTES // 2**20} MiB of path names (its folders name the same folders over and over, "
+            "or hold names thousands of bytes long: far beyond a repository of DNS records): no file of this "
+            "revision is read - keep the CRs' directory to the files the agent reads"))]
     refused = _unsound(repo, treeish, trees, last, ids)
     if refused:
         return refused
@@ -237,6 +238,7 @@ def _read_trees(root: str, last: Listing, read: Callable[[str], bytes],
     entries: dict[str, Entry] = {}
     trees: dict[str, str] = {}
     kept: dict[str, list[tuple[str, str, str, str]]] = {}
+    named = 0  # bytes of the paths listed: a few long folder names nested make gigabytes of paths
     todo = [("", root)]  # depth first, each tree's entries in its order: as `ls-tree -r -t` prints them
     while todo:
         prefix, tree = todo.pop()
@@ -249,7 +251,8 @@ def _read_trees(root: str, last: Listing, read: Callable[[str], bytes],
                      for mode, name, oid in gitfsck.listed(raw)]
             last.sound.add(tree)
         kept[tree] = found
-        if len(entries) + len(trees) + len(found) > MAX_PATHS:
+        named += len(found) * len(prefix) + sum(len(name) for _, _, name, _ in found)
+        if len(entries) + len(trees) + len(found) > MAX_PATHS or named > MAX_LISTING_BYTES:
             raise TooMany(root)
         below = []
         for mode, kind, name, oid in found:

@@ -13,6 +13,7 @@ import dns.update
 import pytest
 
 from agent.clients import rfc2136 as records
+from agent.outcome import notify
 from agent.run.memory import Memory
 from tests.support import bind as bind_support
 from tests.support import warmcold as wc
@@ -33,7 +34,10 @@ def _drift(bind: bind_support.BindPair, zone: str, name: str, value: str) -> Non
 @pytest.mark.parametrize("agent", ["the same agent", "a restarted agent"])
 def test_drift_is_repaired_at_the_resync_while_the_head_is_rejected(
         tmp_path: Any, git_remote: GitRemote, bind: bind_support.BindPair, zone_api: Any,
-        kube: KubeCluster, namespace: str, agent: str) -> None:
+        kube: KubeCluster, namespace: str, agent: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    alerts: list[str | None] = []
+    monkeypatch.setattr(notify, "after_run", lambda settings, doc, previous, *, previous_revision=None: alerts.append(
+        notify.event(doc, previous, previous_revision)))
     world = wc.world_of(tmp_path, git_remote, bind, zone_api, kube, namespace)
     tag, web = world["tag"], world["files"][wc.WEB]
     primary = world["endpoints"][f"{namespace}/dns-primary-0"]
@@ -47,6 +51,7 @@ def test_drift_is_repaired_at_the_resync_while_the_head_is_rejected(
     memory = Memory() if agent == "a restarted agent" else None
     repair = wc.run(world, memory, resync_after=0)
     assert repair.revision == served and repair.outcome == "applied", (repair.outcome, repair.message)
+    assert alerts[-1] == "refusal"  # the rejection's alert, and no "recovery" while the head stays rejected
     assert records.query(primary, f"www.example-{tag}.org.", "A") == ("198.51.100.80",)
     state = wc.statuses(world)  # the head's rejection still shows: a good commit is still needed
     assert ("Progressing", "False") in [c[:2] for c in state["DNSZone/example-org"]], state["DNSZone/example-org"]
