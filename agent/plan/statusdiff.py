@@ -80,9 +80,8 @@ def rejection_marks(served: list[dict[str, Any]], *, reason: str, message: str, 
     marks = []
     for live in served:
         old = live.get("status") or {}
-        conds = [c for c in old.get("conditions") or [] if c.get("type") != "Progressing"]
-        conds.append({"type": "Progressing", "status": "False", "reason": reason, "message": message})
-        new = {**old, "conditions": conds}
+        mark = {"type": "Progressing", "status": "False", "reason": reason, "message": message}
+        new = _with_progressing(old, mark)
         if changed(new, old):
             marks.append((live, merge_times(new, old, now)))
     return marks
@@ -100,8 +99,11 @@ def keep_rejection(wanted: dict[ObjectKey, dict[str, Any]], live: dict[ObjectKey
         conds = ((live.get(key) or {}).get("status") or {}).get("conditions") or []
         mark = next((c for c in conds if c.get("type") == "Progressing" and c.get("status") == "False"
                      and c.get("reason") in REJECTION_REASONS), None)
-        if mark is not None:
-            new = {**new, "conditions": [c for c in new.get("conditions") or [] if c.get("type") != "Progressing"]
-                   + [mark]}
-        out[key] = new
+        out[key] = new if mark is None else _with_progressing(new, mark)
     return out
+
+
+def _with_progressing(status: dict[str, Any], condition: dict[str, Any]) -> dict[str, Any]:
+    """`status` with `condition` as its one Progressing condition (a rejection mark), last."""
+    conds = [c for c in status.get("conditions") or [] if c.get("type") != "Progressing"]
+    return {**status, "conditions": [*conds, condition]}

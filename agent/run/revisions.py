@@ -97,8 +97,7 @@ class GitRevisions:
         self._fetched = None  # what an earlier run fetched is never read
         if not fetch:
             return self.source.remote_head()
-        self.source.clear_stale_locks()  # safe: the run lock is held
-        self._fetched = self.source.fetch()
+        self._fetched = self._fetch()
         return self._fetched.revision
 
     def bound(self, time_left: Callable[[], float] | None) -> None:
@@ -110,10 +109,12 @@ class GitRevisions:
 
     def snapshot(self) -> Snapshot:
         snap, self._fetched = self._fetched, None
-        if snap is None:
-            self.source.clear_stale_locks()  # safe: the run lock is held
-            snap = self.source.fetch()  # the files are read from the commit's tree, never a work tree
+        snap = snap or self._fetch()
         return Snapshot(snap.revision, snap.files(), dataclasses.asdict(snap.commit), snap.limits)
+
+    def _fetch(self) -> FetchedCommit:
+        self.source.clear_stale_locks()  # safe: the run lock is held
+        return self.source.fetch()  # the files are read from the commit's tree, never a work tree
 
     def at(self, sha: str) -> Snapshot | None:
         """An earlier commit (from the clone, else fetched by its id), or None when it cannot be had."""
