@@ -13,7 +13,9 @@ from typing import Any
 from agent.desired import hierarchy
 from agent.desired.hierarchy import Desired
 from agent.model.key import ObjectKey
+from agent.plan import build as plan_build
 from agent.plan import kubechange, kubediff
+from agent.plan.observed import KubeObserved, Observed
 from tests.conftest import SAMPLE, load_dir
 from tests.support.clirun import main
 
@@ -120,3 +122,20 @@ def test_validate_and_plan_take_the_fields_without_a_warning_and_show_the_claim(
     creates = [c for c in json.loads(planned.stdout)["changes"]
                if c["target"].get("kind") == "PersistentVolumeClaim" and c["action"] == "create"]
     assert [c["target"]["name"] for c in creates] == ["stored-0-zones"], planned.stdout[:2000]
+
+
+def test_the_prune_gate_counts_the_same_whether_the_claim_was_remembered_or_listed(tmp_path: Path) -> None:
+    """The instance leaves Git: a long-running agent's remembered cluster still has its claim, a full
+    observe does not list claims. The prune limit's base (what the agent may prune) is the same both
+    ways, so the same revision is never refused by one run and applied by the next."""
+    before = _desired(tmp_path)
+    live = {o.key: kubechange.manifest(o, AGENT) for o in before.objects}
+    (tmp_path / "repo" / "infrastructure" / "stored.yaml").unlink()
+    after = hierarchy.build(load_dir(tmp_path / "repo"))
+    namespaces = {"dns-system", AGENT}
+    remembered = KubeObserved(live, set(live), namespaces)
+    listed = KubeObserved({k: v for k, v in live.items() if k != CLAIM}, set(live), namespaces)
+    plans = [plan_build.build(after, Observed(kube, None), agent=AGENT) for kube in (remembered, listed)]
+    deletes = [sorted(str(c.key) for c in p.kube or [] if c.action == "delete") for p in plans]
+    assert deletes[0] == deletes[1] and deletes[0] and str(CLAIM) not in deletes[0], deletes
+    assert plans[0].kube_managed == plans[1].kube_managed == len(live) - 1, [p.kube_managed for p in plans]

@@ -109,7 +109,8 @@ def build(desired: Desired, observed: Observed, *, revision: str | None = None,
     plan = Plan([], list(desired.problems), revision, kube=kube, zones=zones)
     if observed.kube is not None:
         if any(c.action == "delete" for c in kube or []):  # the prune gate's base; without a delete, not asked
-            plan.kube_managed = sum(1 for body in observed.kube.live.values() if kubechange.is_managed(body, agent))
+            live = observed.kube.live
+            plan.kube_managed = sum(1 for key, body in live.items() if kubediff.prunable(key, body, agent))
         plan.crds = crddiff.diff(observed.kube.crds) if observed.kube.crds is not None else []
         _namespaces(plan, desired, observed.kube, agent=agent, create=create_namespaces)
     _cluster_view(plan, desired)

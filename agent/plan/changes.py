@@ -149,7 +149,7 @@ class Plan:
     kube: list[kubechange.KubeChange] | None = None
     zones: list[zoneplan.ZonePlan] | None = None
     refusals: list[str] = dataclasses.field(default_factory=list)
-    kube_managed: int = 0  # objects the agent manages in the cluster before this revision (counted when it prunes)
+    kube_managed: int = 0  # objects the agent made and may prune, before this revision (counted when it prunes)
     unplanned: list[str] = dataclasses.field(default_factory=list)  # zones on servers that could not be observed
     base: str | None = None  # a delta (`plan --base`): the revision `revision` is compared against
     base_problems: list[Problem] = dataclasses.field(default_factory=list)

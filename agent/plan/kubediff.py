@@ -135,9 +135,16 @@ def _prune(live: dict[ObjectKey, dict[str, Any]], present: int, wanted: Callable
     keys are unique (a duplicate is a validation error): when as many of them are live as there are
     live objects, none is left over, and the revision's keys are not gathered."""
     left = live.keys() - set(wanted()) if present < len(live) else ()
-    prune = [k for k in left if k.kind not in CREATE_ONLY and is_managed(live[k], agent)]
+    prune = [k for k in left if prunable(k, live[k], agent)]
     prune.sort(key=lambda k: (-tier_of(k.kind), -CHILD_ORDER.get(k.kind, 0), k.kind, k.namespace or "", k.name))
     return [KubeChange("delete", k, None) for k in prune]
+
+
+def prunable(key: ObjectKey, body: dict[str, Any], agent: str) -> bool:
+    """Made by this agent and removed when the revision no longer has it (a claim never is). The prune
+    gate's base counts these: a claim is live after a run remembered it and absent after a full
+    observe (its kind is not listed), so counting it made the same revision pass or be refused."""
+    return key.kind not in CREATE_ONLY and is_managed(body, agent)
 
 
 def _diff_into(changes: list[KubeChange], wanted: list[ObjectKey], desired: Iterable[KubeObject],
