@@ -26,7 +26,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Self
 
 import dns.exception
 import dns.flags
@@ -107,17 +107,44 @@ def _probes(desired: hierarchy.Desired, instance: str, count: int = 4) -> list[P
     return out[:count]
 
 
-class Querier:
+class Poller:
+    """Calls `_tick` every `period` seconds on a thread, from `with` to its end."""
+
+    period = 0.1
+
+    def __init__(self) -> None:
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _tick(self) -> None:
+        raise NotImplementedError
+
+    def _loop(self) -> None:
+        while not self.stopping.is_set():
+            self._tick()
+            self.stopping.wait(self.period)
+
+    def __enter__(self) -> Self:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stopping.set()
+        self.thread.join(timeout=10)
+
+
+class Querier(Poller):
     """Asks `address:53` for every probe every EVERY seconds on a thread; keeps every failure."""
 
+    period = EVERY
+
     def __init__(self, address: str, probes: list[Probe]) -> None:
+        super().__init__()
         self.address, self.probes = address, probes
         self.ok = 0
         self.failures: list[tuple[float, str]] = []  # (seconds since start, what)
         self.lost: list[float] = []  # when a first datagram got no answer (its retry did or failed)
-        self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self._loop, daemon=True)
-        self.started = 0.0
+        self.started = time.monotonic()
 
     def _one(self, probe: Probe) -> str:
         """What was wrong with the answer ("" if nothing). A question whose datagram got no answer is
@@ -147,24 +174,17 @@ class Querier:
         """Every probe answered right, once."""
         return not any(self._one(probe) for probe in self.probes)
 
-    def _loop(self) -> None:
-        while not self.stopping.is_set():
-            for probe in self.probes:
-                what = self._one(probe)
-                if what:
-                    self.failures.append((time.monotonic() - self.started, f"{probe.name} {probe.rtype}: {what}"))
-                else:
-                    self.ok += 1
-            self.stopping.wait(EVERY)
+    def _tick(self) -> None:
+        for probe in self.probes:
+            what = self._one(probe)
+            if what:
+                self.failures.append((time.monotonic() - self.started, f"{probe.name} {probe.rtype}: {what}"))
+            else:
+                self.ok += 1
 
-    def __enter__(self) -> Querier:
+    def __enter__(self) -> Self:
         self.started = time.monotonic()
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stopping.set()
-        self.thread.join(timeout=10)
+        return super().__enter__()
 
     def summary(self) -> str:
         kinds: dict[str, int] = {}
@@ -177,15 +197,14 @@ class Querier:
         return f"{self.ok} answers right, {len(self.failures)} failed {kinds}{span}{lost}"
 
 
-class EndpointsLog:
+class EndpointsLog(Poller):
     """Polls the Service's Endpoints every 0.1 s on a thread; keeps each change (seconds since the
     querier's start, ready addresses, not-ready addresses) to show beside a failed query."""
 
     def __init__(self, inst: Installation, name: str, querier: Querier) -> None:
+        super().__init__()
         self.inst, self.name, self.querier = inst, name, querier
         self.changes: list[tuple[float, list[str], list[str]]] = []
-        self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self._loop, daemon=True)
 
     def _now(self) -> tuple[list[str], list[str]]:
         ep = self.inst.core().read_namespaced_endpoints(self.name, DNS_NS)
@@ -193,23 +212,13 @@ class EndpointsLog:
         unready = sorted(a.ip for s in ep.subsets or [] for a in s.not_ready_addresses or [])
         return ready, unready
 
-    def _loop(self) -> None:
-        while not self.stopping.is_set():
-            try:
-                ready, unready = self._now()
-            except Exception as exc:  # a diagnostic: keep polling
-                ready, unready = [f"error {exc}"], []
-            if not self.changes or self.changes[-1][1:] != (ready, unready):
-                self.changes.append((time.monotonic() - self.querier.started, ready, unready))
-            self.stopping.wait(0.1)
-
-    def __enter__(self) -> EndpointsLog:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stopping.set()
-        self.thread.join(timeout=10)
+    def _tick(self) -> None:
+        try:
+            ready, unready = self._now()
+        except Exception as exc:  # a diagnostic: keep polling
+            ready, unready = [f"error {exc}"], []
+        if not self.changes or self.changes[-1][1:] != (ready, unready):
+            self.changes.append((time.monotonic() - self.querier.started, ready, unready))
 
     def summary(self) -> str:
         return "; ".join(f"{t:.2f} s ready {r} not ready {u}" for t, r, u in self.changes)
