@@ -90,12 +90,13 @@ def served_crs(api: KubeApi, agent_namespace: str) -> list[dict[str, Any]]:
             for live in api.list(kind.name, label_selector=selector)]
 
 
-def _managed(api: KubeApi, agent_namespace: str, namespaces: set[str] | None) -> dict[ObjectKey, dict[str, Any]]:
-    """Everything carrying the agent's labels: cluster-wide, or only in `namespaces` when the agent
-    may only see those (cluster-scoped kinds are always listed)."""
+def _managed(api: KubeApi, agent_namespace: str, namespaces: set[str] | None,
+             of: list[str] = MANAGED_KINDS) -> dict[ObjectKey, dict[str, Any]]:
+    """Everything of the kinds `of` carrying the agent's labels: cluster-wide, or only in `namespaces`
+    when the agent may only see those (cluster-scoped kinds are always listed)."""
     live: dict[ObjectKey, dict[str, Any]] = {}
     selector = kubechange.selector(agent_namespace)
-    for kind in MANAGED_KINDS:
+    for kind in of:
         namespaced = kind not in kinds.KINDS or kinds.KINDS[kind].namespaced
         scopes: list[str | None] = [*sorted(namespaces)] if namespaces is not None and namespaced else [None]
         for scope in scopes:
@@ -142,11 +143,15 @@ def observe(api: KubeApi, desired: Desired, *, agent_namespace: str = names.DEFA
 def recall(api: KubeApi, desired: Desired, remembered: KubeObserved, *,
            agent_namespace: str = names.DEFAULT_AGENT_NAMESPACE) -> KubeObserved:
     """What the last run left in the cluster, without listing it again (a long-running agent between
-    full observes): only objects and namespaces new to this revision are looked up. Hand edits are
-    found by the next full observe."""
+    full observes): only objects and namespaces new to this revision are looked up, and the agent's
+    Deployments are listed again: their status is the cluster's (pods ready or crashing, a rollout
+    done), which the instances' statuses and the RNDC key rotation read. Hand edits are found by the
+    next full observe."""
     live = dict(remembered.live)
+    live.update(_managed(api, agent_namespace, None, ["Deployment"]))
     namespaces = set(remembered.namespaces)
-    for ns in sorted({o.key.namespace for o in desired.objects if o.key.namespace} - namespaces):
+    wanted = {o.key.namespace for o in desired.objects if o.key.namespace} | {agent_namespace}
+    for ns in sorted(wanted - namespaces):
         if api.get("Namespace", None, ns) is not None:
             namespaces.add(ns)
     for obj in desired.objects:
@@ -155,3 +160,4 @@ def recall(api: KubeApi, desired: Desired, remembered: KubeObserved, *,
             if found is not None:
                 live[obj.key] = found
     return KubeObserved(live, remembered.inventory, namespaces, remembered.inventory_text)  # never changed in place
+

@@ -47,6 +47,11 @@ def is_managed(live: dict[str, Any], agent: str) -> bool:
     return bool(labels.get(MANAGED_BY_KEY) == MANAGED_BY_VALUE and labels.get(AGENT_LABEL) == agent)
 
 
+def terminating(body: dict[str, Any]) -> bool:
+    """Being deleted: a finalizer holds it until its controller lets go; then it is gone."""
+    return bool(body.get("metadata", {}).get("deletionTimestamp"))
+
+
 def manifest(obj: KubeObject, agent: str, owner_uid: str | None = None) -> dict[str, Any]:
     """The body to apply: the desired object plus the agent's labels, hash and owner reference."""
     body = obj.body_copy()

@@ -27,7 +27,7 @@ from agent.desired.hierarchy import CHILD_ORDER, KubeObject
 from agent.desired.memo import NO_MEMO, Memo
 from agent.model.key import ObjectKey
 from agent.model.names import HASH_ANNOTATION
-from agent.plan.kubechange import KubeChange, is_managed, manifest, selector, tier_of
+from agent.plan.kubechange import KubeChange, is_managed, manifest, selector, terminating, tier_of
 
 CREATE_ONLY = frozenset({"PersistentVolumeClaim"})  # created when absent; never updated, conflicting or pruned
 
@@ -140,6 +140,12 @@ def _prune(live: dict[ObjectKey, dict[str, Any]], present: int, wanted: Callable
     return [KubeChange("delete", k, None) for k in prune]
 
 
+def _absent_why(current: dict[str, Any] | None, listed: bool) -> str:
+    if current is not None:
+        return "being deleted (held by a finalizer): created again once it is gone"
+    return "deleted by hand" if listed else ""
+
+
 def prunable(key: ObjectKey, body: dict[str, Any], agent: str) -> bool:
     """Made by this agent and removed when the revision no longer has it (a claim never is). The prune
     gate's base counts these: a claim is live after a run remembered it and absent after a full
@@ -153,9 +159,9 @@ def _diff_into(changes: list[KubeChange], wanted: list[ObjectKey], desired: Iter
     """The creates, updates and conflicts of `desired` into `changes`; the keys found live into `wanted`."""
     for obj in desired:
         current = live.get(obj.key)
-        if current is None:
+        if current is None or terminating(current):
             changes.append(KubeChange("create", obj.key, obj, drift=obj.key in inventory,
-                                      reason="deleted by hand" if obj.key in inventory else ""))
+                                      reason=_absent_why(current, obj.key in inventory)))
             continue
         wanted.append(obj.key)
         if trust_hash and _applied_hash(current) == obj.hash:

@@ -59,6 +59,7 @@ class KubeResult:
     conflicts: set[ObjectKey] = dataclasses.field(default_factory=set)
     inventory: set[ObjectKey] = dataclasses.field(default_factory=set)  # as written (or kept) by this run
     inventory_text: str | None = None
+    namespaces: list[str] = dataclasses.field(default_factory=list)  # created by this run
 
     @property
     def ok(self) -> bool:
@@ -135,6 +136,11 @@ class _Apply:
             log.warning("apply %s failed: %s", obj.key, exc)
             result.failed[obj.key] = str(exc)
             return
+        if kubechange.terminating(stored):  # it goes once its finalizers let go; the next run creates it
+            held = stored["metadata"].get("finalizers")
+            result.failed[obj.key] = (f"{obj.key} is being deleted (finalizers {held}): it is created again by "
+                                      "the first run after it is gone")
+            return
         result.live[obj.key] = stored
         self.uids[obj.key] = stored["metadata"]["uid"]
         result.applied.append(obj.key)
@@ -169,6 +175,7 @@ def apply(api: KubeApi, plan: Plan, observed: KubeObserved, *, options: KubeAppl
     for ns in plan.namespaces:
         deadline.check(f"creating namespace {ns}")
         api.apply(kubechange.namespace_body(ns))
+        run.result.namespaces.append(ns)
     run.result.failed.update(plan.blocked)
     puts = _groups(c for c in changes if c.action in ("create", "update") and c.desired is not None)
     deletes = _groups(c for c in changes if c.action == "delete")

@@ -30,8 +30,8 @@ def after_run(memory: Memory, desired: Desired, kube: KubeResult | None, dns: Dn
         memory.forget_world()
         return
     if kube is not None and observed.kube is not None:
-        live = {k: v for k, v in kube.live.items() if k not in kube.failed}
-        memory.kube = KubeObserved(live, kube.inventory, set(observed.kube.namespaces), kube.inventory_text)
+        namespaces = set(observed.kube.namespaces).union(kube.namespaces)
+        memory.kube = KubeObserved(_left(kube), kube.inventory, namespaces, kube.inventory_text)
         memory.agent_namespace = agent_namespace
         if not kube_fast:
             memory.kube_at, memory.kube_listed = now, time.time()
@@ -54,6 +54,19 @@ def after_run(memory: Memory, desired: Desired, kube: KubeResult | None, dns: Dn
                 memory.dns.sources[zr.name] = wanted.get(zr.name)
         memory.dns_at = memory.dns_at if dns_fast else now
         memory.serials_at = memory.serials_at if observed.dns is not None and observed.dns.focus is not None else now
+
+
+def _left(kube: KubeResult) -> dict[ObjectKey, dict[str, Any]]:
+    """The cluster as the run left it, for the next run to recall. What the run failed to create or
+    update, and the same-named objects of others (conflicts), are forgotten: the next run reads them
+    again (`kubeobserve.recall`), so one created meanwhile, or removed by its owner, is seen. What it
+    failed to delete is kept as it was: the revision no longer has it, so nothing would read it again,
+    and the next run must delete it (and count it in the prune gate's base)."""
+    if not kube.failed and not kube.conflicts:
+        return kube.live
+    deleting = {c.key for c in kube.changes if c.action == "delete"}
+    return {k: v for k, v in kube.live.items()
+            if k not in kube.conflicts and (k not in kube.failed or k in deleting)}
 
 
 def after_observe(memory: Memory, desired: Desired, observed: Observed, *, agent_namespace: str,
