@@ -287,9 +287,13 @@ class KubeApi:
                                             body=body)
         return result
 
-    def delete(self, kind: str, namespace: str | None, name: str, *, propagation: str = "Background") -> bool:
-        """Deletes an object; False if it was already gone."""
-        body = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation}
+    def delete(self, kind: str, namespace: str | None, name: str, *, propagation: str = "Background",
+               uid: str | None = None) -> bool:
+        """Deletes an object; False if it was already gone. With `uid`, only that object: one made
+        again under the same name since is refused (reason "conflict")."""
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation}
+        if uid:
+            body["preconditions"] = {"uid": uid}
         try:
             self._call("DELETE", RESOURCES[kind].path(namespace, name), body=body)
             return True

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import base64
 import gzip
+import itertools
 import json
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from agent.clients.kubeapi import KubeApi
@@ -141,15 +143,21 @@ def observe(api: KubeApi, desired: Desired, *, agent_namespace: str = names.DEFA
 
 
 def recall(api: KubeApi, desired: Desired, remembered: KubeObserved, *,
-           agent_namespace: str = names.DEFAULT_AGENT_NAMESPACE) -> KubeObserved:
+           agent_namespace: str = names.DEFAULT_AGENT_NAMESPACE, recheck: Iterable[ObjectKey] = ()) -> KubeObserved:
     """What the last run left in the cluster, without listing it again (a long-running agent between
-    full observes): only objects and namespaces new to this revision are looked up, and the agent's
-    Deployments are listed again: their status is the cluster's (pods ready or crashing, a rollout
-    done), which the instances' statuses and the RNDC key rotation read. Hand edits are found by the
-    next full observe."""
-    live = dict(remembered.live)
-    live.update(_managed(api, agent_namespace, None, ["Deployment"]))
-    namespaces = set(remembered.namespaces)
+    full observes): only objects and namespaces new to this revision are looked up, what the last run
+    failed on is read again (`recheck`, see `_read_again`), and the agent's Deployments are listed
+    again: their status is the cluster's (pods ready or crashing, a rollout done), which the
+    instances' statuses and the RNDC key rotation read; one deleted by hand is made again. Other hand
+    edits are found by the next full observe."""
+    live, namespaces = dict(remembered.live), set(remembered.namespaces)
+    if recheck:
+        live = _read_again(api, live, namespaces, recheck)
+    deployments = _managed(api, agent_namespace, None, ["Deployment"])
+    for obj in itertools.islice(desired.objects, desired.infra):
+        if obj.key.kind == "Deployment" and obj.key not in deployments:
+            live.pop(obj.key, None)  # gone, or not the agent's: looked up below
+    live.update(deployments)
     wanted = {o.key.namespace for o in desired.objects if o.key.namespace} | {agent_namespace}
     for ns in sorted(wanted - namespaces):
         if api.get("Namespace", None, ns) is not None:
@@ -161,3 +169,24 @@ def recall(api: KubeApi, desired: Desired, remembered: KubeObserved, *,
                 live[obj.key] = found
     return KubeObserved(live, remembered.inventory, namespaces, remembered.inventory_text)  # never changed in place
 
+
+def _read_again(api: KubeApi, live: dict[ObjectKey, dict[str, Any]], namespaces: set[str],
+                recheck: Iterable[ObjectKey]) -> dict[ObjectKey, dict[str, Any]]:
+    """Each object of `recheck` as it is now (what a run failed to delete: gone since, or made again by
+    someone else), and each namespace in it (where a write failed): one that is gone takes every
+    remembered object in it along (`namespaces` is updated)."""
+    gone: set[str] = set()
+    for key in recheck:
+        if key.kind == "Namespace":
+            if api.get("Namespace", None, key.name) is None:
+                gone.add(key.name)
+            continue
+        found = api.get(key.kind, key.namespace, key.name)
+        if found is None:
+            live.pop(key, None)
+        else:
+            live[key] = found
+    if not gone:
+        return live
+    namespaces.difference_update(gone)
+    return {k: v for k, v in live.items() if k.namespace not in gone}

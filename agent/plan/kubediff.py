@@ -88,10 +88,11 @@ def diff(desired: Iterable[KubeObject], live: dict[ObjectKey, dict[str, Any]],
     With `trust_hash` (live is what this agent applied, remembered rather than read back), an object
     whose applied hash equals the desired one is taken as unchanged without comparing its fields:
     the next full observe compares them and finds hand edits."""
+    objects = desired if isinstance(desired, Sequence) else list(desired)
     changes: list[KubeChange] = []
     wanted: list[ObjectKey] = []
-    _diff_into(changes, wanted, desired, live, inventory, agent=agent, trust_hash=trust_hash)
-    return changes + _prune(live, len(wanted), lambda: wanted, agent=agent)
+    _diff_into(changes, wanted, objects, live, inventory, agent=agent, trust_hash=trust_hash)
+    return changes + _prune(live, len(wanted), lambda: [o.key for o in objects], agent=agent)
 
 
 _Part = tuple[tuple[KubeChange, ...], int]  # a list's changes, and how many of its objects were live
@@ -147,10 +148,12 @@ def _absent_why(current: dict[str, Any] | None, listed: bool) -> str:
 
 
 def prunable(key: ObjectKey, body: dict[str, Any], agent: str) -> bool:
-    """Made by this agent and removed when the revision no longer has it (a claim never is). The prune
-    gate's base counts these: a claim is live after a run remembered it and absent after a full
-    observe (its kind is not listed), so counting it made the same revision pass or be refused."""
-    return key.kind not in CREATE_ONLY and is_managed(body, agent)
+    """Made by this agent, not already being deleted, and removed when the revision no longer has it
+    (a claim never is). The prune gate's base counts these: a claim is live after a run remembered it
+    and absent after a full observe (its kind is not listed), and an object a finalizer holds after
+    its delete is listed but not remembered, so counting either made the same revision pass or be
+    refused depending on how the run saw the cluster."""
+    return key.kind not in CREATE_ONLY and is_managed(body, agent) and not terminating(body)
 
 
 def _diff_into(changes: list[KubeChange], wanted: list[ObjectKey], desired: Iterable[KubeObject],

@@ -154,9 +154,12 @@ class _Apply:
         return found
 
     def remove(self, change: kubechange.KubeChange) -> None:
+        """Deletes the object the plan saw (its uid): one made again under its name meanwhile is not."""
+        seen = self.observed_live.get(change.key)
+        uid = seen["metadata"].get("uid") if seen is not None else None
         try:
             self.deadline.check(f"deleting {change.key}")
-            if self.api.delete(change.key.kind, change.key.namespace, change.key.name):
+            if self.api.delete(change.key.kind, change.key.namespace, change.key.name, uid=uid):
                 self.result.deleted.append(change.key)
             self.result.live.pop(change.key, None)
         except ApplyError as exc:

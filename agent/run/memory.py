@@ -41,6 +41,7 @@ class Memory:
     plans: Memo = dataclasses.field(default_factory=Memo)  # the zone plans of zones nothing changed in
     kube: KubeObserved | None = None
     kube_at: float = 0.0  # monotonic time of the last full Kubernetes observe
+    kube_recheck: set[ObjectKey] = dataclasses.field(default_factory=set)  # read again by the next recall
     kube_listed: float = 0.0  # wall-clock time (epoch s) of the same: compared with another replica's writes
     dns: DnsMemory = dataclasses.field(default_factory=DnsMemory)
     dns_at: float = 0.0  # monotonic time of the last full DNS comparison
@@ -115,6 +116,7 @@ class Memory:
     def forget_world(self) -> None:
         """Trust nothing remembered of the cluster or the servers (after a failure, a new leader)."""
         self.kube, self.kube_at, self.kube_listed = None, 0.0, 0.0
+        self.kube_recheck = set()
         self.dns, self.dns_at, self.serials_at = DnsMemory(), 0.0, None
         self.plans.clear()
         self.reported.clear()

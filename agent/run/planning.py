@@ -222,5 +222,6 @@ def _observe(planned: Planned, desired: Desired, targets: Targets, options: Opti
 def _kube(api: KubeApi, desired: Desired, options: Options, memory: Memory, *, fast: bool) -> KubeObserved:
     """The cluster as the revision needs it: listed in full, or what was left there recalled (`fast`)."""
     if memory.kube is not None and fast:
-        return kubeobserve.recall(api, desired, memory.kube, agent_namespace=options.agent_namespace)
+        return kubeobserve.recall(api, desired, memory.kube, agent_namespace=options.agent_namespace,
+                                  recheck=memory.kube_recheck)
     return kubeobserve.observe(api, desired, agent_namespace=options.agent_namespace, with_crds=options.install_crds)

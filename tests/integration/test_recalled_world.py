@@ -42,8 +42,9 @@ def world(tmp_path: Any, git_remote: GitRemote, own_dns: dnsworld.Dns, kube: Kub
     return wc.world_of(tmp_path, git_remote, own_dns.pair, own_dns.apis, kube, namespace)
 
 
-def _failing_deletes(world: dict[str, Any], fails: Callable[[str, str], BaseException | None]) -> Callable[[], None]:
-    """The client's delete raises what `fails(kind, name)` gives (None: deletes); returns the undo."""
+def _run_failing_deletes(world: dict[str, Any], fails: Callable[[str, str], BaseException | None],
+                         policy: safety.Policy) -> Any:
+    """One run whose client's delete raises what `fails(kind, name)` gives (None: it deletes)."""
     api = world["api"]
     real = api.delete
 
@@ -54,7 +55,10 @@ def _failing_deletes(world: dict[str, Any], fails: Callable[[str, str], BaseExce
         return bool(real(kind, ns, name, **kw))
 
     api.delete = delete
-    return lambda: setattr(api, "delete", real)
+    try:
+        return wc.run(world, policy=policy)
+    finally:
+        api.delete = real
 
 
 def _arecords(world: dict[str, Any]) -> list[str]:
@@ -79,11 +83,7 @@ def test_a_delete_that_failed_is_tried_again_by_the_next_run(world: dict[str, An
             return DeadlineExceeded("the run's deadline passed before deleting it")
         return KubeError("server error (injected): 503 Service Unavailable", reason="server")
 
-    undo = _failing_deletes(world, once)
-    try:
-        first = wc.run(world, policy=PRUNE)
-    finally:
-        undo()
+    first = _run_failing_deletes(world, once, PRUNE)
     assert first.outcome == "partial" and failed == ["www"], (first.outcome, first.message)
     cold = wc.cold_plan(world, policy=PRUNE)
     assert any("delete" in line and "ARecord" in line for line in cold), cold
@@ -118,12 +118,9 @@ def test_the_prune_gate_decides_alike_after_a_delete_that_failed(world: dict[str
         r for r in found if r[0] in ("ARecord", "AAAARecord") and not r[1].startswith("ns")]
     first = set(records[:3])
     wc.commit(world, _without(world["files"], first))
-    undo = _failing_deletes(world, lambda kind, name: KubeError("server error (injected): 503", reason="server")
-                            if (kind, name) in first else None)
-    try:
-        assert wc.run(world, policy=SHIPPED).outcome == "partial"
-    finally:
-        undo()
+    injected = KubeError("server error (injected): 503", reason="server")
+    failing = _run_failing_deletes(world, lambda kind, name: injected if (kind, name) in first else None, SHIPPED)
+    assert failing.outcome == "partial"
     managed = wc.run(world, Memory(), dry_run=True, policy=SHIPPED).plan.kube_managed
     more = math.floor(safety.PRUNE_THRESHOLD * (managed - len(first)))  # under the limit without the 3
     assert more + len(first) > safety.PRUNE_THRESHOLD * managed and more <= len(records) - len(first)
