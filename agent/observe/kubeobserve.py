@@ -153,11 +153,7 @@ def recall(api: KubeApi, desired: Desired, remembered: KubeObserved, *,
     live, namespaces = dict(remembered.live), set(remembered.namespaces)
     if recheck:
         live = _read_again(api, live, namespaces, recheck)
-    deployments = _managed(api, agent_namespace, None, ["Deployment"])
-    for obj in itertools.islice(desired.objects, desired.infra):
-        if obj.key.kind == "Deployment" and obj.key not in deployments:
-            live.pop(obj.key, None)  # gone, or not the agent's: looked up below
-    live.update(deployments)
+    live.update(_deployments(api, desired, live, agent_namespace))
     wanted = {o.key.namespace for o in desired.objects if o.key.namespace} | {agent_namespace}
     for ns in sorted(wanted - namespaces):
         if api.get("Namespace", None, ns) is not None:
@@ -168,6 +164,22 @@ def recall(api: KubeApi, desired: Desired, remembered: KubeObserved, *,
             if found is not None:
                 live[obj.key] = found
     return KubeObserved(live, remembered.inventory, namespaces, remembered.inventory_text)  # never changed in place
+
+
+def _deployments(api: KubeApi, desired: Desired, live: dict[ObjectKey, dict[str, Any]],
+                 agent_namespace: str) -> dict[ObjectKey, dict[str, Any]]:
+    """The revision's Deployments as the cluster has them now: one list in each namespace that has
+    one (and the connection may read); one that is gone, or not the agent's, leaves `live` (and is
+    looked up again as new)."""
+    wanted = [o.key for o in itertools.islice(desired.objects, desired.infra) if o.key.kind == "Deployment"]
+    scopes = {k.namespace for k in wanted if k.namespace}
+    if api.namespaces is not None:
+        scopes.intersection_update(api.namespaces)
+    now = _managed(api, agent_namespace, scopes, ["Deployment"]) if scopes else {}
+    for key in wanted:
+        if key not in now:
+            live.pop(key, None)
+    return now
 
 
 def _read_again(api: KubeApi, live: dict[ObjectKey, dict[str, Any]], namespaces: set[str],
