@@ -28,7 +28,7 @@ from agent.clients.deadline import UNBOUNDED, Deadline
 from agent.clients.kubeapi import KubeApi
 from agent.desired import workloads
 from agent.desired.hierarchy import CHILD_ORDER, KubeObject
-from agent.errors import ApplyError
+from agent.errors import ApplyError, KubeError
 from agent.model import names
 from agent.model.key import ObjectKey
 from agent.plan import kubechange, rotation
@@ -146,24 +146,49 @@ class _Apply:
         result.applied.append(obj.key)
 
     def uid(self, key: ObjectKey) -> str:
-        """The uid of `key` as this run applied it, else as it was live before the run ("": neither)."""
+        """The uid of `key` as this run applied it, else as it is live now ("": neither), read once:
+        the run may have remembered the cluster, and an owner deleted and made again since (a restore)
+        has a new uid; a child owned by the old one would be deleted by the garbage collector at once."""
         found = self.uids.get(key)
         if found is None:
-            live = self.observed_live.get(key)
-            found = live["metadata"].get("uid", "") if live is not None else ""
+            live = self.api.get(key.kind, key.namespace, key.name) if key in self.observed_live else None
+            found = self.uids[key] = live["metadata"].get("uid", "") if live is not None else ""
         return found
 
     def remove(self, change: kubechange.KubeChange) -> None:
-        """Deletes the object the plan saw (its uid): one made again under its name meanwhile is not."""
-        seen = self.observed_live.get(change.key)
-        uid = seen["metadata"].get("uid") if seen is not None else None
+        key = change.key
         try:
-            self.deadline.check(f"deleting {change.key}")
-            if self.api.delete(change.key.kind, change.key.namespace, change.key.name, uid=uid):
-                self.result.deleted.append(change.key)
-            self.result.live.pop(change.key, None)
+            self.deadline.check(f"deleting {key}")
+            gone = self._delete(key, self.observed_live.get(key))
         except ApplyError as exc:
-            self.result.failed[change.key] = str(exc)
+            self.result.failed[key] = str(exc)
+            return
+        if gone is not None:
+            if gone:
+                self.result.deleted.append(key)
+            self.result.live.pop(key, None)
+
+    def _delete(self, key: ObjectKey, seen: dict[str, Any] | None) -> bool | None:
+        """Deletes the object the plan saw (its uid): True, or False if it was gone. One made again
+        under its name since (the plan may have remembered the cluster) is read: deleted as well if it
+        is the agent's, else left alone (None) and remembered as someone else's."""
+        try:
+            return self.api.delete(key.kind, key.namespace, key.name, uid=_uid(seen))
+        except KubeError as exc:
+            if exc.reason != "conflict" or seen is None:
+                raise
+        now = self.api.get(key.kind, key.namespace, key.name)
+        if now is None:
+            return False
+        if not kubechange.is_managed(now, self.options.agent_namespace):
+            log.info("not deleting %s: made again since by someone else", key)
+            self.result.live[key] = now
+            return None
+        return self.api.delete(key.kind, key.namespace, key.name, uid=_uid(now))
+
+
+def _uid(body: dict[str, Any] | None) -> str | None:
+    return body["metadata"].get("uid") if body is not None else None
 
 
 def apply(api: KubeApi, plan: Plan, observed: KubeObserved, *, options: KubeApplyOptions,

@@ -14,8 +14,11 @@ in agent/desired/memo.py and tested by tests/test_cache_owner.py and tests/test_
 A full observe (Kubernetes listed and compared
 field by field) happens every `resync_after`, and so does asking every zone's SOA serial (between
 them a run asks only the zones its revision touches); a full DNS comparison (every zone
-transferred) every `sweep_after`; and all of them after any run that did not apply cleanly, so that
-nothing is trusted that the last run could not confirm.
+transferred) every `sweep_after`; and all of them after a run that failed as a whole. After a
+partial run, what it could not confirm is read again, not trusted: a zone that failed is
+transferred again, the objects it failed to write are looked up again, those it failed to delete
+are read again (`kube_recheck`), and so are the namespaces of every failure. Hand edits elsewhere
+wait for the next full observe, as they do after a clean run.
 """
 
 from __future__ import annotations

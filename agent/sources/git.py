@@ -219,15 +219,19 @@ class GitSource:
             if self._repo is None:
                 self._repo, self._listing = git.Repo(self.workdir), gittree.Listing()
             return self._repo
-        if self._repo is not None:  # the clone was removed under it: start again
-            self._repo.close()
-            self._repo = self._listing = None
+        self.close()  # the clone was removed under it: start again
         self.cache.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(self.workdir, ignore_errors=True)
         repo = git.Repo.init(self.workdir)
         repo.git.remote("add", "--", "origin", self.url)
         self._repo, self._listing = repo, gittree.Listing()
         return repo
+
+    def close(self) -> None:
+        """Ends the repository's `git cat-file` processes (the next step opens it again)."""
+        if self._repo is not None:
+            self._repo.close()
+            self._repo = self._listing = None
 
     def fetch(self) -> FetchedCommit:
         """Fetches the remote's current commit (force-pushes included); nothing is checked out."""
@@ -389,8 +393,7 @@ class GitSource:
 
 
 def _stderr(exc: git.GitCommandError) -> str:
-    text: Any = exc.stderr or exc.stdout or str(exc)
-    return " ".join(str(text).replace("stderr:", "").split())[:500]
+    return " ".join(str(exc.stderr or exc.stdout or exc).replace("stderr:", "").split())[:500]
 
 
 def is_local_repo(value: str) -> bool:

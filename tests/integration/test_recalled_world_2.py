@@ -10,6 +10,7 @@ that failed in it. Real kube-apiserver, named and Git (the sample world); each f
 from __future__ import annotations
 
 import math
+import time
 import uuid
 from typing import Any
 
@@ -174,3 +175,51 @@ def test_a_namespace_deleted_by_hand_is_made_again_within_two_runs(world: dict[s
         assert wc.lines(run(Memory(), dry_run=True)) == []
     finally:
         core.delete_namespace(agent_ns)
+
+
+def _restore(world: dict[str, Any], plural: str, name: str) -> str:
+    """Deletes a CR and makes it again from its body (labels, annotations, spec), as a backup restore or
+    `kubectl replace --force` does; returns the new uid."""
+    crs, ns = client.CustomObjectsApi(world["api"].client), world["namespace"]
+    body = crs.get_namespaced_custom_object(*GROUP, ns, plural, name)
+    crs.delete_namespaced_custom_object(*GROUP, ns, plural, name)
+    meta = {k: v for k, v in body["metadata"].items() if k in ("name", "namespace", "labels", "annotations")}
+    made = crs.create_namespaced_custom_object(*GROUP, ns, plural, {
+        **{k: v for k, v in body.items() if k not in ("metadata", "status")}, "metadata": meta})
+    return str(made["metadata"]["uid"])
+
+
+def test_a_restored_instance_s_deployment_is_made_again_owned_by_the_live_instance(world: dict[str, Any]) -> None:
+    """The garbage collector removes the children of the instance deleted; the next push makes its
+    Deployment again, owned by the instance as it is now (owned by the old uid, it would be removed
+    again at once while the run said applied)."""
+    ns = world["namespace"]
+    apps = client.AppsV1Api(world["api"].client)
+
+    def owners() -> dict[str, list[str]]:
+        return {d.metadata.name: [o.uid for o in d.metadata.owner_references or []]
+                for d in apps.list_namespaced_deployment(ns).items}
+
+    assert wc.run(world).outcome == "applied"
+    name = sorted(owners())[0]
+    uid = _restore(world, "bind9instances", name)
+    until("the garbage collector removed the old Deployment", lambda: name not in owners(), timeout=60)
+    wc.commit(world, {wc.WEB: world["files"][wc.WEB].replace("192.0.2.12", "192.0.2.77")})
+    out = wc.run(world)
+    assert out.outcome == "applied", (out.outcome, out.message)
+    assert any(line.startswith("create Deployment") and name in line for line in wc.lines(out)), wc.lines(out)
+    until("the Deployment kept a while", lambda: owners().get(name) == [uid], timeout=10)
+    time.sleep(3)  # the garbage collector had time to act on a wrong owner
+    assert owners().get(name) == [uid], owners()
+
+
+def test_a_restored_object_is_deleted_when_it_leaves_git(world: dict[str, Any]) -> None:
+    """The plan remembered the old uid: the DELETE is refused (precondition), the object read again,
+    and deleted since it is still the agent's (as a cold run does), in the same run."""
+    assert wc.run(world, policy=PRUNE).outcome == "applied"
+    _restore(world, "arecords", "www")
+    wc.commit(world, {wc.WEB: wc.docs_without(world["files"][wc.WEB], "www")})
+    cold = wc.run(world, Memory(), dry_run=True, policy=PRUNE)
+    warm = wc.run(world, policy=PRUNE)
+    assert wc.lines(warm) == wc.lines(cold)
+    assert warm.outcome == "applied" and "www" not in _arecords(world), (warm.outcome, warm.message)

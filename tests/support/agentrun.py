@@ -35,5 +35,8 @@ def sync_git(source: GitSource, *, store: Store, kube_api: KubeApi | None = None
     """`bindy-agent sync --repo URL`, or with `memory` (and `yield_to`: whether a push waits) one run of
     `bindy-agent run` (statuses, alerts)."""
     targets = planning.Targets(store, kube_api, endpoints, forge, alerts)
-    return orchestrator.run(revisions.GitRevisions(source), targets, options(**kwargs), memory=memory,
-                            yield_to=yield_to)
+    try:
+        return orchestrator.run(revisions.GitRevisions(source), targets, options(**kwargs), memory=memory,
+                                yield_to=yield_to)
+    finally:
+        source.close()  # its `git cat-file` processes: a test makes a source per run (the agent one per life)
