@@ -31,8 +31,12 @@ def after_run(memory: Memory, desired: Desired, kube: KubeResult | None, dns: Dn
         return
     if kube is not None and observed.kube is not None:
         namespaces = set(observed.kube.namespaces).union(kube.namespaces)
-        memory.kube = KubeObserved(_left(kube), kube.inventory, namespaces, kube.inventory_text)
-        memory.kube_recheck = _recheck(kube)
+        unapplied = kube.failed
+        undeleted = {c.key for c in kube.changes if c.action == "delete" and c.key in unapplied} if unapplied else set()
+        memory.kube = KubeObserved(_left(kube, undeleted), kube.inventory, namespaces, kube.inventory_text)
+        # read again by the next run: what it failed to delete, and the namespaces of every failure
+        # (one deleted by hand fails every write in it)
+        memory.kube_recheck = undeleted | {ObjectKey("Namespace", None, k.namespace) for k in unapplied if k.namespace}
         memory.agent_namespace = agent_namespace
         if not kube_fast:
             memory.kube_at, memory.kube_listed = now, time.time()
@@ -57,31 +61,17 @@ def after_run(memory: Memory, desired: Desired, kube: KubeResult | None, dns: Dn
         memory.serials_at = memory.serials_at if observed.dns is not None and observed.dns.focus is not None else now
 
 
-def _deletes(kube: KubeResult) -> set[ObjectKey]:
-    return {c.key for c in kube.changes if c.action == "delete"} if kube.failed else set()
-
-
-def _recheck(kube: KubeResult) -> set[ObjectKey]:
-    """What the next run reads again before it trusts the remembered cluster: the objects this run
-    failed to delete, and the namespaces of every failure (one deleted by hand fails every write in it)."""
-    if not kube.failed:
-        return set()
-    where = {ObjectKey("Namespace", None, k.namespace) for k in kube.failed if k.namespace}
-    return (_deletes(kube) & kube.failed.keys()) | where
-
-
-def _left(kube: KubeResult) -> dict[ObjectKey, dict[str, Any]]:
+def _left(kube: KubeResult, undeleted: set[ObjectKey]) -> dict[ObjectKey, dict[str, Any]]:
     """The cluster as the run left it, for the next run to recall. What the run failed to create or
     update, and the same-named objects of others (conflicts), are forgotten: the next run reads them
     again (`kubeobserve.recall`), so one created meanwhile, or removed by its owner, is seen. What it
-    failed to delete is kept and read again by the next run (`Memory.kube_recheck`): the revision no
-    longer has it, and the next run deletes it if it is still there and still the agent's (and counts
-    it in the prune gate's base)."""
+    failed to delete (`undeleted`) is kept and read again by the next run (`Memory.kube_recheck`):
+    the revision no longer has it, and the next run deletes it if it is still there and still the
+    agent's (and counts it in the prune gate's base)."""
     if not kube.failed and not kube.conflicts:
         return kube.live
-    deleting = _deletes(kube)
     return {k: v for k, v in kube.live.items()
-            if k not in kube.conflicts and (k not in kube.failed or k in deleting)}
+            if k not in kube.conflicts and (k not in kube.failed or k in undeleted)}
 
 
 def after_observe(memory: Memory, desired: Desired, observed: Observed, *, agent_namespace: str,

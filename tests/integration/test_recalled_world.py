@@ -107,15 +107,20 @@ def _without(files: dict[str, str], drop: set[tuple[str, str]]) -> dict[str, str
     return out
 
 
+def _removal_order(world: dict[str, Any]) -> list[tuple[str, str]]:
+    """The record CRs (kind, name) in an order they may leave Git in: what references addresses
+    first, then the addresses (not NS records, nor the delegation's glue)."""
+    found = sorted({(y["kind"], y["metadata"]["name"]) for p, t in world["files"].items() if p.startswith("records/")
+                    for d in t.split("\n---\n") if (y := yaml.safe_load(d)) and y.get("kind") != "NSRecord"})
+    return [r for r in found if r[0] not in ("ARecord", "AAAARecord")] + [
+        r for r in found if r[0] in ("ARecord", "AAAARecord") and not r[1].startswith("ns")]
+
+
 def test_the_prune_gate_decides_alike_after_a_delete_that_failed(world: dict[str, Any]) -> None:
     """R1 removes 3 records whose deletes fail; R2 removes enough more that, with the 3 left over, the
     prune limit is passed: the remembered cluster and a listed one refuse R2 alike."""
     assert wc.run(world, policy=SHIPPED).outcome == "applied"
-    found = sorted({(y["kind"], y["metadata"]["name"]) for p, t in world["files"].items() if p.startswith("records/")
-                    for d in t.split("\n---\n") if (y := yaml.safe_load(d)) and y.get("kind") != "NSRecord"})
-    # what references addresses goes first, then the addresses (not the delegation's glue)
-    records = [r for r in found if r[0] not in ("ARecord", "AAAARecord")] + [
-        r for r in found if r[0] in ("ARecord", "AAAARecord") and not r[1].startswith("ns")]
+    records = _removal_order(world)
     first = set(records[:3])
     wc.commit(world, _without(world["files"], first))
     injected = KubeError("server error (injected): 503", reason="server")

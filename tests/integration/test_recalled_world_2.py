@@ -15,7 +15,6 @@ import uuid
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client
 
 from agent.clients.statestore import ConfigMapStore
@@ -29,6 +28,7 @@ from tests.integration.test_recalled_world import (
     _arecords,
     _instances,
     _pods,
+    _removal_order,
     _run_failing_deletes,
     _without,
     world,
@@ -122,8 +122,7 @@ def test_an_object_already_deleted_but_held_is_not_deleted_again_nor_counted(wor
     plan the same deletes from the same base, and apply R2."""
     crs, ns = client.CustomObjectsApi(world["api"].client), world["namespace"]
     assert wc.run(world, policy=SHIPPED).outcome == "applied"
-    records = [(k, n) for k, n in sorted(_kinds_names(world)) if k not in ("ARecord", "AAAARecord", "NSRecord")]
-    records += [(k, n) for k, n in sorted(_kinds_names(world)) if k in ("ARecord", "AAAARecord") and not n.startswith("ns")]
+    records = _removal_order(world)
     first = set(records[:3])
     try:
         for kind, name in first:
@@ -143,11 +142,6 @@ def test_an_object_already_deleted_but_held_is_not_deleted_again_nor_counted(wor
     finally:
         for kind, name in first:
             crs.patch_namespaced_custom_object(*GROUP, ns, kind.lower() + "s", name, {"metadata": {"finalizers": None}})
-
-
-def _kinds_names(world: dict[str, Any]) -> set[tuple[str, str]]:
-    return {(y["kind"], y["metadata"]["name"]) for p, t in world["files"].items() if p.startswith("records/")
-            for d in t.split("\n---\n") if (y := yaml.safe_load(d))}
 
 
 def test_a_namespace_deleted_by_hand_is_made_again_within_two_runs(world: dict[str, Any]) -> None:
