@@ -13,7 +13,7 @@ import pytest
 from agent import cli
 from agent.errors import ConfigError
 from agent.gate import policy
-from agent.run import logs, scheduler, throttle, webhook
+from agent.run import logs, pushpayload, scheduler, throttle, webhook
 from agent.run import settings as config
 
 
@@ -39,6 +39,8 @@ def test_bad_settings_name_the_flag_and_the_variable() -> None:
     ({"X-Hub-Signature-256": "sha256=" + hmac.new(b"k", b"body", hashlib.sha256).hexdigest()}, True),
     ({"X-Signature-256": "sha256=" + hmac.new(b"k", b"body", hashlib.sha256).hexdigest()}, True),
     ({"X-Gitlab-Token": "k"}, True),
+    ({"X-Gitea-Signature": hmac.new(b"k", b"body", hashlib.sha256).hexdigest()}, True),
+    ({"X-Gitea-Signature": hmac.new(b"other", b"body", hashlib.sha256).hexdigest()}, False),
     ({"X-Hub-Signature-256": "sha256=" + hmac.new(b"other", b"body", hashlib.sha256).hexdigest()}, False),
     ({"X-Gitlab-Token": "wrong"}, False),
     ({"X-Hub-Signature-256": "sha256=\u00e9"}, False),  # not ASCII: refused, not an error
@@ -47,6 +49,30 @@ def test_bad_settings_name_the_flag_and_the_variable() -> None:
 ])
 def test_webhook_signatures(headers: dict[str, str], ok: bool) -> None:
     assert webhook.verify_webhook(b"k", b"body", headers) is ok
+
+
+@pytest.mark.parametrize("branch, pinned, ref, started", [
+    ("main", None, "refs/heads/main", True),
+    ("main", None, "refs/heads/mainline", False),
+    ("main", None, "refs/notes/bindy-agent", False),
+    ("main", None, "refs/tags/main", False),
+    ("main", "v1.2", "refs/tags/v1.2", True),
+    ("main", "v1.2", "refs/heads/main", False),
+    ("main", "refs/heads/release", "refs/heads/release", True),
+    ("main", "0123abcd" * 5, "refs/heads/main", False),  # a pinned commit: no push moves it
+])
+def test_the_refs_whose_pushes_start_a_run(branch: str, pinned: str | None, ref: str, started: bool) -> None:
+    assert (ref in pushpayload.followed(branch, pinned)) is started
+
+
+@pytest.mark.parametrize("body, ref", [
+    (b'{"ref": "refs/heads/main"}', "refs/heads/main"),
+    (b'{"ref": "main"}', "refs/heads/main"),
+    (b'{"ref": ""}', None), (b'{"ref": 3}', None), (b'["refs/heads/main"]', None), (b"not json", None),
+    (b"", None), (b"[" * 100000, None),
+])
+def test_the_ref_a_delivery_names(body: bytes, ref: str | None) -> None:
+    assert pushpayload.ref_of(body) == ref
 
 
 def test_json_log_lines_carry_run_id_and_revision() -> None:

@@ -10,10 +10,10 @@ them are listed.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from typing import Any
 
-import dns.dnssec
 import dns.dnssectypes
 import dns.exception
 import dns.name
@@ -25,6 +25,10 @@ import dns.rdtypes.ANY.DNSKEY
 from agent.desired.placement import Zone
 from agent.desired.rrsets import RRset
 from agent.model.ownership import Key
+
+with warnings.catch_warnings():  # dnspython loads its DSA code from cryptography, which says DSA is deprecated
+    warnings.filterwarnings("ignore", message="DSA is deprecated")
+    import dns.dnssec
 
 SEP, REVOKE = 0x0001, 0x0080  # DNSKEY flags: secure entry point (a KSK), revoked
 

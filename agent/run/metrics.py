@@ -117,7 +117,8 @@ class Metrics:
                                                  "newest revision and the world and wrote nothing, by result (ok, "
                                                  "error)", ["result"], registry=r)
         self.deliveries = prometheus_client.Counter("bindy_agent_webhook_deliveries",
-                                                    "Webhook deliveries by result (accepted, refused, standby)",
+                                                    "Webhook deliveries by result (accepted, ignored: not a push "
+                                                    "of a followed ref, refused, standby)",
                                                     ["result"], registry=r)
 
     def call(self, target: str, operation: str, result: str, seconds: float) -> None:

@@ -1,4 +1,10 @@
-"""The agent's HTTP endpoints: GET /healthz, /readyz, /metrics and the signed POST /hooks/git."""
+"""The agent's HTTP endpoints: GET /healthz, /readyz, /metrics and the signed POST /hooks/git.
+
+A delivery is checked for its signature first; then its body is read for the ref it pushed
+(agent/run/pushpayload.py): a push of the followed branch starts a run (202 "sync requested"); a push
+of another branch, a tag or a notes ref - the agent's own reports included - is answered 202
+"ignored: ref X is not followed" and starts nothing (counted as deliveries with result "ignored");
+a forge's ping is answered 200 and starts nothing."""
 
 from __future__ import annotations
 
@@ -13,11 +19,13 @@ from wsgiref.types import StartResponse, WSGIEnvironment
 import prometheus_client
 
 from agent.outcome import delivery
+from agent.run import pushpayload
 
 log = logging.getLogger(__name__)
 
 MIN_SECRET_LENGTH = 32
-HMAC_HEADERS = ("X-Hub-Signature-256", "X-Signature-256")  # GitHub, generic
+HMAC_HEADERS = ("X-Hub-Signature-256", "X-Signature-256")  # GitHub (and Gitea), generic: sha256=<hex>
+HEX_HEADER = "X-Gitea-Signature"  # Gitea: <hex>
 TOKEN_HEADER = "X-Gitlab-Token"
 TEXT = "text/plain; charset=utf-8"
 
@@ -30,11 +38,12 @@ def read_secret(path: pathlib.Path) -> bytes:
 
 
 def verify_webhook(secret: bytes, body: bytes, headers: Mapping[str, str | None]) -> bool:
-    """GitHub, GitLab or generic HMAC signature; constant-time comparisons of bytes only."""
-    for name in HMAC_HEADERS:
+    """GitHub, Gitea, GitLab or generic HMAC signature; constant-time comparisons of bytes only."""
+    for name in (*HMAC_HEADERS, HEX_HEADER):
         value = headers.get(name)
         if value:
-            expected = b"sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest().encode()
+            digest = hmac.new(secret, body, hashlib.sha256).hexdigest().encode()
+            expected = digest if name == HEX_HEADER else b"sha256=" + digest
             return hmac.compare_digest(value.strip().encode(), expected)
     token = headers.get(TOKEN_HEADER)
     if token:
@@ -62,9 +71,10 @@ class App:
     ready: Callable[[], bool]
     exposition: Callable[[], bytes]  # the /metrics text
     secret: bytes | None
-    deliveries: prometheus_client.Counter  # by result: accepted, refused, standby
-    on_delivery: Callable[[], None]  # a delivery passed its signature check
+    deliveries: prometheus_client.Counter  # by result: accepted, ignored, refused, standby
+    on_delivery: Callable[[], None]  # a push of a followed ref passed its signature check
     leading: Callable[[], bool] = lambda: True  # False on a standby replica: it does not sync
+    followed: frozenset[str] = frozenset({"refs/heads/main"})  # the refs whose pushes start a run
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         reply = self._route(environ)
@@ -89,17 +99,21 @@ class App:
         return Reply("200 OK", self.exposition(), prometheus_client.CONTENT_TYPE_LATEST)
 
     def _hook(self, environ: WSGIEnvironment) -> Reply:
-        """Checks the signature before anything else touches the body; the body is never parsed."""
+        """Checks the signature before anything else touches the body; then reads the ref pushed."""
         if self.secret is None:
             return Reply("404 Not Found", b"webhook disabled: no webhook secret configured\n")
         headers = {name: environ.get("HTTP_" + name.upper().replace("-", "_"))
-                   for name in (*HMAC_HEADERS, TOKEN_HEADER)}
-        signed = any(headers[name] for name in HMAC_HEADERS)
+                   for name in (*HMAC_HEADERS, HEX_HEADER, TOKEN_HEADER, *pushpayload.EVENT_HEADERS)}
+        signed = any(headers[name] for name in (*HMAC_HEADERS, HEX_HEADER, TOKEN_HEADER))
         body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0)) if signed else b""
         if not verify_webhook(self.secret, body, headers):
             self.deliveries.labels("refused").inc()
             log.warning("webhook call from %s with a missing or bad signature refused", environ.get("REMOTE_ADDR"))
             return Reply("401 Unauthorized", b"bad or missing signature\n")
+        push = pushpayload.read(headers, body)
+        ignored = self._ignored(push)
+        if ignored is not None:
+            return ignored
         if not self.leading():  # reached directly: the Service selects the leader's pod only
             self.deliveries.labels("standby").inc()
             return Reply("503 Service Unavailable", b"this replica is a standby and does not sync: send webhooks "
@@ -107,3 +121,19 @@ class App:
         self.deliveries.labels("accepted").inc()
         self.on_delivery()
         return Reply("202 Accepted", b"sync requested\n")
+
+    def _ignored(self, push: pushpayload.Delivery) -> Reply | None:
+        """The answer to a delivery that starts no run (a ping, another event, a ref not followed); None
+        for a push of a followed ref (or a generic delivery naming none)."""
+        refs = ", ".join(sorted(self.followed)) or "none"
+        if push.ping:
+            self.deliveries.labels("ignored").inc()
+            return Reply("200 OK", f"pong: {push.forge} ping received; pushes of {refs} start a run\n".encode())
+        why = (f"event {push.event!r} is not a push" if not push.push
+               else f"ref {push.ref} is not followed" if push.ref is not None and push.ref not in self.followed
+               else "")
+        if not why:
+            return None
+        self.deliveries.labels("ignored").inc()
+        log.info("webhook delivery (%s) ignored: %s", push.forge, why)
+        return Reply("202 Accepted", f"ignored: {why} (followed: {refs})\n".encode())

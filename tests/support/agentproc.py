@@ -24,17 +24,19 @@ class AgentProcess:
     def __init__(self, workdir: pathlib.Path, *, repo: str, endpoints: pathlib.Path,
                  secret_file: pathlib.Path | None = None, extra: Sequence[str] = (),
                  state: pathlib.Path | None = None, env: Mapping[str, str] | None = None,
-                 until: str = "/readyz") -> None:
+                 until: str = "/readyz", push_notes: bool = False) -> None:
         """`state`: the state directory (default: one of this process's own); `env`: added to the
         environment (BINDY_AGENT_* settings); `until`: the path that answers 200 once it has started
-        (/healthz for an agent that will not be ready: suspended, or detecting with nothing applied)."""
+        (/healthz for an agent that will not be ready: suspended, or detecting with nothing applied);
+        `push_notes`: push the commit reports to the remote (default: kept in the clone)."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = workdir / f"agent-{self.port}.log"
         self.state = state or workdir / f"state-{self.port}.json"
         argv = [sys.executable, "-m", "agent", "run", "--repo", repo, "--endpoints", str(endpoints),
                 "--state", str(self.state), "--cache", str(workdir / f"cache-{self.port}"),
-                "--interval", "3600", "--jitter", "0", "--listen", f"127.0.0.1:{self.port}", "--no-push-notes",
+                "--interval", "3600", "--jitter", "0", "--listen", f"127.0.0.1:{self.port}",
+                *([] if push_notes else ["--no-push-notes"]),
                 *(["--webhook-secret-file", str(secret_file)] if secret_file else []), *extra]
         with open(self.log, "w") as out:
             self.proc = subprocess.Popen(argv, cwd=ROOT, stderr=out, env={**os.environ, **(env or {})})
