@@ -2,7 +2,14 @@
 
 The holder renews the Lease every `renew` seconds; another replica takes it over once
 `renewTime + leaseDurationSeconds` has passed. Every write carries the resourceVersion it read,
-so two replicas racing for an expired Lease cannot both win. Stopping releases the Lease at once.
+so two replicas racing for an expired Lease cannot both win. Stopping releases the Lease at once
+(it is left expired).
+
+A warm standby is preferred: a replica's `patience()` is how much longer it lets an expired Lease
+lie before it takes it - none for a standby that has followed the revisions for a while, a lease
+duration for one that has not (a pod just started: agent/run/scheduler.py). While a warm standby is
+alive it takes the Lease first (it looks three times per duration); a cold replica takes it once
+that extra time has passed and nobody did. A Lease that does not exist is taken at once.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import logging
 import os
 import socket
 import uuid
+from collections.abc import Callable
 
 from agent.clients.kubeapi import KubeApi
 from agent.errors import KubeError
@@ -40,10 +48,11 @@ def default_identity() -> str:
 
 class LeaderElector:
     def __init__(self, api: KubeApi, namespace: str, *, name: str = names.LEASE_NAME, identity: str | None = None,
-                 duration: int = names.DEFAULT_LEASE_DURATION) -> None:
+                 duration: int = names.DEFAULT_LEASE_DURATION, patience: Callable[[], float] = lambda: 0.0) -> None:
         self.api, self.namespace, self.name = api, namespace, name
         self.identity = identity or default_identity()
         self.duration = duration
+        self.patience = patience  # seconds past its expiry before this replica takes another's Lease
         self.leader = False
 
     def _body(self, spec: dict[str, object], resource_version: str | None = None) -> dict[str, object]:
@@ -66,8 +75,7 @@ class LeaderElector:
             holder = spec.get("holderIdentity") or ""
             renewed = _parse(spec.get("renewTime"))
             duration = int(spec.get("leaseDurationSeconds") or self.duration)
-            expired = renewed is None or renewed + datetime.timedelta(seconds=duration) < now
-            if holder and holder != self.identity and not expired:
+            if holder != self.identity and not self._may_take(renewed, duration, now, held=bool(holder)):
                 return self._set(False)
             new = dict(spec, holderIdentity=self.identity, leaseDurationSeconds=self.duration, renewTime=_fmt(now))
             if holder != self.identity:
@@ -79,6 +87,20 @@ class LeaderElector:
             if exc.reason != "conflict":
                 log.warning("leader election: %s", exc)
             return self._set(False)
+
+    def _may_take(self, renewed: datetime.datetime | None, duration: int, now: datetime.datetime, *,
+                  held: bool) -> bool:
+        """Another replica's Lease (or a released one) may be taken: expired, and for longer than this
+        replica's patience."""
+        if renewed is None:
+            return True
+        wait = datetime.timedelta(seconds=duration + self.patience())
+        if renewed + wait < now:
+            return True
+        if held and renewed + datetime.timedelta(seconds=duration) < now:
+            log.debug("leader election: the lease expired; this replica is not warm yet and leaves it to a warm "
+                      "standby for %.0f s more", (renewed + wait - now).total_seconds())
+        return False
 
     def _set(self, leader: bool) -> bool:
         if leader != self.leader:
@@ -94,7 +116,9 @@ class LeaderElector:
         try:
             lease = self.api.get("Lease", self.namespace, self.name)
             if lease and (lease.get("spec") or {}).get("holderIdentity") == self.identity:
-                spec = dict(lease["spec"], holderIdentity="", renewTime=_fmt(_now() - datetime.timedelta(days=1)))
+                # expired now: a warm standby takes it at once, a cold one after its patience
+                expired = _now() - datetime.timedelta(seconds=self.duration + 1)
+                spec = dict(lease["spec"], holderIdentity="", renewTime=_fmt(expired))
                 self.api.replace(self._body(spec, lease["metadata"]["resourceVersion"]))
         except KubeError as exc:
             log.warning("leader election: could not release the lease: %s", exc)

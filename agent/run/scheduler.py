@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
@@ -56,7 +57,7 @@ class Agent:
         # calls, and a run's deadline does not cut them
         self.elector = (lease.LeaderElector(KubeApi(self.api.client, namespaces=self.api.namespaces),
                                             settings.agent_namespace, name=settings.lease_name,
-                                            duration=settings.lease_duration)
+                                            duration=settings.lease_duration, patience=self._patience)
                         if self.api is not None and settings.leader_election else None)
         pod = os.environ.get("POD_NAME")  # set by deploy/deployment.yaml
         self.label = (leaderlabel.LeaderLabel(self.elector.api, settings.agent_namespace, pod)
@@ -70,6 +71,7 @@ class Agent:
                                        applied=state.applied, seen=state.seen)  # start/end lines, metrics, Events
         self.metrics.watch(ready=self.is_ready, leader=lambda: self.elector is None or self.elector.leader)
         self.runs = 0
+        self.warm_since: float | None = None  # when this replica first followed (or ran) a revision
         self.led = True  # the worker's last turn was a run as the leader (False: a follow as a standby)
         self.terms = self.taken = 0  # times the Lease was taken; of them, taken over by the worker
         self.memory = memory.Memory()  # so that a run costs what changed (agent/run/memory.py)
@@ -130,7 +132,20 @@ class Agent:
         elif run.outcome in ("applied", "partial", "unchanged"):
             self.ready = True
         self.trace.finish(run, trigger)  # after: a counted run shows in /readyz
+        if run.outcome in ("applied", "partial", "unchanged"):
+            self._warm()
         return run
+
+    def _patience(self) -> float:
+        """How long past its expiry this replica leaves another's Lease to a warm standby: none once it
+        has followed the revisions for a lease duration, else a lease duration (agent/run/lease.py)."""
+        duration = float(self.settings.lease_duration)
+        warm = self.warm_since is not None and time.monotonic() - self.warm_since >= duration
+        return 0.0 if warm else duration
+
+    def _warm(self) -> None:
+        if self.warm_since is None:
+            self.warm_since = time.monotonic()
 
     def _elect(self) -> None:
         """Renews (or tries to take) the Lease three times per lease duration."""
@@ -190,6 +205,8 @@ class Agent:
             self.metrics.follows.labels("error").inc()
             return
         self.metrics.follows.labels("error" if done.problem else "ok").inc()
+        if not done.problem:
+            self._warm()
         if done.problem:
             log.info("standby: could not follow %s: %s", (done.revision or "the source")[:12], done.problem)
         else:

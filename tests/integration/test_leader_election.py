@@ -8,12 +8,15 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from typing import Any
 
 import httpx
 from kubernetes import client
 from prometheus_client.parser import text_string_to_metric_families
 
+from agent.clients.kubeapi import KubeApi
+from agent.run.lease import LeaderElector
 from tests.conftest import ROOT, SAMPLE
 from tests.support.gitremote import GitRemote
 from tests.support.kube import KubeCluster
@@ -75,3 +78,52 @@ def test_one_leader_syncs_and_a_standby_takes_over(kube: KubeCluster, kube_clien
                 agent["proc"].wait(30)
         for log in logs:
             log.close()
+
+
+def _race(contenders: dict[str, Any], seconds: float) -> str:
+    """Every contender tries once per 0.2 s (as the agent does three times per lease duration, faster)
+    until one holds the Lease; its name."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for name, elector in contenders.items():
+            if elector.tick():
+                return name
+        time.sleep(0.2)
+    return ""
+
+
+def test_an_expired_lease_goes_to_the_warm_standby_and_to_a_cold_replica_only_when_none_is_alive(
+        kube_client: Any, namespace: str) -> None:
+    """The leader dies (stops renewing): a replica that has followed (patience 0) and one that just
+    started (patience one lease duration) look at the expired Lease together - the warm one takes it,
+    every time; with no warm one alive, the cold one takes it one duration later than a warm one would."""
+    api = KubeApi(kube_client, namespaces=[namespace])
+    duration = 2
+    for attempt in range(3):
+        leader = LeaderElector(api, namespace, name=f"warm-{attempt}", identity="old-leader", duration=duration)
+        assert leader.tick() is True
+        warm = LeaderElector(api, namespace, name=f"warm-{attempt}", identity="warm", duration=duration)
+        cold = LeaderElector(api, namespace, name=f"warm-{attempt}", identity="cold", duration=duration,
+                             patience=lambda: float(duration))
+        # the cold replica is asked first in every round: it still leaves the Lease to the warm one
+        assert _race({"cold": cold, "warm": warm}, 3 * duration) == "warm"
+        assert cold.tick() is False
+    leader = LeaderElector(api, namespace, name="cold-alone", identity="old-leader", duration=duration)
+    assert leader.tick() is True
+    killed = time.monotonic()
+    cold = LeaderElector(api, namespace, name="cold-alone", identity="cold", duration=duration,
+                         patience=lambda: float(duration))
+    assert _race({"cold": cold}, 4 * duration) == "cold"
+    took = time.monotonic() - killed
+    assert 2 * duration - 0.5 <= took < 3 * duration, took  # expiry, then its patience: bounded
+
+
+def test_a_released_lease_goes_to_the_warm_standby_first(kube_client: Any, namespace: str) -> None:
+    api = KubeApi(kube_client, namespaces=[namespace])
+    leader = LeaderElector(api, namespace, name="released", identity="old-leader", duration=2)
+    assert leader.tick() is True
+    leader.release()  # a clean stop: the Lease is left expired, not held
+    cold = LeaderElector(api, namespace, name="released", identity="cold", duration=2, patience=lambda: 2.0)
+    warm = LeaderElector(api, namespace, name="released", identity="warm", duration=2)
+    assert cold.tick() is False
+    assert warm.tick() is True
