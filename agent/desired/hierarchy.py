@@ -20,7 +20,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from agent.desired import apinames, placement, rrsets, signing, storage, workloads, zoneset
+from agent.desired import apinames, placement, rrsets, signing, storage, workloads, zonekeys, zoneset
 from agent.desired.memo import NO_MEMO, Memo
 from agent.load.loaded import Loaded
 from agent.load.manifest import Manifest
@@ -30,7 +30,7 @@ from agent.model.key import ObjectKey
 from agent.model.problems import Origin, Problem, Severity
 
 if TYPE_CHECKING:  # imported with the first infrastructure object: `validate` of zones and records skips them
-    from agent.model.infra import Bind9InstanceSpec, ClusterCommonSpec, DnssecSigning, RndcSecretRef, ZoneSource
+    from agent.model.infra import Bind9InstanceSpec, ClusterCommonSpec, RndcSecretRef, ZoneSource
 
 INFRA_KINDS = ("ClusterBind9Provider", "Bind9Cluster", "Bind9Instance")  # the CRs objects are generated from
 
@@ -269,16 +269,6 @@ def _settings(inst: Instance, cluster: Cluster | None) -> workloads.InstanceSett
     )
 
 
-def _signing(instances: dict[ObjectKey, Instance], clusters: dict[ObjectKey, Cluster]
-             ) -> dict[ObjectKey, DnssecSigning | None]:
-    """Each instance's dnssec.signing in effect (None: signing not enabled)."""
-    out: dict[ObjectKey, DnssecSigning | None] = {}
-    for key, inst in instances.items():
-        cluster = clusters.get(ObjectKey("Bind9Cluster", key.namespace, inst.cluster))
-        out[key] = workloads.signing_of(cluster.spec.global_ if cluster else None, inst.spec.config)
-    return out
-
-
 def _config_strings(settings: workloads.InstanceSettings) -> list[tuple[str, str]]:
     cfg = settings.config
     out: list[tuple[str, str]] = []
@@ -385,7 +375,10 @@ def build(manifest: Manifest, memo: Memo = NO_MEMO) -> Desired:
     zones, zone_problems = zoneset.place(manifest, cluster_view, inst_view, memo)
     desired.zones = zones
     problems.items += zone_problems
-    problems.items += signing.zone_policies(zones, _signing(instances, clusters), manifest)
+    keys = zonekeys.attach(zones, instances, {o.key: o.body for o in objects if o.key.kind == "Deployment"},
+                           zonekeys.signing_of(instances, clusters), manifest)  # one key set per signed zone
+    problems.items += keys.problems
+    objects += [KubeObject(key, body, TIER_CHILD, source=zone) for key, body, zone in keys.secrets]
     problems.items += signing.builtin_names(manifest)
     per_file = _git_objects(manifest, memo)
     # apply order: parents first, and what a Deployment uses before it; then the DNSZones and the

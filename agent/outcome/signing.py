@@ -4,8 +4,10 @@ flag) - no query of its own: the RRsets are those observe read, or that apply le
 
 Bindy's CRD has the field but its operator never fills it; the agent does, in Bindy's format:
 `<zone>. IN DS <key tag> <algorithm> <digest type> <DIGEST>`, SHA-256 digests (RFC 8624: SHA-1
-must not be used for DS). Each primary signs with keys of its own, so the DS records of all of
-them are listed.
+must not be used for DS). Every primary signs with the zone's one key set (agent/desired/zonekeys.py),
+so they serve the same KSK; the DS listed is that of the KSKs *every* signed primary serves - a DS
+that validates on some servers only is never shown (while they differ, e.g. a pod of an older
+template still rolling out, the list is empty and `differs` says which servers disagree).
 """
 
 from __future__ import annotations
@@ -57,6 +59,18 @@ def ds_records(zone: str, keys: Iterable[dns.rdtypes.ANY.DNSKEY.DNSKEY]) -> list
     return out
 
 
+def differs(zone: Zone, served: Iterable[tuple[str, dict[Key, RRset]]]) -> str:
+    """"" when every signed server serves the same KSKs; else which servers serve which key tags."""
+    seen = {server: sorted(dns.dnssec.key_id(k) for k in _ksks(zone.name, rrsets)) for server, rrsets in served
+            if (zone.name, "DNSKEY") in rrsets}
+    if len({tuple(tags) for tags in seen.values()}) <= 1:
+        return ""
+    return "its servers serve different key-signing keys (" + ", ".join(
+        f"{server}: {' '.join(map(str, tags)) or 'none'}" for server, tags in sorted(seen.items())) + (
+        "): a DS validates on some of them only, so none is shown; they agree once every primary pod runs with the "
+        "zone's key Secret")
+
+
 def status(zone: Zone, served: Iterable[dict[Key, RRset]]) -> dict[str, Any] | None:
     """`status.dnssec` of a zone, from the RRsets each primary serves; None for a zone without a
     dnssecPolicy that no primary serves signed (the field is not shown)."""
@@ -68,6 +82,8 @@ def status(zone: Zone, served: Iterable[dict[Key, RRset]]) -> dict[str, Any] | N
     for rrsets in signed:
         for key in _ksks(zone.name, rrsets):
             keys.setdefault(key.to_text(), key)
+    everywhere = set.intersection(*({k.to_text() for k in _ksks(zone.name, r)} for r in signed)) if signed else set()
+    keys = {text: key for text, key in keys.items() if text in everywhere}
     if not keys:
         return {"signed": False, "dsRecords": []}
     first = next(iter(keys.values()))

@@ -53,6 +53,16 @@ def _zone_conditions(zr: ZoneResult | None) -> list[dict[str, str]]:
     return [condition("Ready", "True", "ReconcileSucceeded", message), degraded]
 
 
+def _signed_alike(zone: Zone | None, zr: ZoneResult | None, conds: list[dict[str, str]]) -> list[dict[str, str]]:
+    """A signed zone whose servers serve different keys is Degraded: no DS would validate on all of them."""
+    if zone is None or zr is None or not zr.after or not zone.spec.dnssec_policy:
+        return conds
+    differs = signing.differs(zone, ((server, seen.rrsets or {}) for server, seen in zr.after.items()))
+    if not differs:
+        return conds
+    return [c for c in conds if c["type"] != "Degraded"] + [condition("Degraded", "True", "KeysDiffer", differs)]
+
+
 def _record_conditions(zr: ZoneResult | None, owner: str, rtype: str) -> list[dict[str, str]]:
     if zr is None or zr.primary_error or zr.refused:
         why = "its zone selects no instance" if zr is None else (zr.primary_error or zr.refused)
@@ -140,7 +150,7 @@ def _conditions_of(key: ObjectKey, index: _Index) -> list[dict[str, str]]:
     if zone is not None and not zone.instances:  # its selector matches no instance (any more): on no server
         return _zone_conditions(None) if key.kind == "DNSZone" else _record_conditions(None, "", "")
     if key.kind == "DNSZone":
-        return _zone_conditions(index.zone_results.get(key))
+        return _signed_alike(zone, index.zone_results.get(key), _zone_conditions(index.zone_results.get(key)))
     if zone is None:
         return conditions(outcome)
     owner, rtype = zone.records[key]

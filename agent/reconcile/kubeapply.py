@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 from agent.clients.deadline import UNBOUNDED, Deadline
 from agent.clients.kubeapi import KubeApi
 from agent.desired import workloads
+from agent.desired import zonekeys as zone_keys
 from agent.desired.hierarchy import CHILD_ORDER, KubeObject
 from agent.errors import ApplyError, KubeError
 from agent.model import names
@@ -123,7 +124,11 @@ class _Apply:
             result.failed[obj.key] = f"not applied: its owner {obj.owner} could not be applied"
             return
         body = kubechange.manifest(obj, self.options.agent_namespace, owner_uid)
-        if obj.key.kind == "Secret":
+        if obj.key.kind == "Secret" and (body["metadata"].get("labels") or {}).get(zone_keys.LABEL) == "true":
+            from agent.reconcile import zonekeys  # here: cryptography is loaded only where a zone is signed
+
+            body["stringData"] = zonekeys.fill(obj.body["stringData"], result.live.get(obj.key))  # DNSSEC keys
+        elif obj.key.kind == "Secret":
             body["stringData"] = _rndc_value(obj, result.live.get(obj.key), self.options.rotate_rndc_keys)
         try:
             self.deadline.check(f"applying {obj.key}")
