@@ -20,7 +20,7 @@ from agent.desired.hierarchy import Desired
 from agent.errors import ConfigError
 from agent.model.ownership import ZoneOwnership
 from agent.observe import dnsobserve, endpoints
-from agent.outcome import status
+from agent.outcome import zoneconditions
 from agent.plan import zonediff
 from agent.plan.observed import DnsObserved, ZoneObserved
 from agent.reconcile import dnsresult
@@ -189,10 +189,36 @@ def test_the_zone_status_says_on_how_many_pods_it_is_served(tmp_path: pathlib.Pa
     result = _result(desired, None)
     assert result.instances[PRIMARY] == ("Configured", "primary zone configured, served by 2/2 pods")
     assert result.instances[SECONDARY] == ("Configured", "secondary zone configured")
-    ready = status._zone_conditions(result)[0]
+    ready = zoneconditions.zone(result)[0]
     assert ready["status"] == "True" and f"{PRIMARY} served by 2/2 pods" in ready["message"]
 
     behind = _result(desired, POD_B)
     assert behind.instances[PRIMARY][1].endswith("served by 1/2 pods")
-    degraded = status._zone_conditions(behind)[1]
+    degraded = zoneconditions.zone(behind)[1]
     assert degraded["status"] == "True" and POD_B in degraded["message"]
+
+
+def _deployment(want: int, ready: int, progressing: bool = True) -> dict[str, Any]:
+    conds = [{"type": "Progressing", "status": "True" if progressing else "False", "reason": "ReplicaSetUpdated"}]
+    return {"metadata": {"generation": 1}, "spec": {"replicas": want},
+            "status": {"observedGeneration": 1, "readyReplicas": ready, "updatedReplicas": want, "conditions": conds}}
+
+
+def test_a_zone_says_which_of_its_servers_lack_ready_pods() -> None:
+    zone = next(z for z in hierarchy.build(load_dir(SAMPLE)).zones if len(z.instances) == 2)
+    primary, secondary = zone.instances
+    applied = zoneconditions.zone(dnsresult.ZoneResult(zone.key, zone.name, instances={
+        f"{i.namespace}/{i.name}": ("Configured", "") for i in zone.instances}, primaries={
+        f"{primary.namespace}/{primary.name}"}))
+    assert zoneconditions.served_now(zone, {primary: _deployment(1, 1), secondary: _deployment(1, 1)},
+                                     applied) == applied
+    one = {c["type"]: c for c in zoneconditions.served_now(
+        zone, {primary: _deployment(1, 1), secondary: _deployment(2, 1)}, applied)}
+    assert one["Ready"]["status"] == "True"
+    assert (one["Degraded"]["status"], one["Degraded"]["reason"]) == ("True", "NotServed")
+    assert f"{secondary.name} has 1/2 pods ready" in one["Degraded"]["message"]
+    assert one["Progressing"]["message"] == f"waiting for {secondary.name} to start"
+    none = {c["type"]: c for c in zoneconditions.served_now(
+        zone, {primary: _deployment(0, 0), secondary: _deployment(1, 0, progressing=False)}, applied)}
+    assert (none["Ready"]["status"], none["Ready"]["reason"]) == ("False", "NotServed")
+    assert f"{primary.name} is scaled to 0 pods" in none["Ready"]["message"]

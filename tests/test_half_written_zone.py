@@ -18,7 +18,7 @@ from agent.clients.endpoints import Endpoint, Server
 from agent.clients.statestore import FileStore
 from agent.desired import rrsets
 from agent.errors import DnsUpdateError
-from agent.outcome import status
+from agent.outcome import zoneconditions
 from agent.plan import zonediff
 from agent.plan.observed import ZoneObserved
 from agent.plan.rrsetdiff import RRChange
@@ -86,7 +86,7 @@ def test_a_failed_update_names_the_batches_written_before_it(tmp_path: pathlib.P
     assert result.written == [first] and result.changes == [first]
     assert result.primary_error.startswith("records not applied") and f"{first.key[0]} A (create)" in \
         result.primary_error
-    assert f"{first.key[0]} A" in status._zone_conditions(result)[0]["message"]  # the DNSZone status says so
+    assert f"{first.key[0]} A" in zoneconditions.zone(result)[0]["message"]  # the DNSZone status says so
 
 
 def test_a_zone_refused_in_the_second_round_says_what_the_first_round_wrote(tmp_path: pathlib.Path,
@@ -100,7 +100,7 @@ def test_a_zone_refused_in_the_second_round_says_what_the_first_round_wrote(tmp_
     (zone,) = done.zones
     assert zone.refused.startswith("refusing to delete 4 of 12") and f"{first.key[0]} A (create)" in zone.refused
     assert zone.written == [first] and not zone.stale
-    ready = status._zone_conditions(zone)[0]
+    ready = zoneconditions.zone(zone)[0]
     assert ready["reason"] == "PlanRefused" and f"{first.key[0]} A" in ready["message"]
 
 

@@ -21,6 +21,7 @@ from agent.clients.endpoints import Endpoint, Server
 from agent.desired import hierarchy
 from agent.desired.hierarchy import Desired
 from agent.model import names
+from agent.model.key import ObjectKey
 from agent.model.ownership import RunState
 from agent.observe import endpoints, podwait
 from agent.outcome import pods as pod_problems
@@ -227,10 +228,46 @@ def test_a_run_observes_the_zones_of_an_instance_with_a_waiting_pod_even_when_no
 class _Pods:
     def __init__(self) -> None:
         self.pods: list[dict[str, Any]] = []
+        self.deployments: list[dict[str, Any]] = []
 
     def list(self, kind: str, *, label_selector: str | None = None, namespace: str | None = None) -> list[Any]:
         assert label_selector == "app.kubernetes.io/name=bind9,app.kubernetes.io/managed-by=bindy-agent"
-        return self.pods
+        return self.pods if kind == "Pod" else self.deployments
+
+
+def _deployment(name: str, want: int, ready: int) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "dns", "generation": 2}, "spec": {"replicas": want},
+            "status": {"observedGeneration": 2, "readyReplicas": ready, "updatedReplicas": want,
+                       "availableReplicas": ready}}
+
+
+def test_pods_that_become_ready_or_go_ask_for_a_run_that_writes_their_instances_status() -> None:
+    api, memory = _Pods(), Memory()
+    triggers: list[str] = []
+    watch = podwatch.PodWatch(api, trigger=triggers.append, waiting=lambda w: None,  # type: ignore[arg-type]
+                              leading=lambda: True, moved=memory.pods_moved.add)
+    api.deployments = [_deployment("dns-primary-0", 1, 0), _deployment("dns-secondary-0", 1, 1)]
+    assert not watch.look() and not triggers  # the first look takes note (a new leader computes every status)
+    assert not watch.look() and not memory.pods_moved
+    api.deployments[0] = _deployment("dns-primary-0", 1, 1)  # its pod became Ready (the agent opened its gate)
+    assert watch.look() and triggers == ["pods"]
+    assert memory.pods_moved.peek() == {ObjectKey("Bind9Instance", "dns", "dns-primary-0")}
+    memory.pods_moved.done(memory.pods_moved.peek())  # the run wrote its status
+    api.deployments[1] = _deployment("dns-secondary-0", 0, 0)  # scaled to 0
+    assert watch.look() and memory.pods_moved.peek() == {ObjectKey("Bind9Instance", "dns", "dns-secondary-0")}
+    api.deployments = api.deployments[:1]  # gone
+    assert watch.look() and len(triggers) == 3
+    assert not watch.look() and len(triggers) == 3  # nothing moved since
+
+
+def test_a_run_while_pods_moved_does_not_stop_at_an_unchanged_head() -> None:
+    memory = Memory()
+    memory.files.loaded = True
+    run = orchestrator._Run(None, None, Options(), "r1", memory)  # type: ignore[arg-type]
+    run.state = RunState("abc", "abc", "applied", time.time(), message="applied abc")
+    assert run._unchanged("abc")
+    memory.pods_moved.add({ObjectKey("Bind9Instance", "dns", "dns-primary-0")})
+    assert not run._unchanged("abc")  # its status is written by this run
 
 
 def test_a_new_waiting_pod_asks_for_a_run_at_once_and_again_later_while_it_waits() -> None:

@@ -14,8 +14,8 @@ from agent.desired.hierarchy import Desired
 from agent.desired.placement import Zone
 from agent.model import kinds
 from agent.model.key import ObjectKey
-from agent.outcome import signing
-from agent.outcome.conditions import Outcome, condition, conditions, is_ready, readiness
+from agent.outcome import signing, zoneconditions
+from agent.outcome.conditions import Outcome, conditions, is_ready, readiness
 from agent.plan import rotation
 from agent.plan.changes import Plan
 from agent.reconcile.dnsresult import DnsResult, ZoneResult
@@ -30,53 +30,11 @@ def _ref(key: ObjectKey, **extra: Any) -> dict[str, Any]:
             "namespace": key.namespace, **extra}
 
 
-def _zone_conditions(zr: ZoneResult | None) -> list[dict[str, str]]:
-    if zr is None:
-        return conditions(Outcome(False, "the zone selects no Bind9Instance, so it is not served", "NoInstances"))
-    if zr.primary_error:
-        return conditions(Outcome(False, f"Failed to configure zone on primaries: {zr.primary_error}", "PrimaryFailed"))
-    if zr.refused:
-        return conditions(Outcome(False, zr.refused, "PlanRefused"))
-    configured = [i for i, (state, _) in zr.instances.items() if state == "Configured"]
-    primaries = sum(1 for i in configured if i in zr.primaries)
-    secondaries = len(configured) - primaries
-    message = f"Configured on {primaries} primary server(s) and {secondaries} secondary server(s)"
-    message += "".join(f"; {i} served by {ok}/{total} pods" for i, (ok, total) in sorted(zr.served.items()))
-    bad = sorted({f"{c.server} ({c.name} {c.rtype})" for c in zr.checks if not c.ok})
-    if zr.secondary_error:
-        degraded = condition("Degraded", "True", "SecondaryFailed",
-                             f"{message}, but secondary configuration failed: {zr.secondary_error}")
-    elif bad:
-        degraded = condition("Degraded", "True", "NotServed", "not answering the new data: " + ", ".join(bad[:10]))
-    else:
-        degraded = condition("Degraded", "False", "ReconcileSucceeded", "")
-    return [condition("Ready", "True", "ReconcileSucceeded", message), degraded]
-
-
-def _signed_alike(zone: Zone | None, zr: ZoneResult | None, conds: list[dict[str, str]]) -> list[dict[str, str]]:
-    """A signed zone whose servers serve different keys is Degraded: no DS would validate on all of them."""
-    if zone is None or zr is None or not zr.after or not zone.spec.dnssec_policy:
-        return conds
-    differs = signing.differs(zone, ((server, seen.rrsets or {}) for server, seen in zr.after.items()))
-    if not differs:
-        return conds
-    return [c for c in conds if c["type"] != "Degraded"] + [condition("Degraded", "True", "KeysDiffer", differs)]
-
-
-def _record_conditions(zr: ZoneResult | None, owner: str, rtype: str) -> list[dict[str, str]]:
-    if zr is None or zr.primary_error or zr.refused:
-        why = "its zone selects no instance" if zr is None else (zr.primary_error or zr.refused)
-        return conditions(Outcome(False, f"Failed to configure record: {why}", "RecordFailed"))
-    conflict = next((c for c in zr.conflicts if c.startswith(f"{owner} {rtype}:")), None)
-    if conflict:
-        return conditions(Outcome(False, f"Failed to configure record: conflict: {conflict}", "RecordFailed"))
-    checks = [c for c in zr.checks if (c.name, c.rtype) == (owner, rtype)]
-    configured = sum(1 for s, _ in zr.instances.values() if s == "Configured")
-    served = sum(1 for c in checks if c.ok) if checks else configured
-    if checks and served < len(checks):
-        missing = ", ".join(c.server for c in checks if not c.ok)
-        return conditions(Outcome(False, f"Record configured, but not served yet by: {missing}", "RecordFailed"))
-    return conditions(Outcome(True, f"Record configured on {served} endpoint(s)"))
+def served_by(desired: Desired, instances: frozenset[ObjectKey]) -> set[ObjectKey]:
+    """These instances and the zones placed on them: whose statuses follow the instances' pods."""
+    if not instances:
+        return set()
+    return set(instances) | {z.key for z in desired.zones if not instances.isdisjoint(z.instances)}
 
 
 # The revision a cluster serves is shown where one object carries it: the newest revision on each
@@ -148,13 +106,15 @@ def _conditions_of(key: ObjectKey, index: _Index) -> list[dict[str, str]]:
         return conditions(outcome, dns_pending=True)
     zone = index.zones_by_key.get(key) if key.kind == "DNSZone" else index.record_zone.get(key)
     if zone is not None and not zone.instances:  # its selector matches no instance (any more): on no server
-        return _zone_conditions(None) if key.kind == "DNSZone" else _record_conditions(None, "", "")
+        return zoneconditions.zone(None) if key.kind == "DNSZone" else zoneconditions.record(None, "", "")
     if key.kind == "DNSZone":
-        return _signed_alike(zone, index.zone_results.get(key), _zone_conditions(index.zone_results.get(key)))
+        conds = zoneconditions.signed_alike(zone, index.zone_results.get(key),
+                                            zoneconditions.zone(index.zone_results.get(key)))
+        return zoneconditions.served_now(zone, index.deployments, conds)
     if zone is None:
         return conditions(outcome)
     owner, rtype = zone.records[key]
-    return _record_conditions(index.zone_results.get(zone.key), owner, rtype)
+    return zoneconditions.record(index.zone_results.get(zone.key), owner, rtype)
 
 
 def _cluster_fields(key: ObjectKey, index: _Index) -> dict[str, Any]:

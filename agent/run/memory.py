@@ -24,6 +24,7 @@ wait for the next full observe, as they do after a clean run.
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 
 from agent.desired.memo import NO_MEMO, Memo
@@ -35,6 +36,32 @@ from agent.plan.observed import KubeObserved
 from agent.reconcile import insync
 
 CLOCK_SKEW = 2.0  # seconds two replicas' clocks may differ by
+
+
+class Moved:
+    """The instances whose pods changed readiness since their statuses were last computed: the pod
+    watch's thread adds them (agent/run/podwatch.py), the run that computes their statuses takes them
+    off (agent/run/orchestrator.py); either may run at any time."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._keys: set[ObjectKey] = set()
+
+    def add(self, keys: set[ObjectKey]) -> None:
+        with self._lock:
+            self._keys |= keys
+
+    def peek(self) -> frozenset[ObjectKey]:
+        with self._lock:
+            return frozenset(self._keys)
+
+    def done(self, keys: frozenset[ObjectKey]) -> None:
+        with self._lock:
+            self._keys -= keys
+
+    def __bool__(self) -> bool:
+        with self._lock:
+            return bool(self._keys)
 
 
 @dataclasses.dataclass
@@ -54,6 +81,9 @@ class Memory:
     new_leader: bool = False  # took the Lease since its last run: that run reconciles even an unchanged head
     # a BIND9 pod waits for its zones (agent/run/podwatch.py): a run reconciles even an unchanged head
     pods_waiting: bool = False
+    # instances whose pods became ready, not ready or gone (agent/run/podwatch.py): a run writes their
+    # statuses (and their zones') even at an unchanged head
+    pods_moved: Moved = dataclasses.field(default_factory=Moved)
     # a start-up or resync reconcile was cut for a push (agent/run/orchestrator.py, "pushes first"): the
     # push's zones go first, then the whole revision is reconciled, starting from what the cut run read
     reconcile_pending: bool = False

@@ -236,8 +236,8 @@ class _Run:
     def _unchanged(self, head: str) -> bool:
         if self.options.mode == "detect":
             return False  # drift arises in the world, not in Git: look every time
-        if self.memory.blank or self.memory.pods_waiting or self._repair_due(head):
-            return False  # a long-running agent just started, a new pod waits for its zones, a resync: now
+        if self.memory.blank or self.memory.pods_waiting or self.memory.pods_moved or self._repair_due(head):
+            return False  # just started, a new pod waits for its zones, pods moved (statuses), a resync: now
         fresh = time.time() - self.state.reconciled_at < self.options.resync_after
         done = self.state.outcome in ("applied", "rejected")
         return head == self.state.seen and done and fresh and not self.options.dry_run
@@ -284,9 +284,10 @@ class _Run:
     def _statuses(self, desired: Desired, result: RunOutcome) -> None:
         api, plan, kube = self.targets.kube_api, result.plan, result.kube
         assert api is not None and plan is not None and kube is not None
-        only = None  # every CR's status, unless the cluster was remembered: those this run may change
-        if self.kube_fast and not self.memory.statuses_all:  # and those an earlier run left unsettled
-            only = status.affected(desired, plan, kube, result.dns) | self.memory.unsettled
+        only, moved = None, self.memory.pods_moved.peek()  # every CR's, unless the cluster was remembered:
+        if self.kube_fast and not self.memory.statuses_all:  # what this run changed, unsettled, pods moved
+            only = status.affected(desired, plan, kube, result.dns) | self.memory.unsettled | status.served_by(
+                desired, moved)
         pods = kubeobserve.pods(api, conditions.unready(kube.live, desired.instances))  # why they do not start
         wanted = status.wanted(desired, kube, revision=result.revision, dns=result.dns, only=only,
                                changed=status.changed_zones(plan), pods=pods)
@@ -296,6 +297,7 @@ class _Run:
         if todo:
             self._writing()
         memorize.statuses_computed(self.memory, wanted, only, written=False)
+        self.memory.pods_moved.done(moved)
         kubeapply.write_statuses(api, todo, kube, revision=result.revision, deadline=self.deadline)
         memorize.statuses_computed(self.memory, wanted, only, written=True, not_written=kube.failed)
 

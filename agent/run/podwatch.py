@@ -1,4 +1,5 @@
-"""Runs the agent as soon as a BIND9 pod waits for its zones, not at the next interval.
+"""Runs the agent as soon as a BIND9 pod waits for its zones, or an instance's pods become ready, not
+ready or gone - not at the next interval.
 
 A new pod of an instance (a rollout, a drain, a scale-up) is Ready only once the agent gave it every
 zone (agent/observe/podwait.py, agent/run/podgates.py); until then a rollout keeps the old pod
@@ -7,7 +8,12 @@ list per namespace: the agent's Role may `list pods` there, not `watch`), and wh
 waiting, asks the worker for a run (trigger "pods"). A pod that still waits after that run (its
 zones failed) is asked for again after RETRY_FIRST seconds, doubling up to `longest`. While any
 pod waits, the memory says so (`Memory.pods_waiting`): a run does not stop at an unchanged head.
-Only the leader polls (a standby's run would not write).
+
+Statuses follow pods: the generated Deployments are listed too, and when one's readiness moves (a
+pod became Ready once the agent gave it its zones, a pod was deleted or crashed, a scale to 0) its
+instance goes on `Memory.pods_moved` and a run is asked for, which writes that instance's status and
+its zones' within seconds, with no push and no resync. Only the leader polls (a standby's run would
+not write); a new leader's first look only takes note (its first run computes every status).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from collections.abc import Callable
 from agent.clients.kubeapi import KubeApi
 from agent.errors import KubeError
 from agent.model import names
+from agent.model.key import ObjectKey
 from agent.observe import podwait
 
 log = logging.getLogger(__name__)
@@ -29,14 +36,26 @@ TRIGGER = "pods"
 SELECTOR = f"app.kubernetes.io/name=bind9,{names.MANAGED_BY_KEY}={names.MANAGED_BY_VALUE}"
 
 
+def readiness(deployment: dict[str, object]) -> tuple[object, ...]:
+    """What an instance's status is made of, of its Deployment: wanted, ready, updated, available and
+    unavailable replicas, and whether the controller has seen the current generation."""
+    spec, status, meta = (deployment.get(k) or {} for k in ("spec", "status", "metadata"))
+    assert isinstance(spec, dict) and isinstance(status, dict) and isinstance(meta, dict)
+    return (spec.get("replicas"), *(status.get(f) or 0 for f in ("readyReplicas", "updatedReplicas",
+                                                                  "availableReplicas", "unavailableReplicas")),
+            (status.get("observedGeneration") or 0) >= (meta.get("generation") or 0))
+
+
 class PodWatch:
     """`look()` once per POLL on a thread of its own (`start`/`stop`)."""
 
     def __init__(self, api: KubeApi, *, trigger: Callable[[str], None], waiting: Callable[[bool], None],
                  leading: Callable[[], bool], longest: float = 60.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 moved: Callable[[set[ObjectKey]], None] = lambda keys: None) -> None:
         self.api, self.trigger, self.waiting, self.leading = api, trigger, waiting, leading
-        self.longest, self.clock = longest, clock
+        self.longest, self.clock, self.moved = longest, clock, moved
+        self.ready: dict[ObjectKey, tuple[object, ...]] | None = None  # Bind9Instance -> its Deployment's readiness
         self.due: dict[str, tuple[float, float]] = {}  # pod uid -> (when it is asked for next, the wait after)
         self.stopping = threading.Event()
         self.warned = False  # a failed list was logged as a warning
@@ -46,7 +65,9 @@ class PodWatch:
         """One look at the pods; True when it asked for a run."""
         if not self.leading():
             self.due.clear()
+            self.ready = None
             return False
+        moved = self._readiness()
         try:
             pods = self.api.list("Pod", label_selector=SELECTOR)
         except KubeError as exc:  # said once
@@ -68,9 +89,29 @@ class PodWatch:
                 meta = pod["metadata"]
                 log.info("pod %s/%s runs and waits for its zones: a run is asked for", meta.get("namespace"),
                          meta.get("name"))
-        if asked:
+        if asked or moved:
             self.trigger(TRIGGER)
-        return asked
+        return asked or moved
+
+    def _readiness(self) -> bool:
+        """Whether an instance's Deployment readiness moved since the last look (its instance is then on
+        `moved`). The first look (this replica just started leading) only takes note."""
+        try:
+            found = self.api.list("Deployment", label_selector=SELECTOR)
+        except KubeError as exc:
+            log.debug("cannot list the BIND9 Deployments (%s): statuses follow pods at the next run", exc)
+            return False
+        now = {ObjectKey("Bind9Instance", d["metadata"].get("namespace"), d["metadata"]["name"]): readiness(d)
+               for d in found}
+        before, self.ready = self.ready, now
+        if before is None:
+            return False
+        changed = {k for k in now.keys() | before.keys() if now.get(k) != before.get(k)}
+        if changed:
+            log.info("pods of %s moved (ready, not ready or gone): their statuses are written now",
+                     ", ".join(sorted(f"{k.namespace}/{k.name}" for k in changed)[:10]))
+            self.moved(changed)
+        return bool(changed)
 
     def _loop(self) -> None:
         while not self.stopping.wait(POLL):

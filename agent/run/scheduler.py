@@ -78,7 +78,7 @@ class Agent:
         self.pods = (podwatch.PodWatch(KubeApi(self.api.client, namespaces=self.api.namespaces), trigger=self.trigger,
                                        waiting=lambda w: setattr(self.memory, "pods_waiting", w),
                                        leading=lambda: self.elector is None or self.elector.leader,
-                                       longest=settings.interval)
+                                       longest=settings.interval, moved=self.memory.pods_moved.add)
                      if self.api is not None else None)  # a new BIND9 pod gets its zones at once
         self.scheduler = BackgroundScheduler()
         self.worker = threading.Thread(target=self._loop, name="sync", daemon=True)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from agent.clients import rfc2136
-from agent.outcome import forge, status
+from agent.outcome import forge, zoneconditions
 from tests.integration import test_observe_step as observe_step
 from tests.integration.test_observe_step import _served, _write
 from tests.support import agentrun, dnsworld
@@ -59,7 +59,7 @@ def test_a_batch_written_before_the_zone_changed_is_reported_applied_when_the_se
     assert [c.key for c in result.written] == [a0] and [c.key for c in result.changes] == [a0]
     # the refusal the DNSZone status shows, and the run's failures, name what stays written
     assert result.refused.startswith(f"zone {zone}.: refusing to delete") and f"a0.{zone}. A (create)" in result.refused
-    assert f"a0.{zone}. A" in status._zone_conditions(result)[0]["message"]
+    assert f"a0.{zone}. A" in zoneconditions.zone(result)[0]["message"]
     assert any(f"a0.{zone}. A (create)" in f for f in raced.failures)
     # the commit's report lists it as applied, the refused changes as failed
     (doc,) = notes

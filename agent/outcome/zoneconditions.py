@@ -1,0 +1,96 @@
+"""The conditions of a DNSZone and of its records after a sync (pure): from the zone's result on its
+servers (configured, failed, refused, not answering the new data), whether its servers serve the
+same DNSSEC keys, and whether every instance it is placed on has its pods ready."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from agent.desired.placement import Zone
+from agent.model.key import ObjectKey
+from agent.outcome import signing
+from agent.outcome.conditions import Outcome, condition, conditions, is_ready, readiness
+from agent.reconcile.dnsresult import ZoneResult
+
+
+def zone(zr: ZoneResult | None) -> list[dict[str, str]]:
+    if zr is None:
+        return conditions(Outcome(False, "the zone selects no Bind9Instance, so it is not served", "NoInstances"))
+    if zr.primary_error:
+        return conditions(Outcome(False, f"Failed to configure zone on primaries: {zr.primary_error}", "PrimaryFailed"))
+    if zr.refused:
+        return conditions(Outcome(False, zr.refused, "PlanRefused"))
+    configured = [i for i, (state, _) in zr.instances.items() if state == "Configured"]
+    primaries = sum(1 for i in configured if i in zr.primaries)
+    secondaries = len(configured) - primaries
+    message = f"Configured on {primaries} primary server(s) and {secondaries} secondary server(s)"
+    message += "".join(f"; {i} served by {ok}/{total} pods" for i, (ok, total) in sorted(zr.served.items()))
+    bad = sorted({f"{c.server} ({c.name} {c.rtype})" for c in zr.checks if not c.ok})
+    if zr.secondary_error:
+        degraded = condition("Degraded", "True", "SecondaryFailed",
+                             f"{message}, but secondary configuration failed: {zr.secondary_error}")
+    elif bad:
+        degraded = condition("Degraded", "True", "NotServed", "not answering the new data: " + ", ".join(bad[:10]))
+    else:
+        degraded = condition("Degraded", "False", "ReconcileSucceeded", "")
+    return [condition("Ready", "True", "ReconcileSucceeded", message), degraded]
+
+
+def signed_alike(zone: Zone | None, zr: ZoneResult | None, conds: list[dict[str, str]]) -> list[dict[str, str]]:
+    """A signed zone whose servers serve different keys is Degraded: no DS would validate on all of them."""
+    if zone is None or zr is None or not zr.after or not zone.spec.dnssec_policy:
+        return conds
+    differs = signing.differs(zone, ((server, seen.rrsets or {}) for server, seen in zr.after.items()))
+    if not differs:
+        return conds
+    return [c for c in conds if c["type"] != "Degraded"] + [condition("Degraded", "True", "KeysDiffer", differs)]
+
+
+def served_now(zone: Zone | None, deployments: Mapping[ObjectKey, dict[str, Any]], conds: list[dict[str, str]],
+               ) -> list[dict[str, str]]:
+    """A zone applied to its servers is not Ready while none of its instances has a ready pod, and is
+    Degraded while some have fewer ready pods than they want (scaled to 0, pods gone, crashing); while
+    such an instance's pods are still starting, it is Progressing, waiting for them."""
+    if zone is None or not is_ready(conds):
+        return conds
+    lacking, starting, serving = [], [], 0
+    for inst in zone.instances:
+        deployment = deployments.get(inst)
+        if deployment is None:
+            continue
+        want = int((deployment.get("spec") or {}).get("replicas", 1))
+        ready = int((deployment.get("status") or {}).get("readyReplicas") or 0)
+        serving += ready > 0
+        if want == 0:
+            lacking.append(f"{inst.name} is scaled to 0 pods")
+        elif ready < want:
+            lacking.append(f"{inst.name} has {ready}/{want} pods ready")
+            if any(c["type"] == "Progressing" and c["status"] == "True" for c in readiness(deployment)):
+                starting.append(inst.name)
+    if not lacking:
+        return conds
+    message = "not served by every server: " + "; ".join(lacking)
+    out = [condition("Ready", "False", "NotServed", message)] if not serving else [
+        c for c in conds if c["type"] != "Degraded"]
+    out.append(condition("Degraded", "True", "NotServed", message))
+    if starting:
+        out.append(condition("Progressing", "True", "WaitingForServers",
+                             "waiting for " + ", ".join(starting) + " to start"))
+    return out
+
+
+def record(zr: ZoneResult | None, owner: str, rtype: str) -> list[dict[str, str]]:
+    if zr is None or zr.primary_error or zr.refused:
+        why = "its zone selects no instance" if zr is None else (zr.primary_error or zr.refused)
+        return conditions(Outcome(False, f"Failed to configure record: {why}", "RecordFailed"))
+    conflict = next((c for c in zr.conflicts if c.startswith(f"{owner} {rtype}:")), None)
+    if conflict:
+        return conditions(Outcome(False, f"Failed to configure record: conflict: {conflict}", "RecordFailed"))
+    checks = [c for c in zr.checks if (c.name, c.rtype) == (owner, rtype)]
+    configured = sum(1 for s, _ in zr.instances.values() if s == "Configured")
+    served = sum(1 for c in checks if c.ok) if checks else configured
+    if checks and served < len(checks):
+        missing = ", ".join(c.server for c in checks if not c.ok)
+        return conditions(Outcome(False, f"Record configured, but not served yet by: {missing}", "RecordFailed"))
+    return conditions(Outcome(True, f"Record configured on {served} endpoint(s)"))
