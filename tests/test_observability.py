@@ -23,6 +23,7 @@ from agent.errors import KubeError
 from agent.model import calls
 from agent.model.key import ObjectKey
 from agent.outcome import runevents
+from agent.plan import build
 from agent.plan import changes as plan_model
 from agent.run import logs, metrics, orchestrator, runtrace, settings
 
@@ -94,10 +95,13 @@ def _value(m: metrics.Metrics, name: str, **labels: str) -> float:
     return _samples(m).get((name, tuple(sorted(labels.items()))), 0.0)
 
 
-def _change(layer: str, name: str = "www") -> plan_model.Change:
+def _change(layer: str, name: str = "www", reason: str | None = None) -> plan_model.Change:
     target: plan_model.Target = (plan_model.RRsetTarget("example.com.", f"{name}.example.com.", "A")
-                                 if layer == "records" else plan_model.KubeTarget("ConfigMap", "dns", name))
-    return plan_model.Change(plan_model.Action.UPDATE, target)
+                                 if layer == "records" else plan_model.ZoneTarget("example.com.", name, "primary")
+                                 if layer == "zones" else plan_model.KubeTarget("ConfigMap", "dns", name))
+    if reason is None:
+        reason = "drift: edited by hand" if layer == "kubernetes" else ""
+    return plan_model.Change(plan_model.Action.UPDATE, target, reason=reason)
 
 
 def _run(outcome: str, revision: str | None = "a" * 40, **kw: Any) -> orchestrator.RunOutcome:
@@ -142,13 +146,20 @@ def test_changes_to_the_revision_already_applied_are_drift_found_and_repaired_ex
     assert _value(m, "bindy_agent_drift_found_total", layer="records") == 0  # a new revision is no drift
     from agent.reconcile.kubeapply import KubeResult
     kube = KubeResult([], failed={ObjectKey("ConfigMap", "dns", "bad"): "refused"})
+    own = [_change("zones", "dns/dns-primary-0@10.1.0.9", build.NEW_POD),  # the agent's own work: no drift
+           _change("records", "new", build.WITH_ZONE), _change("zones", "dns/dns-primary-0", build.RENOTIFY),
+           _change("kubernetes", "upgraded", "")]
     repaired = _run("partial", rev, plan=plan_model.Plan([_change("records"), _change("kubernetes", "good"),
-                                                          _change("kubernetes", "bad")]), kube=kube)
+                                                          _change("kubernetes", "bad"), *own]), kube=kube)
     m.record(repaired, 1, {}, trigger="resync", applied_before=rev)
     assert _value(m, "bindy_agent_drift_found_total", layer="records") == 1
     assert _value(m, "bindy_agent_drift_found_total", layer="kubernetes") == 2
+    assert _value(m, "bindy_agent_drift_found_total", layer="zones") == 0
     assert _value(m, "bindy_agent_drift_repaired_total", layer="records") == 1
     assert _value(m, "bindy_agent_drift_repaired_total", layer="kubernetes") == 1  # not the one that failed
+    gone = _change("zones", "dns/dns-primary-0@10.1.0.7", build.ZONE_GONE)  # a zone deleted on a server by hand
+    m.record(_run("applied", rev, plan=plan_model.Plan([gone])), 1, {}, trigger="resync", applied_before=rev)
+    assert _value(m, "bindy_agent_drift_repaired_total", layer="zones") == 1
 
 
 def test_the_gauges_an_operator_alerts_on() -> None:

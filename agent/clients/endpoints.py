@@ -86,6 +86,9 @@ class Endpoint:
     # the pods it is written to one by one, each its own server (the ready pods, or the map's `pods`);
     # none: the instance is written through its one address above (its Service, or the map's `dns`)
     servers: tuple[Server, ...] = ()
+    # why nothing can be written to the instance yet: it has no pod at all (just created, starting, or
+    # scaled to 0): its zones wait for its pods, a start-up is not a failure ("" for one that has pods)
+    starting: str = ""
 
     @property
     def dns(self) -> str:

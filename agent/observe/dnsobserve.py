@@ -28,7 +28,7 @@ from agent.errors import TransferRefused, ZoneMissing, ZoneTransferError
 from agent.model import names
 from agent.model.ownership import Key, ZoneOwnership
 from agent.plan.observed import DnsObserved, Reach, ZoneObserved
-from agent.plan.zoneplan import instance_id
+from agent.plan.zoneplan import SERVER_SEPARATOR, instance_id
 
 log = logging.getLogger(__name__)
 WORKERS = 8  # transfers in flight; named answers them concurrently
@@ -154,6 +154,9 @@ def observe(desired: Desired, store: Store, endpoints: Mapping[str, Endpoint], *
     asked as each zone finishes: when it says so, the transfers not started are dropped and `Cut`
     carries what was read of the zones finished."""
     ownership = store.load_zones(refresh=refresh)
+    starting = {i: e.starting for i, e in endpoints.items() if e.starting}  # no pod yet: nothing to ask
+    endpoints = {i: e for i, e in endpoints.items() if not e.starting}
+    fresh = frozenset(f"{i}{SERVER_SEPARATOR}{s.name}" for i, e in endpoints.items() for s in e.servers if s.waiting)
     if only is not None:
         ownership = {zone: owned for zone, owned in ownership.items() if zone in only}
     servers, pods = by_server(endpoints), servers_of(endpoints)
@@ -187,8 +190,10 @@ def observe(desired: Desired, store: Store, endpoints: Mapping[str, Endpoint], *
                 for future in futures.values():
                     future.cancel()  # the transfers in flight finish (bounded); the rest never start
                 done = {z: s for z, s in zones.items() if not left[z]}
-                raise Cut(DnsObserved(ownership, done, set(endpoints), focus, reach(endpoints), pods=pods))
-    return DnsObserved(ownership, zones, set(endpoints), focus, reach(endpoints), pods=pods)
+                raise Cut(DnsObserved(ownership, done, set(endpoints), focus, reach(endpoints), pods=pods,
+                                      starting=starting, fresh=fresh))
+    return DnsObserved(ownership, zones, set(endpoints), focus, reach(endpoints), pods=pods, starting=starting,
+                       fresh=fresh)
 
 
 def _secondaries_without(desired: Desired, ownership: Mapping[str, ZoneOwnership], servers: Mapping[str, Endpoint],

@@ -66,7 +66,8 @@ def from_cluster(api: KubeApi, desired: Desired, *, token_file: pathlib.Path = Z
         config_name = next((v["configMap"]["name"] for v in volumes if v["name"] == "config"), f"{name}-config")
         host = f"{name}.{namespace}.svc.{cluster_domain}"
         granted = token if send_token_to is None or send_token_to(key) else ""
-        ready = ready_pods(api, namespace, name) if readable is None or readable(key) else Ready((), 0, 0)
+        ready = (ready_pods(api, namespace, name) if readable is None or readable(key)
+                 else Ready((), 0, 0, known=False))
         dns_port = ready.dns_port or workloads.DNS_CONTAINER_PORT
         try:
             tsig, previous = _tsig(api, desired, key, secret_name)
@@ -74,11 +75,14 @@ def from_cluster(api: KubeApi, desired: Desired, *, token_file: pathlib.Path = Z
             log.error("%s/%s is unreachable: %s", namespace, name, exc)
             continue
         servers = pod_servers(ready.ips, dns_port, ready.api_port or workloads.API_PORT, waiting=ready.waiting)
+        wanted = deployment.body["spec"].get("replicas", 1)
         out[f"{namespace}/{name}"] = Endpoint(
             f"{namespace}/{name}", host, workloads.DNS_PORT, f"http://{host}:{workloads.API_PORT}", granted,
             tsig, pods=tuple(sorted({*ready.ips, *ready.waiting})), pod_port=dns_port,
             transfer_acl=None if explicit_transfer_acl(desired, namespace, config_name) else agent,
-            servers=keyprobe.choose(servers, tsig, previous) if tsig is not None else servers)
+            servers=keyprobe.choose(servers, tsig, previous) if tsig is not None else servers,
+            starting="" if not ready.known or servers else f"{name} is scaled to 0 pods" if wanted == 0
+            else f"waiting for {name} to start")
     return out
 
 
@@ -91,6 +95,7 @@ class Ready:
     dns_port: int
     api_port: int
     waiting: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    known: bool = True  # its Endpoints could be read (or do not exist yet: no pod at all); False: unknown
 
 
 def agent_addresses(api: KubeApi, namespace: str) -> list[str]:
@@ -118,7 +123,7 @@ def ready_pods(api: KubeApi, namespace: str, name: str) -> Ready:
     except KubeError as exc:
         log.warning("%s/%s: cannot read its Endpoints, so no pod address (zones and records go through its "
                     "Service, transfers wait): %s", namespace, name, exc)
-        return Ready((), 0, 0)
+        return Ready((), 0, 0, known=False)
     ips: list[str] = []
     not_ready: dict[str, str] = {}  # the pods not ready (which may wait for their zones): address -> name
     ports: dict[str, int] = {}

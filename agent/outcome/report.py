@@ -41,6 +41,7 @@ from agent.model import printable
 from agent.model.problems import Problem
 
 FORMAT_VERSION = 1
+DRIFT = "drift:"  # how a change that repairs drift gives its reason (agent/plan/changes.py)
 MARKER = "--- bindy-agent report (JSON) ---"
 NOTHING_DONE = ("rejected", "superseded")  # outcomes of a run that applied nothing
 SIGNATURE = "bindy-agent-signature: "  # the last line of a signed note (agent/outcome/signature.py)
@@ -68,6 +69,8 @@ class Report:
     failures: list[str] = dataclasses.field(default_factory=list)
     superseded_by: str | None = None
     conflicts: list[str] = dataclasses.field(default_factory=list)
+    waiting: list[str] = dataclasses.field(default_factory=list)  # servers with no pod yet: not failures
+    again: bool = False  # a run of the revision already applied: what it changed had drifted, or was its own
 
     def summary(self) -> dict[str, Any]:
         kube = Counter(c["action"] for c in self.changes if c["layer"] == "kubernetes")
@@ -76,7 +79,8 @@ class Report:
         return {"kubernetes": {a: kube.get(a, 0) for a in ("create", "update", "delete")},
                 "rrsetChanges": dns, "zoneChanges": sum(1 for c in self.changes if c["layer"] == "zones"),
                 "errors": errors, "failures": len(self.failures), "conflicts": len(self.conflicts),
-                "verified": sum(1 for v in self.verification if v["ok"]), "checks": len(self.verification)}
+                "verified": sum(1 for v in self.verification if v["ok"]), "checks": len(self.verification),
+                "drift": sum(1 for c in self.changes if drifted(c)) if self.again else 0}
 
     def as_dict(self) -> dict[str, Any]:
         return {"formatVersion": FORMAT_VERSION, "runId": self.run_id, "revision": self.revision,
@@ -84,7 +88,7 @@ class Report:
                 "durationSeconds": round(self.duration, 3), "summary": self.summary(), "changes": self.changes,
                 "problems": [p.as_dict() for p in self.problems], "verification": self.verification,
                 "refusals": self.refusals, "failures": self.failures, "conflicts": self.conflicts,
-                "supersededBy": self.superseded_by}
+                "supersededBy": self.superseded_by, **({"waiting": self.waiting} if self.waiting else {})}
 
 
 def bounded(doc: dict[str, Any], limit: int = DETAIL_LIMIT, lists: tuple[str, ...] = _LISTS) -> dict[str, Any]:
@@ -124,7 +128,15 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
         total = len(items) + (doc.get("omitted") or {}).get(key, 0)
         lines += [f"{label}: {item}" for item in items[:DETAIL_LINES]]
         lines += _more(items, min(len(items), DETAIL_LINES), total)
+    lines += [f"waiting: {item}: its zones are written once its pods run" for item in doc.get("waiting") or []]
     return lines
+
+
+def drifted(change: dict[str, Any]) -> bool:
+    """A change of the plan that repairs what someone else changed (`plan.changes.drifted`, as a report
+    item)."""
+    reason = change.get("reason") or ""
+    return reason.startswith(DRIFT) or (change.get("layer") == "records" and not reason)
 
 
 def change_line(change: dict[str, Any]) -> str:
@@ -188,7 +200,9 @@ def later_lines(doc: dict[str, Any]) -> list[str]:
         s, omitted = run["summary"], run.get("omitted") or {}
         k = s["kubernetes"]
         total = len(run["changes"]) + omitted.get("changes", 0)
-        repaired = " (drift repaired)" if total else ""
+        drift = s.get("drift", total)  # (notes written before drift was told apart: every change)
+        repaired = (" (drift repaired)" if drift >= total else f" ({drift:,} drift repaired, the rest the agent's own)"
+                    if drift else " (the agent's own: new pods, moved servers)") if total else ""
         lines.append(f"  {run['startedAt']} run {run['runId']}: {run['outcome']}, {total:,} changes{repaired}: "
                      f"Kubernetes {k['create']} created, {k['update']} updated, {k['delete']} deleted; "
                      f"DNS {s['rrsetChanges']} RRset changes, {s['zoneChanges']} zone changes, verified "

@@ -34,7 +34,12 @@ def zone(zr: ZoneResult | None) -> list[dict[str, str]]:
         degraded = condition("Degraded", "True", "NotServed", "not answering the new data: " + ", ".join(bad[:10]))
     else:
         degraded = condition("Degraded", "False", "ReconcileSucceeded", "")
-    return [condition("Ready", "True", "ReconcileSucceeded", message), degraded]
+    waiting = "; ".join(sorted({m for state, m in zr.instances.values() if state == "Claimed"}))
+    if waiting and not configured:  # no server has a pod yet: a start-up, not a failure
+        return [condition("Ready", "False", "WaitingForServers", waiting),
+                condition("Progressing", "True", "WaitingForServers", waiting), degraded]
+    return [condition("Ready", "True", "ReconcileSucceeded", message), degraded,
+            *([condition("Progressing", "True", "WaitingForServers", waiting)] if waiting else [])]
 
 
 def signed_alike(zone: Zone | None, zr: ZoneResult | None, conds: list[dict[str, str]]) -> list[dict[str, str]]:
@@ -75,6 +80,7 @@ def served_now(zone: Zone | None, deployments: Mapping[ObjectKey, dict[str, Any]
         c for c in conds if c["type"] != "Degraded"]
     out.append(condition("Degraded", "True", "NotServed", message))
     if starting:
+        out = [c for c in out if c["type"] != "Progressing"]
         out.append(condition("Progressing", "True", "WaitingForServers",
                              "waiting for " + ", ".join(starting) + " to start"))
     return out
@@ -89,6 +95,10 @@ def record(zr: ZoneResult | None, owner: str, rtype: str) -> list[dict[str, str]
         return conditions(Outcome(False, f"Failed to configure record: conflict: {conflict}", "RecordFailed"))
     checks = [c for c in zr.checks if (c.name, c.rtype) == (owner, rtype)]
     configured = sum(1 for s, _ in zr.instances.values() if s == "Configured")
+    if not configured and any(s == "Claimed" for s, _ in zr.instances.values()):
+        why = "waiting for its zone's servers to start"
+        return [condition("Ready", "False", "WaitingForServers", why),
+                condition("Progressing", "True", "WaitingForServers", why)]
     served = sum(1 for c in checks if c.ok) if checks else configured
     if checks and served < len(checks):
         missing = ", ".join(c.server for c in checks if not c.ok)

@@ -17,7 +17,7 @@ from agent.desired.memo import NO_MEMO, Memo
 from agent.model import names
 from agent.model.joined import Joined
 from agent.plan import crddiff, kubechange, kubediff, rotation, zonediff, zoneplan
-from agent.plan.changes import Action, Change, KubeTarget, Plan, RRsetTarget, ZoneTarget
+from agent.plan.changes import DRIFT, Action, Change, KubeTarget, Plan, RRsetTarget, ZoneTarget
 from agent.plan.observed import DnsObserved, KubeObserved, Observed
 
 NOT_OBSERVED_KUBE = "Kubernetes is not observed without --kubeconfig; only DNS is planned."
@@ -26,6 +26,12 @@ NOT_OBSERVED_DNS = ("DNS (zones and records) is not observed without zone endpoi
 RENOTIFY = "the secondaries' or the agent's pods moved"  # a primary's transfers written again
 REOPEN = ("it refused the agent's zone transfer: its allow-transfer gets the agent's address, then the zone is "
           "read and planned again")
+# The agent's own work, never drift (plan/changes.py `drifted`): a new pod's zones, what an interrupted
+# run left, what a server gets with a zone created on it; and the drift a zone create repairs
+NEW_POD = "a new pod: it waits for its zones"
+FINISHED = "an interrupted run's writes, finished"
+WITH_ZONE = "written with the zone, created on a server that lacked it"
+ZONE_GONE = f"{DRIFT} the zone is gone from a server that had it (deleted by hand?)"
 
 
 def empty_world(desired: Desired) -> Observed:
@@ -171,7 +177,7 @@ def _kube_view(plan: Plan, changes: list[kubechange.KubeChange]) -> None:
         if c.action == "conflict":
             plan.conflicts.append(f"{target}: {c.reason}")
             continue
-        reason = f"drift: {c.reason}" if c.drift else c.reason
+        reason = f"{DRIFT} {c.reason}" if c.drift else c.reason
         add(Change(_ACTIONS[c.action], target, new=c.desired, fields=c.fields, reason=reason))
 
 
@@ -190,9 +196,8 @@ def _zone_view(plan: Plan, zones: list[zoneplan.ZonePlan]) -> None:
             after: dict[str, Any] = zp.bodies.get(instance) or {"zoneType": role}
             if instance not in zp.bodies and role == "secondary":
                 after = {**after, "primaries": list(zp.primaries)}
-            moved = "its primaries' pods moved: removed and created again" if instance in zp.repoint else ""
             add(Change(Action.CREATE, ZoneTarget(zp.name, instance, role), new=after,
-                       reason=zp.unbuildable.get(instance, moved)))
+                       reason=zp.unbuildable.get(instance) or _created_why(zp, instance, role)))
         # the primaries' transfers (also-notify, allow-transfer), written again
         for instance, why in [(i, RENOTIFY) for i in zp.renotify] + [(i, REOPEN) for i in zp.reopen]:
             sent = zp.transfers.get(instance)
@@ -204,6 +209,35 @@ def _zone_view(plan: Plan, zones: list[zoneplan.ZonePlan]) -> None:
     for zp in zones:  # shallow names first; a zone's keys are unique, so no two changes compare equal
         if zp.in_sync:
             continue
+        own = _own_rrsets(zp)
         for _, (name, rtype), c in sorted([((key := c.key)[0].count("."), key, c) for c in zp.rrset_changes],
                                           key=lambda k: k[:2]):
-            add(Change(_ACTIONS[c.action], RRsetTarget(zp.name, name, rtype), old=c.before, new=c.after))
+            add(Change(_ACTIONS[c.action], RRsetTarget(zp.name, name, rtype), old=c.before, new=c.after,
+                       reason=own.get((name, rtype), "")))
+
+
+def _created_why(zp: zoneplan.ZonePlan, server: str, role: str) -> str:
+    """Why a zone is created on a server: the agent's own work (a new pod, primaries that moved, a new
+    placement, an interrupted run), or drift (a server that had it lost it)."""
+    if server in zp.repoint:
+        return "its primaries' pods moved: removed and created again"
+    if server in zp.fresh:
+        return NEW_POD
+    if zp.recovered:
+        return FINISHED
+    seen = zp.observed.get(server)
+    had = zp.placements_before.get(zoneplan.instance_of(server)) == role
+    return ZONE_GONE if had and (role == "secondary" or (seen is not None and seen.rrsets is None)) else ""
+
+
+def _own_rrsets(zp: zoneplan.ZonePlan) -> dict[tuple[str, str], str]:
+    """The RRset changes that are the agent's own work: each only on servers the zone is created on (a
+    new pod, a repointed secondary), or in a zone whose interrupted run is finished now."""
+    created = {s for s, _ in zp.creates}
+    if zp.recovered:
+        return {c.key: FINISHED for p in zp.records.values() for c in p.changes}
+    if not created:
+        return {}
+    elsewhere = {c.key for s, p in zp.records.items() if s not in created for c in p.changes}
+    return {c.key: WITH_ZONE for s in created if s in zp.records for c in zp.records[s].changes
+            if c.key not in elsewhere}

@@ -45,6 +45,7 @@ from agent.model.problems import Problem
 from agent.plan import kubechange, zoneplan
 
 FORMAT_VERSION = 1
+DRIFT = "drift:"  # how the reason of a change that repairs what someone else changed begins
 
 
 class Action(enum.StrEnum):
@@ -123,6 +124,15 @@ class Change:
         return {"action": self.action.value, "layer": self.target.layer, "target": target,
                 "before": self.before, "after": self.after, "fields": list(self.fields),
                 "reason": self.reason or None}
+
+
+def drifted(change: Change) -> bool:
+    """Whether a change of a plan of the revision already applied repairs what someone else changed:
+    a Kubernetes object edited or deleted by hand, a zone gone from a server that had it (reason
+    "drift: ..."), or an RRset changed on a server that had the zone. The agent's own work is not: a
+    new or replaced pod's zones and records, secondaries repointed to moved primaries, the transfers
+    told to moved pods, an interrupted run finished (each says so in its reason)."""
+    return change.reason.startswith(DRIFT) or (change.target.layer == "records" and not change.reason)
 
 
 def _shown(what: Shown) -> dict[str, Any] | None:

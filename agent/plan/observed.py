@@ -59,6 +59,10 @@ class DnsObserved:
     servers: dict[str, Reach] = dataclasses.field(default_factory=dict)
     # instance -> the servers (pods) it is written to one by one; an instance not here is one server
     pods: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    # instance -> why it has no server yet (no pod at all: starting, or scaled to 0); nothing is asked
+    # of it or planned on it, and that is not an error: its zones are written once its pods run
+    starting: dict[str, str] = dataclasses.field(default_factory=dict)
+    fresh: frozenset[str] = frozenset()  # the servers that are pods waiting for their zones (new, replaced)
 
     def servers_of(self, instance: str) -> tuple[str, ...]:
         return self.pods.get(instance, (instance,))

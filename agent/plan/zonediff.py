@@ -74,6 +74,7 @@ class _Placement:
     renotify: list[str]  # primary servers
     after: dict[str, str]  # instance -> role
     reopen: list[str] = dataclasses.field(default_factory=list)  # primary servers that refused the agent's AXFR
+    waiting: dict[str, str] = dataclasses.field(default_factory=dict)  # instance -> why it has no server yet
 
 
 def _placements(primaries: list[str], secondaries: list[str], placed: dict[str, str], unsure: set[str],
@@ -84,7 +85,11 @@ def _placements(primaries: list[str], secondaries: list[str], placed: dict[str, 
     out = _Placement({}, [], [], [], {})
     wanted = {**{s: "secondary" for s in secondaries}, **{p: "primary" for p in primaries}}
     failed: set[str] = set()  # instances none of whose servers can be written
+    held = bool(primaries) and all(p in dns.starting for p in primaries)  # no primary to transfer from yet
     for instance, role in wanted.items():
+        if instance in dns.starting or (held and role == "secondary"):  # no pod yet: not a failure
+            out.waiting[instance] = dns.starting.get(instance) or "waiting for its primaries to start"
+            continue
         if instance not in dns.reachable:
             out.errors[instance] = f"no endpoint for instance {instance}"
             failed.add(instance)
@@ -108,13 +113,13 @@ def _placements(primaries: list[str], secondaries: list[str], placed: dict[str, 
     for instance in sorted(set(placed) - set(wanted)):
         if instance in dns.reachable:
             out.deletes += dns.servers_of(instance)
-        else:
+        elif instance not in dns.starting:  # no pod: nothing to delete it from
             out.errors[instance] = f"no endpoint for instance {instance}: the zone stays there for now"
     previous = {i for i, r in placed.items() if r == "secondary"}
     blocked = bool(primaries) and all(p in failed for p in primaries)
     if previous != set(secondaries) and not blocked:
         created = {i for i, _ in out.creates}
-        out.renotify = [s for p in primaries if p in placed for s in dns.servers_of(p)
+        out.renotify = [s for p in primaries if p in placed and p not in out.waiting for s in dns.servers_of(p)
                         if s not in created and s not in out.errors]
     deleted = {instance_of(s) for s in out.deletes}
     out.after = {i: r for i, r in placed.items() if i not in deleted}
@@ -275,12 +280,13 @@ def plan_zone(name: str, zone: Zone | None, dns: DnsObserved, *, force: bool = F
     secondaries = [instance_id(k) for k in zone.secondaries] if zone else []
     moved = _placements(primaries, secondaries, placed, unsure, seen, dns)
     creates, deletes, renotify, after = moved.creates, moved.deletes, moved.renotify, moved.after
-    repoint, sources = _repoint(zone, primaries, secondaries, placed, moved.errors, seen, owned.transfer_from, dns)
+    skip = {**moved.errors, **moved.waiting}  # servers nothing is written to in this run
+    repoint, sources = _repoint(zone, primaries, secondaries, placed, skip, seen, owned.transfer_from, dns)
     creates += [(s, "secondary") for s in repoint if (s, "secondary") not in creates]
     notify, acl = _notify(zone, secondaries, dns), _acl(zone, primaries, secondaries, dns)
     if (notify is not None and notify != (owned.notify if owned.notify is not None or notify else [])) or (
             acl is not None and acl != (owned.allow_transfer if owned.allow_transfer is not None or acl else [])):
-        renotify = _tell(primaries, placed, creates, moved.errors, renotify, dns)  # secondaries' or agents' pods moved
+        renotify = _tell(primaries, placed, creates, skip, renotify, dns)  # secondaries' or agents' pods moved
     records: dict[str, zoneplan.RRsetPlan] = {}
     kept = ""
     if bool(primaries) and all(all(s in moved.errors for s in dns.servers_of(p)) or p in moved.errors
@@ -293,17 +299,19 @@ def plan_zone(name: str, zone: Zone | None, dns: DnsObserved, *, force: bool = F
         deletes, after = [], dict(placed)
         managed_after = managed - {c.key for p in records.values() for c in p.changes}
     elif zone is not None and primaries:
-        records, managed_after = _records(name, zone, primaries, moved.errors, managed, seen, dns)
+        records, managed_after = _records(name, zone, [p for p in primaries if p not in moved.waiting], moved.errors,
+                                          managed, seen, dns)
     else:  # gone from every server: nothing is owned any more; else still on one the agent cannot reach
         managed_after = managed if after else set()
     empty = not (creates or deletes or renotify or any(p.changes for p in records.values()))
     recovered = owned.pending is not None
-    in_sync = (empty and not recovered and not moved.errors and managed_after == managed
+    in_sync = (empty and not recovered and not moved.errors and not moved.waiting and managed_after == managed
                and after == placed and (sources is None or sources == owned.transfer_from))
     return ZonePlan(name, zone, primaries, secondaries, creates, deletes, renotify, records, moved.errors,
                     managed_before=managed, managed_after=managed_after, placements_before=placed,
                     placements_after=after, annotations=_gate_annotations(zone, owned), recovered=recovered,
-                    kept=kept, observed=seen, revision=owned.revision, in_sync=in_sync,
+                    kept=kept, observed=seen, revision=owned.revision, in_sync=in_sync, waiting=moved.waiting,
+                    fresh=frozenset(s for s, _ in creates if s in dns.fresh),
                     pods={i: dns.pods[i] for i in sorted({*primaries, *secondaries, *placed}) if i in dns.pods},
                     notify_before=owned.notify,
                     notify=notify if creates or renotify or owned.notify is not None else None,

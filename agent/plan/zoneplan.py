@@ -118,6 +118,11 @@ class ZonePlan:
     in_sync: bool = False
     # instance -> its servers, for the instances written pod by pod (the others are one server each)
     pods: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    # instance -> why nothing is written to it yet (no pod at all: starting, scaled to 0; or a secondary
+    # whose primaries all are): not a failure, its zones are written once its pods run
+    waiting: dict[str, str] = dataclasses.field(default_factory=dict)
+    # the servers in `creates` that are pods waiting for their zones (new, replaced): the agent's own work
+    fresh: frozenset[str] = frozenset()
 
     def servers_of(self, instance: str) -> tuple[str, ...]:
         return self.pods.get(instance, (instance,))

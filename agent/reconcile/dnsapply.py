@@ -208,6 +208,8 @@ class DnsApply:
         result = ZoneResult(zp.key, zp.name, primaries=set(zp.primaries))
         for server, error in zp.errors.items():
             result.servers[server] = ("Failed", error)
+        for instance, why in zp.waiting.items():  # Bindy's state for "selected, not configured yet"
+            result.servers[instance] = ("Claimed", why)
         for instance, role in zp.placements_before.items():
             if instance in zp.primaries + zp.secondaries:
                 for server in zp.servers_of(instance):

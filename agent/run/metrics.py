@@ -16,6 +16,7 @@ import prometheus_client
 
 from agent.model import calls
 from agent.model.key import ObjectKey
+from agent.plan import changes as plan_changes
 from agent.run import orchestrator
 
 # the steps of a run (RunOutcome.steps), initialised at 0 so that a dashboard shows every one
@@ -204,11 +205,15 @@ class Metrics:
             self.managed.labels("rrsets").set(sum(len(z.managed_after) for z in zones if z.zone is not None))
 
     def _drift(self, run: orchestrator.RunOutcome) -> None:
-        """A run of the revision already applied that changed something: the world had drifted."""
+        """A run of the revision already applied that changed what someone else had changed: the world had
+        drifted. The agent's own work in such a run is not drift (a new pod's zones, moved servers told,
+        an interrupted run finished: plan/changes.py `drifted`)."""
         assert run.plan is not None
         failed_objects = set(run.kube.failed) if run.kube is not None else set()
         failed_zones = {z.name for z in run.dns.zones if not z.ok} if run.dns is not None else set()
         for change in run.plan.changes:
+            if not plan_changes.drifted(change):
+                continue
             target: Any = change.target
             self.drift_found.labels(target.layer).inc()
             failed = (ObjectKey(target.kind, target.namespace, target.name) in failed_objects

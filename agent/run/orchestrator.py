@@ -383,8 +383,8 @@ class _Run:
         state = self._next_state(snap, result)
         self._save(state, result)
         with timed(self.steps, "report"):
-            reports = [runreport.of_run(self.run_id, snap, result, started_at=self.started_at,
-                                        seconds=time.monotonic() - self.started)]
+            reports = [runreport.of_run(self.run_id, snap, result, started_at=self.started_at, seconds=time.monotonic()
+                                        - self.started, repeat=self.state.applied == snap.revision)]
             for sha in result.superseded:
                 reports.append(report.Report(self.run_id, sha, "superseded", self.source.commit(sha), self.started_at,
                                              0.0, superseded_by=snap.revision))

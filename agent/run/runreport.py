@@ -11,7 +11,9 @@ from agent.run.revisions import Snapshot
 from agent.run.runoutcome import RunOutcome
 
 
-def of_run(run_id: str, snap: Snapshot, result: RunOutcome, *, started_at: str, seconds: float) -> report.Report:
+def of_run(run_id: str, snap: Snapshot, result: RunOutcome, *, started_at: str, seconds: float,
+           repeat: bool = False) -> report.Report:
+    """`repeat`: the revision was applied before (what this run changed is drift, or the agent's own work)."""
     plan = result.plan
     zones = result.dns.zones if result.dns else []
     # a zone that stopped part-way serves the RRset changes of the batches before: applied, not failed
@@ -41,5 +43,7 @@ def of_run(run_id: str, snap: Snapshot, result: RunOutcome, *, started_at: str, 
         item["result"] = f"failed: {error}" if error else "applied"
         items.append(item)
     checks = [{"server": c.server, "name": c.name, "type": c.rtype, "ok": c.ok} for z in zones for c in z.checks]
+    waiting = sorted({why for zp in (plan.zones or [] if plan is not None else []) for why in zp.waiting.values()})
     return report.Report(run_id, snap.revision, result.outcome, snap.commit, started_at, seconds, items,
-                         result.problems, checks, result.refusals, result.failures, conflicts=result.conflicts)
+                         result.problems, checks, result.refusals, result.failures, conflicts=result.conflicts,
+                         waiting=waiting, again=repeat)
