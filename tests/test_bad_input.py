@@ -130,7 +130,12 @@ spec: {zone: example.biz, name: x, ipv4Addresses: [192.0.2.1]}
     assert sorted(_problems(repo.root)) == sorted([
         "records.yaml:7: ARecord/dns/bad-ip: spec.ipv4Addresses[1]: '300.1.2.3' is not an IPv4 address",
         "records.yaml:12: CNAMERecord/dns/apex: spec.name: a CNAME cannot be at the zone apex (it would hide the SOA and NS)",
-        "records.yaml:17: CNAMERecord/dns/beside: spec.name: a CNAME cannot share its name with other records (TXT)",
+        "records.yaml:17: CNAMERecord/dns/beside: spec.name: a CNAME cannot share its name with other records (TXT): "
+        "TXTRecord dns/beside-txt at records.yaml:22",
+        # the other record (perhaps the one just added) says where the CNAME is
+        "records.yaml:22: TXTRecord/dns/beside-txt: spec.name: mail.example.com. also has a CNAME (CNAMERecord "
+        "dns/beside at records.yaml:17), and a CNAME cannot share its name with other records (RFC 1034 3.6.2): "
+        "remove one of them, or give it another name",
         "records.yaml:27: ARecord/dns/outside: spec.name: 'www.example.org.' is outside its zone example.com.",
         "records.yaml:32: TXTRecord/dns/control: spec.text[0]: contains a control character",
         "records.yaml:37: ARecord/dns/no-zone: spec.zone: no DNSZone with zoneName 'example.biz'",

@@ -64,8 +64,7 @@ def _add_rrsets(zone: Zone, members: list[Loaded], out: Findings) -> None:
         vals: Collection[str] = set().union(*(texts for _, (texts, _, _), _ in group)) if len(group) > 1 \
             else group[0][1][0].keys()
         if rtype == "CNAME" and (problem := _cname_problem(zone.name, owner, types_at[owner], vals)):
-            for r, _, _ in group:
-                out.add(r, "spec.name", problem)
+            _cname_conflict(zone, owner, group, groups, own, problem, out)
             continue
         ttls = {ttl for _, _, ttl in group}
         if len(ttls) > 1:
@@ -103,6 +102,28 @@ def _cname_problem(origin: str, owner: str, types: set[str], values: Collection[
     if len(values) > 1:
         return f"a name can have only one CNAME target, got {len(values)}: {', '.join(sorted(values))}"
     return None
+
+
+def _where(r: Loaded) -> str:
+    return f"{r.key.kind} {r.key.namespace}/{r.key.name} at {r.origin_at('spec.name')}"
+
+
+def _cname_conflict(zone: Zone, owner: str, group: list[_Entry], groups: dict[tuple[str, str], list[_Entry]],
+                    own: dict[tuple[str, str], Any], problem: str, out: Findings) -> None:
+    """A CNAME that cannot be served, said at each CNAME record; beside other data, each says where the
+    others are, and each of those records says where the CNAME is (the record just added may be either)."""
+    beside = owner != zone.name  # at the apex, the zone itself is what it conflicts with
+    others = [r for (name, rtype), entries in sorted(groups.items()) if beside and name == owner and rtype != "CNAME"
+              for r, _, _ in entries]
+    declared = [f"the nameServers of DNSZone {zone.key.namespace}/{zone.key.name} at {zone.origin}"
+                for (name, rtype) in sorted(own) if beside and name == owner][:1]
+    elsewhere = [_where(r) for r in others] + declared
+    for r, _, _ in group:
+        out.add(r, "spec.name", problem + (f": {'; '.join(elsewhere)}" if elsewhere else ""))
+    cnames = "; ".join(_where(r) for r, _, _ in group)
+    for r in others:
+        out.add(r, "spec.name", f"{owner} also has a CNAME ({cnames}), and a CNAME cannot share its name with "
+                "other records (RFC 1034 3.6.2): remove one of them, or give it another name")
 
 
 _TARGET_FIELD = {"MX": "spec.mailServer", "SRV": "spec.target", "NS": "spec.nameserver"}
