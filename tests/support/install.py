@@ -90,6 +90,8 @@ class Installation:
         self.node, self.api, self.tmp = node, api, tmp
         self.token = secrets.token_hex(20)
         self.webhook_secret = secrets.token_hex(32)
+        self.report_key = secrets.token_hex(32)
+        self.report_key_file = tmp / "secrets" / "report-key"
         self.remote = GitRemote(tmp / "git")
         self.git = GitHttpServer(tmp / "git", self.token, host=NODE_IP)
         self.overlay = tmp / "overlay"
@@ -138,17 +140,21 @@ patches:
         return self.overlay
 
     def install(self, *, agent_env: dict[str, str] | None = None) -> None:
-        """README's "Install", steps 2 and 3, then `kubectl apply -k`."""
+        """The install steps: the three Secrets (Git token, webhook secret, report key), then `kubectl apply -k`."""
         self.git.start()
         secrets_dir = self.tmp / "secrets"
         secrets_dir.mkdir()
         (secrets_dir / "git-token").write_text(self.token + "\n")
         (secrets_dir / "webhook-secret").write_text(self.webhook_secret + "\n")
+        (secrets_dir / "report-key").write_text(self.report_key + "\n")
+        self.report_key_file = secrets_dir / "report-key"  # what a user keeps for `bindy-agent report`
         kubectl(self.node, "create", "namespace", AGENT_NS)
         kubectl(self.node, "-n", AGENT_NS, "create", "secret", "generic", "bindy-agent-git",
                 f"--from-file=token={secrets_dir / 'git-token'}")
         kubectl(self.node, "-n", AGENT_NS, "create", "secret", "generic", "bindy-agent-webhook",
                 f"--from-file=secret={secrets_dir / 'webhook-secret'}")
+        kubectl(self.node, "-n", AGENT_NS, "create", "secret", "generic", "bindy-agent-report-key",
+                f"--from-file=key={secrets_dir / 'report-key'}")
         kubectl(self.node, "apply", "-k", str(self.write_overlay(agent_env=agent_env)))
 
     def uninstall(self) -> None:
