@@ -148,3 +148,43 @@ def test_the_reference_says_each_flags_default_as_help_does(site: pathlib.Path) 
     page = _text((site / "reference" / "cli.html").read_text())
     assert "%(default)s" not in page and "%%" not in page
     assert "default: 300" in " ".join(help_of("sync").split()) and "default: 300" in page
+
+
+def test_the_site_loads_nothing_from_other_machines(site: pathlib.Path) -> None:
+    """No web fonts, scripts or styles from elsewhere: the site reads the same offline and behind a firewall."""
+    for page in site.rglob("*.html"):
+        text = page.read_text()
+        outside = re.findall(r'<(?:script|link|img)[^>]*(?:src|href)="(https?://[^"]+)"', text)
+        assert not outside, f"{page.name} loads {outside}"
+
+
+@pytest.mark.integration
+def test_a_browser_shows_the_home_page_with_its_navigation_and_the_cli_reference_with_every_verb(
+        site: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    """Headless Chromium, as a reader's browser: the home page renders with the site's navigation, the
+    CLI reference page lists every verb `bindy-agent --help` lists, and both screenshots are drawn pages."""
+    from tests.support import browser
+
+    chromium = browser.Chromium(tmp_path / "chromium")
+    with browser.serve(site) as base:
+        home_dom = chromium.dom(base + "index.html")
+        cli_dom = chromium.dom(base + "reference/cli.html")
+        shots = {name: chromium.screenshot(base + path, tmp_path / f"{name}.png")
+                 for name, path in (("home", "index.html"), ("cli", "reference/cli.html"))}
+
+    primary = home_dom.split('class="md-nav md-nav--primary"', 1)[1]
+    nav = {" ".join(_text(link).split()) for link in
+           re.findall(r'class="md-nav__link[^"]*"[^>]*>(.*?)</(?:a|label)>', primary, re.DOTALL)}
+    for title in ("Quickstart and first zone", "Concepts", "Install in a cluster", "CI and pull requests",
+                  "Rolling back a bad commit", "CLI reference"):
+        assert title in nav, f"the home page's navigation lacks {title!r}: {sorted(nav)}"
+    assert re.search(r"<h1[^>]*>bindy-agent", home_dom)
+
+    assert re.search(r"<h1[^>]*>CLI reference", cli_dom)
+    shown = set(re.findall(r'<h2 id="([\w-]+)"', cli_dom))
+    assert set(verbs()) <= shown, f"verbs missing from the CLI reference in the browser: {set(verbs()) - shown}"
+
+    for name, png in shots.items():
+        assert browser.png_size(png) == chromium.size, name
+        pixels = browser.png_pixels(png)
+        assert len(png) > 20_000 and len(set(pixels)) > 64, f"the {name} screenshot is blank ({len(png)} bytes)"
