@@ -103,3 +103,11 @@ def test_the_scripts_the_readme_names_exist_and_ci_runs_the_whole_suite() -> Non
     script = (ROOT / "scripts" / "test").read_text()
     assert "scripts/install-test-deps" in script and "scripts/venv" in script
     assert re.search(r"^exec \.venv/bin/pytest \"\$@\"$", script, re.MULTILINE)
+
+
+def test_every_link_of_the_readme_leads_to_a_file_of_the_repository() -> None:
+    """The README is read on the forge, where MkDocs' strict build does not check it."""
+    links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", README.read_text())
+    local = [link for link in links if not re.match(r"[a-z]+://", link)]
+    assert len(local) >= 15, local
+    assert not [link for link in local if not (ROOT / link).exists()]
