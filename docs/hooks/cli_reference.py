@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -22,7 +23,15 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
         return markdown
     if MARKER not in markdown:
         raise ValueError(f"{PAGE} lost its marker {MARKER!r}: the generated reference has nowhere to go")
-    return markdown.replace(MARKER, reference())
+    held = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "100"  # argparse wraps usage to the terminal: the page wraps alike on every machine
+    try:
+        return markdown.replace(MARKER, reference())
+    finally:
+        if held is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = held
 
 
 def _builder() -> Callable[[list[str]], argparse.ArgumentParser]:
