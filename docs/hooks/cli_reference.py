@@ -1,8 +1,9 @@
 """MkDocs hook: the CLI reference page, generated from bindy-agent's own argument parser at build time.
 
-docs/reference/cli.md holds a marker; this hook replaces it with every verb's usage, description,
-flags (with their defaults expanded, as `--help` prints them) and epilog, built by the same parser
-`bindy-agent VERB --help` uses. Nothing is copied by hand, so the page cannot drift from `--help`.
+docs/reference/cli.md holds two markers; this hook replaces them, and the note between them, with
+every verb's usage, description, flags (with their defaults expanded, as `--help` prints them) and
+epilog, built by the same parser `bindy-agent VERB --help` uses. Nothing is copied by hand, so the
+page cannot drift from `--help`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 MARKER = "<!-- cli-reference -->"
+END = "<!-- /cli-reference -->"  # what stands between the two is for readers of the unbuilt file
 PAGE = "reference/cli.md"
 
 
@@ -21,12 +23,14 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     """The reference in place of the marker on its page; every other page as it is."""
     if page.file.src_uri != PAGE:
         return markdown
-    if MARKER not in markdown:
-        raise ValueError(f"{PAGE} lost its marker {MARKER!r}: the generated reference has nowhere to go")
+    if MARKER not in markdown or END not in markdown.split(MARKER, 1)[1]:
+        raise ValueError(f"{PAGE} lost its markers {MARKER!r} ... {END!r}: the generated reference has nowhere to go")
+    before, rest = markdown.split(MARKER, 1)
+    after = rest.split(END, 1)[1]
     held = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = "100"  # argparse wraps usage to the terminal: the page wraps alike on every machine
     try:
-        return markdown.replace(MARKER, reference())
+        return before + reference() + after
     finally:
         if held is None:
             del os.environ["COLUMNS"]
