@@ -139,7 +139,7 @@ def test_the_install_page_says_before_the_install_command_which_image_to_build_a
     env = [e["value"] for e in _container(rendered)["env"] if "value" in e]
     wanted = {(v["secret"]["secretName"], pathlib.PurePosixPath(value).name) for v in pod["volumes"] if "secret" in v
               for value in env if value.startswith(mounts[v["name"]] + "/")}
-    assert wanted == {("bindy-agent-git", "token"), ("bindy-agent-webhook", "secret")}
+    assert wanted == {("bindy-agent-git", "token"), ("bindy-agent-webhook", "secret"), ("bindy-agent-report-key", "key")}
     for secret, key in wanted:
         assert f"kubectl -n bindy-agent create secret generic {secret} --from-file={key}=" in before, secret
     assert before.count("create secret generic") == len(wanted)

@@ -70,6 +70,7 @@ def test_the_refs_whose_pushes_start_a_run(branch: str, pinned: str | None, ref:
     (b'{"ref": "main"}', "refs/heads/main"),
     (b'{"ref": ""}', None), (b'{"ref": 3}', None), (b'["refs/heads/main"]', None), (b"not json", None),
     (b"", None), (b"[" * 100000, None),
+    (b"payload=%7B%22ref%22%3A+%22refs%2Ftags%2Fv1%22%7D", "refs/tags/v1"),  # GitHub's form content type
 ])
 def test_the_ref_a_delivery_names(body: bytes, ref: str | None) -> None:
     assert pushpayload.ref_of(body) == ref

@@ -47,13 +47,13 @@ def _signing(kinds: tuple[str, ...], base: str) -> list[Inert]:
     return [
         Inert(kinds, f"{base}.dnssec.signing.nsec3Salt", "named chooses the NSEC3 salt itself "
               "(`nsec3param ... salt-length 16`); remove it", bindy_ignores=True),
-        Inert(kinds, f"{base}.dnssec.signing.exportToSecret", "the keys named generates stay in the pod's "
-              "key directory (the zones volume) and are not copied to a Secret; to keep keys across pods, "
-              "give the instance a persistentVolumeClaim in storage", bindy_ignores=True),
-        Inert(kinds, f"{base}.dnssec.signing.keysFrom", "named generates and keeps its keys in the zones "
-              "volume (key-directory /var/cache/bind); Bindy mounts the Secret at /var/cache/bind/keys but sets "
-              "no key-directory, so named never reads it; to keep keys, give the instance a "
-              "persistentVolumeClaim in storage", bindy_ignores=True),
+        Inert(kinds, f"{base}.dnssec.signing.exportToSecret", "a signed zone's keys are made once by the "
+              "agent and kept in the Secret <zone>-dnssec-keys of the zone's namespace, whatever this says; "
+              "remove it", bindy_ignores=True),
+        Inert(kinds, f"{base}.dnssec.signing.keysFrom", "a signed zone's keys are made once by the agent, kept "
+              "in the Secret <zone>-dnssec-keys and copied into every primary pod's key directory; Bindy mounts "
+              "this Secret at /var/cache/bind/keys but sets no key-directory, so named never reads it; remove "
+              "it", bindy_ignores=True),
         Inert(kinds, f"{base}.dnssec.signing.autoGenerate", "named generates the keys of a dnssec-policy "
               "whatever this says; remove it", bindy_ignores=True, when=_is_false),
     ]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import urllib.parse
 from collections.abc import Mapping
 
 BRANCH_PREFIX = "refs/heads/"
@@ -80,7 +81,10 @@ def read(headers: Mapping[str, str | None], body: bytes) -> Delivery:
 
 
 def ref_of(body: bytes) -> str | None:
-    """The `ref` of a JSON object body, as a full ref ("main" -> "refs/heads/main"); None without one."""
+    """The `ref` of a JSON object body (or of a form body's `payload`, GitHub's other content type), as a
+    full ref ("main" -> "refs/heads/main"); None without one."""
+    if body.startswith(b"payload="):
+        body = urllib.parse.parse_qs(body.decode("utf-8", "replace")).get("payload", [""])[0].encode()
     try:
         doc = json.loads(body) if body.strip() else None
     except (ValueError, RecursionError):
