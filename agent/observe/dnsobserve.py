@@ -154,9 +154,7 @@ def observe(desired: Desired, store: Store, endpoints: Mapping[str, Endpoint], *
     asked as each zone finishes: when it says so, the transfers not started are dropped and `Cut`
     carries what was read of the zones finished."""
     ownership = store.load_zones(refresh=refresh)
-    starting = {i: e.starting for i, e in endpoints.items() if e.starting}  # no pod yet: nothing to ask
-    endpoints = {i: e for i, e in endpoints.items() if not e.starting}
-    fresh = frozenset(f"{i}{SERVER_SEPARATOR}{s.name}" for i, e in endpoints.items() for s in e.servers if s.waiting)
+    endpoints, starting, fresh = _with_pods(endpoints)
     if only is not None:
         ownership = {zone: owned for zone, owned in ownership.items() if zone in only}
     servers, pods = by_server(endpoints), servers_of(endpoints)
@@ -190,10 +188,24 @@ def observe(desired: Desired, store: Store, endpoints: Mapping[str, Endpoint], *
                 for future in futures.values():
                     future.cancel()  # the transfers in flight finish (bounded); the rest never start
                 done = {z: s for z, s in zones.items() if not left[z]}
-                raise Cut(DnsObserved(ownership, done, set(endpoints), focus, reach(endpoints), pods=pods,
-                                      starting=starting, fresh=fresh))
+                raise Cut(_observed(ownership, done, endpoints, focus, pods, starting, fresh))
+    return _observed(ownership, zones, endpoints, focus, pods, starting, fresh)
+
+
+def _observed(ownership: dict[str, ZoneOwnership], zones: dict[str, dict[str, ZoneObserved]],
+              endpoints: Mapping[str, Endpoint], focus: set[str] | None, pods: dict[str, tuple[str, ...]],
+              starting: dict[str, str], fresh: frozenset[str]) -> DnsObserved:
     return DnsObserved(ownership, zones, set(endpoints), focus, reach(endpoints), pods=pods, starting=starting,
                        fresh=fresh)
+
+
+def _with_pods(endpoints: Mapping[str, Endpoint]) -> tuple[dict[str, Endpoint], dict[str, str], frozenset[str]]:
+    """The instances that have pods; why each other one has none yet (nothing is asked of it); the
+    servers that are pods waiting for their zones."""
+    starting = {i: e.starting for i, e in endpoints.items() if e.starting}
+    live = {i: e for i, e in endpoints.items() if not e.starting}
+    fresh = frozenset(f"{i}{SERVER_SEPARATOR}{s.name}" for i, e in live.items() for s in e.servers if s.waiting)
+    return live, starting, fresh
 
 
 def _secondaries_without(desired: Desired, ownership: Mapping[str, ZoneOwnership], servers: Mapping[str, Endpoint],
