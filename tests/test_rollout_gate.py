@@ -305,3 +305,18 @@ def test_a_run_while_a_pod_waits_does_not_stop_at_an_unchanged_head() -> None:
     assert run._unchanged("abc")  # a scheduled run with nothing new stops there
     memory.pods_waiting = True
     assert not run._unchanged("abc")  # a new pod waits for its zones: this run gives them
+
+
+def test_pods_that_moved_while_the_head_is_rejected_get_their_statuses_from_the_revision_that_serves() -> None:
+    from tests.test_adversary_s27 import _Source
+
+    memory = Memory()
+    memory.files.loaded = True
+    memory.served_at = time.monotonic()  # no resync is due
+    memory.pods_moved.add({ObjectKey("Bind9Instance", "dns", "dns-primary-0")})
+    source = _Source()
+    run = orchestrator._Run(source, None, Options(resync_after=3600), "r1", memory)  # type: ignore[arg-type]
+    run.state = RunState("a" * 40, "b" * 40, "rejected", time.time() - 60, message="rejected")
+    assert not run._unchanged("b" * 40)
+    run._snapshot("b" * 40)
+    assert source.read == ["at aaaa"] and run.repairing  # not the rejected head again

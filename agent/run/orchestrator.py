@@ -155,11 +155,11 @@ class _Run:
 
     def _snapshot(self, head: str | None) -> Snapshot:
         """The head; but while the head is rejected, the revision that still serves (`state.applied`)
-        when a push cut its reconcile, a new pod waits for its zones, or a resync is due (the state
-        keeps the head's rejection: `repairing`)."""
+        when a push cut its reconcile, a new pod waits for its zones, pods moved, or a resync is due (the
+        state keeps the head's rejection: `repairing`)."""
         s, memory = self.state, self.memory
         due = self._repair_due(head)
-        if self._stuck(head) and (memory.reconcile_pending or memory.pods_waiting or due):
+        if self._stuck(head) and (memory.reconcile_pending or memory.pods_waiting or memory.pods_moved or due):
             if due and not memory.reconcile_pending:  # a resync of what serves: the world is read in full
                 memory.kube_at, memory.serials_at, memory.served_at = 0.0, None, time.monotonic()  # once per resync
             memory.reconcile_pending = False

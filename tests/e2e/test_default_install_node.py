@@ -197,7 +197,7 @@ def test_every_pod_serves_one_dnskey_set_and_delv_validates_against_the_status_d
 
     def alike() -> dict[str, tuple[str, ...]] | None:
         seen = _signed_everywhere(inst)
-        return seen if len(seen) == 4 and all(seen.values()) and len(set(seen.values())) == 1 else None
+        return seen if len(seen) == len(SERVERS) and all(seen.values()) and len(set(seen.values())) == 1 else None
 
     seen = inst.wait(alike, 180, "one DNSKEY set for example.org on every pod")
     ds = inst.wait(lambda: _status_ds(inst), 120, "the DS in example-org's status")
