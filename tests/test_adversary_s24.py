@@ -83,6 +83,7 @@ def _agent(tmp_path: pathlib.Path, store: FileStore, elector: _Elector) -> Any:
         elector
     agent.triggers, agent.backoff, agent.runs = throttle.Triggers(0), 0, 0
     agent.led, agent.terms, agent.taken = True, 0, 0
+    agent.warm_since = None  # not followed yet
     agent.built = SimpleNamespace(source=_Source(tmp_path), targets=Targets(store), options=Options(lock_wait=1))
     agent.metrics = SimpleNamespace(follows=SimpleNamespace(labels=lambda _r: SimpleNamespace(inc=lambda: None)))
     agent.fresh = []
