@@ -93,7 +93,10 @@ def test_key_lifetimes_on_more_than_one_primary_pod_are_refused_at_the_zones_lin
         "that are not unlimited (kskLifetime 365d, zskLifetime 30d): each pod's named would roll keys of its own, and "
         "the servers would serve different DNSKEY sets. Leave the lifetimes unset (unlimited), or serve the zone from "
         "one primary pod"]
-    assert _problems(_desired(repo, signing_=finite, primaries=1)) == []  # one pod rolls its keys alone
+    one = _desired(repo, signing_=finite, primaries=1).problems  # one pod rolls its keys alone: allowed, but
+    assert [(p.severity.value, p.path) for p in one] == [("warning", "spec.dnssecPolicy")]  # a replaced pod
+    assert "stay in the pod's emptyDir on dns/dns-primary-0" in one[0].message  # forgets the rolled keys
+    assert "Give the instance storage (persistentVolumeClaim)" in one[0].message
 
 
 def test_a_primary_in_another_namespace_is_refused(repo: Repo) -> None:

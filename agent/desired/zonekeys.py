@@ -24,11 +24,11 @@ import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from agent.desired import placement, signing, workloads
+from agent.desired import placement, signing, storage, workloads
 from agent.load.manifest import Manifest
 from agent.model.key import ObjectKey
 from agent.model.names import MANAGED_BY
-from agent.model.problems import Problem
+from agent.model.problems import Problem, Severity
 
 if TYPE_CHECKING:
     from agent.desired.hierarchy import Cluster, Instance
@@ -58,6 +58,7 @@ class KeySet:
     secret: str
     algorithm: int
     roles: tuple[str, ...]  # ("ksk", "zsk"), or ("csk",) for BIND's built-in `default` policy
+    rolls: bool = False  # its policy sets key lifetimes: named rolls the keys itself
 
 
 @dataclasses.dataclass
@@ -87,6 +88,7 @@ def attach(zones: list[placement.Zone], instances: Mapping[ObjectKey, Instance],
     each Deployment's body, changed in place); the problems of the zones' policies."""
     problems = signing.zone_policies(zones, policies, manifest)
     wrong: dict[ObjectKey, str] = {}
+    rolled: dict[ObjectKey, str] = {}  # warnings: keys a rollover makes are lost with a pod
     mounts: dict[ObjectKey, list[KeySet]] = {}
     out = Keys(problems, [])
     for zone in zones:
@@ -97,6 +99,12 @@ def attach(zones: list[placement.Zone], instances: Mapping[ObjectKey, Instance],
         if isinstance(found, str):
             wrong[zone.key] = found
             continue
+        if found.rolls and (lost := [p for p in zone.primaries if p in instances and storage.claim_name(
+                p.name, instances[p].spec) is None]):
+            rolled[zone.key] = (f"key lifetimes are set, so named rolls the zone's keys itself, and the keys a "
+                                f"rollover makes stay in the pod's emptyDir on {_names(lost)}: a replaced pod starts "
+                                "again from the zone's first keys (in its Secret). Give the instance storage "
+                                "(persistentVolumeClaim), or leave the lifetimes unset (unlimited)")
         body = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
                 "metadata": {"name": found.secret, "namespace": zone.key.namespace,
                              "labels": {**MANAGED_BY, "app.kubernetes.io/name": "bind9", LABEL: "true"},
@@ -110,10 +118,11 @@ def attach(zones: list[placement.Zone], instances: Mapping[ObjectKey, Instance],
     for key, sets in mounts.items():
         if key in deployments:
             mount(deployments[key], sets)
-    for obj in manifest.of_kind("DNSZone") if wrong else []:
-        if obj.key in wrong:
+    for obj in manifest.of_kind("DNSZone") if wrong or rolled else []:
+        if obj.key in wrong or obj.key in rolled:
             problems.append(Problem(obj.origin_at("spec.dnssecPolicy"), str(obj.key), "spec.dnssecPolicy",
-                                    wrong[obj.key]))
+                                    wrong.get(obj.key) or rolled[obj.key],
+                                    Severity.ERROR if obj.key in wrong else Severity.WARNING))
     return out
 
 
@@ -145,7 +154,8 @@ def _key_set(zone: placement.Zone, policy: str, instances: Mapping[ObjectKey, In
         return (f"the DNSSEC policy {policy!r} names the algorithm {algorithm!r}, for which the agent cannot make "
                 f"keys; use one of {', '.join(ALGORITHMS)}")
     roles = ("csk",) if policy == workloads.DEFAULT_POLICY or not defined else ("ksk", "zsk")
-    return KeySet(zone, secret_name(zone), 13 if roles == ("csk",) else number, roles)
+    return KeySet(zone, secret_name(zone), 13 if roles == ("csk",) else number, roles,
+                  rolls=not (ksk in UNLIMITED and zsk in UNLIMITED))
 
 
 def _replicas(instance: Instance | None) -> int:
