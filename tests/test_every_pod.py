@@ -222,3 +222,21 @@ def test_a_zone_says_which_of_its_servers_lack_ready_pods() -> None:
         zone, {primary: _deployment(0, 0), secondary: _deployment(1, 0, progressing=False)}, applied)}
     assert (none["Ready"]["status"], none["Ready"]["reason"]) == ("False", "NotServed")
     assert f"{primary.name} is scaled to 0 pods" in none["Ready"]["message"]
+
+
+def test_a_zone_waiting_for_its_first_servers_is_not_degraded_until_one_fails() -> None:
+    zone = next(z for z in hierarchy.build(load_dir(SAMPLE)).zones if len(z.instances) == 2)
+    primary, secondary = zone.instances
+    waiting = zoneconditions.zone(dnsresult.ZoneResult(zone.key, zone.name, instances={
+        f"{i.namespace}/{i.name}": ("Claimed", f"waiting for {i.name} to start") for i in zone.instances}))
+    starting = {c["type"]: c for c in zoneconditions.served_now(
+        zone, {primary: _deployment(1, 0), secondary: _deployment(1, 0)}, waiting)}
+    assert (starting["Ready"]["status"], starting["Ready"]["reason"]) == ("False", "WaitingForServers")
+    assert starting["Degraded"]["status"] == "False" and starting["Progressing"]["status"] == "True"
+    crashing = _deployment(1, 0, progressing=False)
+    crashing["status"]["conditions"].append({"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate",
+                                             "message": "quota exceeded"})
+    failed = {c["type"]: c for c in zoneconditions.served_now(zone, {primary: crashing,
+                                                                     secondary: _deployment(1, 0)}, waiting)}
+    assert (failed["Degraded"]["status"], failed["Degraded"]["reason"]) == ("True", "NotServed")
+    assert f"{primary.name}: " in failed["Degraded"]["message"] and "quota exceeded" in failed["Degraded"]["message"]

@@ -54,10 +54,12 @@ def signed_alike(zone: Zone | None, zr: ZoneResult | None, conds: list[dict[str,
 
 def served_now(zone: Zone | None, deployments: Mapping[ObjectKey, dict[str, Any]], conds: list[dict[str, str]],
                ) -> list[dict[str, str]]:
-    """A zone applied to its servers is not Ready while none of its instances has a ready pod, and is
-    Degraded while some have fewer ready pods than they want (scaled to 0, pods gone, crashing); while
-    such an instance's pods are still starting, it is Progressing, waiting for them."""
-    if zone is None or not is_ready(conds):
+    """A zone is not Ready while none of its instances has a ready pod, and is Degraded while some have
+    fewer ready pods than they want (scaled to 0, pods gone, crashing: the pod's reason is given);
+    while such an instance's pods are still starting, it is Progressing, waiting for them. A zone
+    that already failed (Ready False for another reason) is left as it is."""
+    waiting = any(c["type"] == "Ready" and c["reason"] == "WaitingForServers" for c in conds)
+    if zone is None or not (is_ready(conds) or waiting):
         return conds
     lacking, starting, serving = [], [], 0
     for inst in zone.instances:
@@ -67,20 +69,24 @@ def served_now(zone: Zone | None, deployments: Mapping[ObjectKey, dict[str, Any]
         want = int((deployment.get("spec") or {}).get("replicas", 1))
         ready = int((deployment.get("status") or {}).get("readyReplicas") or 0)
         serving += ready > 0
+        shown = {c["type"]: c for c in readiness(deployment)}
         if want == 0:
             lacking.append(f"{inst.name} is scaled to 0 pods")
+        elif ready < want and shown.get("Degraded", {}).get("status") == "True":
+            lacking.append(f"{inst.name}: {shown['Degraded']['message']}")  # why its pods do not start
         elif ready < want:
             lacking.append(f"{inst.name} has {ready}/{want} pods ready")
-            if any(c["type"] == "Progressing" and c["status"] == "True" for c in readiness(deployment)):
-                starting.append(inst.name)
+            starting.append(inst.name)
     if not lacking:
         return conds
     message = "not served by every server: " + "; ".join(lacking)
-    out = [condition("Ready", "False", "NotServed", message)] if not serving else [
-        c for c in conds if c["type"] != "Degraded"]
-    out.append(condition("Degraded", "True", "NotServed", message))
+    out = [c for c in conds if c["type"] not in ("Degraded", "Progressing")]
+    if not serving:
+        out = [condition("Ready", "False", "NotServed" if not waiting else "WaitingForServers", message)]
+    first = waiting and len(starting) == len(lacking)  # a first start, nothing failing: not degraded (yet)
+    out.append(condition("Degraded", "False", "WaitingForServers", "") if first else
+               condition("Degraded", "True", "NotServed", message))
     if starting:
-        out = [c for c in out if c["type"] != "Progressing"]
         out.append(condition("Progressing", "True", "WaitingForServers",
                              "waiting for " + ", ".join(starting) + " to start"))
     return out
