@@ -149,15 +149,18 @@ class Querier(Poller):
     def _one(self, probe: Probe) -> str:
         """What was wrong with the answer ("" if nothing). A question whose datagram got no answer is
         asked once more at once, as a resolver does (`options attempts:2`) and counted in `lost` (one was
-        seen in a CI run, as the Service's endpoints changed under load); a second timeout is a failure."""
+        seen in a CI run, as the Service's endpoints changed under load); a second timeout is a failure.
+        A datagram from another address than the Service's (a reply kube-proxy did not translate back, once
+        the Service's UDP conntrack entries were flushed as its endpoints changed) is dropped, as a resolver
+        drops it: the question then waits for its answer or times out."""
         q = dns.message.make_query(probe.name, probe.rtype)
         q.flags &= ~dns.flags.RD
         try:
             try:
-                reply = dns.query.udp(q, self.address, port=53, timeout=1)
+                reply = dns.query.udp(q, self.address, port=53, timeout=1, ignore_unexpected=True)
             except dns.exception.Timeout:
                 self.lost.append(time.monotonic() - self.started)
-                reply = dns.query.udp(q, self.address, port=53, timeout=1)
+                reply = dns.query.udp(q, self.address, port=53, timeout=1, ignore_unexpected=True)
         except dns.exception.Timeout:
             return "timeout"
         except OSError as exc:
