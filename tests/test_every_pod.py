@@ -240,3 +240,24 @@ def test_a_zone_waiting_for_its_first_servers_is_not_degraded_until_one_fails() 
                                                                      secondary: _deployment(1, 0)}, waiting)}
     assert (failed["Degraded"]["status"], failed["Degraded"]["reason"]) == ("True", "NotServed")
     assert f"{primary.name}: " in failed["Degraded"]["message"] and "quota exceeded" in failed["Degraded"]["message"]
+
+
+def test_a_zone_follows_the_pods_of_the_instances_written_pod_by_pod_not_of_those_of_an_endpoint_map() -> None:
+    from agent.outcome import status
+
+    desired = hierarchy.build(load_dir(SAMPLE))
+    zone = next(z for z in desired.zones if len(z.instances) == 2)
+    primary, secondary = zone.instances
+    result = dnsresult.ZoneResult(zone.key, zone.name, instances={
+        f"{i.namespace}/{i.name}": ("Configured", "") for i in zone.instances}, primaries={
+        f"{primary.namespace}/{primary.name}"})
+    down = {primary: _deployment(1, 1), secondary: _deployment(1, 0, progressing=False)}
+
+    def ready(served_by_pods: set[Any]) -> str:
+        shown = status.statuses(desired, {}, revisions={}, generations={}, service_ips={},
+                                dns=dnsresult.DnsResult([result], []), deployments=down, only={zone.key},
+                                served_by_pods=served_by_pods)[zone.key]
+        return next(c["status"] for c in shown["conditions"] if c["type"] == "Degraded")
+
+    assert ready(set()) == "False"  # reached through an endpoint map: its Deployment says nothing of it
+    assert ready({primary, secondary}) == "True"  # its pods are the servers: one of them is down

@@ -76,6 +76,7 @@ class _Index:
     dns: bool  # zones and records were synced in this run
     deployments: dict[ObjectKey, dict[str, Any]]  # Bind9Instance -> its live Deployment (with .status)
     pods: Mapping[ObjectKey, list[dict[str, Any]]]  # Bind9Instance -> its pods as listed (of unready ones)
+    served_by_pods: set[ObjectKey] = dataclasses.field(default_factory=set)  # instances written pod by pod
 
     @classmethod
     def of(cls, desired: Desired, outcomes: dict[ObjectKey, Outcome], dns: DnsResult | None,
@@ -110,7 +111,8 @@ def _conditions_of(key: ObjectKey, index: _Index) -> list[dict[str, str]]:
     if key.kind == "DNSZone":
         conds = zoneconditions.signed_alike(zone, index.zone_results.get(key),
                                             zoneconditions.zone(index.zone_results.get(key)))
-        return zoneconditions.served_now(zone, index.deployments, conds)
+        return zoneconditions.served_now(zone, {k: d for k, d in index.deployments.items()
+                                                if k in index.served_by_pods}, conds)
     if zone is None:
         return conditions(outcome)
     owner, rtype = zone.records[key]
@@ -204,12 +206,14 @@ def statuses(desired: Desired, outcomes: dict[ObjectKey, Outcome], *, revisions:
              generations: dict[ObjectKey, int], service_ips: dict[ObjectKey, str],
              dns: DnsResult | None = None, only: set[ObjectKey] | None = None,
              deployments: dict[ObjectKey, dict[str, Any]] | None = None,
-             pods: Mapping[ObjectKey, list[dict[str, Any]]] | None = None) -> dict[ObjectKey, dict[str, Any]]:
+             pods: Mapping[ObjectKey, list[dict[str, Any]]] | None = None,
+             served_by_pods: set[ObjectKey] | None = None) -> dict[ObjectKey, dict[str, Any]]:
     """The status of every CR in `desired` (or of those in `only`), keyed by the CR; `revisions` is
     the lastAppliedRevision of the CRs that carry one; `deployments`: each instance's live
     Deployment, whose readiness its status shows; `pods`: each instance's pods, which say why they
     do not start."""
     index = _Index.of(desired, outcomes, dns, deployments, pods, only)
+    index.served_by_pods = served_by_pods or set()
     out: dict[ObjectKey, dict[str, Any]] = {}
     for obj in desired.objects:
         key = obj.key
@@ -264,11 +268,13 @@ def _revisions(desired: Desired, live: dict[ObjectKey, dict[str, Any]], revision
 
 def wanted(desired: Desired, result: KubeResult, *, revision: str | None, dns: DnsResult | None = None,
            only: set[ObjectKey] | None = None, changed: set[ObjectKey] | None = None,
-           pods: Mapping[ObjectKey, list[dict[str, Any]]] | None = None,
+           pods: Mapping[ObjectKey, list[dict[str, Any]]] | None = None, endpoints: Mapping[str, Any] | None = None,
            ) -> dict[ObjectKey, dict[str, Any]]:
     """Every CR's status after a sync (or that of the CRs in `only`), from what the Kubernetes and
     DNS steps did; `changed` are the zones this revision changed (None: all); `pods`: the pods of
-    the Deployments that are not ready, by Deployment (`unready` says which to read)."""
+    the Deployments that are not ready, by Deployment (`unready` says which to read); `endpoints`: how
+    the run reached each instance - a zone follows the pods of the instances reached through their
+    pods (in the cluster), not of those reached through an endpoint map."""
     live = result.live
     # read for the CRs whose status is made (`only`: a few), not for every live object (100,000)
     crs = live.keys() if only is None else [k for k in only if k in live]
@@ -285,7 +291,8 @@ def wanted(desired: Desired, result: KubeResult, *, revision: str | None, dns: D
     out = statuses(desired, _outcomes(desired, result), revisions=_revisions(desired, live, revision, changed, dns,
                                                                             only=only),
                    generations=generations, service_ips=service_ips, dns=dns, only=only, deployments=deployments,
-                   pods=by_instance)
+                   pods=by_instance, served_by_pods={ObjectKey("Bind9Instance", *i.split("/", 1)) for i, e in (
+                       endpoints or {}).items() if e.pods is not None})
     for key, status in out.items():  # rndcKeyRotation, from the key Secret's annotations as Bindy shows it
         instance = desired.instances.get(key) if key.kind == "Bind9Instance" else None
         if instance is not None:
