@@ -9,7 +9,7 @@
 _agent_src() {  # the sources pip builds the wheel from, without caches
   local repo=$1 dst=$2
   rm -rf "$dst"; mkdir -p "$dst"
-  cp -a "$repo/pyproject.toml" "$repo/README.md" "$dst/"
+  cp -a "$repo/pyproject.toml" "$repo/setup.py" "$repo/README.md" "$dst/"
   rsync -a --exclude __pycache__ --exclude "*.pyc" "$repo/agent" "$dst/"
 }
 
