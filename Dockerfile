@@ -13,10 +13,13 @@ COPY agent ./agent
 RUN BINDY_AGENT_BUILD_COMMIT="$BINDY_AGENT_BUILD_COMMIT" pip wheel --no-cache-dir --wheel-dir /wheels .
 
 FROM python:3.11.7-slim-bookworm
-# git is what GitPython drives; ca-certificates for HTTPS remotes; openssh-client for deploy keys
+# git is what GitPython drives; ca-certificates for HTTPS remotes; openssh-client for deploy keys.
+# safe.directory '*': as a CI image, bindy-agent reads a checkout another user owns (the runner's);
+# the agent's own clones are its own anyway
 RUN apt-get update \
     && apt-get install -y --no-install-recommends git=1:2.39.* openssh-client=1:9.2* ca-certificates=2023* \
     && rm -rf /var/lib/apt/lists/* \
+    && git config --system --add safe.directory '*' \
     && useradd --uid 10001 --home-dir /tmp --no-create-home --shell /usr/sbin/nologin bindy
 COPY --from=build /wheels /wheels
 RUN pip install --no-cache-dir --no-compile /wheels/*.whl && rm -rf /wheels

@@ -67,6 +67,7 @@ def apply(parser: argparse.ArgumentParser, verb: str) -> None:
         return
     for action, value in _actions(parser, names):
         env = PREFIX + action.dest.upper()
+        action.required = False  # given by the environment (report --repo)
         if action.nargs == 0:  # --flag / --no-flag: a boolean
             action.default = _boolean(parser, env, value)
         elif isinstance(action, argparse._AppendAction):
