@@ -38,8 +38,10 @@ def test_a_workflow_command_cannot_be_broken_by_what_a_file_holds(tmp_path: path
     (tmp_path / "odd.yaml").write_text(ODD)
     done = clirun.main("validate", ".", "--error-format", "github", cwd=tmp_path)
     commands = [line for line in done.stderr.splitlines() if line.startswith("::")]
-    assert commands and all(line.startswith("::error file=odd.yaml,line=3,title=bindy-agent%3A TXTRecord/dns-system/t%251%2Cx%3Ay::")
-                            for line in commands), commands
+    title = "title=bindy-agent%3A TXTRecord/dns-system/t%251%2Cx%3Ay::TXTRecord/dns-system/t%251,x:y: "
+    assert [line.split(",", 2)[:2] for line in commands] == [["::error file=odd.yaml", "line=3"],
+                                                             ["::error file=odd.yaml", "line=4"]], commands
+    assert all(title in line for line in commands), commands
 
 
 def test_validate_and_plan_write_gitlabs_code_quality_report(tmp_path: pathlib.Path) -> None:
