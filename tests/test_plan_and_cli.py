@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -134,9 +135,17 @@ def test_pure_layers_send_no_dns_messages() -> None:
 
 
 
+def _codes(text: str, row: str) -> tuple[int, ...]:
+    """The three exit codes (no changes, changes, error) on the line of a table that starts with `row`."""
+    found = re.search(rf"^{re.escape(row)}\W+(\d)\W+(\d)\W+(\d)\W*$", text, re.MULTILINE)
+    assert found, f"no row {row!r}"
+    return tuple(int(n) for n in found.groups())
+
+
 def test_plan_has_one_exit_convention_and_terraforms_detailed_codes_on_request(repo: Repo) -> None:
     """`plan DIR` and `plan --base/--base-dir` exit alike: 0 planned (changes or not), 1 error, as kubectl and flux
-    verbs do; --detailed-exitcode gives terraform's 0 no changes, 1 error, 2 changes. The help says so."""
+    verbs do; --detailed-exitcode gives terraform's 0 no changes, 1 error, 2 changes. The help and the docs'
+    table (docs/commands.md) say so."""
     empty = repo.root / "empty"
     empty.mkdir()
     bad = repo.add("bad/a.yaml", "apiVersion: bindy.firestoned.io/v1beta1\nkind: Nope\nmetadata: {name: a}\n").parent
@@ -153,6 +162,11 @@ def test_plan_has_one_exit_convention_and_terraforms_detailed_codes_on_request(r
     shown = " ".join(_run("plan", "--help").stdout.split())
     assert ("Exit status: 0 planned, with or without changes; 1 error (usage, an invalid revision, Git, the cluster). "
             "With --detailed-exitcode (as terraform plan): 0 no changes, 1 error, 2 changes.") in shown
+    page = (ROOT / "docs" / "commands.md").read_text()
+    assert "| exit status | no changes | changes | error |" in page
+    assert [_codes(page, "| `plan`, `plan --base REV`, `plan DIR --base-dir OLD`, `ci-plan` |")] == [codes()[0]]
+    assert [_codes(page, "| the same with `--detailed-exitcode` (like `terraform plan -detailed-exitcode`) |")] == [
+        codes("--detailed-exitcode")[0]]
 
 
 def test_an_offline_plan_loads_no_cluster_or_http_client() -> None:
