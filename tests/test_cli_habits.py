@@ -184,3 +184,30 @@ def test_an_unknown_base_in_a_shallow_clone_says_how_to_fetch_it(tmp_path: pathl
                "variable GIT_DEPTH: 0)" in shown.stderr
     subprocess.run(["git", "-C", str(clone), "fetch", "-q", "--no-tags", "--depth=1", "origin", base], check=True)
     assert clirun.main("plan", "dns", "--base", base, cwd=clone).returncode == 0  # as the message said
+
+
+def test_ci_plan_fetches_the_base_a_shallow_clone_lacks(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Outside a pull request, with --base and --no-comment: a branch of origin, fetched one commit deep."""
+    for name in [n for n in os.environ if n.startswith(("GITHUB_", "GITLAB_", "CI_"))]:
+        monkeypatch.delenv(name)  # this test's own CI is not the job it plays
+    remote = GitRemote(tmp_path / "git")
+    remote.commit("one", {"dns/zone.yaml": "# nothing yet\n"})
+    remote.push()
+    remote.cmd("push", "-q", "origin", "HEAD:refs/heads/feature")
+    remote.commit("two", {"dns/zone.yaml": "# still nothing\n"})
+    remote.cmd("push", "-q", "origin", "HEAD:refs/heads/feature")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", "--branch", "feature", remote.url, str(clone)], check=True)
+    done = clirun.main("ci-plan", "dns", "--base", "origin/main", "--no-comment", cwd=clone)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith("fetched the base origin/main from origin (the clone did not have it)\n")
+    assert done.stdout.startswith("<!-- bindy-agent ci-plan: dns -->\n## bindy-agent plan\n")
+    missing = clirun.main("ci-plan", "dns", "--base", "origin/nope", "--no-comment", cwd=clone)
+    assert missing.returncode == 1
+    assert missing.stderr.startswith("bindy-agent ci-plan: error: the base origin/nope is not in this clone, and "
+                                     "fetching it failed (git fetch origin origin/nope: ")
+    assert "check out the whole history (actions/checkout with fetch-depth: 0; GitLab CI: GIT_DEPTH: 0)" in missing.stderr
+    outside = clirun.main("ci-plan", "dns", cwd=clone)
+    assert (outside.returncode, outside.stderr) == (1, "bindy-agent ci-plan: error: no base revision: this job does not "
+                                                    "run for a pull request (GitHub Actions: a pull_request event) nor a "
+                                                    "merge request (GitLab CI: a merge request pipeline); give --base REV\n")

@@ -103,8 +103,10 @@ class Revisions:
         commit or branch from its remote `origin`, without history; its SHA (SourceError: git's message)."""
         if rev.startswith("-"):
             raise UnknownRevision(f"{rev!r} is not a revision")
+        branch = rev.removeprefix("origin/")
+        refspec = f"+refs/heads/{branch}:refs/remotes/origin/{branch}" if rev.startswith("origin/") else rev
         try:
-            self.repo.git.execute(["git", "fetch", "--quiet", "--no-tags", "--depth=1", "--", "origin", rev],
+            self.repo.git.execute(["git", "fetch", "--quiet", "--no-tags", "--depth=1", "--", "origin", refspec],
                                   kill_after_timeout=timeout)
         except git.GitCommandError as exc:
             detail = " ".join(str(exc.stderr or exc).replace("stderr:", "").split())[:300]
