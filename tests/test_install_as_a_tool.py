@@ -85,6 +85,22 @@ def test_the_wheel_from_the_sdist_installs_the_cli_with_its_runtime_dependencies
     assert int(imported.stdout) > 150
 
 
+def test_pip_install_of_a_fresh_clone_gives_the_cli_and_no_test_tool(tmp_path: pathlib.Path) -> None:
+    """`pip install .` in a new venv (what `pipx install .` does in a venv of its own)."""
+    src, commit = _checkout(tmp_path)
+    env = cijob.job_environment(tmp_path)
+    venv = tmp_path / "venv"
+    assert _run(PYTHON, "-m", "venv", venv, cwd=tmp_path, env=env).returncode == 0
+    installed = _run(venv / "bin" / "python", "-m", "pip", "install", "--quiet", ".", cwd=src, env=env)
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    listed = _run(venv / "bin" / "python", "-m", "pip", "list", "--format", "json", cwd=tmp_path, env=env)
+    assert {p["name"].lower().replace("_", "-") for p in json.loads(listed.stdout)} & _test_tools() == set()
+    shown = _run(venv / "bin" / "bindy-agent", "version", cwd=tmp_path, env=env)
+    assert shown.stdout.splitlines()[1] == f"commit: {commit} (clean)", shown.stdout + shown.stderr
+    planned = _run(venv / "bin" / "bindy-agent", "plan", "sample-repo", cwd=src, env=env)
+    assert planned.returncode == 0 and planned.stdout.endswith("Plan: 65 to create, 0 to update, 0 to delete.\n")
+
+
 def test_a_source_checkout_names_its_commit_and_whether_it_changed(tmp_path: pathlib.Path) -> None:
     """An editable install (scripts/venv) has no build stamp: `version` asks git about the checkout."""
     done = subprocess.run([str(PYTHON.parent / "bindy-agent"), "version", "-o", "json"], capture_output=True,
