@@ -69,6 +69,8 @@ def test_o_is_an_output_format_and_import_writes_files_with_output_dir(tmp_path:
     assert refused.returncode == 2
     assert (f"bindy-agent import: error: -o/--output is an output format in every verb; give the directory with "
             f"--output-dir {tmp_path} (import prints YAML when it has none)") in refused.stderr
+    argv = ["import", "--zone", "example.com", "--server", "127.0.0.1:1", "-o", "yaml"]
+    assert cli._parser(argv).parse_args(argv).output_dir is None  # yaml: what import prints anyway
     for verb in ("plan", "report", "version"):
         action = next(a for a in cli._parser([verb])._subparsers._group_actions[0].choices[verb]._actions  # type: ignore[union-attr]
                       if "-o" in a.option_strings)

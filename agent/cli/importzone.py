@@ -43,10 +43,12 @@ def build(add: common.AddVerb) -> None:
 
 
 class _OutputIsAFormat(argparse.Action):
-    """`-o` names an output format in every verb: the directory of `import` is --output-dir."""
+    """`-o` names an output format in every verb: `-o yaml` is what import prints; its directory is --output-dir."""
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
                  option_string: str | None = None) -> None:
+        if values == "yaml":
+            return
         parser.error(f"-o/--output is an output format in every verb; give the directory with --output-dir "
                      f"{values} (import prints YAML when it has none)")
 
@@ -62,7 +64,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the Bind9Cluster (or ClusterBind9Provider) to serve the zone: spec.clusterRef")
     p.add_argument("--output-dir", type=pathlib.Path, metavar="DIR",
                    help="write DIR/zones/<zone>.yaml and DIR/records/<zone>.yaml instead of printing")
-    p.add_argument("-o", "--output", action=_OutputIsAFormat, help=argparse.SUPPRESS)
+    p.add_argument("-o", "--output", action=_OutputIsAFormat, metavar="yaml",
+                   help="output format: yaml, the only one (the files of --output-dir DIR are YAML too)")
     p.add_argument("--timeout", type=_timeout, default=60, metavar="SECONDS",
                    help="the most the whole transfer may take; a server that stalls or trickles is cut then "
                    "(default: %(default)s)")
