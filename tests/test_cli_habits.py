@@ -58,9 +58,10 @@ def test_v_is_accepted_after_the_verb_too() -> None:
     assert quiet.returncode == 70 and "Traceback" not in quiet.stderr
 
 
-@pytest.mark.parametrize("verb", ["validate", "plan", "sync", "ci-plan"])
+@pytest.mark.parametrize("verb", ["validate", "plan", "sync", "ci-plan", "run", "import"])
 def test_n_is_namespace(verb: str) -> None:
-    argv = [verb, str(SAMPLE), "-n", "dns-lab"]
+    operands = {"run": [], "import": ["--zone", "example.com", "--server", "127.0.0.1"]}.get(verb, [str(SAMPLE)])
+    argv = [verb, *operands, "-n", "dns-lab"]
     assert cli._parser(argv).parse_args(argv).namespace == "dns-lab"
 
 

@@ -23,6 +23,13 @@ def add_namespace(parser: argparse.ArgumentParser | argparse._ArgumentGroup, hel
     parser.add_argument("-n", "--namespace", default=names.DEFAULT_NAMESPACE, metavar="NS", help=help_text)
 
 
+def alias(parser: argparse.ArgumentParser, flag: str, short: str) -> None:
+    """`short` as another name of `flag` (a flag another module made: run's settings)."""
+    action = parser._option_string_actions[flag]
+    action.option_strings.insert(0, short)
+    parser._option_string_actions[short] = action
+
+
 def directory() -> argparse.ArgumentParser:
     """DIR, -n/--namespace and the read limits: the flags of the verbs that read a directory."""
     shared = common.Parser(add_help=False)

@@ -30,6 +30,7 @@ def build(add: common.AddVerb) -> None:
     rn.add_argument("--print-config", action="store_true", help="print the effective settings and exit")
     for name, field in config.Settings.model_fields.items():
         settingflags.setting_flag(rn, name, field)
+    flagsets.alias(rn, "--namespace", "-n")
 
 
 def _fail(exc: Exception, status: int) -> int:

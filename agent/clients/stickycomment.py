@@ -54,7 +54,7 @@ class Thread:
 
 @dataclasses.dataclass(frozen=True)
 class Posted:
-    action: str  # "created" | "updated"
+    action: str  # "created" | "updated" | "unchanged"
     comment_id: int
     url: str
 
@@ -110,14 +110,21 @@ def _next_page(response: httpx.Response, thread: Thread, params: dict[str, str] 
     return str(response.request.url.copy_merge_params({"page": following}))
 
 
+def _link(comment: dict[str, Any]) -> str:
+    return str(comment.get("html_url") or comment.get("web_url") or "")
+
+
 def upsert(thread: Thread, marker: str, body: str, *, client: httpx.Client | None = None,
            timeout: float = 30) -> Posted:
-    """Updates the comment that starts with `marker` to `body` (which starts with it), or creates it."""
+    """Updates the comment that starts with `marker` to `body` (which starts with it; a comment that says it
+    already is left alone), or creates it."""
     if not body.startswith(marker):
         body = marker + "\n" + body
     own = client or httpx.Client(timeout=timeout, follow_redirects=False)
     try:
         existing = find(own, thread, marker)
+        if existing is not None and existing.get("body") == body:  # no edit, no notification
+            return Posted("unchanged", int(existing["id"]), _link(existing))
         if existing is not None:
             comment_id = int(existing["id"])
             method = "PATCH" if thread.forge == "github" else "PUT"
@@ -128,7 +135,7 @@ def upsert(thread: Thread, marker: str, body: str, *, client: httpx.Client | Non
             response = _call(own, "POST", thread.comments_url(), thread, "creating the comment", json={"body": body})
             action = "created"
         made = response.json()
-        return Posted(action, int(made.get("id", 0)), str(made.get("html_url") or made.get("web_url") or ""))
+        return Posted(action, int(made.get("id", 0)), _link(made))
     finally:
         if client is None:
             own.close()
