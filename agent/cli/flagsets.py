@@ -26,7 +26,7 @@ def add_namespace(parser: argparse.ArgumentParser | argparse._ArgumentGroup, hel
 def alias(parser: argparse.ArgumentParser, flag: str, short: str) -> None:
     """`short` as another name of `flag` (a flag another module made: run's settings)."""
     action = parser._option_string_actions[flag]
-    action.option_strings.insert(0, short)
+    action.option_strings = [short, *action.option_strings]
     parser._option_string_actions[short] = action
 
 
