@@ -166,3 +166,17 @@ def test_a_pull_request_as_ci_runs_it(repo: GitRemote) -> None:
     typo = subprocess.run([str(script), "plan", "--base", "main", "--hed=feature"], capture_output=True,
                           text=True, cwd=repo.work)
     assert typo.returncode == 1 and "unrecognized arguments: --hed=feature" in typo.stderr
+
+
+def test_a_base_without_the_directory_plans_everything_as_new(repo: GitRemote) -> None:
+    """The pull request that adds the directory of CRs: its base has none, so every object is a create."""
+    repo.cmd("checkout", "-q", "main")
+    repo.cmd("mv", "dns", "moved")
+    repo.commit("the CRs move to moved/", {})
+    done = _plan("moved", "--base", "main~1", "--head", "main", cwd=repo.work)
+    assert done.returncode == 0, done.stderr
+    base = repo.cmd("rev-parse", "main~1")
+    assert done.stderr == f"base main~1 ({base[:12]}) has no directory 'moved': planned as an empty revision\n"
+    assert done.stdout.endswith("Plan: 65 to create, 0 to update, 0 to delete.\n")
+    typo = _plan("--base", "main~1", "--head", "main", "--path", "dsn", cwd=repo.work)
+    assert typo.returncode == 1 and "no directory 'dsn' in the commit" in typo.stderr

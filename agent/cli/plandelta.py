@@ -53,10 +53,16 @@ def _delta_usage(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _git_side(revs: gitrevs.Revisions, rev: str, path: str) -> Side:
+def _git_side(revs: gitrevs.Revisions, rev: str, path: str, *, base: bool = False) -> Side:
+    """One revision of the repository. A base without the directory is an empty revision: the pull request
+    that adds the directory plans everything in it as new (a head without it is an error: a wrong --path)."""
     sha = revs.resolve(rev)
     label = sha[:12] if sha.startswith(rev.lower()) else f"{rev} ({sha[:12]})"
-    return Side(sha, revs.files(sha, path), f"{rev}:{path + '/' if path else ''}", label)
+    where = f"{rev}:{path + '/' if path else ''}"
+    if base and not revs.holds(sha, path):
+        print(f"base {label} has no directory {path!r}: planned as an empty revision", file=sys.stderr)
+        return Side(sha, [], where, label)
+    return Side(sha, revs.files(sha, path), where, label)
 
 
 def _sides(args: argparse.Namespace) -> tuple[Side, Side]:
@@ -72,7 +78,7 @@ def _sides(args: argparse.Namespace) -> tuple[Side, Side]:
     else:
         revs, rel = gitrevs.Revisions.local(args.directory or pathlib.Path.cwd())
         path = args.path.strip("/") if args.path else rel
-    base = _git_side(revs, args.base, path)
+    base = _git_side(revs, args.base, path, base=True)
     if args.head is not None:
         return base, _git_side(revs, args.head, path)
     return base, _dir_side(args.directory, args)

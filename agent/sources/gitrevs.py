@@ -142,6 +142,10 @@ class Revisions:
             raise SourceError(f"{self.label}@{sha[:12]}: no directory {path!r} in the commit")
         return gittree.files(self.repo, treeish)
 
+    def holds(self, sha: str, path: str) -> bool:
+        """Whether the commit has the directory `path` ("" : its top)."""
+        return not path or self._kind(f"{sha}:{path}") == "tree"
+
     def _kind(self, spec: str) -> str | None:
         try:
             return str(self.repo.git.cat_file("-t", "--", spec)).strip()
