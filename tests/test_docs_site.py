@@ -203,5 +203,6 @@ def test_each_yaml_example_of_the_concepts_page_is_a_repository_that_validates_a
         assert valid.returncode == 0 and "(0 warnings)" in valid.stdout + valid.stderr, valid.stdout + valid.stderr
         planned = subprocess.run([str(AGENT), "plan", str(repo), "-o", "json"], capture_output=True, text=True,
                                  check=False)
+        assert planned.returncode == 0, planned.stderr
         zones = [c for c in json.loads(planned.stdout)["changes"] if c["layer"] == "zones"]
         assert len(zones) == 2, f"example {n}: the zone on a primary and a secondary"
