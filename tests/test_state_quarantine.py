@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import pathlib
+import re
 from typing import Any
 
 import pytest
@@ -17,9 +18,8 @@ import pytest
 from agent.clients import statestore
 from agent.errors import KubeError
 from agent.model.ownership import RunState, ZoneOwnership
-from agent.run import metrics
+from agent.run import memorize, metrics
 from agent.run.memory import Memory
-from agent.run import memorize
 
 GOOD_ZONE = ZoneOwnership("good.test.", {"dns/a": "primary"}, {("www.good.test.", "A")})
 # text -> what the quarantine says was expected
@@ -164,6 +164,7 @@ class _Api:
         return self.objects.pop((kind, name), None) is not None
 
     def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", body["firstTimestamp"])  # what the API server takes
         self.events.append(body)
         return body
 

@@ -105,7 +105,8 @@ def move_configmap(api: KubeApi, body: dict[str, Any], *, labels: dict[str, str]
 
 
 def _event(api: KubeApi, obj: dict[str, Any], message: str) -> None:
-    meta, now = obj.get("metadata") or {}, stamp()
+    meta = obj.get("metadata") or {}
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     try:
         api.create({
             "apiVersion": "v1", "kind": "Event",
