@@ -107,3 +107,12 @@ def test_a_name_server_swap_is_one_message_named_accepts_new_glue_then_apex_ns_r
         "example.com. 0 NONE NS ns1.example.com.", "ns1.example.com. ANY A"]
     assert [c.key for c in written] == [("ns2.example.com.", "A"), ("example.com.", "NS"), ("ns1.example.com.", "A")]
     assert [c.key for c in rest] == [("www.example.com.", "A")]
+
+
+def test_an_soa_change_goes_in_the_first_message_while_its_observed_serial_holds() -> None:
+    """Every message moves the serial on: the SOA's prerequisite (its serial as observed) holds only in
+    the first one."""
+    soa = RRChange("update", _rrset("example.com.", "SOA", 300, "ns1.example.com. a.example.com. 7 1 1 1 1"),
+                   _rrset("example.com.", "SOA", 300, "ns2.example.com. a.example.com. 8 1 1 1 1"))
+    (first, written), (second, rest) = updatewire.batches(ZONE, [CHANGES[0], soa], None, batch=1)
+    assert [c.key for c in written] == [("example.com.", "SOA")] and [c.key for c in rest] == [CHANGES[0].key]

@@ -5,6 +5,12 @@ still holds what the agent observed: an update or delete requires the exact obse
 create requires that no RRset of that name and type exists. The first message of a zone carries the
 prerequisites of all its changes when they fit (`batches`), so a zone changed meanwhile is usually
 refused before any of its batches is written. Sending them: agent/clients/rfc2136.py.
+
+A change of the zone's own name servers is written so that named accepts it (it checks after every
+message that each name server inside the zone has an address, and ignores a delete of the whole apex
+NS RRset or of its last record): the apex NS change, the glue changes and the SOA go first, together
+in the first message, ordered new glue, apex NS, the SOA (its primary name server), old glue; the
+apex NS is changed record by record, new name servers added before old ones are deleted.
 """
 
 from __future__ import annotations
@@ -74,14 +80,18 @@ def _change_wire(change: RRChange, zone: str) -> tuple[list[bytes], list[bytes]]
 
 
 def _name_servers_first(zone: str, changes: list[RRChange]) -> tuple[list[RRChange], int]:
-    """The changes with those of the zone's own name servers first - new glue, the apex NS, old glue -
-    and how many they are (they go in one message: named checks the name servers after each one)."""
+    """The changes with those of the zone itself first - new glue, the apex NS, the SOA, old glue - and
+    how many they are: they go in the first message (named checks the name servers after each one,
+    and the SOA's prerequisite holds its serial as observed, which every message moves on)."""
     apex = next((c for c in changes if c.key == (zone, "NS")), None)
-    if apex is None:
-        return changes, 0
-    hosts = {rrsets.absolute(v) for rr in (apex.before, apex.after) if rr is not None for v in rr.rdatas}
+    soa = [c for c in changes if c.key == (zone, "SOA")]
+    hosts = {rrsets.absolute(v) for rr in (apex.before, apex.after) if rr is not None for v in rr.rdatas} \
+        if apex is not None else set()
     glue = [c for c in changes if c.key[1] in ("A", "AAAA") and c.key[0] in hosts]
-    first = [c for c in glue if c.after is not None] + [apex] + [c for c in glue if c.after is None]
+    first = [c for c in glue if c.after is not None] + ([apex] if apex else []) + soa + [
+        c for c in glue if c.after is None]
+    if not first:
+        return changes, 0
     taken = {id(c) for c in first}
     return first + [c for c in changes if id(c) not in taken], len(first)
 

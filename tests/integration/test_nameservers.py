@@ -143,9 +143,38 @@ def test_a_name_server_change_is_applied_whole_on_real_named(
     sync()
     want = {(n.format(z=zone), t): tuple(v.format(z=zone) for v in values) for (n, t), values in served.items()}
     _both_serve(world, zone, want)
-    for server in world.servers:  # the old name servers' glue is gone too
+    for server in world.servers:  # the old name servers' glue is gone too, the SOA names the new primary
         held = world.axfr(server, zone) or {}
         assert {k for k in held if k[0].startswith("ns") and k[1] in ("A", "AAAA")} == {
             k for k in want if k[1] != "NS"}
+        assert held[(f"{zone}.", "SOA")][1][0].split()[0] == then["primary_ns"].format(z=zone)
     again = sync()
     assert again.dns is None or not [c for z in again.dns.zones for c in z.changes]
+
+
+def test_a_soa_record_edited_after_creation_reaches_the_servers_and_the_serial_moves_on(
+        tmp_path: pathlib.Path, bind: bind_support.BindPair, zone_api: Any) -> None:
+    """The zone API writes the SOA when it creates the zone; a later edit of `soaRecord` (mailbox,
+    timers, primary name server) is one UPDATE of the SOA with the served serial plus one."""
+    world = dnsworld.Dns(bind, zone_api, dnsworld.endpoint_map(tmp_path / "endpoints", bind, zone_api))
+    endpoints = config.load_endpoints(world.endpoints)
+    (zone,) = dnsworld.zone_names(1)
+    repo, state = tmp_path / "repo", tmp_path / "state"
+    rev = dnsworld.revision([zone], 3)
+    dnsworld.write_repo(repo, rev)
+    assert agentrun.sync_dir(repo, state=state, endpoints=endpoints).outcome == "applied"
+    first = world.serial(bind.primary, zone)
+    path = repo / f"zone-{zone}.yaml"
+    path.write_text(path.read_text().replace("adminEmail: hostmaster.example.com.", "adminEmail: dns.example.org.")
+                    .replace("refresh: 3600", "refresh: 7200"))
+    run = agentrun.sync_dir(repo, state=state, endpoints=endpoints)
+    assert run.outcome == "applied" and [c.key for z in run.dns.zones for c in z.changes] == [(f"{zone}.", "SOA")]
+    for server in world.servers:
+        deadline = time.monotonic() + 20
+        while (soa := (world.axfr(server, zone) or {})[(f"{zone}.", "SOA")][1][0].split())[1] != "dns.example.org." \
+                and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert (soa[0], soa[1], soa[3]) == ("ns1.example.com.", "dns.example.org.", "7200")
+        assert int(soa[2]) > (first or 0)
+    again = agentrun.sync_dir(repo, state=state, endpoints=endpoints)
+    assert again.outcome == "unchanged" or not [c for z in again.dns.zones for c in z.changes]
