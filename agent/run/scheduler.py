@@ -147,8 +147,11 @@ class Agent:
         """What this replica followed as a standby is checked, not thrown away (agent/run/follow.py); the
         zones' ownership records are read back, since the old leader wrote them."""
         try:
+            quarantined = self.store.quarantined
             self.memory.take_over(applied_at=self.store.load_run().wrote_at)
             self.store.load_zones(refresh=True)
+            if self.store.quarantined != quarantined:  # a record was unreadable: read the world again
+                self.memory.forget_world()
         except AgentError as exc:
             log.warning("taking over: could not read the zones' ownership records (%s): nothing remembered is "
                         "trusted", exc)
