@@ -270,7 +270,7 @@ _CANNOT_WORK = [
     ("http_connection_limit", "1000000000", "Input should be less than or equal to 10000"),
     ("webhook_max_body", str(2**40), "Input should be less than or equal to 268435456"),
     ("max_file_bytes", str(2**63), "Input should be less than or equal to"),
-    ("repo", "https://git.example/a\x00b", "holds a control character (shown escaped: 'https://git.example/a\\\\x00b')"),
+    ("repo", "https://user:s3cret@git.example/a\x00b", "holds a control character (U+0000 at character 34)"),
     ("branch", "main\x1b[31m", "holds a control character"),
     ("cache", "/var/cache/\nbindy", "holds a control character"),
     ("allowed_registries", "quay.io,ghcr.io/\u202eevil", "holds a control character"),
@@ -302,7 +302,7 @@ def test_a_setting_that_cannot_work_is_refused_at_start_naming_it_and_where_it_c
         config.load_settings(flags, config_file=file, environ=environ)
     text = str(caught.value)
     assert text.startswith(f"setting {name}: ") and message in text and f"(given by {where})" in text, text
-    assert "\x00" not in text and "\x1b" not in text and "\u202e" not in text
+    assert "\x00" not in text and "\x1b" not in text and "\u202e" not in text and "s3cret" not in text
 
 
 def test_every_setting_that_cannot_work_is_told_at_once() -> None:

@@ -34,8 +34,9 @@ def printable(value: object) -> None:
     for item in items:
         text = str(item) if isinstance(item, str | pathlib.PurePath) else None
         if text is not None and syntax.printable(text) != text:
-            raise ValueError(f"holds a control character (shown escaped: {syntax.brief(syntax.printable(text))}); "
-                             "give printable text")
+            at = next(i for i, c in enumerate(text) if syntax.printable(c) != c)
+            raise ValueError(f"holds a control character (U+{ord(text[at]):04X} at character {at + 1}); give "
+                             "printable text")  # the value itself is not shown: it may hold a credential
 
 
 def port(text: str) -> None:
