@@ -227,3 +227,28 @@ def test_a_standby_leaves_an_unreadable_configmap_to_the_leader(heard: list[str]
     with caplog.at_level(logging.WARNING), pytest.raises(statestore.StateUnreadable):
         view.load_zones()
     assert heard == [] and ("ConfigMap", "bindy-agent-state-zone-0000") in api.objects and not api.events
+
+
+def test_a_dry_run_or_a_plan_reads_an_unreadable_record_as_missing_and_leaves_it_where_it_is(
+        tmp_path: pathlib.Path, heard: list[str], caplog: pytest.LogCaptureFixture) -> None:
+    (tmp_path / "zones").mkdir()
+    (tmp_path / "run.json").write_text("[]")
+    (tmp_path / "zones" / "x.test.json").write_text("null")
+    store = statestore.FileStore(tmp_path, moves=False)
+    assert store.load_run() == RunState() and store.load_zones() == {}
+    assert heard == [] and (tmp_path / "run.json").read_text() == "[]" and not (tmp_path / "quarantine").exists()
+    assert "read as missing; a run that writes moves it aside" in caplog.text
+    api = _Api()
+    _zone_configmap(api, "bindy-agent-state-zone-0000", data={"state": "[]"})
+    assert statestore.ConfigMapStore(api, "bindy-agent", moves=False).load_zones() == {}  # type: ignore[arg-type]
+    assert list(api.objects) == [("ConfigMap", "bindy-agent-state-zone-0000")] and not api.events
+
+
+def test_sync_dry_run_moves_nothing(tmp_path: pathlib.Path) -> None:
+    from agent.run import compose, planning
+
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "run.json").write_text("{}}")
+    request = compose.Request(planning.Options(dry_run=True), directory=tmp_path, state=state)
+    assert compose.store(request, None).load_run() == RunState() and (state / "run.json").read_text() == "{}}"

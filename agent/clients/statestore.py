@@ -66,14 +66,21 @@ class _Remembered:
     """The zone records as last read or written by this process: a long-running agent (the only
     writer, by leader election) reads them back only when asked to refresh."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, moves: bool = True) -> None:
         self._zones: dict[str, ZoneOwnership] | None = None
         self._zones_lock = threading.Lock()
         self.quarantined = 0
+        self.moves = moves  # False (a dry run, a plan): an unreadable record is read as missing, left in place
 
     def _told(self, kind: str, record: str, aside: str | None, why: str) -> None:
         self.quarantined += 1
         quarantine_.told(kind, record, aside, why)
+
+    def _left(self, record: str, why: str) -> None:
+        """An unreadable record met by a run that writes nothing: read as missing, left where it is."""
+        self.quarantined += 1
+        quarantine_.log.warning("state record %s is unreadable (%s): read as missing; a run that writes moves it "
+                                "aside", record, why)
 
     def _recall(self, refresh: bool) -> dict[str, ZoneOwnership] | None:
         with self._zones_lock:
@@ -111,8 +118,8 @@ def _write_atomic(path: pathlib.Path, text: str) -> None:
 class FileStore(_Remembered):
     """The state as files in a directory (created on first save)."""
 
-    def __init__(self, path: pathlib.Path) -> None:
-        super().__init__()
+    def __init__(self, path: pathlib.Path, *, moves: bool = True) -> None:
+        super().__init__(moves=moves)
         self.root = path
         self._legacy: tuple[RunState, dict[str, ZoneOwnership]] | None = None
         try:
@@ -136,6 +143,9 @@ class FileStore(_Remembered):
             why = exc.why if isinstance(exc, operatorfile.Unreadable) else str(exc)
             if not quarantine:
                 raise StateUnreadable(f"state record {path}: {why}") from None
+        if not self.moves:
+            self._left(str(path), why)
+            return None
         self._told(kind, str(path), quarantine_.move_file(path, beside=path == self.root), why)
         return None
 
@@ -200,8 +210,8 @@ class ConfigMapStore(_Remembered):
 
     NAME = names.STATE_NAME
 
-    def __init__(self, api: KubeApi, namespace: str) -> None:
-        super().__init__()
+    def __init__(self, api: KubeApi, namespace: str, *, moves: bool = True) -> None:
+        super().__init__(moves=moves)
         self.api, self.namespace = api, namespace
         self._saved: dict[str, str] = {}  # ConfigMap name -> the text last read or written
         self._lock = threading.Lock()
@@ -227,7 +237,8 @@ class ConfigMapStore(_Remembered):
             self._quarantine(body, "run", str(exc))
             self._saved.pop(self.NAME, None)
             run = RunState()
-            self._fresh_run(run)
+            if self.moves:
+                self._fresh_run(run)
         run.suspended = annotations.get(names.SUSPEND_ANNOTATION, "").lower() == "true"
         return run
 
@@ -267,6 +278,9 @@ class ConfigMapStore(_Remembered):
                                     self.NAME, exc)
 
     def _quarantine(self, body: dict[str, Any], kind: str, why: str) -> None:
+        if not self.moves:
+            self._left(f"ConfigMap {self.namespace}/{(body.get('metadata') or {}).get('name')}", why)
+            return
         aside = quarantine_.move_configmap(self.api, body, labels=self._labels("quarantined"), why=why,
                                            delete=kind == "zone")
         self._told(kind, f"ConfigMap {self.namespace}/{(body.get('metadata') or {}).get('name')}", aside, why)
