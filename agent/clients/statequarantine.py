@@ -1,6 +1,6 @@
 """Where an unreadable state record goes (agent/clients/statestore.py): moved aside, told, counted.
 
-    a file        DIR/<folder>/quarantine/<name>.unreadable-<UTC time> (a rename: a FIFO, a device
+    a file        <its folder>/quarantine/<name>.unreadable-<UTC time> (a rename: a FIFO, a device
                   node or a directory moves as well); the single state file of an earlier version
                   beside itself
     a ConfigMap   copied to bindy-agent-state-quarantined-<hash of its content> (labelled

@@ -13,12 +13,13 @@ record. The single-file / single-ConfigMap layout of earlier versions is read an
 A record is read through the operator's file door (agent/sources/operatorfile.py: a regular file,
 at most STATE_BYTES; a ConfigMap's gzip inflated to no more) and must have the record's shape
 (agent/model/ownership.py). One that does not - a hand edit gone wrong, a file replaced by a FIFO -
-is quarantined: moved aside (DIR/quarantine/<name>.<time>; the ConfigMap bindy-agent-state-quarantined-
-<hash>, labelled bindy.firestoned.io/state=quarantined, with a Warning Event StateQuarantined on it),
-logged and counted (`listen`), and the run goes on as for a missing record: the run's record
-starts afresh (the world is read again), a zone's record is as if the agent owned nothing in that
-zone yet (nothing is deleted that it does not know it wrote). A standby (`quarantine=False`) only
-reads: an unreadable record is then an error of that read.
+is quarantined: moved aside (agent/clients/statequarantine.py: into a quarantine/ folder beside it,
+DIR/quarantine/ or DIR/zones/quarantine/; or copied to the ConfigMap bindy-agent-state-quarantined-
+<hash> with a Warning Event), logged and counted (`listen`), and the run goes on as for a missing
+record: the run's record starts afresh (the world is read again), a zone's record is as if the agent
+owned nothing in that zone yet (nothing is deleted that it does not know it wrote). A standby
+(`quarantine=False`, `ReadOnly`) only reads: an unreadable record is then an error of that read. A
+store that `moves` nothing (a dry run, a plan) reads it as missing and leaves it where it is.
 """
 
 from __future__ import annotations
