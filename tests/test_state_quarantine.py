@@ -128,7 +128,6 @@ def test_the_metric_counts_quarantined_records_by_kind(tmp_path: pathlib.Path) -
         assert 'bindy_agent_state_quarantined_total{record="zone"} 0.0' in text
     finally:
         served.stop_listening()
-        served.stop_hearing_state()
 
 
 # -- the ConfigMap store ------------------------------------------------------------------------------

@@ -48,8 +48,8 @@ class Metrics:
             self.drift_found.labels(layer)
             self.drift_repaired.labels(layer)
         self.deadlines.inc(0)
-        self.stop_listening = calls.listen(self.call)
-        self.stop_hearing_state = statestore.listen(lambda record: self.quarantined.labels(record).inc())
+        self._stops = (calls.listen(self.call),
+                       statestore.listen(lambda record: self.quarantined.labels(record).inc()))
 
     def _run_metrics(self, r: prometheus_client.CollectorRegistry) -> None:
         """Runs, their steps, and the revisions and changes they applied."""
@@ -126,6 +126,11 @@ class Metrics:
         self.deliveries = prometheus_client.Counter("bindy_agent_webhook_deliveries",
                                                     "Webhook deliveries by result (accepted, refused, standby)",
                                                     ["result"], registry=r)
+
+    def stop_listening(self) -> None:
+        """Hears no more calls or quarantined records (a test's metrics, once done)."""
+        for stop in self._stops:
+            stop()
 
     def call(self, target: str, operation: str, result: str, seconds: float) -> None:
         """One external call (agent/model/calls.py)."""
