@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from agent.cli import prcontext
 from agent.clients import endpoints, kubeapi
 from agent.errors import AgentError
 from agent.outcome import delivery, signature
@@ -41,6 +42,7 @@ READERS: dict[str, tuple[Callable[[pathlib.Path, pathlib.Path], object], str]] =
     "webhook secret": (lambda p, tmp: webhook.read_secret(p), "webhook secret file"),
     "report key": (lambda p, tmp: signature.read_key(p), "report key file"),
     "kubeconfig": (lambda p, tmp: kubeapi._check_kubeconfig(str(p)), "kubeconfig"),
+    "CI event": (lambda p, tmp: prcontext._event({"GITHUB_EVENT_PATH": str(p)}), "GITHUB_EVENT_PATH"),
 }
 
 

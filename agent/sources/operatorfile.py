@@ -1,7 +1,8 @@
 """The door every file the operator names is read through, as the repository's files are
 (agent/sources/localdir.py): the settings file (`run --config`), endpoint maps and the TSIG keys
 and tokens they name, the Git token, the webhook secret, the report key, the alert and commit-status
-secrets, the zone API token, the kubeconfig, and the agent's own state records.
+secrets, the zone API token, the kubeconfig, the agent's own state records, and the CI event file
+`ci-plan` reads (GITHUB_EVENT_PATH).
 
     regular files only   a symbolic link is followed (mounted Secrets are links), but a FIFO, a
                          device, a directory or a socket is a one-line error naming the setting; the
@@ -32,6 +33,7 @@ KiB, MiB = 1024, 1024 * 1024
 KEY_BYTES = 64 * KiB  # a TSIG key file, a token, a shared secret, a URL
 SETTINGS_BYTES = 1 * MiB  # a settings file, an endpoint map, a kubeconfig
 STATE_BYTES = 256 * MiB  # one state record: a zone's owned RRsets (500,000 of them weigh about 60 MB)
+EVENT_BYTES = 32 * MiB  # a CI system's event file (GitHub caps a webhook payload at 25 MB)
 _FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 
