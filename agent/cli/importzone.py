@@ -18,6 +18,7 @@ from agent.cli import common, flagsets
 from agent.clients import axfr, endpoints
 from agent.desired import adopt, rrsets
 from agent.errors import AgentError, ConfigError, ZoneMissing
+from agent.sources import operatorfile
 
 DESCRIPTION = ("Transfer a zone from a DNS server (AXFR, TSIG-signed with --tsig-key-file) and write it as CRs: "
                "a DNSZone (its SOA as spec.soaRecord, its apex NS as spec.nameServers) and one record CR per "
@@ -107,7 +108,8 @@ def _endpoint(args: argparse.Namespace) -> endpoints.Endpoint:
         raise ConfigError(f"cannot resolve the server {host!r}: {exc}") from exc
     tsig = None
     if args.tsig_key_file:
-        tsig = endpoints.parse_key_file(args.tsig_key_file.read_text(), str(args.tsig_key_file))
+        tsig = endpoints.parse_key_file(operatorfile.read_text(args.tsig_key_file, setting="--tsig-key-file",
+                                                             limit=operatorfile.KEY_BYTES), str(args.tsig_key_file))
     return endpoints.Endpoint(f"{host}:{port}", address, port, "", tsig=tsig)
 
 

@@ -143,7 +143,7 @@ def _planned(args: argparse.Namespace, report: validation.Progress) -> Planned:
     from agent.run import compose, planning  # only online: the offline plan never loads the cluster's clients
 
     built = compose.build(compose.Request(  # as a sync builds it; its store is read only with zone endpoints
-        compose.options(vars(args), common.policy_settings(args)), directory=args.directory,
+        compose.options({**vars(args), "dry_run": True}, common.policy_settings(args)), directory=args.directory,
         limits=common.limits(args), cluster=True, kubeconfig=common.kubeconfig(args.kubeconfig), context=args.context))
     planned = planning.plan(built.source.snapshot(), built.targets, built.options, progress=report)
     return planned.validated, planned.plan, planned.error

@@ -19,6 +19,7 @@ from typing import Any
 
 from agent.errors import ConfigError, SourceError
 from agent.plan.changes import Plan
+from agent.sources import operatorfile
 
 FORGES = ("github", "gitlab")
 TOKENS = {"github": "GITHUB_TOKEN", "gitlab": "GITLAB_TOKEN"}
@@ -39,10 +40,11 @@ def _event(env: Mapping[str, str]) -> dict[str, Any]:
     path = env.get("GITHUB_EVENT_PATH")
     if not path:
         return {}
+    text = operatorfile.read_text(path, setting="GITHUB_EVENT_PATH", limit=operatorfile.EVENT_BYTES)
     try:
-        event = json.loads(pathlib.Path(path).read_text())
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"GITHUB_EVENT_PATH {path}: cannot read the event: {exc}") from exc
+        event = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"GITHUB_EVENT_PATH {path}: not a JSON event (line {getattr(exc, 'lineno', '?')})") from exc
     return event if isinstance(event, dict) else {}
 
 

@@ -112,11 +112,12 @@ def kube_api(request: Request) -> kubeapi.KubeApi:
 
 def store(request: Request, api: kubeapi.KubeApi | None) -> statestore.Store:
     """A named directory, else the cluster's ConfigMaps, else the local directory."""
+    moves = not request.options.dry_run  # a dry run (and a plan) leaves an unreadable record where it is
     if request.state is not None:
-        return statestore.FileStore(request.state)
+        return statestore.FileStore(request.state, moves=moves)
     if api is not None:
-        return statestore.ConfigMapStore(api, request.options.agent_namespace)
-    return statestore.FileStore(request.local_state)
+        return statestore.ConfigMapStore(api, request.options.agent_namespace, moves=moves)
+    return statestore.FileStore(request.local_state, moves=moves)
 
 
 def zone_endpoints(request: Request, api: kubeapi.KubeApi | None) -> planning.Endpoints | None:
