@@ -84,6 +84,7 @@ def test_two_directories(tmp_path: pathlib.Path) -> None:
     head = tmp_path / "head"
     shutil.copytree(SAMPLE, head)
     (head / "zones" / "internal.yaml").unlink()
+    (head / "records" / "internal" / "hosts.yaml").unlink()  # its records too: left alone they would be in no zone
     result = _plan(str(head), "--base-dir", str(SAMPLE))
     assert result.returncode == 2
     assert "  - internal.example.net. on dns-system/dns-primary-0 (no longer selected)\n" in result.stdout

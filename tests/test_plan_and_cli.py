@@ -84,7 +84,7 @@ def test_cli_plan_exit_codes_and_streams(repo: Repo) -> None:
     repo.add("bad.yaml", "apiVersion: bindy.firestoned.io/v1beta1\nkind: ARecord\nmetadata: {name: a}\nspec: {}\n")
     bad = _run("plan", str(repo.root))
     assert bad.returncode == 2 and bad.stdout == ""
-    assert f"{repo.root}/bad.yaml:4: ARecord/default/a: spec.name: required field is missing" in bad.stderr
+    assert f"{repo.root}/bad.yaml:4: ARecord/dns-system/a: spec.name: required field is missing" in bad.stderr
 
 
 def test_cli_validate_exit_codes(repo: Repo) -> None:

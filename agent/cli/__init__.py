@@ -39,8 +39,7 @@ def _shared() -> argparse.ArgumentParser:
     shared = common.Parser(add_help=False)
     shared.add_argument("directory", type=common.directory, metavar="DIR",
                         help="directory of CR YAML files (searched recursively)")
-    shared.add_argument("--namespace", default=names.DEFAULT_NAMESPACE, metavar="NS",
-                        help="namespace for namespaced objects that name none (default: %(default)s)")
+    shared.add_argument("--namespace", metavar="NS", help=common.NAMESPACE_HELP)
     common.add_limit_flags(shared)
     return shared
 
@@ -110,8 +109,7 @@ def _sync_verb(add: AddVerb) -> None:
     sy.set_defaults(func=sync.sync)
     sy.add_argument("directory", type=common.directory, metavar="DIR", nargs="?",
                     help="directory of CR YAML files (or use --repo)")
-    sy.add_argument("--namespace", default=names.DEFAULT_NAMESPACE, metavar="NS",
-                    help="namespace for namespaced objects that name none (default: %(default)s)")
+    sy.add_argument("--namespace", metavar="NS", help=common.NAMESPACE_HELP)
     sy.add_argument("--dry-run", action="store_true", help="plan against the live world; write nothing")
     sy.add_argument("--no-install-crds", dest="install_crds", action="store_false",
                     help="do not apply the CRDs first")

@@ -36,7 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tsig-key-file", type=common.readable_file, metavar="FILE",
                    help='BIND key file signing the transfer: key "name" { algorithm ...; secret "..."; };')
     p.add_argument("--namespace", default=names.DEFAULT_NAMESPACE, metavar="NS",
-                   help="namespace of the CRs (default: %(default)s)")
+                   help="namespace of the CRs (default: %(default)s, the agent's first allowed namespace by default)")
     p.add_argument("--cluster-ref", metavar="NAME",
                    help="the Bind9Cluster (or ClusterBind9Provider) to serve the zone: spec.clusterRef")
     p.add_argument("-o", "--output-dir", type=pathlib.Path, metavar="DIR",

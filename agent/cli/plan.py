@@ -260,8 +260,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("directory", type=common.directory, metavar="DIR", nargs="?",
                    help="directory of CR YAML files (searched recursively); with --base, the head (its files "
                    "as they are on disk, or with --head the directory's path inside the repository)")
-    p.add_argument("--namespace", default=names.DEFAULT_NAMESPACE, metavar="NS",
-                   help="namespace for namespaced objects that name none (default: %(default)s)")
+    p.add_argument("--namespace", metavar="NS", help=common.NAMESPACE_HELP)
     p.add_argument("-o", "--output", choices=render.FORMATS, default="text",
                    help="plan format (default: %(default)s); markdown fits a pull-request comment")
     d = p.add_argument_group("delta (what a pull request changes; exit 0 no changes, 2 changes, 1 error)")

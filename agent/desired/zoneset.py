@@ -1,12 +1,13 @@
 """The zones of a revision (pure): every DNSZone placed on its instances (desired/placement.py), each
 zone name declared once, each record in its zone (desired/assignment.py), each zone's RRsets
-(desired/zonerrsets.py). With a long-running agent's memo, a zone's placement, a file's assignment
-and a zone's RRsets are reused while what they come from is the same (desired/memo.py).
+(desired/zonerrsets.py), and the records no server would answer with (desired/occlusion.py). With a
+long-running agent's memo, a zone's placement, a file's assignment and a zone's RRsets are reused
+while what they come from is the same (desired/memo.py).
 """
 
 from __future__ import annotations
 
-from agent.desired import assignment, nameservers, placement, rrsets, zonerrsets
+from agent.desired import assignment, nameservers, occlusion, placement, rrsets, zonerrsets
 from agent.desired.findings import Findings
 from agent.desired.memo import NO_MEMO, Memo
 from agent.desired.placement import ClusterView, InstanceView, Zone
@@ -46,19 +47,23 @@ def place(manifest: Manifest, clusters: dict[ObjectKey, ClusterView],
         placed_zones.append(placed)
     members = assignment.assign_records(placed_zones, sources, manifest.by_file or [manifest.objects], out, memo)
     zones = zonerrsets.zones_rrsets(placed_zones, members, out, memo)
+    occlusion.check(zones, members, out)
     # a zone built again is warned about again; a reused one's warnings are the ones it had
-    for warned in memo.each(("ns-warnings",), [(z, sources[z.key]) for z in zones], _ns_warnings,
-                            name=lambda item: item[0].name, same=_same_pair):
-        out.problems += warned
+    for problems in memo.each(("ns-problems",), [(z, sources[z.key]) for z in zones], _ns_problems,
+                              name=lambda item: item[0].name, same=_same_pair):
+        out.problems += problems
     return zones, out.problems
 
 
-def _ns_warnings(item: tuple[Zone, Loaded]) -> list[Problem]:
-    """A name server without an address (nameservers.unaddressed) and an address for a name that is no
-    name server (nameservers.stray), on the zone's DNSZone."""
+def _ns_problems(item: tuple[Zone, Loaded]) -> list[Problem]:
+    """A name server inside the zone without an address (nameservers.unaddressed: BIND would not load the
+    zone, an error) and an address for a name that is no name server (nameservers.stray: no effect, a
+    warning), on the zone's DNSZone."""
     zone, source = item
     out = Findings()
-    for path, message in nameservers.unaddressed(zone) + nameservers.stray(zone):
+    for path, message in nameservers.unaddressed(zone):
+        out.add(source, path, message)
+    for path, message in nameservers.stray(zone):
         out.add(source, path, message, Severity.WARNING)
     return out.problems
 

@@ -80,8 +80,8 @@ class Settings(pydantic.BaseModel):
     state: pathlib.Path | None = None
     """directory of the agent's state; given, it is used even with a cluster (default: with a cluster, the
     ConfigMap bindy-agent-state in --agent-namespace, which replicas share; without one, state in --cache)"""
-    namespace: str = names.DEFAULT_NAMESPACE
-    """namespace for namespaced objects that name none"""
+    namespace: str | None = None
+    """namespace for namespaced objects that name none (default: the first of allowed_namespaces)"""
     force: bool = False
     """apply plans the safety gate refuses (mass deletes, whole-zone deletes, apex NS changes, large prunes)"""
     allow_prune: bool = False
