@@ -71,8 +71,9 @@ def test_a_pull_request_from_a_remote(repo: GitRemote, tmp_path: pathlib.Path) -
                "--cache", str(tmp_path / "cache"), cwd=tmp_path)
     assert md.returncode == 2, md.stderr
     assert md.stdout.startswith("## bindy-agent plan\n\nChanges from base `main (")
-    assert "**Plan: 2 to create, 2 to update, 0 to delete.**" in md.stdout
-    assert "| ~ | `ARecord dns-system/www` | `spec.ipv4Addresses[0]`: `\"192.0.2.10\"` → `\"192.0.2.20\"` |" in md.stdout
+    assert "**2 edits to the repository's CRs**: 1 added, 1 changed." in md.stdout
+    assert ("| `~` | `ARecord dns-system/www` | `spec.ipv4Addresses[0]`: `\"192.0.2.10\"` -> `\"192.0.2.20\"` | "
+            "`records/example-com/web.yaml:2` |") in md.stdout
     unknown = _plan("--repo", repo.url, "--path", "dns", "--base", "main", "--head", "nope", "--cache",
                     str(tmp_path / "cache"), cwd=tmp_path)
     assert unknown.returncode == 1
@@ -157,7 +158,7 @@ def test_a_pull_request_as_ci_runs_it(repo: GitRemote) -> None:
     changed = subprocess.run([str(script), "plan", "dns", "--base", "main", "--head", "feature", "-o", "markdown"],
                              capture_output=True, text=True, cwd=repo.work)
     assert (changed.returncode, changed.stderr) == (2, "")
-    assert "**Plan: 2 to create, 2 to update, 0 to delete.**" in changed.stdout
+    assert "**2 edits to the repository's CRs**: 1 added, 1 changed." in changed.stdout
     typo = subprocess.run([str(script), "plan", "--base", "main", "--hed=feature"], capture_output=True,
                           text=True, cwd=repo.work)
     assert typo.returncode == 1 and "unrecognized arguments: --hed=feature" in typo.stderr

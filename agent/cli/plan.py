@@ -25,10 +25,10 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from agent.cli import common, progress
+from agent.cli import common, links, progress
 from agent.errors import AgentError
 from agent.model import names, problems
-from agent.plan import render
+from agent.plan import locate, render
 from agent.plan.changes import Plan
 from agent.run import collector, validation
 from agent.sources import localdir
@@ -53,11 +53,12 @@ def is_delta(argv: Sequence[str]) -> bool:
                                   for a in argv)
 
 
-def _emit(plan: Plan, args: argparse.Namespace) -> None:
+def _emit(plan: Plan, args: argparse.Namespace, sources: locate.Sources = locate.NOWHERE) -> None:
     """The plan on stdout, written as it is rendered (the document is never held whole). A reader that
-    stops early (`plan -o json | head`) ends the output quietly: the status stays the plan's."""
+    stops early (`plan -o json | head`) ends the output quietly: the status stays the plan's. `sources`:
+    where the Markdown plan's changes come from (links.sources)."""
     try:
-        for chunk in render.chunks(plan, args.output):
+        for chunk in render.chunks(plan, args.output, sources=sources):
             sys.stdout.write(chunk)
         sys.stdout.flush()
     except BrokenPipeError:
@@ -104,7 +105,10 @@ def show_plan(args: argparse.Namespace) -> int:
     if plan is None:
         print(f"error: {error}", file=sys.stderr)
         return common.EXIT_ERROR
-    _emit(plan, args)
+    where = {locate.HEAD: links.directory(args.directory, localdir.revision(args.directory))} \
+        if args.output == "markdown" and args.link_base else {}
+    assert validated.desired is not None
+    _emit(plan, args, links.sources(args, validated.desired, None, where))
     return common.EXIT_OK if plan.empty else common.EXIT_CHANGES
 
 
@@ -155,6 +159,7 @@ class Side:
     files: Sequence[SourceFile]
     where: pathlib.Path | str
     label: str = ""
+    repo: links.Where = links.Where(None)  # its commit and its root's path in the repository (--link-base)
 
 
 def _delta_usage(args: argparse.Namespace) -> str | None:
@@ -178,7 +183,7 @@ def _delta_usage(args: argparse.Namespace) -> str | None:
 def _git_side(revs: gitrevs.Revisions, rev: str, path: str) -> Side:
     sha = revs.resolve(rev)
     label = sha[:12] if sha.startswith(rev.lower()) else f"{rev} ({sha[:12]})"
-    return Side(sha, revs.files(sha, path), f"{rev}:{path + '/' if path else ''}", label)
+    return Side(sha, revs.files(sha, path), f"{rev}:{path + '/' if path else ''}", label, links.Where(sha, path))
 
 
 def _sides(args: argparse.Namespace) -> tuple[Side, Side]:
@@ -203,7 +208,8 @@ def _sides(args: argparse.Namespace) -> tuple[Side, Side]:
 def _dir_side(directory: pathlib.Path, args: argparse.Namespace) -> Side:
     revision = localdir.revision(directory, common.limits(args))
     short = revision if revision.startswith("sha256:") else revision[:12] + revision[40:]  # keeps "-dirty"
-    return Side(revision, localdir.files(directory), directory, f"{directory} ({short})")
+    return Side(revision, localdir.files(directory), directory, f"{directory} ({short})",
+                links.directory(directory, revision))
 
 
 def _load(side: Side, args: argparse.Namespace, what: str) -> tuple[Desired | None, list[problems.Problem]]:
@@ -251,7 +257,7 @@ def show_delta(args: argparse.Namespace) -> int:
                          agent=args.agent_namespace)
     result.labels = _labels(base_side, head_side)
     result.refusals = safety.check(result, common.safety_policy(args))
-    _emit(result, args)
+    _emit(result, args, links.sources(args, head, base, {locate.HEAD: head_side.repo, locate.BASE: base_side.repo}))
     return DELTA_OK if result.empty else DELTA_CHANGES
 
 
@@ -263,6 +269,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--namespace", metavar="NS", help=common.NAMESPACE_HELP)
     p.add_argument("-o", "--output", choices=render.FORMATS, default="text",
                    help="plan format (default: %(default)s); markdown fits a pull-request comment")
+    links.add_flag(p)
     d = p.add_argument_group("delta (what a pull request changes; exit 0 no changes, 2 changes, 1 error)")
     d.add_argument("--base", metavar="REV", help="the revision to compare against: a branch, tag or commit")
     d.add_argument("--head", metavar="REV", help="the revision compared (default: DIR's files on disk)")
