@@ -1,11 +1,10 @@
 """Did-you-mean for a reference that finds nothing (pure): the zone name, cluster or label the author most
 likely meant, among those the revision declares. Asked only when a reference already failed, so a
-valid revision never pays for it.
+valid revision never pays for it (difflib is imported then too).
 """
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping
 
 from agent.model.base import LabelSelector
@@ -16,6 +15,8 @@ CUTOFF = 0.6  # difflib's ratio below which two spellings are not taken for one 
 
 def closest(word: str, choices: Iterable[str], cutoff: float = CUTOFF) -> str | None:
     """The choice nearest to `word`, or None when none is near enough."""
+    import difflib
+
     found = difflib.get_close_matches(word, list(dict.fromkeys(choices)), n=1, cutoff=cutoff)
     return found[0] if found else None
 
@@ -68,6 +69,11 @@ def label_for(labels: Mapping[str, str], selectors: Iterable[tuple[str, LabelSel
     """For an object whose `labels` no selector matches: the selector's label nearest to one of its own,
     as ` (did you mean the label `k: v`? <who> selects it)`, or nothing. `selectors`: (who, selector)."""
     have = [_shown(k, v) for k, v in labels.items()]
+    selectors = [(who, s) for who, s in selectors if s.match_labels]
+    if not have or not selectors:
+        return ""
+    import difflib
+
     best: tuple[float, str, str] | None = None
     for who, selector in selectors:
         for key, value in (selector.match_labels or {}).items():
@@ -84,6 +90,11 @@ def selector_for(selector: LabelSelector, objects: Iterable[tuple[str, Mapping[s
     """For a selector that matches none of `objects` ((who, labels)): the label of one of them nearest to a
     label the selector asks for, as ` (did you mean 'k: v'? <who> has it)`, or nothing."""
     wanted = [_shown(k, v) for k, v in (selector.match_labels or {}).items()]
+    objects = [(who, labels) for who, labels in objects if labels]
+    if not wanted or not objects:
+        return ""
+    import difflib
+
     best: tuple[float, str, str] | None = None
     for who, labels in objects:
         for key, value in labels.items():
