@@ -97,14 +97,14 @@ def test_rbac_is_namespaced_except_crds_and_the_cluster_provider(rendered: list[
     assert [r["verbs"] for r in own if "pods" in r["resources"]] == [["list", "patch"]]  # the leader label, nothing more
 
 
-def test_the_readme_overlay_points_the_agent_at_a_repository(tmp_path: pathlib.Path) -> None:
-    lines = (ROOT / "README.md").read_text().split("    # my-dns/kustomization.yaml")[1].split("\n\n")[0]
+def test_the_install_pages_overlay_points_the_agent_at_a_repository(tmp_path: pathlib.Path) -> None:
+    lines = INSTALL_PAGE.read_text().split("    # dns-agent/kustomization.yaml")[1].split("\n\n")[0]
     overlay = textwrap.dedent("\n".join(lines.splitlines()[1:]))
     shutil.copytree(ROOT / "deploy", tmp_path / "deploy")
     shutil.copytree(ROOT / "schemas" / "crds", tmp_path / "schemas" / "crds")
-    (tmp_path / "my-dns").mkdir()
-    (tmp_path / "my-dns" / "kustomization.yaml").write_text(overlay)
-    done = subprocess.run([str(KUBECTL), "kustomize", str(tmp_path / "my-dns")], capture_output=True, text=True,
+    (tmp_path / "dns-agent").mkdir()
+    (tmp_path / "dns-agent" / "kustomization.yaml").write_text(overlay)
+    done = subprocess.run([str(KUBECTL), "kustomize", str(tmp_path / "dns-agent")], capture_output=True, text=True,
                           check=False)
     assert done.returncode == 0, done.stderr
     container = _container([d for d in yaml.safe_load_all(done.stdout) if d])
@@ -115,12 +115,16 @@ def test_the_readme_overlay_points_the_agent_at_a_repository(tmp_path: pathlib.P
     assert container["image"] == f"registry.example.com/platform/bindy-agent:{_version()}"
 
 
+INSTALL_PAGE = ROOT / "docs" / "install.md"
+
+
 def _install_section() -> str:
-    text = (ROOT / "README.md").read_text()
-    return text[text.index("## Install\n"):text.index("\n### ", text.index("## Install\n"))]
+    """The install page up to what the agent does once installed."""
+    text = INSTALL_PAGE.read_text()
+    return text[:text.index("\n## Namespaces, CRDs and credentials\n")]
 
 
-def test_the_readme_says_before_the_install_command_which_image_to_build_and_which_secrets_to_create(
+def test_the_install_page_says_before_the_install_command_which_image_to_build_and_which_secrets_to_create(
         rendered: list[dict[str, Any]]) -> None:
     before, command, _ = _install_section().partition("\n    kubectl apply -k deploy/")
     assert command, "the Install section shows `kubectl apply -k deploy/`"

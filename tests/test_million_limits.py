@@ -1,4 +1,4 @@
-"""A million records (issue 28): the read limits README tells a user with 1,000,000 records to set
+"""A million records (issue 28): the read limits docs/validation.md tells a user with 1,000,000 records to set
 (bench/million_bench.MILLION, ten times each default) hold such a repository with room to spare,
 where the defaults refuse it. Measured at 1/1000 scale: 1,000 records of the benchmark's shape
 against every limit divided by 1,000 (bytes, documents and nodes all grow with the records)."""

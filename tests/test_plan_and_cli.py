@@ -145,7 +145,7 @@ def _codes(text: str, row: str) -> tuple[int, ...]:
 
 def test_plan_help_and_readme_show_both_exit_conventions_side_by_side_as_plan_exits(repo: Repo) -> None:
     """`plan DIR` exits like `flux diff`, `plan --base/--base-dir` like `terraform plan -detailed-exitcode`:
-    1 means the opposite in each. The help's table and the README's say so, and say what plan does."""
+    1 means the opposite in each. The help's table and the docs' (docs/commands.md) say so, and say what plan does."""
     empty = repo.root / "empty"
     empty.mkdir()
     bad = repo.add("bad/a.yaml", "apiVersion: bindy.firestoned.io/v1beta1\nkind: Nope\nmetadata: {name: a}\n").parent
@@ -159,10 +159,10 @@ def test_plan_help_and_readme_show_both_exit_conventions_side_by_side_as_plan_ex
     assert re.search(r"^exit status: +no changes +changes +error$", shown.stdout, re.MULTILINE)
     assert [_codes(shown.stdout, "  plan DIR "), _codes(shown.stdout, "  plan --base/--base-dir ")] == does
 
-    readme = (ROOT / "README.md").read_text()
-    assert "| exit status | no changes | changes | error |" in readme
-    assert [_codes(readme, "| `plan DIR` (like `flux diff`) |"),
-            _codes(readme, "| `plan --base REV`, `plan DIR --base-dir OLD` (like `terraform plan -detailed-exitcode`) |"),
+    page = (ROOT / "docs" / "commands.md").read_text()
+    assert "| exit status | no changes | changes | error |" in page
+    assert [_codes(page, "| `plan DIR` (like `flux diff`) |"),
+            _codes(page, "| `plan --base REV`, `plan DIR --base-dir OLD` (like `terraform plan -detailed-exitcode`) |"),
             ] == does
 
 

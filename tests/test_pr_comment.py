@@ -7,9 +7,11 @@ the file and line of its CR at the commit that has it; what the agent generates 
 from __future__ import annotations
 
 import html
+import json
 import pathlib
 import re
 import shutil
+from typing import Any
 
 import cmarkgfm
 import pytest
@@ -71,6 +73,32 @@ def _document_at(git: GitRemote, url: str) -> str:
     return "\n".join(text.splitlines()[int(line) - 1:]).split("\n---")[0]
 
 
+PAGE = """<!DOCTYPE html>
+<html><head><meta charset="utf-8"><style>
+body {{ font-family: sans-serif; width: 900px; }} table {{ border-collapse: collapse; }}
+td, th {{ border: 1px solid #d0d7de; padding: 4px 8px; }} code {{ background: #eff1f3; }}
+</style></head><body>
+<div id="comment">{body}</div>
+<script>document.body.setAttribute("data-seen", JSON.stringify((function () {{ {script} }})()));</script>
+</body></html>
+"""
+
+
+def _look(workdir: pathlib.Path, body: str, script: str, *, screenshot: pathlib.Path | None = None) -> Any:
+    """What `script` (the body of a function returning JSON-able data) finds in a page holding the rendered
+    comment, in headless Chromium (tests/support/browser.py); with `screenshot`, the page drawn there too."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    n = len(list(workdir.glob("*.html")))
+    page = workdir / f"comment-{n}.html"
+    page.write_text(PAGE.format(body=body, script=script))
+    chromium = browser.Chromium(workdir / f"chromium-{n}", width=1000, height=1400)
+    if screenshot is not None:
+        chromium.screenshot(page.as_uri(), screenshot)
+    found = re.search(r'data-seen="([^"]*)"', chromium.dom(page.as_uri()))
+    assert found, "the page's script did not run"
+    return json.loads(html.unescape(found.group(1)))
+
+
 def test_three_record_edits_come_first_counted_once_and_each_links_to_its_line(pull_request: GitRemote) -> None:
     git = pull_request
     main, feature = git.cmd("rev-parse", "main"), git.cmd("rev-parse", "feature")
@@ -120,16 +148,17 @@ return rows.map(r => ({
 
 def test_a_reviewer_sees_records_first_and_the_generated_objects_folded(pull_request: GitRemote,
                                                                        tmp_path: pathlib.Path) -> None:
-    seen = browser.look(_html(_comment(pull_request, "feature")), LOOK, screenshot=tmp_path / "comment.png")
+    seen = _look(tmp_path / "look", _html(_comment(pull_request, "feature")), LOOK, screenshot=tmp_path / "comment.png")
     changes = [r for r in seen if r["cells"][0] in ("+", "~", "-")]
     records = [r for r in changes if len(r["cells"]) == 5]
     crs = [r for r in changes if "dns-system/" in r["cells"][1]]
     assert [r["cells"][1] for r in records] == ["api", "shop", "www"]
     assert all(r["visible"] and r["markWidth"] > 0 and len(r["links"]) == 1 for r in records + crs)
     assert max(r["top"] for r in records) < min(r["top"] for r in crs)  # above every Kubernetes object
-    assert (tmp_path / "comment.png").stat().st_size > 10_000  # a page was drawn (kept for a human to look at)
+    png = (tmp_path / "comment.png").read_bytes()
+    assert browser.png_size(png) == (1000, 1400) and len(set(browser.png_pixels(png))) > 2  # a page was drawn
 
-    infra = browser.look(_html(_comment(pull_request, "infra")), LOOK)
+    infra = _look(tmp_path / "look", _html(_comment(pull_request, "infra")), LOOK)
     generated = [r for r in infra if r["folded"]]
     assert generated and all(not r["visible"] and r["open"] is False for r in generated)
     assert any(r["cells"][1].startswith("Deployment dns-system/dns-secondary-1") for r in generated)

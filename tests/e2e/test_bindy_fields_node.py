@@ -1,4 +1,4 @@
-"""Bindy's fields on the real node (issue 26): the generated BIND9 pods, installed as README says.
+"""Bindy's fields on the real node (issue 26): the generated BIND9 pods, installed as docs/install.md says.
 
 One installation for the module (as tests/e2e/test_install.py's): sample-repo, its cluster pointed at
 the local images, with three additions a user would write:

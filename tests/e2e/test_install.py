@@ -1,4 +1,4 @@
-"""The agent installed from deploy/ on the real node, as README's "Install" says (issue 25, stage 2).
+"""The agent installed from deploy/ on the real node, as docs/install.md says (issue 25, stage 2).
 
 `kubectl apply -k` of an overlay of deploy/ naming the local agent image and a Git repository the
 agent pod reaches on the node's address; the two Secrets created with `kubectl create secret`.

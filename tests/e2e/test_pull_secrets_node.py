@@ -7,7 +7,7 @@ holding the locally built bind9 image under a tag nothing else has
 node's containerd has this registry as the mirror of docker.io, as a cluster without Internet access
 would). Every pod of the repository pulls it with `imagePullPolicy: Always`, so every start asks the
 registry, with the credentials of the pod's `imagePullSecrets` and no others. The repository,
-installed as README says, with the two Secrets created beforehand (kubernetes.io/dockerconfigjson,
+installed as docs/install.md says, with the two Secrets created beforehand (kubernetes.io/dockerconfigjson,
 labelled `bindy.firestoned.io/allow-reference: "true"` as the agent requires of a Secret a CR names):
   * Bind9Cluster `mirror`: `image: {image, imagePullPolicy: Always, imagePullSecrets: [bindy-mirror]}`;
     its generated instance mirror-primary-0 serves pull.example;

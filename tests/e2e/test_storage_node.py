@@ -2,7 +2,7 @@
 
 The node has no storage provisioner, so the test is the cluster's administrator: it creates a static
 hostPath PersistentVolume of class `bindy-e2e-local` (a directory under the test's tmp dir). The
-repository, installed as README says: a Bind9Cluster `vault` with a DNSSEC policy and no generated
+repository, installed as docs/install.md says: a Bind9Cluster `vault` with a DNSSEC policy and no generated
 instances, one Bind9Instance `kept-0` whose `storage` asks for a claim of that class
 (`persistentVolumeClaim: {size, storageClassName}`), and a signed zone kept.example on it. Then, test
 after test: the agent creates the claim, kube-controller-manager's binder binds it to the volume, the

@@ -68,7 +68,7 @@ def _without_www(text: str) -> str:
 @pytest.mark.parametrize("bad", ["refused", "invalid"])
 def test_a_bad_push_does_not_swallow_the_start_up_reconcile_it_cut(world: dict[str, Any], bad: str) -> None:
     """HOLE: a restarted agent's start-up reconcile is there to repair what changed while it was down
-    (README: "drift made while it was down is repaired"). Cut for a push that turns out bad, it never
+    (docs/syncing.md: "drift made while it was down is repaired"). Cut for a push that turns out bad, it never
     happens, though before "pushes first" the start-up run put the record back before the push was
     looked at:
     - refused by the safety gate: the push's run is refused, `reconcile_pending` stays set, and the

@@ -103,7 +103,7 @@ def _can_i(kubeconfig: pathlib.Path, verb: str, resource: str, namespace: str | 
 
 @pytest.fixture(scope="module")
 def installed(kube: KubeCluster) -> subprocess.CompletedProcess[str]:
-    """`kubectl apply -k deploy/`, as the README says, with an admin's kubeconfig."""
+    """`kubectl apply -k deploy/`, as docs/install.md says, with an admin's kubeconfig."""
     done = _kubectl(kube.kubeconfig, "apply", "-k", str(ROOT / "deploy"))
     assert done.returncode == 0, done.stderr
     return done

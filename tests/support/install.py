@@ -1,4 +1,4 @@
-"""The agent installed on the e2e node the way README's "Install" says, and what a user then sees.
+"""The agent installed on the e2e node the way docs/install.md says, and what a user then sees.
 
 `Installation.install()`: a Git repository served over smart HTTP on the node's address (the agent
 pod reaches it there), the two Secrets created with `kubectl create secret generic --from-file`, and
@@ -138,7 +138,7 @@ patches:
         return self.overlay
 
     def install(self, *, agent_env: dict[str, str] | None = None) -> None:
-        """README's "Install", steps 2 and 3, then `kubectl apply -k`."""
+        """docs/install.md's "Before you install", steps 2 and 3, then `kubectl apply -k`."""
         self.git.start()
         secrets_dir = self.tmp / "secrets"
         secrets_dir.mkdir()

@@ -1,0 +1,113 @@
+"""The README a newcomer reads first: short, one name, the two commands of a fresh clone near the top, and
+a first zone whose YAML, copied into files of a new directory, validates and plans as the README says."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+README = ROOT / "README.md"
+AGENT = pathlib.Path(sys.executable).parent / "bindy-agent"
+RECORD_TYPES = {"A", "AAAA", "CNAME", "MX", "TXT", "SRV", "CAA"}
+
+
+def yaml_files(markdown: str) -> dict[str, str]:
+    """Each ```yaml block of a page, under the file name the sentence before it gives (`my-dns/zone.yaml`: ...),
+    else block-N.yaml."""
+    files: dict[str, str] = {}
+    for n, found in enumerate(re.finditer(r"^```yaml\n(.*?)\n```$", markdown, re.DOTALL | re.MULTILINE)):
+        paragraph = markdown[:found.start()].rstrip("\n").rsplit("\n\n", 1)[-1]
+        named = re.match(r"`(?:[\w.-]+/)?([\w.-]+\.ya?ml)`", paragraph)
+        files[named.group(1) if named else f"block-{n}.yaml"] = found.group(1) + "\n"
+    return files
+
+
+def run_agent(*args: str, cwd: pathlib.Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(AGENT), *args], capture_output=True, text=True, cwd=cwd, check=False, timeout=120)
+
+
+def check_first_zone(files: dict[str, str], where: pathlib.Path) -> None:
+    """The files validate with no warning, and plan a zone on a primary and a secondary with a record of every
+    kind the first zone promises."""
+    repo = where / "my-dns"
+    repo.mkdir()
+    for name, text in files.items():
+        (repo / name).write_text(text)
+    valid = run_agent("validate", "my-dns", cwd=where)
+    assert valid.returncode == 0, valid.stdout + valid.stderr
+    assert "valid (0 warnings)" in valid.stdout + valid.stderr, valid.stdout + valid.stderr
+    planned = run_agent("plan", "my-dns", "-o", "json", cwd=where)
+    assert planned.returncode in (0, 1), planned.stderr  # no changes / changes: never an error
+    plan = json.loads(planned.stdout)
+    assert "invalid" not in plan and not [p for p in plan["problems"] if p.get("severity") == "error"], plan["problems"]
+    records = {c["target"]["type"] for c in plan["changes"] if c["layer"] == "records"}
+    assert records >= RECORD_TYPES, f"the first zone lacks {RECORD_TYPES - records}"
+    zones = [c["target"] for c in plan["changes"] if c["layer"] == "zones"]
+    assert len(zones) == 2, zones  # the zone on the cluster's primary and on its secondary
+    kinds = {c["target"]["kind"] for c in plan["changes"] if c["layer"] == "kubernetes"}
+    assert {"Bind9Cluster", "Bind9Instance", "Deployment", "DNSZone"} <= kinds, kinds
+
+
+def test_the_readme_first_zone_validates_and_plans_from_a_fresh_directory(tmp_path: pathlib.Path) -> None:
+    files = yaml_files(README.read_text())
+    assert sorted(files) == ["cluster.yaml", "records.yaml", "zone.yaml"], sorted(files)
+    check_first_zone(files, tmp_path)
+
+
+def test_the_readme_plan_line_says_what_the_plan_of_the_first_zone_holds(tmp_path: pathlib.Path) -> None:
+    """The comment beside `bindy-agent plan my-dns` counts objects, servers and records as the plan does."""
+    text = README.read_text()
+    said = re.search(r"bindy-agent plan my-dns +# (\d+) Kubernetes objects, the zone on (\d+) servers, (\d+) records",
+                     text)
+    assert said, "the README's plan line of the first zone"
+    (tmp_path / "my-dns").mkdir()
+    for name, body in yaml_files(text).items():
+        (tmp_path / "my-dns" / name).write_text(body)
+    plan = json.loads(run_agent("plan", "my-dns", "-o", "json", cwd=tmp_path).stdout)
+    counted = [sum(c["layer"] == layer for c in plan["changes"]) for layer in ("kubernetes", "zones", "records")]
+    assert counted == [int(n) for n in said.groups()]
+
+
+def test_the_readme_is_short_has_one_name_and_starts_with_the_two_commands_of_a_fresh_clone() -> None:
+    text = README.read_text()
+    lines = text.splitlines()
+    assert len(lines) <= 250, len(lines)
+    assert lines[0].startswith("# bindy-agent"), lines[0]
+    assert "bindy-gitops" not in text.split("## Install in a cluster")[0]  # the tool has one name
+    top = "\n".join(lines[:20])
+    assert "scripts/venv && .venv/bin/bindy-agent plan sample-repo" in top
+    assert re.search(r"^ +scripts/test +#", top, re.MULTILINE), "the whole suite, as CI runs it"
+    assert "[sample-repo/README.md](sample-repo/README.md)" in text
+
+
+@pytest.mark.parametrize("page", [README, *sorted((ROOT / "docs").glob("*.md"))], ids=lambda p: p.name)
+def test_user_docs_carry_no_issue_numbers_or_test_file_lists(page: pathlib.Path) -> None:
+    if page.name == "development.md":
+        pytest.skip("the page for people working on the agent names its test commands")
+    text = page.read_text()
+    assert not re.search(r"\bissues? #?\d+", text, re.IGNORECASE), re.search(r".*\bissues? #?\d+.*", text).group(0)
+    assert not re.search(r"\b(this|last|earlier|previous) session\b", text, re.IGNORECASE), "development history"
+    assert not re.search(r"tests/[\w/]+\.py|test_\w+\.py", text), re.search(r".*test_\w+\.py.*", text).group(0)
+
+
+def test_the_scripts_the_readme_names_exist_and_ci_runs_the_whole_suite() -> None:
+    """`scripts/test` is what CI runs (.ci/run): it installs what the suite needs and runs all of pytest."""
+    assert re.search(r"^scripts/test ", (ROOT / ".ci" / "run").read_text(), re.MULTILINE)
+    script = (ROOT / "scripts" / "test").read_text()
+    assert "scripts/install-test-deps" in script and "scripts/venv" in script
+    assert re.search(r"^exec \.venv/bin/pytest \"\$@\"$", script, re.MULTILINE)
+
+
+def test_every_link_of_the_readme_leads_to_a_file_of_the_repository() -> None:
+    """The README is read on the forge, where MkDocs' strict build does not check it."""
+    links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", README.read_text())
+    local = [link for link in links if not re.match(r"[a-z]+://", link)]
+    assert len(local) >= 15, local
+    assert not [link for link in local if not (ROOT / link).exists()]
