@@ -11,6 +11,8 @@
                                            exit 0 applied/nothing to do, 1 partial,
                                            2 rejected (invalid), 3 could not run
     bindy-agent import --zone Z --server HOST:PORT   CR YAML from a live zone (AXFR)
+    bindy-agent import --zone Z --zone-file FILE     CR YAML from a zone file
+    bindy-agent export DIR --output-dir OUT          one zone file per DNSZone
 
 Problems go to stderr as `file:line: Kind/ns/name: field.path: message`; the plan goes to stdout.
 No traceback reaches a user: bad input is a message and an exit status (a bug still says so, and
@@ -257,6 +259,15 @@ def _schemas_verb(add: AddVerb) -> None:
     s.add_argument("--check", action="store_true", help="exit 1 if the files differ from the models")
 
 
+def _export_verb(add: AddVerb) -> None:
+    """zone files of a directory"""
+    from agent.cli import export
+
+    ex = add(parents=[_shared(), _guard()], description=export.DESCRIPTION)
+    ex.set_defaults(func=export.run)
+    export.add_arguments(ex)
+
+
 def _import_verb(add: AddVerb) -> None:
     """import a live zone"""
     from agent.cli import importzone
@@ -279,7 +290,8 @@ VERBS: dict[str, tuple[str, Callable[[AddVerb], None]]] = {
     "suspend": ("stop the agent's runs", functools.partial(_suspend_verb, on=True)),
     "resume": ("restart the agent's runs", functools.partial(_suspend_verb, on=False)),
     "schemas": ("write the JSON Schemas and CRDs generated from the models", _schemas_verb),
-    "import": ("write CR YAML from a live zone (AXFR), to adopt it", _import_verb),
+    "import": ("write CR YAML from a live zone (AXFR) or a zone file, to adopt it", _import_verb),
+    "export": ("write a directory's zones as zone files", _export_verb),
 }
 
 
