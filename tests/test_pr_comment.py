@@ -167,3 +167,17 @@ def test_a_reviewer_sees_records_first_and_the_generated_objects_folded(pull_req
     assert {r["cells"][1] for r in shown if len(r["cells"]) == 4} == {"Bind9Cluster dns-system/dns"}
     made_from = next(r for r in generated if r["cells"][1].startswith("Deployment dns-system/dns-secondary-1"))
     assert made_from["cells"][3].startswith("Bind9Cluster dns-system/dns (infrastructure/cluster.yaml:")
+
+
+def test_an_rrset_of_several_records_links_to_the_one_edited(pull_request: GitRemote) -> None:
+    git = pull_request
+    git.cmd("checkout", "-q", "-b", "verify", "main")
+    git.commit("a TXT beside the SPF one", {"dns/records/example-com/verify.yaml": """
+        apiVersion: bindy.firestoned.io/v1beta1
+        kind: TXTRecord
+        metadata: {name: verify, namespace: dns-system, labels: {zone: example-com}}
+        spec: {name: "@", text: ["google-site-verification=abc"]}
+        """})
+    row = next(line for line in _comment(git, "verify").splitlines() if line.startswith("| `~` | `@` | `TXT` |"))
+    assert row.endswith(f"[`records/example-com/verify.yaml:1`]({LINK_BASE}/{git.head()}/dns/records/example-com/"
+                        "verify.yaml#L1) |")  # not mail.yaml, where the SPF record the RRset also holds is

@@ -43,7 +43,7 @@ class _Side:
         self.name, self.desired = name, desired
         self._objects: dict[ObjectKey, KubeObject] | None = None
         self._zones: dict[str, Zone] | None = None
-        self._owners: dict[str, dict[tuple[str, str], ObjectKey]] = {}
+        self._owners: dict[str, dict[tuple[str, str], list[ObjectKey]]] = {}
 
     def object(self, key: ObjectKey) -> KubeObject | None:
         if self._objects is None:
@@ -55,14 +55,14 @@ class _Side:
             self._zones = {z.name: z for z in self.desired.zones}
         return self._zones.get(name)
 
-    def record(self, zone: Zone, owner: str, rtype: str) -> ObjectKey | None:
-        """The first record CR of the zone that makes the RRset (owner, rtype)."""
+    def records(self, zone: Zone, owner: str, rtype: str) -> list[ObjectKey]:
+        """The record CRs of the zone that make the RRset (owner, rtype), in the revision's order."""
         if zone.name not in self._owners:
-            index: dict[tuple[str, str], ObjectKey] = {}
+            index: dict[tuple[str, str], list[ObjectKey]] = {}
             for key, placed in zone.records.items():
-                index.setdefault(placed, key)
+                index.setdefault(placed, []).append(key)
             self._owners[zone.name] = index
-        return self._owners[zone.name].get((owner, rtype))
+        return self._owners[zone.name].get((owner, rtype), [])
 
 
 class Locator:
@@ -99,10 +99,20 @@ class Locator:
         if isinstance(target, ZoneTarget):
             return Located(side.name, zone.origin.file, zone.origin.line)
         assert isinstance(target, RRsetTarget)
-        record = side.record(zone, target.name, target.rtype)
+        record = self._edited(side, side.records(zone, target.name, target.rtype))
         obj = side.object(record) if record is not None else None
         origin = obj.origin if obj is not None and obj.origin is not None else zone.origin
         return Located(side.name, origin.file, origin.line)
+
+    def _edited(self, side: _Side, keys: list[ObjectKey]) -> ObjectKey | None:
+        """Of the records making an RRset, the first the change edited (added, or changed since the base):
+        an edit of one record of an RRset links to that record; the first one otherwise."""
+        other = self.base if side is self.head else None
+        for key in keys if other is not None and len(keys) > 1 else ():
+            now, before = side.object(key), other.object(key)  # type: ignore[union-attr]
+            if before is None or now is None or _document(now) != _document(before):
+                return key
+        return keys[0] if keys else None
 
     @staticmethod
     def _kube(side: _Side, key: ObjectKey) -> Located | None:
@@ -117,6 +127,12 @@ class Locator:
         made_from = f"{source.key.kind} {source.key.namespace}/{source.key.name}" if source.key.namespace \
             else f"{source.key.kind} {source.key.name}"
         return Located(side.name, source.origin.file, source.origin.line, made_from)
+
+
+def _document(obj: KubeObject) -> object:
+    """What a CR of the repository says (its validated model), to tell an edited one."""
+    content = obj.content
+    return content if isinstance(content, dict) else content.model
 
 
 Link = Callable[[Located], "str | None"]  # a file:line as a URL (the CLI's --link-base), None: not linked
