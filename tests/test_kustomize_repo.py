@@ -110,6 +110,11 @@ def test_a_pull_request_on_an_overlay_in_git_plans_the_built_delta(tmp_path: pat
     assert [(c["action"], c["layer"], c["target"].get("name")) for c in doc["changes"]] == [
         ("update", "kubernetes", "www"), ("update", "records", "www.example.com.")]
     assert doc["changes"][1]["after"]["values"] == ["203.0.113.12"]
+    comment = clirun.main("plan", "--base", "main", "--head", "feature", "--path", "overlays/prod", "-o", "markdown",
+                          "--link-base", "https://git.example/o/r/blob", cwd=git.work)
+    row = next(line for line in comment.stdout.splitlines() if line.startswith("| `~` | `www` |"))
+    # the built output is no file of the repository: the change links to the overlay's kustomization
+    assert row.endswith(f"(https://git.example/o/r/blob/{git.head()}/overlays/prod/kustomization.yaml#L1) |"), row
 
 
 REFUSED = {

@@ -4,7 +4,8 @@
 
 GitHub's, Gitea's and GitLab's (`.../-/blob`) file URLs all take that shape. What a change adds or
 edits links to the head's commit, what it removes to the base's. A side that is no commit (a
-directory outside Git, or `--base-dir`) links to URL/<path>#L<line>.
+directory outside Git, or `--base-dir`) links to URL/<path>#L<line>. What a kustomize overlay built
+links to the overlay's kustomization.yaml (its output is no file of the repository).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import pathlib
+import posixpath
 import re
 from typing import TYPE_CHECKING
 from urllib.parse import quote
@@ -67,6 +69,7 @@ def sources(args: argparse.Namespace, head: Desired, base: Desired | None, where
     """What the Markdown plan needs to say where each change comes from (and, with --link-base, to link it);
     `where`: each side ("head", "base") in its repository. Nothing for the other formats."""
     from agent.plan import locate
+    from agent.sources import kustomize
 
     if getattr(args, "output", None) != "markdown":
         return locate.NOWHERE
@@ -74,8 +77,11 @@ def sources(args: argparse.Namespace, head: Desired, base: Desired | None, where
 
     def link(located: Located) -> str | None:
         side = where.get(located.side, Where(None))
-        path = "/".join(p for p in (side.prefix, located.file) if p)
+        file, line = located.file, located.line
+        if posixpath.basename(file) == kustomize.BUILT:  # a kustomize build's output is no file: its kustomization
+            file, line = posixpath.join(posixpath.dirname(file), kustomize.NAMES[0]), 1
+        path = "/".join(p for p in (side.prefix, file) if p)
         commit = f"{side.commit}/" if side.commit else ""
-        return f"{url}/{commit}{quote(path)}#L{located.line}"
+        return f"{url}/{commit}{quote(path)}#L{line}"
 
     return locate.Sources(locate.Locator(head, base), link if url else None)
