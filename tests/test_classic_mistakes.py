@@ -210,3 +210,27 @@ def test_a_missing_namespace_defaults_to_the_first_allowed_one_or_is_said_missin
 
 def test_the_sample_repository_still_validates_without_a_warning() -> None:
     assert _validate(SAMPLE) == (0, [])
+
+
+def test_a_long_running_agent_finds_and_forgets_hidden_records_as_a_cold_one(tmp_path: pathlib.Path) -> None:
+    """The memoized check (a zone whose inputs did not change keeps its findings) says what a cold one says."""
+    from tests.test_million_memory import Warm
+
+    world = Warm(tmp_path / "repo")
+    world.build()
+    below = ("---\napiVersion: bindy.firestoned.io/v1beta1\nkind: ARecord\n"
+             "metadata: {name: hidden, namespace: dns-system, labels: {zone: example-com}}\n"
+             "spec: {name: www.lab, ipv4Addresses: [192.0.2.1]}\n")
+    services = world.root / "records" / "example-com" / "services.yaml"
+    services.write_text(services.read_text() + below)
+    warm, cold = world.build()
+    hidden = [str(p) for p in warm.problems if "below the delegation of lab.example.com." in str(p)]
+    assert len(hidden) == 1 and hidden[0].startswith("records/example-com/services.yaml:")
+    assert sorted(map(str, warm.problems)) == sorted(map(str, cold.problems))
+    world.edit("records/example-org/site.yaml", "[198.51.100.80]", "[198.51.100.81]")  # another zone changes
+    warm, cold = world.build()
+    assert sorted(map(str, warm.problems)) == sorted(map(str, cold.problems)) and len(
+        [p for p in warm.problems if "below the delegation" in str(p)]) == 1
+    services.write_text(services.read_text().replace(below, ""))
+    warm, cold = world.build()
+    assert [str(p) for p in warm.problems if "below the delegation" in str(p)] == []

@@ -7,17 +7,19 @@
     www.sub.example.org. while sub.example.org. is a zone of its own on those servers): they answer from
     that zone. The parent's NS and DS at the child's apex are its delegation and belong there.
 
-Only zones with such a cut are walked: a revision without delegations pays one look at each zone's NS.
+Only zones with such a cut are walked, and a zone whose inputs did not change keeps its findings.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import operator
 
 from agent.desired.findings import Findings
+from agent.desired.memo import NO_MEMO, Memo
 from agent.desired.placement import Zone
 from agent.load.loaded import Loaded
 from agent.model.key import ObjectKey
+from agent.model.problems import Problem
 
 _AT_CUT = ("NS", "DS")  # what the parent holds at a delegation point
 _GLUE = ("A", "AAAA")
@@ -69,22 +71,40 @@ def _cut_above(owner: str, apex: str, cuts: dict[str, str]) -> str | None:
     return found
 
 
-def check(zones: Iterable[Zone], members: dict[ObjectKey, list[list[Loaded]]], out: Findings) -> None:
-    """An error on each record of `members` that a cut of its zone hides."""
-    zones = list(zones)
+_Inputs = tuple[Zone, tuple[Zone, ...], list[list[Loaded]]]  # a zone, the zones below it, its records by file
+
+
+def _occluded(inputs: _Inputs) -> list[Problem]:
+    """The errors of one zone: each of its records that a cut hides."""
+    zone, inner, members = inputs
+    cuts = _cuts(zone, list(inner))
+    if not cuts:
+        return []
+    out, glue = Findings(), _glue(zone)
+    for found in members:
+        for record in found:
+            placed = zone.records.get(record.key)
+            if placed is None:
+                continue
+            owner, rtype = placed
+            cut = _cut_above(owner, zone.name, cuts)
+            if cut is None or (owner == cut and rtype in _AT_CUT) or (rtype in _GLUE and owner in glue):
+                continue
+            out.add(record, "spec.name", f"{owner} {rtype} is {cuts[cut]}")
+    return out.problems
+
+
+def _same(a: _Inputs, b: _Inputs) -> bool:
+    """The same zone, the same zones below it and the same lists of records (each the same object while
+    what it comes from is: desired/memo.py)."""
+    return (a[0] is b[0] and len(a[1]) == len(b[1]) and all(map(operator.is_, a[1], b[1]))
+            and len(a[2]) == len(b[2]) and all(map(operator.is_, a[2], b[2])))
+
+
+def check(zones: list[Zone], members: dict[ObjectKey, list[list[Loaded]]], out: Findings, memo: Memo = NO_MEMO) -> None:
+    """An error on each record of `members` that a cut of its zone hides. A zone whose inputs did not change
+    since the last revision keeps its findings (a push pays for the zones it changed)."""
     inner = _inner(zones)
-    for zone in zones:
-        cuts = _cuts(zone, inner.get(zone.name, []))
-        if not cuts:
-            continue
-        glue = _glue(zone)
-        for found in members.get(zone.key, ()):
-            for record in found:
-                placed = zone.records.get(record.key)
-                if placed is None:
-                    continue
-                owner, rtype = placed
-                cut = _cut_above(owner, zone.name, cuts)
-                if cut is None or (owner == cut and rtype in _AT_CUT) or (rtype in _GLUE and owner in glue):
-                    continue
-                out.add(record, "spec.name", f"{owner} {rtype} is {cuts[cut]}")
+    inputs = [(z, tuple(inner.get(z.name, ())), members.get(z.key, [])) for z in zones]
+    for problems in memo.each(("occluded",), inputs, _occluded, name=lambda i: i[0].name, same=_same):
+        out.problems += problems

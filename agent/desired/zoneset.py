@@ -47,7 +47,7 @@ def place(manifest: Manifest, clusters: dict[ObjectKey, ClusterView],
         placed_zones.append(placed)
     members = assignment.assign_records(placed_zones, sources, manifest.by_file or [manifest.objects], out, memo)
     zones = zonerrsets.zones_rrsets(placed_zones, members, out, memo)
-    occlusion.check(zones, members, out)
+    occlusion.check(zones, members, out, memo)
     # a zone built again is warned about again; a reused one's warnings are the ones it had
     for problems in memo.each(("ns-problems",), [(z, sources[z.key]) for z in zones], _ns_problems,
                               name=lambda item: item[0].name, same=_same_pair):
