@@ -7,19 +7,17 @@
     www.sub.example.org. while sub.example.org. is a zone of its own on those servers): they answer from
     that zone. The parent's NS and DS at the child's apex are its delegation and belong there.
 
-Only zones with such a cut are walked, and a zone whose inputs did not change keeps its findings.
+Only zones with such a cut are walked; desired/zoneset.py checks a zone again only when it, or a zone
+below it, changed.
 """
 
 from __future__ import annotations
 
-import operator
+from collections.abc import Sequence
 
 from agent.desired.findings import Findings
-from agent.desired.memo import NO_MEMO, Memo
 from agent.desired.placement import Zone
 from agent.load.loaded import Loaded
-from agent.model.key import ObjectKey
-from agent.model.problems import Problem
 
 _AT_CUT = ("NS", "DS")  # what the parent holds at a delegation point
 _GLUE = ("A", "AAAA")
@@ -43,7 +41,7 @@ def _cuts(zone: Zone, inner: list[Zone]) -> dict[str, str]:
     return cuts
 
 
-def _inner(zones: list[Zone]) -> dict[str, list[Zone]]:
+def below(zones: Sequence[Zone]) -> dict[str, list[Zone]]:
     """Zone name -> the zones below it (each zone's ancestors looked up: no pair of zones compared)."""
     names = {z.name for z in zones}
     out: dict[str, list[Zone]] = {}
@@ -71,16 +69,13 @@ def _cut_above(owner: str, apex: str, cuts: dict[str, str]) -> str | None:
     return found
 
 
-_Inputs = tuple[Zone, tuple[Zone, ...], list[list[Loaded]]]  # a zone, the zones below it, its records by file
-
-
-def _occluded(inputs: _Inputs) -> list[Problem]:
-    """The errors of one zone: each of its records that a cut hides."""
-    zone, inner, members = inputs
+def check(zone: Zone, inner: Sequence[Zone], members: Sequence[Sequence[Loaded]], out: Findings) -> None:
+    """An error on each record of the zone (`members`: its records, by file) that a cut hides; `inner`: the
+    zones below it (`below`)."""
     cuts = _cuts(zone, list(inner))
     if not cuts:
-        return []
-    out, glue = Findings(), _glue(zone)
+        return
+    glue = _glue(zone)
     for found in members:
         for record in found:
             placed = zone.records.get(record.key)
@@ -91,20 +86,3 @@ def _occluded(inputs: _Inputs) -> list[Problem]:
             if cut is None or (owner == cut and rtype in _AT_CUT) or (rtype in _GLUE and owner in glue):
                 continue
             out.add(record, "spec.name", f"{owner} {rtype} is {cuts[cut]}")
-    return out.problems
-
-
-def _same(a: _Inputs, b: _Inputs) -> bool:
-    """The same zone, the same zones below it and the same lists of records (each the same object while
-    what it comes from is: desired/memo.py)."""
-    return (a[0] is b[0] and len(a[1]) == len(b[1]) and all(map(operator.is_, a[1], b[1]))
-            and len(a[2]) == len(b[2]) and all(map(operator.is_, a[2], b[2])))
-
-
-def check(zones: list[Zone], members: dict[ObjectKey, list[list[Loaded]]], out: Findings, memo: Memo = NO_MEMO) -> None:
-    """An error on each record of `members` that a cut of its zone hides. A zone whose inputs did not change
-    since the last revision keeps its findings (a push pays for the zones it changed)."""
-    inner = _inner(zones)
-    inputs = [(z, tuple(inner.get(z.name, ())), members.get(z.key, [])) for z in zones]
-    for problems in memo.each(("occluded",), inputs, _occluded, name=lambda i: i[0].name, same=_same):
-        out.problems += problems

@@ -7,6 +7,8 @@ while what they come from is the same (desired/memo.py).
 
 from __future__ import annotations
 
+import operator
+
 from agent.desired import assignment, nameservers, occlusion, placement, rrsets, zonerrsets
 from agent.desired.findings import Findings
 from agent.desired.memo import NO_MEMO, Memo
@@ -47,26 +49,33 @@ def place(manifest: Manifest, clusters: dict[ObjectKey, ClusterView],
         placed_zones.append(placed)
     members = assignment.assign_records(placed_zones, sources, manifest.by_file or [manifest.objects], out, memo)
     zones = zonerrsets.zones_rrsets(placed_zones, members, out, memo)
-    occlusion.check(zones, members, out, memo)
-    # a zone built again is warned about again; a reused one's warnings are the ones it had
-    for problems in memo.each(("ns-problems",), [(z, sources[z.key]) for z in zones], _ns_problems,
-                              name=lambda item: item[0].name, same=_same_pair):
+    # a zone built again is checked again; a reused one's findings are the ones it had (the same zone object
+    # holds the same records: zonerrsets reuses it only then)
+    inner = occlusion.below(zones)
+    checked = [(z, sources[z.key], tuple(inner.get(z.name, ())), members.get(z.key, [])) for z in zones]
+    for problems in memo.each(("zone-checks",), checked, _zone_problems, name=lambda item: item[0].name,
+                              same=_same_zone):
         out.problems += problems
     return zones, out.problems
 
 
-def _ns_problems(item: tuple[Zone, Loaded]) -> list[Problem]:
-    """A name server inside the zone without an address (nameservers.unaddressed: BIND would not load the
-    zone, an error) and an address for a name that is no name server (nameservers.stray: no effect, a
-    warning), on the zone's DNSZone."""
-    zone, source = item
+_Checked = tuple[Zone, Loaded, tuple[Zone, ...], list[list[Loaded]]]  # zone, DNSZone, zones below, records
+
+
+def _zone_problems(item: _Checked) -> list[Problem]:
+    """On the zone's DNSZone: a name server inside the zone without an address (nameservers.unaddressed:
+    BIND would not load the zone, an error) and an address for a name that is no name server
+    (nameservers.stray: no effect, a warning); on its records: those no server would answer with
+    (desired/occlusion.py)."""
+    zone, source, inner, records = item
     out = Findings()
     for path, message in nameservers.unaddressed(zone):
         out.add(source, path, message)
     for path, message in nameservers.stray(zone):
         out.add(source, path, message, Severity.WARNING)
+    occlusion.check(zone, inner, records, out)
     return out.problems
 
 
-def _same_pair(a: tuple[Zone, Loaded], b: tuple[Zone, Loaded]) -> bool:
-    return a[0] is b[0] and a[1] is b[1]
+def _same_zone(a: _Checked, b: _Checked) -> bool:
+    return a[0] is b[0] and a[1] is b[1] and len(a[2]) == len(b[2]) and all(map(operator.is_, a[2], b[2]))
