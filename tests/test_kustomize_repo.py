@@ -62,8 +62,8 @@ def _overlays(root: pathlib.Path) -> pathlib.Path:
 
 
 def _plan(directory: pathlib.Path, *args: str) -> dict[str, Any]:
-    result = clirun.main("plan", str(directory), "-o", "json", *args)
-    assert result.returncode == 1, result.stderr
+    result = clirun.main("plan", str(directory), "-o", "json", "--detailed-exitcode", *args)
+    assert result.returncode == 2, result.stderr  # changes
     doc: dict[str, Any] = json.loads(result.stdout)
     return doc
 
@@ -104,7 +104,7 @@ def test_a_pull_request_on_an_overlay_in_git_plans_the_built_delta(tmp_path: pat
     git.commit("prod: one address", {"overlays/prod/kustomization.yaml": PROD_PATCH.replace(
         "value: [203.0.113.10, 203.0.113.11]", "value: [203.0.113.12]")})
     result = clirun.main("plan", "--base", "main", "--head", "feature", "--path", "overlays/prod", "-o", "json",
-                         cwd=git.work)
+                         "--detailed-exitcode", cwd=git.work)
     assert result.returncode == 2, result.stderr
     doc = json.loads(result.stdout)
     assert [(c["action"], c["layer"], c["target"].get("name")) for c in doc["changes"]] == [

@@ -303,8 +303,8 @@ def test_the_plan_of_a_name_server_edit_shows_ns_and_glue_and_is_not_refused(tmp
         "    - hostname: ns3.example.com.\n      ipv4Address: 203.0.113.53\n")
     assert text != path.read_text()
     path.write_text(text)
-    result = clirun.main("plan", str(head), "--base-dir", str(base), "-o", "json")
-    assert result.returncode == 2, result.stderr
+    result = clirun.main("plan", str(head), "--base-dir", str(base), "-o", "json", "--detailed-exitcode")
+    assert result.returncode == 2, result.stderr  # changes
     doc = json.loads(result.stdout)
     assert doc.get("refusals", []) == []
     dns = {(c["target"]["name"], c["target"]["type"]): (c["action"], c["after"]["values"])

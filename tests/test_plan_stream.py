@@ -242,7 +242,7 @@ def test_plan_writes_its_output_as_it_is_rendered(tmp_path: pathlib.Path, output
     root = _generate(tmp_path / "repo", 2_000)
     out = _Stdout()
     monkeypatch.setattr(sys, "stdout", out)
-    assert cli.main(["plan", str(root), *FLAGS, "-o", output]) == 1
+    assert cli.main(["plan", str(root), *FLAGS, "-o", output]) == 0
     assert len(out.writes) > 1 and max(out.writes) < 2 * render.CHUNK, out.writes[:5]
     plan = build.offline(hierarchy.build(load_dir(root, default_namespace="dns")))
     assert out.getvalue() == (_old_json(plan) if output == "json" else _old_text(plan))
@@ -250,16 +250,16 @@ def test_plan_writes_its_output_as_it_is_rendered(tmp_path: pathlib.Path, output
 
 @pytest.mark.parametrize("output", ["json", "text"])
 def test_a_reader_that_stops_early_ends_the_plan_quietly(tmp_path: pathlib.Path, output: str) -> None:
-    """`plan -o json | head -c 100`: no traceback, no error, and the plan's exit status (1: changes)."""
+    """`plan -o json | head -c 100`: no traceback, no error, and the plan's exit status (2: changes)."""
     root = _generate(tmp_path / "repo", 2_000)  # 2 MB of JSON, 170 KB of text: more than a pipe holds
-    proc = subprocess.Popen([sys.executable, "-m", "agent", "plan", str(root), *FLAGS, "-o", output],
+    proc = subprocess.Popen([sys.executable, "-m", "agent", "plan", str(root), *FLAGS, "-o", output, "--detailed-exitcode"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None and proc.stderr is not None
     first = proc.stdout.read(100)
     proc.stdout.close()
     with proc.stderr:
         err = proc.stderr.read().decode()
-    assert proc.wait(timeout=120) == 1, err[-2000:]
+    assert proc.wait(timeout=120) == 2, err[-2000:]
     assert first.startswith(b"{" if output == "json" else b"Kubernetes objects")
     complaints = [line for line in err.splitlines() if not line.startswith("warning: ")]
     assert complaints == [], complaints[-5:]

@@ -50,8 +50,8 @@ def _copy(tmp_path: pathlib.Path, name: str, *, annotations: dict[str, str] | No
 
 
 def _plan(head: pathlib.Path, base: pathlib.Path, *flags: str) -> tuple[clirun.Result, dict[str, Any]]:
-    result = clirun.main("plan", str(head), "--base-dir", str(base), "-o", "json", *flags)
-    assert result.returncode == 2, result.stderr  # changes (refused or not): the delta's own exit status
+    result = clirun.main("plan", str(head), "--base-dir", str(base), "-o", "json", "--detailed-exitcode", *flags)
+    assert result.returncode == 2, result.stderr  # changes (refused or not), as --detailed-exitcode says them
     return result, json.loads(result.stdout)
 
 

@@ -12,13 +12,23 @@ import argparse
 import pathlib
 import sys
 
-from agent.cli import common
+from agent.cli import common, flagsets
 
 DESCRIPTION = ("Write each DNSZone of DIR as a zone file (RFC 1035 master file) named loads: OUT/<zone>.zone with "
                "the DNSZone's SOA and TTL, its name servers and glue, and every record. DIR is validated first; an "
                "invalid repository writes nothing, and an existing file is not overwritten. Exit 0 written, "
                "1 invalid, 2 usage error, 3 could not write.")
 FORMATS = ("zonefiles",)
+EXAMPLES = flagsets.examples(
+    ("every zone of a repository as a zone file", "bindy-agent export dns/ --output-dir zones/"),
+    ("an overlay as kustomize builds it, with objects that name no namespace in dns-lab",
+     "bindy-agent export overlays/lab --output-dir zones/lab/ -n dns-lab --allowed-namespaces dns-lab"))
+
+
+def build(add: common.AddVerb) -> None:
+    ex = add(parents=[flagsets.directory(), flagsets.guard()], description=DESCRIPTION, epilog=EXAMPLES)
+    ex.set_defaults(func=run)
+    add_arguments(ex)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -15,6 +15,7 @@ import dataclasses
 import pathlib
 import posixpath
 import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
@@ -23,12 +24,23 @@ if TYPE_CHECKING:
     from agent.plan.locate import Located, Sources
 
 _SHA = re.compile(r"[0-9a-f]{40}")
+HEAD, BASE = "head", "base"  # the sides of a plan (plan/locate.py)
 
 
-def add_flag(parser: argparse.ArgumentParser) -> None:
+def add_flag(parser: argparse.ArgumentParser, default: str = "") -> None:
     parser.add_argument("--link-base", metavar="URL", type=_base,
                         help="with -o markdown, link each change to its file:line: URL/<commit>/<path>#L<line> "
-                        "(e.g. https://github.com/OWNER/REPO/blob)")
+                        "(e.g. https://github.com/OWNER/REPO/blob)" + (f" {default}" if default else ""))
+
+
+def from_ci(forge: str | None, env: Mapping[str, str]) -> str | None:
+    """The link base of the repository a CI job runs for: GitHub Actions' GITHUB_SERVER_URL and
+    GITHUB_REPOSITORY, GitLab CI's CI_PROJECT_URL; None elsewhere."""
+    if forge == "github" and env.get("GITHUB_REPOSITORY"):
+        return f"{env.get('GITHUB_SERVER_URL') or 'https://github.com'}/{env['GITHUB_REPOSITORY']}/blob"
+    if forge == "gitlab" and env.get("CI_PROJECT_URL"):
+        return f"{env['CI_PROJECT_URL'].rstrip('/')}/-/blob"
+    return None
 
 
 def _base(value: str) -> str:

@@ -192,6 +192,8 @@ def pieces(plan: Plan, *, limit: int = MARKDOWN_LIMIT, sources: Sources = NOWHER
     """The Markdown plan, line by line: every table with as many rows as fit (all of them if they do),
     and a note when they were cut; never more than `limit` characters. `sources`: where each change comes
     from in the repository, and how to link there (plan/locate.py)."""
+    if sources is NOWHERE and plan.sources is not None:
+        sources = plan.sources
     counts = _count(plan, sources)
     head, sections = _head(plan, counts), _sections(plan, limit, sources, counts)
     note = (f"\n_Cut to fit a {limit:,}-character comment: every count above is complete; "
