@@ -44,13 +44,13 @@ class SourceError(AgentError):
 
 class FileRefused(SourceError):
     """A file of the revision that the agent will not read; the loader reports it as a problem of
-    that file (a warning when `warning` is set, e.g. a submodule that is skipped)."""
+    that file, at `line` (a warning when `warning` is set, e.g. a submodule that is skipped)."""
 
     retryable = False
 
-    def __init__(self, message: str, *, warning: bool = False) -> None:
+    def __init__(self, message: str, *, warning: bool = False, line: int = 1) -> None:
         super().__init__(message)
-        self.warning = warning
+        self.warning, self.line = warning, line
 
 
 class ReadError(AgentError):

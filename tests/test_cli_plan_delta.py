@@ -71,8 +71,9 @@ def test_a_pull_request_from_a_remote(repo: GitRemote, tmp_path: pathlib.Path) -
                "--cache", str(tmp_path / "cache"), cwd=tmp_path)
     assert md.returncode == 0, md.stderr
     assert md.stdout.startswith("## bindy-agent plan\n\nChanges from base `main (")
-    assert "**Plan: 2 to create, 2 to update, 0 to delete.**" in md.stdout
-    assert "| ~ | `ARecord dns-system/www` | `spec.ipv4Addresses[0]`: `\"192.0.2.10\"` → `\"192.0.2.20\"` |" in md.stdout
+    assert "**2 edits to the repository's CRs**: 1 added, 1 changed." in md.stdout
+    assert ("| `~` | `ARecord dns-system/www` | `spec.ipv4Addresses[0]`: `\"192.0.2.10\"` -> `\"192.0.2.20\"` | "
+            "`records/example-com/web.yaml:2` |") in md.stdout
     unknown = _plan("--repo", repo.url, "--path", "dns", "--base", "main", "--head", "nope", "--cache",
                     str(tmp_path / "cache"), cwd=tmp_path)
     assert unknown.returncode == 1
@@ -84,6 +85,7 @@ def test_two_directories(tmp_path: pathlib.Path) -> None:
     head = tmp_path / "head"
     shutil.copytree(SAMPLE, head)
     (head / "zones" / "internal.yaml").unlink()
+    (head / "records" / "internal" / "hosts.yaml").unlink()  # its records too: left alone they would be in no zone
     result = _plan(str(head), "--base-dir", str(SAMPLE))
     assert result.returncode == 0
     assert "  - internal.example.net. on dns-system/dns-primary-0 (no longer selected)\n" in result.stdout
@@ -156,7 +158,7 @@ def test_a_pull_request_as_ci_runs_it(repo: GitRemote) -> None:
     changed = subprocess.run([str(script), "plan", "dns", "--base", "main", "--head", "feature", "-o", "markdown"],
                              capture_output=True, text=True, cwd=repo.work)
     assert (changed.returncode, changed.stderr) == (0, "")
-    assert "**Plan: 2 to create, 2 to update, 0 to delete.**" in changed.stdout
+    assert "**2 edits to the repository's CRs**: 1 added, 1 changed." in changed.stdout
     detailed = subprocess.run([str(script), "plan", "dns", "--base", "main", "--head", "feature", "--detailed-exitcode"],
                               capture_output=True, text=True, cwd=repo.work)
     assert (detailed.returncode, detailed.stderr) == (2, "")

@@ -31,6 +31,7 @@ def _job(tmp: pathlib.Path, pr: cijob.PullRequest, api: ForgeApi, action: pathli
     runner = tmp / "runner"  # the runner's temporary directory, kept between the two jobs as RUNNER_TEMP is
     runner.mkdir(exist_ok=True)
     env = cijob.job_environment(tmp, GITHUB_ACTIONS="true", GITHUB_REPOSITORY="acme/dns", GITHUB_API_URL=api.url,
+                                GITHUB_SERVER_URL="https://github.example",
                                 GITHUB_EVENT_NAME="pull_request",
                                 GITHUB_EVENT_PATH=str(cijob.github_event(runner, 7, pr.base, pr.head)))
     return cijob.run_action(action, workspace, runner, inputs={"directory": "dns", **inputs}, token=TOKEN,
@@ -53,7 +54,9 @@ def test_the_action_comments_once_and_updates_its_comment_on_the_next_push(tmp_p
     created = comment.body
     assert comment.body.startswith(MARKER + "\n## bindy-agent plan\n")
     assert f"Changes from base `{pr.base[:12]}` to head `HEAD ({pr.head[:12]})`" in comment.body
-    assert "| ~ | `ARecord dns-system/www` |" in comment.body and "**Plan: " in comment.body
+    assert "| `~` | `ARecord dns-system/www` |" in comment.body and "**2 edits to the repository's CRs**" in comment.body
+    # each change links to its file and line at the pull request's head, on the repository's forge
+    assert f"(https://github.example/acme/dns/blob/{pr.head}/dns/records/example-com/web.yaml#L2) |" in comment.body
     assert plan.stdout == comment.body and first.summary == comment.body + "\n"
     assert first.outputs == {"changes": "true"}
     assert f"comment created: https://github.example/acme/dns/pull/7#issuecomment-{comment.id}" in plan.stderr

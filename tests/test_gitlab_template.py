@@ -34,6 +34,7 @@ def _pipeline(tmp: pathlib.Path, pr: cijob.PullRequest, api: ForgeApi, source: p
     workspace = pr.shallow_clone(tmp / f"project-{run}")
     env = cijob.job_environment(tmp, GITLAB_CI="true", CI_PIPELINE_SOURCE="merge_request_event",
                                 CI_PROJECT_DIR=str(workspace), CI_PROJECT_ID="42", CI_API_V4_URL=api.url,
+                                CI_PROJECT_URL="https://gitlab.example/acme/dns",
                                 CI_MERGE_REQUEST_IID="5", CI_MERGE_REQUEST_DIFF_BASE_SHA=pr.base,
                                 CI_MERGE_REQUEST_TARGET_BRANCH_NAME="main",
                                 BINDY_PLAN_DIR="dns", BINDY_PLAN_INSTALL=str(source), **variables)
@@ -57,7 +58,8 @@ def test_the_template_posts_one_note_and_updates_it_on_the_next_push(tmp_path: p
     assert f"fetched the base {pr.base} from origin" in first.stderr
     [note] = gitlab.comments
     created = note.body
-    assert created.startswith(MARKER + "\n## bindy-agent plan\n") and "| ~ | `ARecord dns-system/www` |" in created
+    assert created.startswith(MARKER + "\n## bindy-agent plan\n") and "| `~` | `ARecord dns-system/www` |" in created
+    assert "(https://gitlab.example/acme/dns/-/blob/" in created  # each change linked to its file and line
     report = json.loads((workspace / "gl-code-quality-report.json").read_text())
     assert [(i["location"], i["severity"], i["check_name"]) for i in report] == [
         ({"path": "dns/zones/spare.yaml", "lines": {"begin": 4}}, "minor", "bindy-agent/warning")]

@@ -65,8 +65,9 @@ def test_secret_values_are_masked_even_when_present() -> None:
 def test_markdown_plan_has_tables_per_layer() -> None:
     md = render.render_markdown(_sample_plan())
     assert md.startswith("## bindy-agent plan\n")
-    assert "**Plan: 65 to create, 0 to update, 0 to delete.**" in md
-    assert "### Records (21)" in md and "| + | `example.com. www.example.com. A` |" in md
+    assert "**27 CRs of the repository to apply**: 27 added." in md
+    assert "| Generated Kubernetes objects | `+11` | 0 | 0 |" in md
+    assert "### DNS records (21)" in md and "| `+` | `www` | `A` | `192.0.2.10, 192.0.2.11, 192.0.2.12` TTL 300 |" in md
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -84,7 +85,7 @@ def test_cli_plan_exit_codes_and_streams(repo: Repo) -> None:
     repo.add("bad.yaml", "apiVersion: bindy.firestoned.io/v1beta1\nkind: ARecord\nmetadata: {name: a}\nspec: {}\n")
     bad = _run("plan", str(repo.root))
     assert bad.returncode == 1 and bad.stdout == ""
-    assert f"{repo.root}/bad.yaml:4: ARecord/default/a: spec.name: required field is missing" in bad.stderr
+    assert f"{repo.root}/bad.yaml:4: ARecord/dns-system/a: spec.name: required field is missing" in bad.stderr
 
 
 def test_cli_validate_exit_codes(repo: Repo) -> None:

@@ -12,6 +12,8 @@ it does); this one builds the parser of the verb a command line names and runs i
                                            exit 0 applied/nothing to do, 1 partial,
                                            2 rejected (invalid), 3 could not run
     bindy-agent import --zone Z --server HOST:PORT   CR YAML from a live zone (AXFR)
+    bindy-agent import --zone Z --zone-file FILE     CR YAML from a zone file
+    bindy-agent export DIR --output-dir OUT          one zone file per DNSZone
     bindy-agent version | completion SHELL
 
 Problems go to stderr as `file:line: Kind/ns/name: field.path: message`; the plan goes to stdout.
@@ -49,7 +51,8 @@ VERBS: dict[str, tuple[str, str, dict[str, bool]]] = {
     "suspend": ("stop the agent's runs", "suspend", {"on": True}),
     "resume": ("restart the agent's runs", "suspend", {"on": False}),
     "schemas": ("write the JSON Schemas and CRDs generated from the models", "schemas", {}),
-    "import": ("write CR YAML from a live zone (AXFR), to adopt it", "importzone", {}),
+    "import": ("write CR YAML from a live zone (AXFR) or a zone file, to adopt it", "importzone", {}),
+    "export": ("write a directory's zones as zone files", "export", {}),
     "version": ("print the version, the commit it was built from and the CRD API version", "version", {}),
     "completion": ("print the shell completion script of bash, zsh or fish", "completion", {}),
 }

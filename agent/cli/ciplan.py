@@ -23,7 +23,7 @@ import os
 import pathlib
 import sys
 
-from agent.cli import common, flagsets, prcontext
+from agent.cli import common, flagsets, links, prcontext
 from agent.cli import plan as plan_verb
 from agent.errors import AgentError
 from agent.model import names
@@ -66,6 +66,7 @@ def build(add: common.AddVerb) -> None:
                    "GITHUB_TOKEN on GitHub, GITLAB_TOKEN on GitLab)")
     c.add_argument("--detailed-exitcode", action="store_true",
                    help="exit 0 with no changes, 1 on error, 2 with changes (as terraform plan)")
+    links.add_flag(c, "(default: the repository's file links on GitHub or GitLab)")
     common.add_limit_flags(c)
     group = c.add_argument_group("problems as CI annotations")
     group.add_argument("--error-format", choices=flagsets.ERROR_FORMATS,
@@ -86,6 +87,7 @@ def ci_plan(args: argparse.Namespace) -> int:
         print(f"bindy-agent ci-plan: error: {exc}", file=sys.stderr)
         return plan_verb.EXIT_FAILED
     args.error_format = args.error_format or where.forge or "text"
+    args.link_base = args.link_base or links.from_ci(where.forge, os.environ)
     try:
         args.base = prcontext.base_commit(args.directory, str(where.base))
     except AgentError as exc:

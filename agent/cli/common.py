@@ -200,8 +200,14 @@ def options(args: argparse.Namespace) -> planning.Options:
     from agent.run import planning
 
     return planning.Options(repo_policy=policy_settings(args), policy=safety_policy(args),
-                                default_namespace=args.namespace,
+                                default_namespace=default_namespace(args),
                                 agent_namespace=getattr(args, "agent_namespace", names.DEFAULT_AGENT_NAMESPACE))
+
+
+def default_namespace(args: argparse.Namespace) -> str:
+    """--namespace, else the first allowed namespace: a CR without one lands where the agent may write."""
+    given: str | None = getattr(args, "namespace", None)
+    return given or policy_settings(args).default_namespace
 
 
 def validate(files: Sequence[SourceFile], args: argparse.Namespace, *,
@@ -210,7 +216,7 @@ def validate(files: Sequence[SourceFile], args: argparse.Namespace, *,
     the agent does not generate are then warnings."""
     from agent.run import validation
 
-    return validation.validate(files, default_namespace=args.namespace, repo_policy=policy_settings(args),
+    return validation.validate(files, default_namespace=default_namespace(args), repo_policy=policy_settings(args),
                                delete_threshold=delete_threshold(args), limits=limits(args),
                                progress=progress or validation.quiet)
 

@@ -16,11 +16,13 @@ import pathlib
 from agent.cli import common, settingflags
 from agent.model import names
 
-NAMESPACE_HELP = "namespace for namespaced objects that name none (default: %(default)s)"
+NAMESPACE_HELP = ("namespace for namespaced objects that name none (default: the first allowed namespace, "
+                  f"{names.DEFAULT_NAMESPACE} unless --allowed-namespaces says otherwise)")
 
 
 def add_namespace(parser: argparse.ArgumentParser | argparse._ArgumentGroup, help_text: str = NAMESPACE_HELP) -> None:
-    parser.add_argument("-n", "--namespace", default=names.DEFAULT_NAMESPACE, metavar="NS", help=help_text)
+    """-n/--namespace; unset (None), the first allowed namespace (common.default_namespace)."""
+    parser.add_argument("-n", "--namespace", metavar="NS", help=help_text)
 
 
 def alias(parser: argparse.ArgumentParser, flag: str, short: str) -> None:

@@ -22,7 +22,7 @@ import os
 import pathlib
 import sys
 
-from agent.cli import annotate, common, flagsets, progress, terminal
+from agent.cli import annotate, common, flagsets, links, progress, terminal
 from agent.errors import AgentError
 from agent.model import names, problems
 from agent.plan import render
@@ -119,6 +119,10 @@ def show_plan(args: argparse.Namespace) -> int:
     if plan is None:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_FAILED
+    where = {links.HEAD: links.directory(args.directory, localdir.revision(args.directory))} \
+        if args.output == "markdown" and args.link_base else {}
+    assert validated.desired is not None
+    plan.sources = links.sources(args, validated.desired, None, where)
     emit(plan, args)
     return status(args, plan)
 
@@ -168,6 +172,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     flagsets.add_namespace(p)
     p.add_argument("-o", "--output", choices=render.FORMATS, default="text",
                    help="plan format (default: %(default)s); markdown fits a pull-request comment")
+    links.add_flag(p)
     p.add_argument("--detailed-exitcode", action="store_true",
                    help="exit 0 with no changes, 1 on error, 2 with changes (as terraform plan)")
     d = p.add_argument_group("delta (what a pull request changes)")

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from agent.cli import annotate, common, progress
+from agent.cli import annotate, common, links, progress
 from agent.cli import plan as plan_verb
 from agent.errors import AgentError
 from agent.model import problems
@@ -33,6 +33,7 @@ class Side:
     files: Sequence[SourceFile]
     where: pathlib.Path | str
     label: str = ""
+    repo: links.Where = links.Where(None)  # its commit and its root's path in the repository (--link-base)
 
 
 def _delta_usage(args: argparse.Namespace) -> str | None:
@@ -61,8 +62,8 @@ def _git_side(revs: gitrevs.Revisions, rev: str, path: str, *, base: bool = Fals
     where = f"{rev}:{path + '/' if path else ''}"
     if base and not revs.holds(sha, path):
         print(f"base {label} has no directory {path!r}: planned as an empty revision", file=sys.stderr)
-        return Side(sha, [], where, label)
-    return Side(sha, revs.files(sha, path), where, label)
+        return Side(sha, [], where, label, links.Where(sha, path))
+    return Side(sha, revs.files(sha, path), where, label, links.Where(sha, path))
 
 
 def _sides(args: argparse.Namespace) -> tuple[Side, Side]:
@@ -87,7 +88,8 @@ def _sides(args: argparse.Namespace) -> tuple[Side, Side]:
 def _dir_side(directory: pathlib.Path, args: argparse.Namespace) -> Side:
     revision = localdir.revision(directory, common.limits(args))
     short = revision if revision.startswith("sha256:") else revision[:12] + revision[40:]  # keeps "-dirty"
-    return Side(revision, localdir.files(directory), directory, f"{directory} ({short})")
+    return Side(revision, localdir.files(directory), directory, f"{directory} ({short})",
+                links.directory(directory, revision))
 
 
 def _load(side: Side, args: argparse.Namespace, what: str) -> tuple[Desired | None, list[problems.Problem]]:
@@ -147,4 +149,5 @@ def compute(args: argparse.Namespace) -> tuple[Plan | None, bool]:
                          agent=args.agent_namespace)
     result.labels = _labels(base_side, head_side)
     result.refusals = safety.check(result, common.safety_policy(args))
+    result.sources = links.sources(args, head, base, {links.HEAD: head_side.repo, links.BASE: base_side.repo})
     return result, True

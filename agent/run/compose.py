@@ -170,7 +170,7 @@ def options(values: Mapping[str, Any], repo_policy: policy.PolicySettings) -> pl
                              delete_threshold=safety.DELETE_THRESHOLD if threshold is None else threshold / 100),
         repo_policy=repo_policy,
         agent_namespace=given("agent_namespace", default.agent_namespace),
-        default_namespace=given("namespace", default.default_namespace),
+        default_namespace=given("namespace", repo_policy.default_namespace),
         install_crds=bool(given("install_crds", default.install_crds)),
         create_namespaces=bool(given("create_namespaces", default.create_namespaces)),
         rotate_rndc_keys=bool(given("rotate_rndc_keys", default.rotate_rndc_keys)),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import pathlib
+from typing import Annotated
 
 import pydantic
 import yaml
@@ -83,8 +84,8 @@ class Settings(pydantic.BaseModel):
     state: pathlib.Path | None = None
     """directory of the agent's state; given, it is used even with a cluster (default: with a cluster, the
     ConfigMap bindy-agent-state in --agent-namespace, which replicas share; without one, state in --cache)"""
-    namespace: str = pydantic.Field(names.DEFAULT_NAMESPACE, pattern=checks.LABEL, max_length=63)
-    """namespace for namespaced objects that name none"""
+    namespace: Annotated[str, pydantic.Field(pattern=checks.LABEL, max_length=63)] | None = None
+    """namespace for namespaced objects that name none (default: the first of allowed_namespaces)"""
     force: bool = False
     """apply plans the safety gate refuses (mass deletes, whole-zone deletes, apex NS changes, large prunes)"""
     allow_prune: bool = False

@@ -19,7 +19,7 @@ import re
 import git
 
 from agent.errors import SourceError
-from agent.sources import gittree
+from agent.sources import gittree, kustomize
 from agent.sources.git import GitSource
 
 
@@ -135,12 +135,13 @@ class Revisions:
                 f"({fetch}), or the whole history (git fetch --unshallow; on GitHub Actions: actions/checkout "
                 "with fetch-depth: 0; on GitLab CI: the variable GIT_DEPTH: 0)")
 
-    def files(self, sha: str, path: str = "") -> list[gittree.GitFile]:
-        """The commit's YAML files below `path`, read from its tree as a sync reads them (agent/sources/gittree.py)."""
+    def files(self, sha: str, path: str = "") -> kustomize.Revision:
+        """The commit's YAML files below `path`, read from its tree as a sync reads them (agent/sources/gittree.py);
+        a kustomization there may build from the commit's other YAML files (agent/sources/kustomize.py)."""
         treeish = f"{sha}:{path}" if path else sha
         if self._kind(treeish) != ("tree" if path else "commit"):
             raise SourceError(f"{self.label}@{sha[:12]}: no directory {path!r} in the commit")
-        return gittree.files(self.repo, treeish)
+        return kustomize.within(gittree.files(self.repo, treeish), path, lambda: gittree.files(self.repo, sha))
 
     def holds(self, sha: str, path: str) -> bool:
         """Whether the commit has the directory `path` ("" : its top)."""

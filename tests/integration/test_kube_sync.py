@@ -167,13 +167,15 @@ def test_prune_removes_exactly_what_git_dropped_and_spares_unmanaged_objects(
     assert f"! ConfigMap {namespace}/dns-secondary-0-config: exists but was not created by this agent" in rendered
 
     (root / "zones" / "internal.yaml").unlink()
+    (root / "records" / "internal" / "hosts.yaml").unlink()  # with its records (left behind: in no zone, an error)
     cluster = root / "infrastructure" / "cluster.yaml"
     cluster.write_text(cluster.read_text().replace("  secondary:\n    replicas: 1", "  secondary:\n    replicas: 0"))
     _, second = _sync(kube, root, namespace, revision="rev-2")
     assert second.kube is not None
-    # Zones first (independent of the servers), then each instance's children before the instance;
+    # Records, then zones (independent of the servers), then each instance's children before the instance;
     # the Deployment goes before what it uses.
     assert [str(k) for k in second.kube.deleted] == [
+        f"AAAARecord/{namespace}/db-v6", f"ARecord/{namespace}/db", f"SRVRecord/{namespace}/postgres",
         f"DNSZone/{namespace}/internal", f"Deployment/{namespace}/dns-secondary-0",
         f"Service/{namespace}/dns-secondary-0", f"Secret/{namespace}/dns-secondary-0-rndc-key",
         f"Bind9Instance/{namespace}/dns-secondary-0"]
