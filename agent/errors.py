@@ -15,7 +15,8 @@ trying again can help.
      └── ApplyError             a write to the outside world failed
           ├── KubeError         Kubernetes API (forbidden, not found, conflict, invalid, server)
           ├── ZoneApiError      the BIND9 sidecar's zone HTTP API
-          └── DnsUpdateError    an RFC 2136 DNS UPDATE (rcode, prerequisite, transport)
+          ├── DnsUpdateError    an RFC 2136 DNS UPDATE (rcode, prerequisite, transport)
+          └── CommentError      the plan's comment on a pull/merge request (`ci-plan`)
 
 An invalid revision and a plan refused by the safety gate are not exceptions: they are outcomes
 of a run (agent.problems.Problem lists, refusal messages), because every problem is collected and
@@ -43,13 +44,13 @@ class SourceError(AgentError):
 
 class FileRefused(SourceError):
     """A file of the revision that the agent will not read; the loader reports it as a problem of
-    that file (a warning when `warning` is set, e.g. a submodule that is skipped)."""
+    that file, at `line` (a warning when `warning` is set, e.g. a submodule that is skipped)."""
 
     retryable = False
 
-    def __init__(self, message: str, *, warning: bool = False) -> None:
+    def __init__(self, message: str, *, warning: bool = False, line: int = 1) -> None:
         super().__init__(message)
-        self.warning = warning
+        self.warning, self.line = warning, line
 
 
 class ReadError(AgentError):
@@ -98,3 +99,7 @@ class ZoneApiError(ApplyError):
 
 class DnsUpdateError(ApplyError):
     """A DNS UPDATE was refused (rcode), failed its prerequisites, or could not be sent."""
+
+
+class CommentError(ApplyError):
+    """A forge refused or failed to list, create or update the plan's comment on a pull/merge request."""

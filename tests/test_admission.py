@@ -40,9 +40,17 @@ def zone(body: str) -> str:
             "              refresh: 3600, retry: 600, expire: 604800, negativeTtl: 86400}\n" + _spec(body))
 
 
+def bare_record(kind: str, body: str) -> str:
+    """A record alone (a zone of the same file takes it, or none does)."""
+    return HEAD + f"kind: {kind}\nmetadata: {{name: rec, namespace: dns-system, labels: {{app: rec}}}}\nspec:\n" \
+        + _spec(body)
+
+
 def record(kind: str, body: str) -> str:
-    """A record with no zone to place it in: only the record's own fields can decide."""
-    return HEAD + f"kind: {kind}\nmetadata: {{name: rec, namespace: dns-system}}\nspec:\n" + _spec(body)
+    """A record in a zone that holds none of the names its values point at: only its own fields can decide (a
+    record in no zone is refused for that alone)."""
+    return (zone("zoneName: records.test\nrecordsFrom: [{selector: {matchLabels: {app: rec}}}]") + "---\n"
+            + bare_record(kind, body))
 
 
 def acl_list(entries: int) -> str:
@@ -123,9 +131,9 @@ CASES = [
          "spec.zoneName",
          "'10.0.0.1' is an IPv4 address, not a DNS name: name a reverse zone like '0.0.10.in-addr.arpa'"),
     Case("bindy-zone-name-validation/dns-name-not-ipv4",
-         zone("zoneName: example.com") + "---\n" + record("ARecord", "name: www\nzone: example.com\n"
-                                                         "ipv4Addresses: [192.0.2.1]"),
-         record("ARecord", f"name: www\nzone: 192.0.2.1.  {MARK}\nipv4Addresses: [192.0.2.1]"),
+         zone("zoneName: example.com") + "---\n" + bare_record("ARecord", "name: www\nzone: example.com\n"
+                                                              "ipv4Addresses: [192.0.2.1]"),
+         bare_record("ARecord", f"name: www\nzone: 192.0.2.1.  {MARK}\nipv4Addresses: [192.0.2.1]"),
          "spec.zone", "'192.0.2.1.' is an IPv4 address, not a DNS name"),
     # bindy-rndc-algorithm-strict (05-bindy-rndc-strict-policy.yaml)
     Case("bindy-rndc-algorithm-strict/rndc-algorithm",

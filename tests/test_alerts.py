@@ -174,5 +174,5 @@ def test_a_slack_file_without_a_usable_url_is_logged_not_fatal(tmp_path: pathlib
         assert notify.after_run(settings, report_doc("partial", failures=("x",)), None) == "failure"
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warnings[0].startswith("failure alert to Slack: not delivered after 1 attempt(s)")
-    assert warnings[1] == f"Slack alert: cannot read {binary}: not a UTF-8 text file; not sent"
+    assert warnings[1] == f"Slack alert file {binary}: not UTF-8 text (byte 1 is not); not sent"
     assert "xoxb-pasted-a-token-not-a-url" not in caplog.text

@@ -39,7 +39,7 @@ def repo(tmp_path: pathlib.Path) -> GitRemote:
 
 def test_a_pull_request_in_a_work_tree(repo: GitRemote) -> None:
     text = _plan("dns", "--base", "main", "--head", "feature", cwd=repo.work)
-    assert text.returncode == 2, text.stderr
+    assert text.returncode == 0, text.stderr
     main, feature = repo.cmd("rev-parse", "main"), repo.cmd("rev-parse", "feature")
     assert text.stdout.startswith(f"Base: main ({main[:12]})\nHead: feature ({feature[:12]})\n\n")
     assert "  ~ ARecord dns-system/www  changed: spec.ipv4Addresses[0]\n" in text.stdout
@@ -60,7 +60,7 @@ def test_uncommitted_files_against_a_base(repo: GitRemote) -> None:
     """Without --head, DIR's files as they are on disk are the head: what my edits would change."""
     (repo.work / "dns" / "records" / "example-com" / "verify.yaml").unlink()
     result = _plan("dns", "--base", "feature", cwd=repo.work)
-    assert result.returncode == 2
+    assert result.returncode == 0
     assert result.stdout.splitlines()[1] == f"Head: dns ({repo.head()[:12]}-dirty)"
     assert "  - TXTRecord dns-system/verify\n" in result.stdout and "    - _verify.example.com. 3600 TXT" in result.stdout
 
@@ -69,10 +69,11 @@ def test_a_pull_request_from_a_remote(repo: GitRemote, tmp_path: pathlib.Path) -
     repo.cmd("push", "-q", "origin", "main", "feature")
     md = _plan("--repo", repo.url, "--path", "dns", "--base", "main", "--head", "feature", "-o", "markdown",
                "--cache", str(tmp_path / "cache"), cwd=tmp_path)
-    assert md.returncode == 2, md.stderr
+    assert md.returncode == 0, md.stderr
     assert md.stdout.startswith("## bindy-agent plan\n\nChanges from base `main (")
-    assert "**Plan: 2 to create, 2 to update, 0 to delete.**" in md.stdout
-    assert "| ~ | `ARecord dns-system/www` | `spec.ipv4Addresses[0]`: `\"192.0.2.10\"` → `\"192.0.2.20\"` |" in md.stdout
+    assert "**2 edits to the repository's CRs**: 1 added, 1 changed." in md.stdout
+    assert ("| `~` | `ARecord dns-system/www` | `spec.ipv4Addresses[0]`: `\"192.0.2.10\"` -> `\"192.0.2.20\"` | "
+            "`records/example-com/web.yaml:2` |") in md.stdout
     unknown = _plan("--repo", repo.url, "--path", "dns", "--base", "main", "--head", "nope", "--cache",
                     str(tmp_path / "cache"), cwd=tmp_path)
     assert unknown.returncode == 1
@@ -84,8 +85,9 @@ def test_two_directories(tmp_path: pathlib.Path) -> None:
     head = tmp_path / "head"
     shutil.copytree(SAMPLE, head)
     (head / "zones" / "internal.yaml").unlink()
+    (head / "records" / "internal" / "hosts.yaml").unlink()  # its records too: left alone they would be in no zone
     result = _plan(str(head), "--base-dir", str(SAMPLE))
-    assert result.returncode == 2
+    assert result.returncode == 0
     assert "  - internal.example.net. on dns-system/dns-primary-0 (no longer selected)\n" in result.stdout
     assert _plan(str(SAMPLE), "--base-dir", str(SAMPLE)).returncode == 0
 
@@ -119,7 +121,7 @@ def test_an_invalid_base_is_reported_as_the_base(repo: GitRemote) -> None:
 def test_plan_dir_on_invalid_input_prints_a_document_too(tmp_path: pathlib.Path, output: str) -> None:
     (tmp_path / "bad.yaml").write_text(BAD)
     result = _plan(str(tmp_path), "-o", output)
-    assert result.returncode == 2  # plan DIR keeps its exit statuses (2: error)
+    assert result.returncode == 1  # an error, as for a delta
     if output == "json":
         doc = json.loads(result.stdout)
         assert doc["invalid"] == ["revision"] and len(doc["problems"]) == 2
@@ -155,8 +157,28 @@ def test_a_pull_request_as_ci_runs_it(repo: GitRemote) -> None:
     script = pathlib.Path(sys.executable).parent / "bindy-agent"
     changed = subprocess.run([str(script), "plan", "dns", "--base", "main", "--head", "feature", "-o", "markdown"],
                              capture_output=True, text=True, cwd=repo.work)
-    assert (changed.returncode, changed.stderr) == (2, "")
-    assert "**Plan: 2 to create, 2 to update, 0 to delete.**" in changed.stdout
+    assert (changed.returncode, changed.stderr) == (0, "")
+    assert "**2 edits to the repository's CRs**: 1 added, 1 changed." in changed.stdout
+    detailed = subprocess.run([str(script), "plan", "dns", "--base", "main", "--head", "feature", "--detailed-exitcode"],
+                              capture_output=True, text=True, cwd=repo.work)
+    assert (detailed.returncode, detailed.stderr) == (2, "")
+    same = subprocess.run([str(script), "plan", "dns", "--base", "main", "--head", "main", "--detailed-exitcode"],
+                          capture_output=True, text=True, cwd=repo.work)
+    assert (same.returncode, same.stderr) == (0, "")
     typo = subprocess.run([str(script), "plan", "--base", "main", "--hed=feature"], capture_output=True,
                           text=True, cwd=repo.work)
     assert typo.returncode == 1 and "unrecognized arguments: --hed=feature" in typo.stderr
+
+
+def test_a_base_without_the_directory_plans_everything_as_new(repo: GitRemote) -> None:
+    """The pull request that adds the directory of CRs: its base has none, so every object is a create."""
+    repo.cmd("checkout", "-q", "main")
+    repo.cmd("mv", "dns", "moved")
+    repo.commit("the CRs move to moved/", {})
+    done = _plan("moved", "--base", "main~1", "--head", "main", cwd=repo.work)
+    assert done.returncode == 0, done.stderr
+    base = repo.cmd("rev-parse", "main~1")
+    assert done.stderr == f"base main~1 ({base[:12]}) has no directory 'moved': planned as an empty revision\n"
+    assert done.stdout.endswith("Plan: 65 to create, 0 to update, 0 to delete.\n")
+    typo = _plan("--base", "main~1", "--head", "main", "--path", "dsn", cwd=repo.work)
+    assert typo.returncode == 1 and "no directory 'dsn' in the commit" in typo.stderr

@@ -162,4 +162,4 @@ def test_a_missing_token_file_sends_nothing_and_says_so(tmp_path: pathlib.Path,
                                    api_url=server.url, budget=QUICK)
         assert not forge.pending(settings, SHA)
     assert server.received == []
-    assert f"github commit status: cannot read {tmp_path / 'absent'}" in caplog.text
+    assert f"github commit status file {tmp_path / 'absent'}: no such file" in caplog.text

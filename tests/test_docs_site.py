@@ -5,6 +5,7 @@ holds every verb and every flag that `bindy-agent VERB --help` shows."""
 from __future__ import annotations
 
 import html
+import json
 import os
 import pathlib
 import re
@@ -188,3 +189,20 @@ def test_a_browser_shows_the_home_page_with_its_navigation_and_the_cli_reference
         assert browser.png_size(png) == chromium.size, name
         pixels = browser.png_pixels(png)
         assert len(png) > 20_000 and len(set(pixels)) > 64, f"the {name} screenshot is blank ({len(png)} bytes)"
+
+
+def test_each_yaml_example_of_the_concepts_page_is_a_repository_that_validates_and_plans(
+        tmp_path: pathlib.Path) -> None:
+    blocks = re.findall(r"^```yaml\n(.*?)\n```$", (ROOT / "docs" / "concepts.md").read_text(), re.DOTALL | re.MULTILINE)
+    assert blocks
+    for n, block in enumerate(blocks):
+        repo = tmp_path / f"example-{n}"
+        repo.mkdir()
+        (repo / "dns.yaml").write_text(block + "\n")
+        valid = subprocess.run([str(AGENT), "validate", str(repo)], capture_output=True, text=True, check=False)
+        assert valid.returncode == 0 and "(0 warnings)" in valid.stdout + valid.stderr, valid.stdout + valid.stderr
+        planned = subprocess.run([str(AGENT), "plan", str(repo), "-o", "json"], capture_output=True, text=True,
+                                 check=False)
+        assert planned.returncode == 0, planned.stderr
+        zones = [c for c in json.loads(planned.stdout)["changes"] if c["layer"] == "zones"]
+        assert len(zones) == 2, f"example {n}: the zone on a primary and a secondary"

@@ -55,7 +55,7 @@ def test_metadata_keeps_what_the_document_sets_and_no_more() -> None:
                                 "metadata: {name: x, labels: {app: web}, generate_name: x-}\n"
                                 "spec: {name: www, zone: example.com, ipv4Addresses: [192.0.2.1]}\n", "bad.yaml")
     assert [str(p) for p in manifest.problems if p.severity == "error"] == [
-        "bad.yaml:3: ARecord/default/x: metadata.generate_name: unknown field (did you mean 'generateName'?)"]
+        "bad.yaml:3: ARecord/dns-system/x: metadata.generate_name: unknown field (did you mean 'generateName'?)"]
 
 
 def test_a_value_that_recurs_in_a_file_is_one_object_and_keeps_its_type() -> None:

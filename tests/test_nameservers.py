@@ -104,13 +104,18 @@ def test_records_at_the_same_name_and_type_join_the_dnszones_own_rrsets(repo: Re
     assert zone.rrsets[("ns1.example.com.", "A")].rdatas == ("192.0.2.1", "192.0.2.11")
 
 
-def test_an_in_zone_name_server_without_an_address_is_warned_about_at_validate(repo: Repo) -> None:
+def test_an_in_zone_name_server_without_an_address_is_an_error_at_validate(repo: Repo) -> None:
+    # BIND refuses to load such a zone: an error (it was a warning that validate passed), with the fix
     repo.add("cluster.yaml", CLUSTER)
     repo.add("zone.yaml", _zone_doc("  nameServers:\n    - {hostname: ns7.example.com.}\n"))
     result = clirun.main("validate", str(repo.root))
-    assert result.returncode == 0, result.stderr
-    assert ("zone.yaml:10: DNSZone/dns-system/example-com: spec.nameServers[0].hostname: name server "
-            "ns7.example.com. is inside zone example.com. but has no address") in result.stdout + result.stderr
+    assert result.returncode == 1, result.stderr
+    assert (f"{repo.root}/zone.yaml:10: DNSZone/dns-system/example-com: spec.nameServers[0].hostname: name server "
+            "ns7.example.com. is inside zone example.com. but has no address: BIND refuses to load the zone and to "
+            "update its NS (check-integrity); give it an ipv4Address or ipv6Address, or add an ARecord for it"
+            ) in result.stderr
+    repo.add("zone.yaml", _zone_doc("  nameServers:\n    - {hostname: ns7.example.com., ipv4Address: 192.0.2.7}\n"))
+    assert clirun.main("validate", str(repo.root)).returncode == 0
 
 
 # -- the zone API's create body ----------------------------------------------------------------------
@@ -298,8 +303,8 @@ def test_the_plan_of_a_name_server_edit_shows_ns_and_glue_and_is_not_refused(tmp
         "    - hostname: ns3.example.com.\n      ipv4Address: 203.0.113.53\n")
     assert text != path.read_text()
     path.write_text(text)
-    result = clirun.main("plan", str(head), "--base-dir", str(base), "-o", "json")
-    assert result.returncode == 2, result.stderr
+    result = clirun.main("plan", str(head), "--base-dir", str(base), "-o", "json", "--detailed-exitcode")
+    assert result.returncode == 2, result.stderr  # changes
     doc = json.loads(result.stdout)
     assert doc.get("refusals", []) == []
     dns = {(c["target"]["name"], c["target"]["type"]): (c["action"], c["after"]["values"])

@@ -142,13 +142,15 @@ def _big_plan(records: int) -> Plan:
 def test_markdown_fits_a_github_comment_and_keeps_every_total() -> None:
     md = render.render_markdown(_big_plan(5000))
     assert len(md) <= render.MARKDOWN_LIMIT
-    assert "**Plan: 5000 to create, 1 to update, 0 to delete.**" in md
-    assert "### Records (5000)" in md and "### Kubernetes objects (1)" in md
-    shown = md.count("| + | `example.com. host")
+    assert "**1 edit to the repository's CRs**: 1 changed." in md
+    assert "| DNS records (RRsets) | `+5,000` | 0 | 0 |\n" in md and "| CRs of the repository | 0 | `~1` | 0 |\n" in md
+    assert "### DNS records (5000)" in md and "### CRs of the repository (1)" in md
+    assert md.count("**`example.com.`**") == 1  # the zone once, its records below it
+    shown = md.count("| `+` | `host")
     assert 100 < shown < 5000
-    assert f"| | ... and {5000 - shown:,} more | |" in md
+    assert f"| | ... and {5000 - shown:,} more | | | |" in md
     assert "Cut to fit a 65,536-character comment" in md
-    assert "`spec.ttl`: `1` → `2`" in md  # the small section is shown whole
+    assert "`spec.ttl`: `1` -> `2`" in md  # the small section is shown whole
 
 
 def test_markdown_that_fits_is_not_cut() -> None:
@@ -160,8 +162,8 @@ def test_markdown_that_fits_is_not_cut() -> None:
 def test_markdown_survives_pipes_and_backticks_in_values() -> None:
     plan = Plan([Change(Action.CREATE, RRsetTarget("example.com.", "t.example.com.", "TXT"),
                         new={"ttl": 60, "values": ['"a|b`c"']})])
-    row = next(line for line in render.render_markdown(plan).splitlines() if line.startswith("| + "))
-    assert row.count(" | ") == 2 and "a\\|b`c" in row  # three cells, the pipe escaped
+    row = next(line for line in render.render_markdown(plan).splitlines() if line.startswith("| `+` "))
+    assert row.replace("\\|", "").count("|") == 6 and "a\\|b`c" in row  # five cells, the pipe escaped
 
 
 def test_json_of_a_delta_names_base_and_head_and_tags_problems() -> None:

@@ -29,7 +29,7 @@ def test_an_offline_plan_loads_no_client_tls_or_git() -> None:
     done = subprocess.run([sys.executable, "-c", code, str(ROOT / "sample-repo")], capture_output=True, text=True,
                           cwd=ROOT, check=False, timeout=120)
     status, loaded = json.loads(done.stdout.strip().splitlines()[-1])
-    assert status == 1, done.stderr  # changes: the plan was made
+    assert status == 0, done.stderr  # the plan was made
     assert not set(loaded) & HEAVY
 
 

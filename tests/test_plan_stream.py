@@ -26,6 +26,7 @@ from agent.model import printable
 from agent.model.problems import Origin, Problem, Severity
 from agent.plan import build, delta, render, render_markdown, render_text
 from agent.plan.changes import FORMAT_VERSION, LAYERS, SYMBOL, Action, Change, KubeTarget, Plan, RRsetTarget, ZoneTarget
+from agent.plan.locate import NOWHERE
 from tests.conftest import ROOT, SAMPLE, load_dir
 
 FLAGS = ["--namespace", "dns", "--allowed-namespaces", "*"]
@@ -88,51 +89,31 @@ def _old_text(plan: Plan) -> str:
     return "\n".join(printable.line(line) for line in lines) + "\n"
 
 
-def _old_sections(plan: Plan) -> list[tuple[list[str], list[str], Any]]:
+def _old_sections(plan: Plan) -> list[tuple[list[str], list[str], Any, tuple[str, ...]]]:
+    """Every section with every row rendered (a limit no plan reaches)."""
     md = render_markdown
-    out: list[tuple[list[str], list[str], Any]] = []
-    table = ["| | target | detail |", "|---|---|---|"]
-    for layer, title in LAYERS:
-        changes = [c for c in plan.changes if c.target.layer == layer]
-        if changes:
-            out.append(([f"### {title} ({len(changes)})", "", *table], [md._row(c) for c in changes],
-                        lambda n: f"| | ... and {n:,} more | |"))
-
-    def group(items: list[Problem], where: str) -> list[tuple[str, list[str]]]:
-        errors = [p for p in items if p.severity is Severity.ERROR]
-        warnings = [p for p in items if p.severity is Severity.WARNING]
-        return [(f"### Errors{where} ({len(errors)})", [f"- {md.code(str(p))}" for p in errors]),
-                (f"### Warnings{where} ({len(warnings)})", [f"- {md.code(str(p))}" for p in warnings])]
-
-    bullets = [(f"### The safety gate would refuse this plan ({len(plan.refusals)}): a sync applies nothing",
-                [f"- {md.code(r)}" for r in plan.refusals]),
-               (f"### Conflicts, left untouched ({len(plan.conflicts)})", [f"- {md.code(c)}" for c in plan.conflicts]),
-               (f"### Not observed ({len(plan.unplanned)})", [f"- {md.code(u)}" for u in plan.unplanned])]
-    if plan.base is None:
-        bullets += group(plan.problems, "")
-    else:
-        bullets += group(plan.problems, " in the head")
-        bullets += group(plan.base_problems, " in the base") if "base" in plan.invalid else []
-    out += [([title, ""], items, lambda n: f"- ... and {n:,} more") for title, items in bullets if items]
-    return out
+    sections = md._sections(plan, 1 << 62, NOWHERE, md._count(plan, NOWHERE))
+    for s in sections:
+        s.rows.length(s.rows.count)
+    return [(s.heading, s.rows.rendered, s.more, s.footer) for s in sections]
 
 
 def _old_markdown(plan: Plan, limit: int) -> str:
     """Every row rendered, then the most rows per section that fit, by bisection on whole documents."""
-    whole, head = _old_sections(plan), render_markdown._head(plan)
+    whole, head = _old_sections(plan), render_markdown._head(plan, render_markdown._count(plan, NOWHERE))
 
     def assemble(rows: int) -> str:
         lines = list(head)
-        for heading, items, more in whole:
+        for heading, items, more, footer in whole:
             lines += heading + items[:rows]
             if len(items) > rows:
                 lines.append(more(len(items) - rows))
-            lines.append("")
+            lines += [*footer, ""]
         return "\n".join(lines)
 
     note = (f"\n_Cut to fit a {limit:,}-character comment: every count above is complete; "
             "`bindy-agent plan -o json` lists every change._\n")
-    most = max((len(items) for _, items, _ in whole), default=0)
+    most = max((len(items) for _, items, _, _ in whole), default=0)
     if len(assemble(most)) <= limit:
         return assemble(most)
     low, high = 0, most
@@ -261,7 +242,7 @@ def test_plan_writes_its_output_as_it_is_rendered(tmp_path: pathlib.Path, output
     root = _generate(tmp_path / "repo", 2_000)
     out = _Stdout()
     monkeypatch.setattr(sys, "stdout", out)
-    assert cli.main(["plan", str(root), *FLAGS, "-o", output]) == 1
+    assert cli.main(["plan", str(root), *FLAGS, "-o", output]) == 0
     assert len(out.writes) > 1 and max(out.writes) < 2 * render.CHUNK, out.writes[:5]
     plan = build.offline(hierarchy.build(load_dir(root, default_namespace="dns")))
     assert out.getvalue() == (_old_json(plan) if output == "json" else _old_text(plan))
@@ -269,16 +250,16 @@ def test_plan_writes_its_output_as_it_is_rendered(tmp_path: pathlib.Path, output
 
 @pytest.mark.parametrize("output", ["json", "text"])
 def test_a_reader_that_stops_early_ends_the_plan_quietly(tmp_path: pathlib.Path, output: str) -> None:
-    """`plan -o json | head -c 100`: no traceback, no error, and the plan's exit status (1: changes)."""
+    """`plan -o json | head -c 100`: no traceback, no error, and the plan's exit status (2: changes)."""
     root = _generate(tmp_path / "repo", 2_000)  # 2 MB of JSON, 170 KB of text: more than a pipe holds
-    proc = subprocess.Popen([sys.executable, "-m", "agent", "plan", str(root), *FLAGS, "-o", output],
+    proc = subprocess.Popen([sys.executable, "-m", "agent", "plan", str(root), *FLAGS, "-o", output, "--detailed-exitcode"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None and proc.stderr is not None
     first = proc.stdout.read(100)
     proc.stdout.close()
     with proc.stderr:
         err = proc.stderr.read().decode()
-    assert proc.wait(timeout=120) == 1, err[-2000:]
+    assert proc.wait(timeout=120) == 2, err[-2000:]
     assert first.startswith(b"{" if output == "json" else b"Kubernetes objects")
     complaints = [line for line in err.splitlines() if not line.startswith("warning: ")]
     assert complaints == [], complaints[-5:]

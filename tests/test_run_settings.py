@@ -27,9 +27,10 @@ def test_flags_beat_environment_beat_file(tmp_path: pathlib.Path) -> None:
 
 
 def test_bad_settings_name_the_flag_and_the_variable() -> None:
-    with pytest.raises(ConfigError, match=r"setting interval: .* \(flag --interval, environment BINDY_AGENT_INTERVAL\)"):
+    with pytest.raises(ConfigError, match=r"setting interval: .* \(given by the flag --interval\)"):
         config.load_settings({"repo": "x", "interval": "-1"}, environ={})
-    with pytest.raises(ConfigError, match="setting repo: Field required"):
+    with pytest.raises(ConfigError, match="setting repo: required: give the flag --repo, the environment variable "
+                       "BINDY_AGENT_REPO, or `repo:` in the --config file"):
         config.load_settings({}, environ={})
     with pytest.raises(ConfigError, match="BINDY_AGENT_FORCE: expected true or false"):
         config.load_settings({"repo": "x"}, environ={"BINDY_AGENT_FORCE": "maybe"})
@@ -154,7 +155,7 @@ def test_a_commit_status_target_that_cannot_be_told_is_a_bad_setting(tmp_path: p
                              environ={})
     with pytest.raises(ConfigError, match="commit status on github: a token file is needed"):
         config.load_settings({"repo": "https://github.com/acme/dns", "commit_status": "github"}, environ={})
-    with pytest.raises(ConfigError, match=r"setting commit_status: .* \(flag --commit-status, environment BINDY_AGENT_COMMIT_STATUS\)"):
+    with pytest.raises(ConfigError, match=r"setting commit_status: .* \(given by the flag --commit-status\)"):
         config.load_settings({"repo": "x", "commit_status": "bitbucket"}, environ={})
     with pytest.raises(ConfigError, match="setting alert_webhook_url: String should match pattern"):
         config.load_settings({"repo": "x", "alert_webhook_url": "hooks.example/dns"}, environ={})
@@ -210,7 +211,7 @@ def test_print_config_shows_incomplete_settings_and_why_run_would_refuse_them(
     out, err = capsys.readouterr()
     shown = json.loads(out)
     assert (shown["repo"], shown["interval"], shown["webhook_max_body"]) == (None, 30, 1048576)
-    assert "`run` would refuse these settings: setting repo: Field required" in err
+    assert "`run` would refuse these settings: setting repo: required: give the flag --repo" in err
     assert "nothing to sync to" in err
 
 
@@ -269,7 +270,7 @@ def test_policy_settings_come_from_flags_environment_or_file_never_the_repositor
         ["dns-system"], ["docker.io/internetsystemsconsortium", "ghcr.io/firestoned"])
     with pytest.raises(ConfigError, match=r"setting allowed_service_types: .*'Ingress' is not a Service type"):
         config.load_settings({"repo": "x", "allowed_service_types": "Ingress"}, environ={})
-    with pytest.raises(ConfigError, match="setting pod_security: .* \\(flag --pod-security"):
+    with pytest.raises(ConfigError, match="setting pod_security: .* \\(given by the environment variable BINDY_AGENT_POD_SECURITY\\)"):
         config.load_settings({"repo": "x"}, environ={"BINDY_AGENT_POD_SECURITY": "privileged"})
 def test_read_limits_are_settings_with_their_defaults_and_reasons() -> None:
     from agent.model.limits import Limits
@@ -279,5 +280,76 @@ def test_read_limits_are_settings_with_their_defaults_and_reasons() -> None:
     assert settings.limits() == Limits(max_file_bytes=4096, max_documents=1000)
     assert config.load_settings({"repo": "x"}, environ={}).limits() == Limits()
     assert "100,000 records" in config.Settings.model_fields["max_revision_bytes"].description  # type: ignore[operator]
-    with pytest.raises(ConfigError, match="setting max_alias_nodes: .* environment BINDY_AGENT_MAX_ALIAS_NODES"):
+    with pytest.raises(ConfigError, match="setting max_alias_nodes: .* .given by the flag --max-alias-nodes."):
         config.load_settings({"repo": "x", "max_alias_nodes": "0"}, environ={})
+
+
+# a value that cannot work -> what the refusal says about it
+_CANNOT_WORK = [
+    ("listen", "127.0.0.1:99999", "the port 99999 is not a port number: give one from 1 to 65535"),
+    ("listen", "127.0.0.1:0", "the port 0 is not a port number"),
+    ("deadline", "1e999", "Input should be a finite number"),
+    ("resync_after", "inf", "Input should be a finite number"),
+    ("interval", "nan", "Input should be a finite number"),
+    ("interval", "86401", "Input should be less than or equal to 86400"),
+    ("http_header_timeout", "1e9", "Input should be less than or equal to 3600"),
+    ("lease_duration", "99999999", "Input should be less than or equal to 3600"),
+    ("http_connection_limit", "1000000000", "Input should be less than or equal to 10000"),
+    ("webhook_max_body", str(2**40), "Input should be less than or equal to 268435456"),
+    ("max_file_bytes", str(2**63), "Input should be less than or equal to"),
+    ("repo", "https://user:s3cret@git.example/a\x00b", "holds a control character (U+0000 at character 34)"),
+    ("branch", "main\x1b[31m", "holds a control character"),
+    ("cache", "/var/cache/\nbindy", "holds a control character"),
+    ("allowed_registries", "quay.io,ghcr.io/\u202eevil", "holds a control character"),
+    ("namespace", "Bad_Namespace", "String should match pattern"),
+    ("agent_namespace", "x" * 64, "at most 63 characters"),
+    ("lease_name", "two words", "String should match pattern"),
+    ("allowed_namespaces", "dns-system,Not!", "'Not!' is not a namespace name"),
+    ("alert_webhook_url", "https://hooks.example/a b", "String should match pattern"),
+    ("commit_status_context", "c" * 300, "at most 255 characters"),
+]
+
+
+@pytest.mark.parametrize("name, value, message", _CANNOT_WORK)
+@pytest.mark.parametrize("source", ["flag", "env", "file"])
+def test_a_setting_that_cannot_work_is_refused_at_start_naming_it_and_where_it_came_from(
+        name: str, value: str, message: str, source: str, tmp_path: pathlib.Path) -> None:
+    flags: dict[str, object] = {"repo": "https://git.example/dns.git"} if name != "repo" else {}
+    environ: dict[str, str] = {}
+    file = None
+    if source == "flag":
+        flags[name], where = value, f"the flag --{name.replace('_', '-')}"
+    elif source == "env":
+        environ[f"BINDY_AGENT_{name.upper()}"], where = value, f"the environment variable BINDY_AGENT_{name.upper()}"
+    else:
+        file = tmp_path / "agent.yaml"
+        file.write_text(json.dumps({name.replace("_", "-"): value}))  # JSON is YAML; "\x00" as an escape
+        where = f"{file}, key '{name.replace('_', '-')}'"
+    with pytest.raises(ConfigError) as caught:
+        config.load_settings(flags, config_file=file, environ=environ)
+    text = str(caught.value)
+    assert text.startswith(f"setting {name}: ") and message in text and f"(given by {where})" in text, text
+    assert "\x00" not in text and "\x1b" not in text and "\u202e" not in text and "s3cret" not in text
+
+
+def test_every_setting_that_cannot_work_is_told_at_once() -> None:
+    with pytest.raises(ConfigError) as caught:
+        config.load_settings({"repo": "x", "listen": ":70000", "jitter": "-1"}, environ={"BINDY_AGENT_DEADLINE": "inf"})
+    assert [line.split(":")[0] for line in str(caught.value).splitlines()] == [
+        "setting deadline", "setting jitter", "setting listen"]
+
+
+def test_print_config_is_json_or_nothing(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--print-config` prints JSON a strict parser reads (no Infinity, no NaN), or refuses on stderr."""
+    def strict(text: str) -> object:
+        return json.loads(text, parse_constant=lambda c: pytest.fail(f"not JSON: {c}"))
+
+    monkeypatch.setenv("BINDY_AGENT_RESYNC_AFTER", "inf")
+    assert cli.main(["run", "--print-config", "--repo", "x"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "setting resync_after: Input should be a finite number (given by the environment variable " \
+                          "BINDY_AGENT_RESYNC_AFTER)" in err
+    monkeypatch.setenv("BINDY_AGENT_RESYNC_AFTER", "1e3")
+    assert cli.main(["run", "--print-config", "--repo", "x", "--deadline", "0"]) == 0
+    shown = strict(capsys.readouterr().out)
+    assert isinstance(shown, dict) and shown["resync_after"] == 1000.0 and shown["deadline"] == 0

@@ -55,8 +55,8 @@ def test_validate_ends_without_the_interpreters_teardown_and_keeps_its_output_an
 
 
 def test_a_plan_ends_at_once_with_its_whole_output(tmp_path: pathlib.Path) -> None:
-    done = _python(END, "plan", str(_repo(tmp_path, ZONE)), "-o", "json")
-    assert done.returncode == 1  # changes
+    done = _python(END, "plan", str(_repo(tmp_path, ZONE)), "-o", "json", "--detailed-exitcode")
+    assert done.returncode == 2  # changes
     assert json.loads(done.stdout)["summary"] and "teardown" not in done.stderr
 
 

@@ -21,8 +21,9 @@ OPTED_IN = {names.ALLOW_REFERENCE_LABEL: "true"}
 MANAGED = {names.MANAGED_BY_KEY: names.MANAGED_BY_VALUE}
 
 
-def _check(root: pathlib.Path, labels: Any = None, **settings: Any) -> list[str]:
-    manifest = load_dir(root)
+def _check(root: pathlib.Path, labels: Any = None, default_namespace: str = names.DEFAULT_NAMESPACE,
+           **settings: Any) -> list[str]:
+    manifest = load_dir(root, default_namespace=default_namespace)
     assert manifest.ok, [str(p) for p in manifest.problems]
     state = desired.build(manifest)
     found = problems.sorted_problems(
@@ -56,10 +57,20 @@ def test_a_cr_in_another_teams_namespace_cannot_read_its_secrets(repo: Repo) -> 
     assert _check(repo.root, labels, allowed_namespaces="*")[0].startswith("i.yaml:7: ")
 
 
-def test_objects_without_a_namespace_get_the_default_one_which_must_be_allowed(repo: Repo) -> None:
+def test_objects_without_a_namespace_get_the_first_allowed_one_and_another_is_said_missing(repo: Repo) -> None:
     repo.add("r.yaml", HEAD + "kind: ARecord\nmetadata:\n  name: www\nspec: {name: www, ipv4Addresses: [192.0.2.1]}\n")
-    assert _check(repo.root) == [
-        "r.yaml:3: ARecord/default/www: metadata.namespace: namespace default is not one this agent may manage "
+    assert policy.PolicySettings.of().default_namespace == "dns-system" == names.DEFAULT_NAMESPACE
+    assert policy.PolicySettings.of(allowed_namespaces="team-a,dns-system").default_namespace == "team-a"
+    assert policy.PolicySettings.of(allowed_namespaces="*").default_namespace == "dns-system"
+    assert _check(repo.root) == []  # in dns-system, which the default policy allows
+    # a --namespace the agent may not manage: the namespace the document lacks is named as missing, with the fix
+    assert _check(repo.root, default_namespace="default") == [
+        "r.yaml:3: ARecord/default/www: metadata.namespace: missing: the object was put in namespace default (from "
+        "--namespace), which this agent may not manage (allowed: dns-system); write metadata.namespace: dns-system"]
+    repo.add("r.yaml", HEAD + "kind: ARecord\nmetadata:\n  name: www\n  namespace: default\n"
+             "spec: {name: www, ipv4Addresses: [192.0.2.1]}\n")
+    assert _check(repo.root, default_namespace="default") == [
+        "r.yaml:5: ARecord/default/www: metadata.namespace: namespace default is not one this agent may manage "
         "(allowed: dns-system); the agent's setting allowed_namespaces (--allowed-namespaces) decides, not the repository"]
 
 

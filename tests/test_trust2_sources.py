@@ -22,7 +22,7 @@ from tests.support.rawtree import WEB
 
 EXTRA = ("apiVersion: bindy.firestoned.io/v1beta1\nkind: TXTRecord\nmetadata: {name: verify, namespace: "
          "dns-system, labels: {zone: example-com}}\nspec: {name: _verify, text: [%s]}\n")
-DELTA_ERROR, DELTA_CHANGES = 1, 2
+DELTA_ERROR = 1  # plan's error status (0: planned)
 
 
 @pytest.fixture
@@ -85,8 +85,9 @@ def test_a_tree_git_would_refuse_is_refused_and_the_next_good_commit_plans(
     fixed = repo.commit("fix", {WEB: (repo.work / WEB).read_text().replace("192.0.2.10", "192.0.2.20")})
     repo.push()
     assert rawtree.git(repo.work, "rev-parse", "HEAD^") == bad
-    result = clirun.main("plan", "--repo", repo.url, "--base", good, "--head", fixed, "--cache", str(cache))
-    assert result.returncode == DELTA_CHANGES, result.stderr
+    result = clirun.main("plan", "--repo", repo.url, "--base", good, "--head", fixed, "--cache", str(cache),
+                         "--detailed-exitcode")
+    assert result.returncode == 2, result.stderr  # changes
     assert "192.0.2.20" in result.stdout and "evil" not in result.stdout
 
 

@@ -85,3 +85,34 @@ def test_batches_split_by_count_and_by_size() -> None:
     by_size = updatewire.build_updates(ZONE, many, None, batch=1000)
     assert len(by_size) > 1 and all(len(m.to_wire()) <= 65_535 for m in by_size)
     assert sum(len(dns.message.from_wire(m.to_wire()).update) for m in by_size) == 2000
+
+
+def test_a_name_server_swap_is_one_message_named_accepts_new_glue_then_apex_ns_record_by_record_then_old_glue() -> None:
+    """named ignores a delete of the whole apex NS RRset and checks after each message that every name
+    server inside the zone has an address: the swap's changes go together in the first message (even
+    with one change a message), new glue first, the new NS added before the old one is deleted by
+    itself (class NONE), the old glue last."""
+    changes = [
+        RRChange("create", None, _rrset("www.example.com.", "A", 300, "192.0.2.9")),
+        RRChange("delete", _rrset("ns1.example.com.", "A", 300, "192.0.2.1"), None),
+        RRChange("update", _rrset("example.com.", "NS", 300, "ns1.example.com.", "ns.example.net."),
+                 _rrset("example.com.", "NS", 300, "ns2.example.com.", "ns.example.net.")),
+        RRChange("create", None, _rrset("ns2.example.com.", "A", 300, "192.0.2.2")),
+    ]
+    (first, written), (second, rest) = updatewire.batches(ZONE, changes, None, batch=1)
+    text = dns.message.from_wire(first.to_wire()).to_text()
+    assert text[text.index(";UPDATE\n"):text.index(";ADDITIONAL")].splitlines()[1:] == [
+        "ns2.example.com. ANY A", "ns2.example.com. 300 IN A 192.0.2.2",
+        "example.com. 300 IN NS ns2.example.com.", "example.com. 300 IN NS ns.example.net.",
+        "example.com. 0 NONE NS ns1.example.com.", "ns1.example.com. ANY A"]
+    assert [c.key for c in written] == [("ns2.example.com.", "A"), ("example.com.", "NS"), ("ns1.example.com.", "A")]
+    assert [c.key for c in rest] == [("www.example.com.", "A")]
+
+
+def test_an_soa_change_goes_in_the_first_message_while_its_observed_serial_holds() -> None:
+    """Every message moves the serial on: the SOA's prerequisite (its serial as observed) holds only in
+    the first one."""
+    soa = RRChange("update", _rrset("example.com.", "SOA", 300, "ns1.example.com. a.example.com. 7 1 1 1 1"),
+                   _rrset("example.com.", "SOA", 300, "ns2.example.com. a.example.com. 8 1 1 1 1"))
+    (first, written), (second, rest) = updatewire.batches(ZONE, [CHANGES[0], soa], None, batch=1)
+    assert [c.key for c in written] == [("example.com.", "SOA")] and [c.key for c in rest] == [CHANGES[0].key]

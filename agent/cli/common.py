@@ -19,6 +19,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
+from agent.cli import terminal
 from agent.model import limits as read_limits
 from agent.model import names, problems
 
@@ -28,13 +29,17 @@ if TYPE_CHECKING:  # the rest is imported where used: building the parser stays 
     from agent.load.sourcefile import SourceFile
     from agent.run import planning, validation
 
-EXIT_OK, EXIT_CHANGES, EXIT_ERROR = 0, 1, 2
-EXIT_INVALID = 1
+EXIT_OK, EXIT_ERROR = 0, 2  # plan's own: agent/cli/plan.py
+EXIT_INVALID = 1  # validate
+EXIT_STALE = 1  # schemas --check
+EXIT_NO_REPORT = 1  # report
 EXIT_PARTIAL, EXIT_REJECTED, EXIT_UNREACHABLE = 1, 2, 3
+
+AddVerb = Callable[..., argparse.ArgumentParser]  # adds a verb's parser (its name and one-line help given)
 
 
 class Parser(argparse.ArgumentParser):
-    usage_status = EXIT_ERROR  # `plan --base` exits 1 on a usage error, like every other error of it
+    usage_status = EXIT_ERROR  # `plan` exits 1 on a usage error, like every other error of it
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
@@ -146,7 +151,7 @@ def print_problems(items: Sequence[problems.Problem], root: pathlib.Path | str, 
         if p.origin:
             where = root + p.origin.file if isinstance(root, str) else str(root / p.origin.file)
             p = problems.Problem(problems.Origin(where, p.origin.line), p.obj, p.path, p.message, p.severity)
-        print(f"{prefix}{p}", file=out)
+        terminal.write(out, f"{prefix}{p}\n", "warning" if prefix else "error")
 
 
 def policy_settings(args: argparse.Namespace) -> policy.PolicySettings:
@@ -195,8 +200,14 @@ def options(args: argparse.Namespace) -> planning.Options:
     from agent.run import planning
 
     return planning.Options(repo_policy=policy_settings(args), policy=safety_policy(args),
-                                default_namespace=args.namespace,
+                                default_namespace=default_namespace(args),
                                 agent_namespace=getattr(args, "agent_namespace", names.DEFAULT_AGENT_NAMESPACE))
+
+
+def default_namespace(args: argparse.Namespace) -> str:
+    """--namespace, else the first allowed namespace: a CR without one lands where the agent may write."""
+    given: str | None = getattr(args, "namespace", None)
+    return given or policy_settings(args).default_namespace
 
 
 def validate(files: Sequence[SourceFile], args: argparse.Namespace, *,
@@ -205,7 +216,7 @@ def validate(files: Sequence[SourceFile], args: argparse.Namespace, *,
     the agent does not generate are then warnings."""
     from agent.run import validation
 
-    return validation.validate(files, default_namespace=args.namespace, repo_policy=policy_settings(args),
+    return validation.validate(files, default_namespace=default_namespace(args), repo_policy=policy_settings(args),
                                delete_threshold=delete_threshold(args), limits=limits(args),
                                progress=progress or validation.quiet)
 

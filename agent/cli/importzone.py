@@ -1,7 +1,9 @@
-"""`bindy-agent import`: adopt a live zone - its AXFR written as a DNSZone and record CRs.
+"""`bindy-agent import`: adopt a live zone - its AXFR (or its zone file: agent/cli/importfile.py) written
+as a DNSZone and record CRs.
 
-    exit 0 written, 1 written but the DNSZone does not validate (the errors say why), 2 usage error,
-    3 could not run (server unreachable, transfer refused, output not writable)
+    exit 0 written, 1 written but the DNSZone does not validate (the errors say why) or a zone file that
+    cannot be read as one, 2 usage error, 3 could not run (server unreachable, transfer refused, output not
+    writable)
 """
 
 from __future__ import annotations
@@ -14,33 +16,65 @@ import sys
 import dns.exception
 import dns.name
 
-from agent.cli import common
+from agent.cli import common, flagsets, importfile
 from agent.clients import axfr, endpoints
 from agent.desired import adopt, rrsets
 from agent.errors import AgentError, ConfigError, ZoneMissing
 from agent.model import names
+from agent.model.ownership import Key
+from agent.sources import operatorfile
 
-DESCRIPTION = ("Transfer a zone from a DNS server (AXFR, TSIG-signed with --tsig-key-file) and write it as CRs: "
+DESCRIPTION = ("Transfer a zone from a DNS server (AXFR, TSIG-signed with --tsig-key-file), or read its zone file "
+               "(--zone-file), and write it as CRs: "
                "a DNSZone (its SOA as spec.soaRecord, its apex NS as spec.nameServers) and one record CR per "
                "RRset (per value for MX, TXT, NS, SRV and CAA), selected by the DNSZone's recordsFrom. The "
                "output validates, and a sync of it changes no RRset; what cannot be a CR (DNSSEC data, other "
-               "types) is listed as skipped and left alone by the agent. With -o DIR: DIR/zones/<zone>.yaml "
-               "and DIR/records/<zone>.yaml (existing files are not overwritten); else stdout. Exit 0 written, "
-               "1 written but invalid, 2 usage error, 3 could not run.")
+               "types) is listed as skipped and left alone by the agent. With --output-dir DIR: "
+               "DIR/zones/<zone>.yaml and DIR/records/<zone>.yaml (existing files are not overwritten); else "
+               "stdout. Exit 0 written, 1 written but invalid, 2 usage error, 3 could not run.")
+
+
+EXAMPLES = flagsets.examples(
+    ("print a zone as CRs, transferred from its primary",
+     "bindy-agent import --zone example.com --server ns1.example.com"),
+    ("write them into the repository, for the zones of a Bind9Cluster",
+     "bindy-agent import --zone example.com --server 192.0.2.53:53 --tsig-key-file transfer.key \\\n"
+     "      --cluster-ref dns --output-dir dns/"))
+
+
+def build(add: common.AddVerb) -> None:
+    im = add(description=DESCRIPTION, epilog=EXAMPLES)
+    im.set_defaults(func=run)
+    add_arguments(im)
+
+
+class _OutputIsAFormat(argparse.Action):
+    """`-o` names an output format in every verb: `-o yaml` is what import prints; its directory is --output-dir."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        if values == "yaml":
+            return
+        parser.error(f"-o/--output is an output format in every verb; give the directory with --output-dir "
+                     f"{values} (import prints YAML when it has none)")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--zone", required=True, metavar="NAME", type=_zone, help="the zone to import, e.g. example.com")
-    p.add_argument("--server", required=True, metavar="HOST:PORT", type=_server,
-                   help="a server that allows the transfer (port 53 if none is given)")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--server", metavar="HOST:PORT", type=_server,
+                        help="a server that allows the transfer (port 53 if none is given)")
+    importfile.add_argument(source)
     p.add_argument("--tsig-key-file", type=common.readable_file, metavar="FILE",
                    help='BIND key file signing the transfer: key "name" { algorithm ...; secret "..."; };')
-    p.add_argument("--namespace", default=names.DEFAULT_NAMESPACE, metavar="NS",
-                   help="namespace of the CRs (default: %(default)s)")
+    flagsets.add_namespace(p, f"namespace of the CRs (default: the agent's first allowed namespace, "
+                           f"{names.DEFAULT_NAMESPACE})")
     p.add_argument("--cluster-ref", metavar="NAME",
                    help="the Bind9Cluster (or ClusterBind9Provider) to serve the zone: spec.clusterRef")
-    p.add_argument("-o", "--output-dir", type=pathlib.Path, metavar="DIR",
+    p.add_argument("--output-dir", type=pathlib.Path, metavar="DIR",
                    help="write DIR/zones/<zone>.yaml and DIR/records/<zone>.yaml instead of printing")
+    p.add_argument("-o", "--output", action=_OutputIsAFormat, metavar="yaml",
+                   help="output format: yaml, the only one (the files of --output-dir DIR are YAML too)")
     p.add_argument("--timeout", type=_timeout, default=60, metavar="SECONDS",
                    help="the most the whole transfer may take; a server that stalls or trickles is cut then "
                    "(default: %(default)s)")
@@ -82,7 +116,8 @@ def _endpoint(args: argparse.Namespace) -> endpoints.Endpoint:
         raise ConfigError(f"cannot resolve the server {host!r}: {exc}") from exc
     tsig = None
     if args.tsig_key_file:
-        tsig = endpoints.parse_key_file(args.tsig_key_file.read_text(), str(args.tsig_key_file))
+        tsig = endpoints.parse_key_file(operatorfile.read_text(args.tsig_key_file, setting="--tsig-key-file",
+                                                             limit=operatorfile.KEY_BYTES), str(args.tsig_key_file))
     return endpoints.Endpoint(f"{host}:{port}", address, port, "", tsig=tsig)
 
 
@@ -99,7 +134,7 @@ def _write(args: argparse.Namespace, adopted: adopt.Adopted, header: str) -> lis
     existing = [str(path) for path, _ in targets if path.exists()]
     if existing:
         raise FileExistsError(f"{', '.join(existing)} already exists; nothing written (remove it, or choose "
-                              "another -o)")
+                              "another --output-dir)")
     for path, text in targets:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
@@ -107,6 +142,11 @@ def _write(args: argparse.Namespace, adopted: adopt.Adopted, header: str) -> lis
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.zone_file is not None:
+        live = importfile.read(args)
+        if live is None:
+            return common.EXIT_INVALID
+        return _adopted(args, live, f"{args.zone_file} (zone file of {args.zone})")
     try:
         endpoint = _endpoint(args)
         live = axfr.read_zone(endpoint, args.zone, timeout=min(10.0, args.timeout), lifetime=args.timeout,
@@ -120,13 +160,18 @@ def run(args: argparse.Namespace) -> int:
     except AgentError as exc:
         print(f"bindy-agent import: error: {exc}", file=sys.stderr)
         return common.EXIT_UNREACHABLE
+    return _adopted(args, live, f"{endpoint.instance} (AXFR of {args.zone})")
+
+
+def _adopted(args: argparse.Namespace, live: dict[Key, rrsets.RRset], source: str) -> int:
+    """The zone's RRsets (`source`: where they came from, for the header) written as CRs."""
     try:
-        adopted = adopt.adopt(args.zone, live, namespace=args.namespace, cluster_ref=args.cluster_ref)
+        adopted = adopt.adopt(args.zone, live, namespace=common.default_namespace(args), cluster_ref=args.cluster_ref)
     except ValueError as exc:
         print(f"bindy-agent import: error: {exc}", file=sys.stderr)
         return common.EXIT_UNREACHABLE
-    errors = adopt.check(adopted, namespace=args.namespace)
-    header = f"# Imported by `bindy-agent import` from {endpoint.instance} (AXFR of {args.zone}).\n"
+    errors = adopt.check(adopted, namespace=common.default_namespace(args))
+    header = f"# Imported by `bindy-agent import` from {source}.\n"
     try:
         written = _write(args, adopted, header)
     except OSError as exc:

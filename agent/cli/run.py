@@ -1,4 +1,4 @@
-"""`bindy-agent run`: the long-running agent (see agent/run/scheduler.py)."""
+"""`bindy-agent run`: the long-running agent (agent/run/scheduler.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,29 @@ import logging
 import pathlib
 import sys
 
-from agent.cli import common
+from agent.cli import common, flagsets, settingflags
 from agent.errors import AgentError, ConfigError
 from agent.run import settings as config
+
+EXAMPLES = flagsets.examples(
+    ("follow a branch and apply each push to the cluster of the kubeconfig",
+     "bindy-agent run --repo https://git.example.com/dns.git --kubeconfig ~/.kube/config"),
+    ("the same settings from the environment (as in the agent's Deployment)",
+     "BINDY_AGENT_REPO=https://git.example.com/dns.git BINDY_AGENT_IN_CLUSTER=true bindy-agent run"),
+    ("the settings run would use, and why it would refuse them", "bindy-agent run --config agent.yaml --print-config"))
+
+
+def build(add: common.AddVerb) -> None:
+    rn = add(description="Sync a Git repository on an interval and on signed push webhooks; serve "
+             "/healthz, /readyz, /metrics and POST /hooks/git. Settings come from flags, then "
+             "BINDY_AGENT_* environment variables, then --config FILE. SIGTERM finishes the "
+             "current run and exits.", epilog=EXAMPLES)
+    rn.set_defaults(func=run)
+    rn.add_argument("--config", type=common.readable_file, metavar="FILE", help="YAML file of settings")
+    rn.add_argument("--print-config", action="store_true", help="print the effective settings and exit")
+    for name, field in config.Settings.model_fields.items():
+        settingflags.setting_flag(rn, name, field)
+    flagsets.alias(rn, "--namespace", "-n")
 
 
 def _fail(exc: Exception, status: int) -> int:

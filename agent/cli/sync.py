@@ -1,56 +1,108 @@
-"""The verbs that reach a cluster or a Git remote: install-crds, suspend, resume, sync and report.
+"""`bindy-agent sync DIR | --repo URL`: validate a revision as a whole, then apply it.
 
-sync applies a directory or a Git repository; report prints the note a sync attached to a commit."""
+    exit 0 applied or nothing to do, 1 partial, 2 rejected (invalid or unsafe), 3 could not run
+"""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import hashlib
-import json
 import pathlib
 import sys
 from typing import Any
 
-from agent.cli import common, progress
-from agent.clients import statestore
-from agent.errors import AgentError, ConfigError, KubeError
-from agent.model import kinds, names, printable
-from agent.outcome import signature
+from agent.cli import common, flagsets, progress, settingflags
+from agent.errors import AgentError, ConfigError
+from agent.model import names, printable
 from agent.plan import render
-from agent.run import compose, crds, orchestrator
+from agent.run import compose, orchestrator
 from agent.run import settings as config
-from agent.sources import gitrevs
-from agent.sources.git import NOTES_REF, GitSource, StoredNote
 
 UNPUSHED = "the report could not be pushed (kept in the local clone; pushed on a later run)"
-EXIT_UNVERIFIED = 4  # report: shown, but not known to be the agent's (no key, no or a wrong signature, malformed)
+DESCRIPTION = ("Validate a revision as a whole, then apply it: CRDs (unless --no-install-crds), the hierarchy of "
+               "objects with server-side apply, prune of what the agent created and Git no longer has, zones and "
+               "records (with --endpoints or --in-cluster-dns), and CR status. With --repo, the revision comes "
+               "from Git and a report is attached to the commit as a git note. Exit 0 applied or nothing to do, "
+               "1 partial, 2 rejected (invalid or unsafe), 3 could not run.")
+EXAMPLES = flagsets.examples(
+    ("what a sync would do to the cluster, writing nothing", "bindy-agent sync dns/ --context prod --dry-run"),
+    ("apply a directory to the cluster of the current context", "bindy-agent sync dns/"),
+    ("apply the head of a branch, and attach a report to its commit",
+     "bindy-agent sync --repo https://git.example.com/dns.git --branch main --path dns --kubeconfig ~/.kube/prod"),
+    ("zones and records only, to servers outside a cluster", "bindy-agent sync dns/ --endpoints endpoints.yaml"))
 
 
-def install_crds(args: argparse.Namespace) -> int:
-    try:
-        api = common.kube_api(args)
-        changed = crds.install_crds(api)
-    except KubeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return common.EXIT_UNREACHABLE
-    print(f"CRDs: {len(changed)} applied, all {len(kinds.KINDS)} Established", file=sys.stderr)
-    return common.EXIT_OK
+def build(add: common.AddVerb) -> None:
+    sy = add(parents=[flagsets.kube(), flagsets.guard()], description=DESCRIPTION, epilog=EXAMPLES)
+    sy.set_defaults(func=sync)
+    sy.add_argument("directory", type=common.directory, metavar="DIR", nargs="?",
+                    help="directory of CR YAML files (or use --repo)")
+    flagsets.add_namespace(sy)
+    sy.add_argument("--dry-run", action="store_true", help="plan against the live world; write nothing")
+    sy.add_argument("--no-install-crds", dest="install_crds", action="store_false",
+                    help="do not apply the CRDs first")
+    sy.add_argument("--rotate-rndc-keys", action="store_true",
+                    help="generate new RNDC keys for every generated key Secret")
+    sy.add_argument("--endpoints", type=common.readable_file, metavar="FILE",
+                    help="YAML map of each Bind9Instance to its DNS server, zone API and TSIG key file; enables "
+                    "the DNS steps")
+    sy.add_argument("--in-cluster-dns", action="store_true",
+                    help="reach instances through their Services and RNDC Secrets (when the agent runs in "
+                    "the cluster); instead of --endpoints")
+    sy.add_argument("--state", type=pathlib.Path, metavar="DIR",
+                    help="where the agent keeps what it owns in DNS, for runs without a cluster (a directory; a "
+                    "state file of an earlier version there is converted; default: "
+                    "~/.cache/bindy-agent/state/<source digest>)")
+    sy.add_argument("--force", action="store_true",
+                    help="apply plans the safety gate refuses (mass deletes, whole-zone deletes, apex NS changes, "
+                    "large Kubernetes prunes)")
+    sy.add_argument("--allow-prune", action="store_true",
+                    help="allow deleting more than 30%% of the Kubernetes objects the agent manages (only that)")
+    sy.add_argument("--create-namespaces", action="store_true",
+                    help="create missing namespaces (by default the agent never writes namespaces)")
+    sy.add_argument("--deadline", type=common.seconds, default=names.DEFAULT_DEADLINE, metavar="SECONDS",
+                    help="the most a run may take; a stalled server ends it as partial (0: no limit; "
+                    "default: %(default)s)")
+    sy.add_argument("--lock-wait", type=common.seconds, default=names.DEFAULT_LOCK_WAIT, metavar="SECONDS",
+                    help="how long to wait for another sync of the same source to finish (default: %(default)s)")
+    sy.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default=None,
+                    help="the least important log lines written to stderr (default: warning; -v: debug)")
+    sy.add_argument("--batch", type=common.positive, default=1000, metavar="N",
+                    help="changes per DNS UPDATE message (default: %(default)s)")
+    common.add_limit_flags(sy)
+    common.add_transfer_flags(sy)
+    git_flags(sy)
+    add_arguments(sy)  # run's settings of the same names: commit statuses, alerts, the zone API token
 
 
-def suspend(args: argparse.Namespace) -> int:
-    """suspend / resume: the mark every run looks at before anything else."""
-    try:
-        store: statestore.Store = (statestore.FileStore(args.state) if args.state
-                                   else statestore.ConfigMapStore(common.kube_api(args), args.agent_namespace))
-        store.suspend(args.suspend)
-    except AgentError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return common.EXIT_UNREACHABLE
-    where = args.state or f"ConfigMap {args.agent_namespace}/{names.STATE_NAME}"
-    print(f"{'suspended' if args.suspend else 'resumed'}: {where}" + (
-        "; runs read and write nothing until `bindy-agent resume`" if args.suspend else ""), file=sys.stderr)
-    return common.EXIT_OK
+def git_flags(sy: argparse.ArgumentParser) -> None:
+    """where sync finds the Git revision"""
+    git_args = sy.add_argument_group("Git source")
+    git_args.add_argument("--repo", metavar="URL", type=common.git_operand("the repository"),
+                          help="Git repository (URL or local path) instead of DIR")
+    git_args.add_argument("--branch", default="main", type=common.git_operand("the branch"),
+                          help="branch to follow (default: %(default)s)")
+    git_args.add_argument("--ref", type=common.git_operand("the ref"),
+                          help="pin a tag or commit instead of following the branch")
+    git_args.add_argument("--path", default="", help="sub-directory of the repository holding the CRs")
+    git_args.add_argument("--cache", type=pathlib.Path, default=names.GIT_CACHE,
+                          help="where the clone is kept (default: %(default)s)")
+    git_args.add_argument("--ssh-key", type=common.readable_file, metavar="FILE", help="SSH deploy key")
+    git_args.add_argument("--known-hosts", type=common.readable_file, metavar="FILE",
+                          help="known_hosts for the SSH key")
+    git_args.add_argument("--insecure-ignore-host-key", action="store_true",
+                          help="do not check the Git server's SSH host key (not recommended)")
+    git_args.add_argument("--token-file", type=common.readable_file, metavar="FILE",
+                          help="HTTPS token, read from a file; sent as Basic auth with the user x-access-token "
+                          "(GitHub, GitLab, Gitea), or write 'user:token' in the file for another user")
+    git_args.add_argument("--no-push-notes", dest="push_notes", action="store_false",
+                          help="keep the commit reports local instead of pushing refs/notes/bindy-agent")
+    settingflags.report_key_flag(git_args, "signs each commit report (HMAC-SHA256)")
+    git_args.add_argument("--resync-after", type=common.seconds, default=names.DEFAULT_RESYNC_AFTER,
+                          metavar="SECONDS",
+                          help="an unchanged revision is a no-op until this long after the last full "
+                          "reconcile (default: %(default)s)")
 
 
 def _summary(run: orchestrator.RunOutcome, api: Any, dry_run: bool) -> str:
@@ -93,12 +145,6 @@ def _wants_cluster(args: argparse.Namespace) -> bool:
     if common.cluster_requested(args) or args.in_cluster_dns:
         return True
     return not args.endpoints and common.kubeconfig(None) is not None
-
-
-def git_source(args: argparse.Namespace) -> GitSource:
-    return GitSource(args.repo, args.cache, branch=args.branch, ref=args.ref, path=args.path, ssh_key=args.ssh_key,
-                     known_hosts=args.known_hosts, insecure_ignore_host_key=args.insecure_ignore_host_key,
-                     token_file=args.token_file, limits=common.limits(args))
 
 
 # the settings of `run` that sync takes as flags of the same names: commit statuses, alerts, the zone-API token
@@ -213,82 +259,3 @@ def _unused_kubeconfig() -> str:
     return f"; {found} was not used: add --kubeconfig or --context to include its cluster" if found else ""
 
 
-def _report_key(args: argparse.Namespace) -> bytes | None:
-    """The key that signs (sync) or checks (report) the commit reports; None without one."""
-    return signature.read_key(args.report_key_file) if args.report_key_file else None
-
-
-def report(args: argparse.Namespace) -> int:
-    from agent.outcome import report
-
-    try:
-        key = _report_key(args)
-    except AgentError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return common.EXIT_UNREACHABLE
-    # a clone of its own under the cache: fetching notes into the one a sync is using would collide on
-    # git's ref locks, and waiting for the sync's lock would block a read behind a whole run (or a sync
-    # behind a read)
-    source = dataclasses.replace(git_source(args), cache=args.cache / "reports")
-    try:
-        rev, note, full = _notes(source, args.revision, full=args.output == "json")
-    except gitrevs.UnknownRevision as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return common.EXIT_ERROR
-    except AgentError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return common.EXIT_UNREACHABLE
-    if note is None:
-        print(f"no bindy-agent report on {rev}", file=sys.stderr)
-        return common.EXIT_CHANGES
-    summary = shown = _checked(note, rev, key, "summary")
-    whole = False
-    if full is not None:  # -o json: the complete report, when it is at least as trusted as the summary
-        complete = _checked(full, rev, key, "full")
-        if not complete.malformed and (complete.verified or not shown.verified):
-            shown, whole = complete, True
-        elif shown.verified:
-            print(f"warning: the complete report on {rev[:12]} is not shown ({complete.reason}); this is the "
-                  "summary's JSON", file=sys.stderr)
-    if not shown.verified:
-        print(f"warning: the report on {rev} is UNVERIFIED: {shown.reason}", file=sys.stderr)
-    if args.output == "json":
-        later = _later_runs(summary, shown) if whole else {}
-        sys.stdout.write((shown.json_text(rev, later) if whole else json.dumps(shown.as_json(rev), indent=2)) + "\n")
-    elif shown.doc is None:
-        sys.stdout.write(f"UNVERIFIED: {rev}: {shown.reason}\n")
-    else:
-        if not shown.verified:
-            sys.stdout.write(f"UNVERIFIED: {shown.reason}\n")
-        sys.stdout.write(report.render_text(shown.doc))
-        if shown.verified:
-            sys.stdout.write("verified: signed with the report key\n")
-    return common.EXIT_OK if shown.verified else EXIT_UNVERIFIED
-
-
-def _later_runs(summary: signature.Shown, shown: signature.Shown) -> dict[str, Any]:
-    """The later runs the note lists (report.py), for the complete report of the commit's first run:
-    only from a note at least as trusted as what is shown."""
-    doc = summary.doc or {}
-    later = {k: doc[k] for k in ("laterRuns", "laterRunsDropped") if doc.get(k)}
-    if later and shown.verified and not summary.verified:
-        print(f"warning: the later runs in the note are not shown ({summary.reason})", file=sys.stderr)
-        return {}
-    return later
-
-
-def _checked(note: StoredNote, rev: str, key: bytes | None, kind: signature.Kind) -> signature.Shown:
-    if note.unread is not None:
-        return signature.malformed(note.unread)
-    return signature.examine(note.data, sha=rev, key=key, kind=kind)
-
-
-def _notes(source: GitSource, revision: str | None, *,
-           full: bool) -> tuple[str, StoredNote | None, StoredNote | None]:
-    """(commit, its note, its full report) from the remote's notes, fetched into the cache; each read
-    only up to the size a report may have."""
-    source.repo()
-    source.fetch_notes(keep_local=False)  # what the remote holds now, nothing older
-    rev = gitrevs.noted_revision(source, revision, NOTES_REF)
-    return (rev, source.note(rev, limit=signature.MAX_NOTE_BYTES),
-            source.note(rev, full=True, limit=signature.MAX_FULL_BYTES) if full else None)

@@ -25,7 +25,7 @@ import dns.xfr
 import dns.zone
 
 from agent.clients import endpoints, rfc2136
-from agent.desired import rrsets
+from agent.desired import rrsets, zonefile
 from agent.errors import TransferRefused, ZoneMissing, ZoneTransferError
 from agent.model import calls
 from agent.model.ownership import Key
@@ -151,13 +151,4 @@ def read_zone(endpoint: endpoints.Endpoint, zone: str, *, timeout: float = 10, l
         raise ZoneTransferError(f"{endpoint.instance}: AXFR of {zone} failed: {exc}") from exc
     except rfc2136.NETWORK_ERRORS as exc:
         raise ZoneTransferError(f"{endpoint.instance}: AXFR of {zone} failed: {rfc2136.why(exc)}") from exc
-    out: dict[Key, rrsets.RRset] = {}
-    origin = xfr.origin or dns.name.from_text(zone)
-    for name, node in xfr.nodes.items():
-        owner = rrsets.absolute(name.derelativize(origin).to_text())
-        for rdataset in node.rdatasets:
-            rtype = dns.rdatatype.to_text(rdataset.rdtype)
-            # the zone stores names relative to its origin: render them absolute again
-            out[(owner, rtype)] = rrsets.build(zone, owner, rtype, rdataset.ttl,
-                                               (r.to_text(origin=origin, relativize=False) for r in rdataset))
-    return out
+    return zonefile.rrsets_of(xfr, zone)  # as a zone file of the same zone reads

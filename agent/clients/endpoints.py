@@ -42,6 +42,7 @@ from agent.desired import workloads
 from agent.errors import ConfigError
 from agent.load import scalars
 from agent.plan.zoneplan import SERVER_SEPARATOR
+from agent.sources import operatorfile
 
 _KEY = re.compile(r'key\s+"?(?P<name>[^"\s{]+)"?\s*\{(?P<body>[^}]*)\}', re.S)
 
@@ -167,10 +168,11 @@ def _host_port(value: Any, where: str, default_port: int) -> tuple[str, int]:
 
 def load_endpoints(path: pathlib.Path) -> dict[str, Endpoint]:
     """Reads an endpoint map; every problem is a ConfigError naming the file and the entry."""
+    text = operatorfile.read_text(path, setting="endpoint map", limit=operatorfile.SETTINGS_BYTES)
     try:
-        doc = scalars.load(path.read_text())
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: cannot read the endpoint map: {exc}") from exc
+        doc = scalars.load(text)
+    except yaml.YAMLError as exc:
+        raise operatorfile.Unreadable("endpoint map", path, operatorfile.yaml_problem(exc)) from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("instances"), dict):
         raise ConfigError(f"{path}: expected a mapping with `instances:` (namespace/name -> endpoint)")
     out: dict[str, Endpoint] = {}
@@ -227,12 +229,11 @@ def _servers(entry: dict[str, Any], where: str) -> tuple[Server, ...]:
     return tuple(out)
 
 
-def _read(base: pathlib.Path, rel: str, where: str) -> str:
+def _read(base: pathlib.Path, rel: Any, where: str) -> str:
+    if not isinstance(rel, str):
+        raise ConfigError(f"{where}: expected the path of a file")
     target = (base.parent / rel) if not pathlib.Path(rel).is_absolute() else pathlib.Path(rel)
-    try:
-        return target.read_text()
-    except OSError as exc:
-        raise ConfigError(f"{where}: cannot read {target}: {exc}") from exc
+    return operatorfile.read_text(target, setting=where, limit=operatorfile.KEY_BYTES)
 
 
 log = logging.getLogger(__name__)
@@ -267,12 +268,10 @@ def zone_api_token(path: pathlib.Path, *, audience: str = ZONE_API_AUDIENCE) -> 
         raise ConfigError(f"zone API token {path}: that is the agent's Kubernetes API token; mount a projected "
                           f"ServiceAccount token with audience {audience!r} instead (deploy/deployment.yaml)")
     try:
-        token = path.read_text().strip()
-    except FileNotFoundError:
+        token = operatorfile.read_text(path, setting="zone API token", limit=operatorfile.KEY_BYTES).strip()
+    except operatorfile.Missing:
         log.warning("zone API token %s not found: zone API requests carry no token", path)
         return ""
-    except OSError as exc:
-        raise ConfigError(f"cannot read the zone API token {path}: {exc}") from exc
     audiences = _audiences(token)
     if not audiences or audience not in audiences:
         found = "not a ServiceAccount token" if audiences is None else f"audiences {audiences}"

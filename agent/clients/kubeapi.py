@@ -20,7 +20,6 @@ import dataclasses
 import json
 import logging
 import os
-import pathlib
 import threading
 import time
 import urllib.parse
@@ -36,6 +35,7 @@ from agent.clients.deadline import UNBOUNDED, Deadline
 from agent.errors import KubeError
 from agent.model import calls, kinds
 from agent.model.names import FIELD_MANAGER
+from agent.sources import operatorfile
 
 if TYPE_CHECKING:
     import kubernetes.client
@@ -91,11 +91,14 @@ def _check_kubeconfig(path: str) -> None:
     the client library fails on anything else with errors that do not say which file or why."""
     for one in path.split(os.pathsep):
         try:
-            doc = yaml.safe_load(pathlib.Path(one).read_text())
-        except FileNotFoundError:
+            doc = yaml.safe_load(operatorfile.read_text(one, setting="kubeconfig", limit=operatorfile.SETTINGS_BYTES))
+        except operatorfile.Missing:
             continue  # kubectl skips a missing file of the list; one missing file is reported by the library
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise KubeError(f"{one}: not a kubeconfig file ({' '.join(str(exc).split())})", reason="config") from exc
+        except operatorfile.Unreadable as exc:
+            raise KubeError(str(exc), reason="config") from exc
+        except yaml.YAMLError as exc:
+            raise KubeError(f"{one}: not a kubeconfig file ({operatorfile.yaml_problem(exc)})",
+                            reason="config") from exc
         if not isinstance(doc, dict):
             raise KubeError(f"{one}: not a kubeconfig file (expected a mapping with clusters, users and contexts)",
                             reason="config")

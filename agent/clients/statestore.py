@@ -9,34 +9,57 @@ one zone writes one zone's record - twice: its intent before the first write, se
 
 Every write is atomic (a rename, or one server-side apply), so a kill never leaves half a
 record. The single-file / single-ConfigMap layout of earlier versions is read and converted.
+
+A record is read through the operator's file door (agent/sources/operatorfile.py: a regular file,
+at most STATE_BYTES; a ConfigMap's gzip inflated to no more) and must have the record's shape
+(agent/model/ownership.py). One that does not - a hand edit gone wrong, a file replaced by a FIFO -
+is quarantined: moved aside (agent/clients/statequarantine.py: into a quarantine/ folder beside it,
+DIR/quarantine/ or DIR/zones/quarantine/; or copied to the ConfigMap bindy-agent-state-quarantined-
+<hash> with a Warning Event), logged and counted (`listen`), and the run goes on as for a missing
+record: the run's record starts afresh (the world is read again), a zone's record is as if the agent
+owned nothing in that zone yet (nothing is deleted that it does not know it wrote). A standby
+(`quarantine=False`, `ReadOnly`) only reads: an unreadable record is then an error of that read. A
+store that `moves` nothing (a dry run, a plan) reads it as missing and leaves it where it is.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import gzip
 import hashlib
 import os
 import pathlib
 import re
+import stat
 import threading
+import zlib
+from collections.abc import Callable
 from typing import Any, Protocol
 
+from agent.clients import statequarantine as quarantine_
 from agent.clients.kubeapi import KubeApi
-from agent.errors import ConfigError
+from agent.errors import ConfigError, KubeError
 from agent.model import names
-from agent.model.ownership import RunState, ZoneOwnership, from_legacy
+from agent.model.ownership import RunState, Unreadable, ZoneOwnership, from_legacy
+from agent.sources import boundary, operatorfile
 
 STATE_LABEL = "bindy.firestoned.io/state"
 _PLAIN_LIMIT = 256 * 1024  # larger zone records are stored gzip-compressed (a ConfigMap holds at most 1 MiB)
 _SAFE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+STATE_BYTES = operatorfile.STATE_BYTES
+StateUnreadable = quarantine_.StateUnreadable
+listen = quarantine_.listen
 
 
 class Store(Protocol):
-    def load_run(self) -> RunState: ...
+    @property
+    def quarantined(self) -> int: ...  # records this store quarantined so far
+
+    def load_run(self, *, quarantine: bool = True) -> RunState: ...
     def save_run(self, state: RunState) -> None: ...
     def suspend(self, on: bool) -> None: ...
-    def load_zones(self, *, refresh: bool = True) -> dict[str, ZoneOwnership]: ...
+    def load_zones(self, *, refresh: bool = True, quarantine: bool = True) -> dict[str, ZoneOwnership]: ...
     def save_zone(self, zone: ZoneOwnership) -> None: ...
 
 
@@ -44,9 +67,21 @@ class _Remembered:
     """The zone records as last read or written by this process: a long-running agent (the only
     writer, by leader election) reads them back only when asked to refresh."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, moves: bool = True) -> None:
         self._zones: dict[str, ZoneOwnership] | None = None
         self._zones_lock = threading.Lock()
+        self.quarantined = 0
+        self.moves = moves  # False (a dry run, a plan): an unreadable record is read as missing, left in place
+
+    def _told(self, kind: str, record: str, aside: str | None, why: str) -> None:
+        self.quarantined += 1
+        quarantine_.told(kind, record, aside, why)
+
+    def _left(self, record: str, why: str) -> None:
+        """An unreadable record met by a run that writes nothing: read as missing, left where it is."""
+        self.quarantined += 1
+        quarantine_.log.warning("state record %s is unreadable (%s): read as missing; a run that writes moves it "
+                                "aside", record, why)
 
     def _recall(self, refresh: bool) -> dict[str, ZoneOwnership] | None:
         with self._zones_lock:
@@ -84,20 +119,36 @@ def _write_atomic(path: pathlib.Path, text: str) -> None:
 class FileStore(_Remembered):
     """The state as files in a directory (created on first save)."""
 
-    def __init__(self, path: pathlib.Path) -> None:
-        super().__init__()
+    def __init__(self, path: pathlib.Path, *, moves: bool = True) -> None:
+        super().__init__(moves=moves)
         self.root = path
         self._legacy: tuple[RunState, dict[str, ZoneOwnership]] | None = None
-        if path.is_file():  # an earlier version's single state file
-            try:
-                self._legacy = from_legacy(path.read_text())
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                raise self._unreadable(path, exc) from exc
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            mode = stat.S_IFDIR  # made on the first save
+        if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+            raise ConfigError(f"--state {path}: not used: {boundary.kind_of(mode)}, not a directory; "
+                              "give a directory (it is created when missing)")
+        if stat.S_ISREG(mode):  # an earlier version's single state file
+            self._legacy = self._read(path, "run", from_legacy, quarantine=True)
 
-    @staticmethod
-    def _unreadable(path: pathlib.Path, exc: Exception) -> ConfigError:
-        return ConfigError(f"{path}: unreadable state ({exc}); move it away to start over (the agent then manages "
-                           "only what Git says and deletes nothing it did not write)")
+    def _read(self, path: pathlib.Path, kind: str, parse: Callable[[bytes], Any], *, quarantine: bool) -> Any:
+        """The record at `path` parsed; None when there is none, or when it is unreadable (then
+        quarantined, or StateUnreadable without `quarantine`)."""
+        try:
+            return parse(operatorfile.read_bytes(path, setting="state record", limit=STATE_BYTES))
+        except operatorfile.Missing:
+            return None
+        except (operatorfile.Unreadable, Unreadable) as exc:
+            why = exc.why if isinstance(exc, operatorfile.Unreadable) else str(exc)
+            if not quarantine:
+                raise StateUnreadable(f"state record {path}: {why}") from None
+        if not self.moves:
+            self._left(str(path), why)
+            return None
+        self._told(kind, str(path), quarantine_.move_file(path, beside=path == self.root), why)
+        return None
 
     def _migrate(self) -> None:
         if self._legacy is None:
@@ -109,14 +160,10 @@ class FileStore(_Remembered):
         for zone in zones.values():
             self.save_zone(zone)
 
-    def load_run(self) -> RunState:
+    def load_run(self, *, quarantine: bool = True) -> RunState:
         if self._legacy is not None:
             return self._legacy[0]
-        path = self.root / "run.json"
-        try:
-            state = RunState.from_json(path.read_text()) if path.exists() else RunState()
-        except (OSError, ValueError) as exc:
-            raise self._unreadable(path, exc) from exc
+        state = self._read(self.root / "run.json", "run", RunState.from_json, quarantine=quarantine) or RunState()
         state.suspended = (self.root / "suspended").exists()
         return state
 
@@ -133,7 +180,7 @@ class FileStore(_Remembered):
         self.root.mkdir(parents=True, exist_ok=True)
         _write_atomic(self.root / "run.json", state.to_json())
 
-    def load_zones(self, *, refresh: bool = True) -> dict[str, ZoneOwnership]:
+    def load_zones(self, *, refresh: bool = True, quarantine: bool = True) -> dict[str, ZoneOwnership]:
         if self._legacy is not None:
             return dict(self._legacy[1])
         remembered = self._recall(refresh)
@@ -142,11 +189,9 @@ class FileStore(_Remembered):
         out: dict[str, ZoneOwnership] = {}
         folder = self.root / "zones"
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-            try:
-                zone = ZoneOwnership.from_json(path.read_text())
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                raise self._unreadable(path, exc) from exc
-            out[zone.zone] = zone
+            zone = self._read(path, "zone", ZoneOwnership.from_json, quarantine=quarantine)
+            if zone is not None:
+                out[zone.zone] = zone
         return self._remember_all(out)
 
     def save_zone(self, zone: ZoneOwnership) -> None:
@@ -166,8 +211,8 @@ class ConfigMapStore(_Remembered):
 
     NAME = names.STATE_NAME
 
-    def __init__(self, api: KubeApi, namespace: str) -> None:
-        super().__init__()
+    def __init__(self, api: KubeApi, namespace: str, *, moves: bool = True) -> None:
+        super().__init__(moves=moves)
         self.api, self.namespace = api, namespace
         self._saved: dict[str, str] = {}  # ConfigMap name -> the text last read or written
         self._lock = threading.Lock()
@@ -176,15 +221,25 @@ class ConfigMapStore(_Remembered):
     def _labels(self, kind: str) -> dict[str, str]:
         return {**names.AGENT_APP_LABELS, names.AGENT_LABEL: self.namespace, STATE_LABEL: kind}
 
-    def load_run(self) -> RunState:
+    def load_run(self, *, quarantine: bool = True) -> RunState:
         body = self.api.get("ConfigMap", self.namespace, self.NAME)
         data = (body or {}).get("data") or {}
         annotations = ((body or {}).get("metadata") or {}).get("annotations") or {}
-        if "run" not in data and data.get("state"):  # an earlier version's single document
-            run, self._legacy_zones = from_legacy(data["state"])
-        else:
-            self._saved[self.NAME] = data.get("run", "")
-            run = RunState.from_json(data.get("run", ""))
+        try:
+            if "run" not in data and data.get("state"):  # an earlier version's single document
+                run, self._legacy_zones = from_legacy(data["state"])
+            else:
+                run = RunState.from_json(data.get("run", ""))
+                self._saved[self.NAME] = data.get("run", "")
+        except Unreadable as exc:
+            if not quarantine:
+                raise StateUnreadable(f"state ConfigMap {self.namespace}/{self.NAME}: {exc}") from None
+            assert body is not None
+            self._quarantine(body, "run", str(exc))
+            self._saved.pop(self.NAME, None)
+            run = RunState()
+            if self.moves:
+                self._fresh_run(run)
         run.suspended = annotations.get(names.SUSPEND_ANNOTATION, "").lower() == "true"
         return run
 
@@ -215,21 +270,54 @@ class ConfigMapStore(_Remembered):
     def _zone_name(zone: str) -> str:
         return f"{names.STATE_NAME}-zone-{hashlib.sha256(zone.encode()).hexdigest()[:16]}"
 
+    def _fresh_run(self, run: RunState) -> None:
+        """The run's record written afresh in place of a quarantined one (its suspend mark stays)."""
+        try:
+            self.save_run(run)
+        except KubeError as exc:
+            quarantine_.log.warning("state ConfigMap %s/%s could not be written afresh: %s", self.namespace,
+                                    self.NAME, exc)
+
+    def _quarantine(self, body: dict[str, Any], kind: str, why: str) -> None:
+        if not self.moves:
+            self._left(f"ConfigMap {self.namespace}/{(body.get('metadata') or {}).get('name')}", why)
+            return
+        aside = quarantine_.move_configmap(self.api, body, labels=self._labels("quarantined"), why=why,
+                                           delete=kind == "zone")
+        self._told(kind, f"ConfigMap {self.namespace}/{(body.get('metadata') or {}).get('name')}", aside, why)
+
     @staticmethod
     def _decode(body: dict[str, Any]) -> str:
+        """A zone record's text: gzip-compressed in binaryData when large, inflated to STATE_BYTES at most."""
         data, binary = body.get("data") or {}, body.get("binaryData") or {}
-        if "state.gz" in binary:
-            return gzip.decompress(base64.b64decode(binary["state.gz"])).decode()
-        return str(data.get("state", ""))
+        if "state.gz" not in binary:
+            return str(data.get("state", ""))
+        try:
+            inflate = zlib.decompressobj(wbits=31)  # gzip
+            text = inflate.decompress(base64.b64decode(binary["state.gz"], validate=True), STATE_BYTES + 1)
+            if len(text) > STATE_BYTES or not inflate.eof:
+                raise Unreadable(f"unreadable: expected a gzip-compressed record of at most "
+                                 f"{operatorfile.size_text(STATE_BYTES)} (binaryData state.gz)")
+            return text.decode()
+        except (binascii.Error, zlib.error, UnicodeDecodeError, TypeError) as exc:
+            raise Unreadable("unreadable: expected binaryData state.gz to be gzip-compressed UTF-8 text in base64 ("
+                             f"{type(exc).__name__})") from None
 
-    def load_zones(self, *, refresh: bool = True) -> dict[str, ZoneOwnership]:
+    def load_zones(self, *, refresh: bool = True, quarantine: bool = True) -> dict[str, ZoneOwnership]:
         remembered = self._recall(refresh)
         if remembered is not None:
             return remembered
         out = dict(self._legacy_zones or {})
         for body in self.api.list("ConfigMap", namespace=self.namespace, label_selector=f"{STATE_LABEL}=zone"):
-            text = self._decode(body)
-            zone = ZoneOwnership.from_json(text)
+            try:
+                text = self._decode(body)
+                zone = ZoneOwnership.from_json(text)
+            except Unreadable as exc:
+                if not quarantine:
+                    raise StateUnreadable(f"state ConfigMap {self.namespace}/{body['metadata']['name']}: "
+                                          f"{exc}") from None
+                self._quarantine(body, "zone", str(exc))
+                continue
             out[zone.zone] = zone
             with self._lock:
                 self._saved[body["metadata"]["name"]] = text
@@ -256,3 +344,30 @@ class ConfigMapStore(_Remembered):
         with self._lock:
             self._saved[name] = text
         self._remember(zone)
+
+
+class ReadOnly:
+    """A standby's view of a store: it reads, and an unreadable record is an error of that read (the
+    leader, the only writer, quarantines it on its next run)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    @property
+    def quarantined(self) -> int:
+        return self.store.quarantined
+
+    def load_run(self, *, quarantine: bool = False) -> RunState:
+        return self.store.load_run(quarantine=False)
+
+    def load_zones(self, *, refresh: bool = True, quarantine: bool = False) -> dict[str, ZoneOwnership]:
+        return self.store.load_zones(refresh=refresh, quarantine=False)
+
+    def save_run(self, state: RunState) -> None:
+        self.store.save_run(state)
+
+    def suspend(self, on: bool) -> None:
+        self.store.suspend(on)
+
+    def save_zone(self, zone: ZoneOwnership) -> None:
+        self.store.save_zone(zone)

@@ -1,6 +1,7 @@
 """Each record into one DNSZone (pure): the zones' `recordsFrom` selectors, the record's `spec.zone`,
 and for a fully qualified `name`, adoption by the zone with the longest matching suffix. Two zones
-is an error, none a warning. A file's assignment is reused while the file and the zones are the same
+is an error, and so is none: such a record would never be
+published (its values are checked all the same). A file's assignment is reused while the file and the zones are the same
 objects as in the last revision (desired/memo.py).
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from agent.desired import rrsets
+from agent.desired import hints, rrsets
 from agent.desired.findings import Findings
 from agent.desired.memo import Memo
 from agent.desired.placement import Zone
@@ -17,7 +18,7 @@ from agent.load.loaded import Loaded
 from agent.model import kinds
 from agent.model.base import LabelSelector
 from agent.model.key import ObjectKey
-from agent.model.problems import Problem, Severity
+from agent.model.problems import Problem
 
 RECORD_KIND_NAMES = {k.name for k in kinds.RECORD_KINDS}
 
@@ -31,8 +32,10 @@ class _ZoneSelectors:
         self.generic: dict[str | None, list[tuple[int, Zone, LabelSelector]]] = defaultdict(list)
         self.by_name: dict[str, list[Zone]] = defaultdict(list)
         self.origins = {z.key: z.origin for z in zones}
+        self.in_namespace: dict[str | None, list[Zone]] = defaultdict(list)
         for order, zone in enumerate(zones):
             self.by_name[zone.name].append(zone)
+            self.in_namespace[zone.key.namespace].append(zone)
             for source in zone.spec.records_from or []:
                 entry = (order, zone, source.selector)
                 if source.selector.match_labels:
@@ -58,7 +61,9 @@ class _ZoneSelectors:
             matches = self.by_name.get(rrsets.absolute(spec.zone), [])
             same_ns = [z for z in matches if z.key.namespace == record.key.namespace] or matches
             if not same_ns:
-                out.add(record, "spec.zone", f"no DNSZone with zoneName {spec.zone!r}")
+                hint = hints.name_meant(rrsets.absolute(spec.zone), self.by_name)
+                hint = hint if spec.zone.endswith(".") else hint.replace(".'?)", "'?)")
+                out.add(record, "spec.zone", f"no DNSZone with zoneName {spec.zone!r}{hint}")
             return [z for z in same_ns[:1] if z not in already]
         if spec.name.endswith(".") and not already:
             labels = spec.name.lower().rstrip(".").split(".")
@@ -67,6 +72,41 @@ class _ZoneSelectors:
                 if candidates:
                     return [candidates[0]]
         return []
+
+    def homeless(self, record: Loaded) -> tuple[str, str]:
+        """(field path, message) for a record no DNSZone takes: why, and the fix most likely meant."""
+        spec, ns = record.model.spec, record.key.namespace  # type: ignore[attr-defined]
+        labels = record.model.metadata.get("labels") or {}
+        never = "belongs to no DNSZone, so it would never be published"
+        if spec.name.endswith("."):
+            hint = hints.zone_meant(spec.name, self.by_name)
+            return "spec.name", (f"{never}: no DNSZone's zoneName is a suffix of {spec.name}{hint}; add the zone's "
+                                 "DNSZone, or correct the name")
+        why = f"{never} (no DNSZone's recordsFrom selects its labels, it has no spec.zone, its name is relative)"
+        zones = self.in_namespace.get(ns, [])
+        selectors = [(str(z.key), s.selector) for z in zones for s in z.spec.records_from or []]
+        if hint := hints.label_for(labels, selectors):
+            return "metadata.labels", why + hint
+        path = "metadata.labels" if labels else ""
+        for who, selector in selectors:
+            if selector.match_labels:
+                key, value = next(iter(selector.match_labels.items()))
+                return path, f"{why}: add the label '{key}: {value}' that {who} selects"
+        if zones:
+            return path, f"{why}: add a recordsFrom selector to {zones[0].key} and labels it selects"
+        return path, (f"{why}: there is no DNSZone in namespace {ns}; add one, or give the record the namespace "
+                      "of its DNSZone")
+
+
+def _check_values(record: Loaded, out: Findings) -> None:
+    """A record no zone takes is still checked as one in a zone would be: its name and its values."""
+    from agent.desired import recorddata
+
+    try:
+        rrsets.check_name(record.model.spec.name)  # type: ignore[attr-defined]
+        recorddata.rendered(record.model)  # type: ignore[arg-type]
+    except rrsets.RecordError as exc:
+        out.add(record, exc.path, str(exc))
 
 
 def _assign_file(records: list[Loaded], zones: _ZoneSelectors) -> tuple[dict[ObjectKey, list[Loaded]], list[Problem]]:
@@ -79,10 +119,12 @@ def _assign_file(records: list[Loaded], zones: _ZoneSelectors) -> tuple[dict[Obj
         if len(zs) > 1:
             names = ", ".join(f"{z.key} ({zones.origins[z.key]})" for z in zs)
             out.add(r, "metadata.labels", f"selected by more than one zone: {names}")
-        elif not zs and not out.failed(r.key):
-            out.add(r, "", "belongs to no DNSZone (no recordsFrom selector matches, "
-                    "no spec.zone, name not fully qualified); it will not be published", Severity.WARNING)
-        elif zs:
+            _check_values(r, out)
+        elif not zs:
+            if not out.failed(r.key):
+                out.add(r, *zones.homeless(r))
+            _check_values(r, out)
+        else:
             by_zone[zs[0].key].append(r)
     return dict(by_zone), out.problems
 

@@ -20,7 +20,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from agent.desired import apinames, placement, rrsets, signing, storage, workloads, zonekeys, zoneset
+from agent.desired import apinames, hints, placement, rrsets, signing, storage, workloads, zonekeys, zoneset
 from agent.desired.memo import NO_MEMO, Memo
 from agent.load.loaded import Loaded
 from agent.load.manifest import Manifest
@@ -223,7 +223,7 @@ def _instances(manifest: Manifest, clusters: dict[ObjectKey, Cluster], out: list
         parent = clusters.get(ObjectKey("Bind9Cluster", key.namespace, spec.cluster_ref))
         if parent is None:
             problems.add(obj.origin_at("spec.clusterRef"), key, "spec.clusterRef",
-                         f"no Bind9Cluster {spec.cluster_ref!r} in namespace {key.namespace}")
+                         hints.no_cluster(spec.cluster_ref, clusters, key.namespace))
         out.append(KubeObject(key, obj, TIER_INSTANCE, origin=obj.origin))
         zones_from = list(spec.zones_from or (parent.spec.zones_from if parent else None) or [])
         instances[key] = Instance(key, spec.cluster_ref, spec.role, dict(obj.model.metadata.get("labels") or {}),

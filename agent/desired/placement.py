@@ -15,7 +15,7 @@ import ipaddress
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from agent.desired import rrsets
+from agent.desired import hints, rrsets
 from agent.desired.findings import Findings
 from agent.load.loaded import Loaded
 from agent.model import syntax
@@ -118,8 +118,10 @@ def _select_instances(zone: Zone, obj: Loaded, fleet: Fleet, out: Findings) -> N
     zone.primaries = [x.key for x in ordered if x.role == "primary"]
     zone.secondaries = [x.key for x in ordered if x.role == "secondary"]
     if not ordered and not out.failed(zone.key):
-        out.add(obj, "spec", "selects no Bind9Instance; the zone will not be served",
-                Severity.WARNING)
+        hint = hints.label_for(zone.labels, [(f"the zonesFrom of {x.key}", s.selector) for x in fleet.instances
+                                             if x.key.namespace == ns for s in x.zones_from])
+        out.add(obj, "metadata.labels" if hint else "spec",
+                f"selects no Bind9Instance; the zone will not be served{hint}", Severity.WARNING)
     elif ordered and not zone.primaries:
         out.add(obj, "spec", "selects only secondary instances; a zone needs a primary")
 
@@ -140,19 +142,22 @@ def _by_reference(zone: Zone, obj: Loaded, fleet: Fleet, out: Findings) -> dict[
         elif spec.cluster_ref in fleet.providers:
             from_provider(spec.cluster_ref)
         else:
-            out.add(obj, "spec.clusterRef", f"no Bind9Cluster {spec.cluster_ref!r} in "
-                    f"namespace {ns} and no ClusterBind9Provider {spec.cluster_ref!r}")
+            known = [k.name for k in fleet.clusters if k.namespace == ns] + list(fleet.providers)
+            out.add(obj, "spec.clusterRef", f"no Bind9Cluster {spec.cluster_ref!r} in namespace {ns} and no "
+                    f"ClusterBind9Provider {spec.cluster_ref!r}{hints.did_you_mean(spec.cluster_ref, known)}")
     if spec.cluster_provider_ref:
         if spec.cluster_provider_ref in fleet.providers:
             from_provider(spec.cluster_provider_ref)
         else:
-            out.add(obj, "spec.clusterProviderRef",
-                    f"no ClusterBind9Provider {spec.cluster_provider_ref!r}")
+            hint = hints.did_you_mean(spec.cluster_provider_ref, fleet.providers)
+            out.add(obj, "spec.clusterProviderRef", f"no ClusterBind9Provider {spec.cluster_provider_ref!r}{hint}")
     for i, source in enumerate(spec.bind9_instances_from or []):
         matched = [x for x in fleet.instances if x.key.namespace == ns and source.selector.matches(x.labels)]
         if not matched:
+            hint = hints.selector_for(source.selector, [(str(x.key), x.labels) for x in fleet.instances
+                                                        if x.key.namespace == ns])
             out.add(obj, f"spec.bind9InstancesFrom[{i}]",
-                    "selects no Bind9Instance in this namespace", Severity.WARNING)
+                    f"selects no Bind9Instance in this namespace{hint}", Severity.WARNING)
         chosen.update((x.key, x) for x in matched)
     return chosen
 

@@ -35,6 +35,19 @@ def _txt_chunks(text: str) -> list[bytes]:
     return [data[i:i + 255] for i in range(0, len(data), 255)] or [b""]
 
 
+def _not_an_address(addr: str, family: type[ipaddress.IPv4Address | ipaddress.IPv6Address]) -> str:
+    """Why `addr` is refused, naming the record kind that takes it when it is an address of the other family."""
+    version, other, kind, field = (("IPv4", ipaddress.IPv6Address, "AAAARecord", "ipv6Addresses")
+                                   if family is ipaddress.IPv4Address else
+                                   ("IPv6", ipaddress.IPv4Address, "ARecord", "ipv4Addresses"))
+    try:
+        other(addr)
+    except ValueError:
+        return f"{addr!r} is not an {version} address"
+    return (f"{addr!r} is an {'IPv6' if version == 'IPv4' else 'IPv4'} address, not an {version} one: "
+            f"publish it with an {kind} (spec.{field})")
+
+
 def _addresses(values: list[str], field: str, family: type[ipaddress.IPv4Address | ipaddress.IPv6Address]
                ) -> list[str | ipaddress.IPv4Address | ipaddress.IPv6Address]:
     """The addresses checked, as what dnspython is given: the parsed address (its bytes are what
@@ -45,8 +58,7 @@ def _addresses(values: list[str], field: str, family: type[ipaddress.IPv4Address
         try:
             parsed = family(addr)
         except ValueError:
-            version = "IPv4" if family is ipaddress.IPv4Address else "IPv6"
-            raise RecordError(f"spec.{field}[{i}]", f"{addr!r} is not an {version} address") from None
+            raise RecordError(f"spec.{field}[{i}]", _not_an_address(addr, family)) from None
         out.append(addr if "%" in addr else parsed)
     return out
 

@@ -99,12 +99,38 @@ def owner_name(name: str, zone: str) -> str:
     """`name` ("www", "@", "_sip._tcp" or a FQDN) as an absolute owner inside `zone`."""
     if name == "@":
         return zone
-    fqdn = absolute(name) if name.endswith(".") else absolute(f"{name}.{zone}")
+    if name.endswith("."):
+        fqdn = absolute(name)
+    else:
+        _check_not_doubled(name, zone)
+        fqdn = absolute(f"{name}.{zone}")
     if len(fqdn) > _PLAIN_OWNER_MAX or not _PLAIN_OWNER.fullmatch(fqdn):  # else every check below passes
         _check_owner(name, zone, fqdn)
     if fqdn != zone and not fqdn.endswith("." + zone):
         raise RecordError("spec.name", f"{name!r} is outside its zone {zone}")
     return fqdn
+
+
+def check_name(name: str) -> None:
+    """`name` checked as an owner name without its zone (a record no zone takes): its labels and length."""
+    if name == "@":
+        return
+    fqdn = absolute(name)
+    if len(fqdn) > _PLAIN_OWNER_MAX or not _PLAIN_OWNER.fullmatch(fqdn):
+        _check_owner(name, ".", fqdn)
+
+
+def _check_not_doubled(name: str, zone: str) -> None:
+    """A relative name that ends with its zone's name (`www.example.org` in example.org.) names
+    `www.example.org.example.org.`: always a mistake (DNSControl refuses it too), refused with the fix."""
+    apex = zone[:-1]
+    tail = name[-len(apex):] if len(name) >= len(apex) else ""
+    if tail.lower() != apex or not (len(name) == len(apex) or name[-len(apex) - 1] == "."):
+        return
+    inner = name[: -len(apex) - 1]
+    fix = f"name: {inner!r}" if inner else "name: '@' (the zone apex)"
+    raise RecordError("spec.name", f"{name!r} is relative to the zone, so it names {name}.{zone}, with the zone's "
+                      f"name twice: write {fix}, or the fully qualified {name + '.'!r}")
 
 
 # An owner name every check of `_check_owner` passes: ASCII labels of 1-63 letters, digits, '-' or '_'

@@ -167,13 +167,15 @@ def zones_rrsets(placed: list[Zone], members: dict[ObjectKey, list[list[Loaded]]
                   memo: Memo, sources: dict[ObjectKey, Loaded] | None = None) -> list[Zone]:
     """Every placed zone with its RRsets; the very zone of the last revision when nothing it comes
     from changed. `sources`: each zone's DNSZone, where a name server without an address
-    (nameservers.unaddressed) and an address for a name that is no name server (nameservers.stray)
-    are warned about."""
+    (nameservers.unaddressed, an error) and an address for a name that is no name server
+    (nameservers.stray, a warning) are reported."""
     inputs = [(zone, members.get(zone.key, [])) for zone in placed]
     built = memo.each(("rrsets",), inputs, _with_rrsets, name=lambda i: i[0].name, same=_same_inputs)
     for zone, problems in built:
         out.problems += problems
         if sources is not None and zone.key in sources:
-            for path, message in nameservers.unaddressed(zone) + nameservers.stray(zone):
+            for path, message in nameservers.unaddressed(zone):
+                out.add(sources[zone.key], path, message)
+            for path, message in nameservers.stray(zone):
                 out.add(sources[zone.key], path, message, Severity.WARNING)
     return [zone for zone, _ in built]

@@ -1,12 +1,15 @@
 """The zones of a revision (pure): every DNSZone placed on its instances (desired/placement.py), each
 zone name declared once, each record in its zone (desired/assignment.py), each zone's RRsets
-(desired/zonerrsets.py). With a long-running agent's memo, a zone's placement, a file's assignment
-and a zone's RRsets are reused while what they come from is the same (desired/memo.py).
+(desired/zonerrsets.py), and the records no server would answer with (desired/occlusion.py). With a
+long-running agent's memo, a zone's placement, a file's assignment and a zone's RRsets are reused
+while what they come from is the same (desired/memo.py).
 """
 
 from __future__ import annotations
 
-from agent.desired import assignment, nameservers, placement, rrsets, zonerrsets
+import operator
+
+from agent.desired import assignment, nameservers, occlusion, placement, rrsets, zonerrsets
 from agent.desired.findings import Findings
 from agent.desired.memo import NO_MEMO, Memo
 from agent.desired.placement import ClusterView, InstanceView, Zone
@@ -46,22 +49,33 @@ def place(manifest: Manifest, clusters: dict[ObjectKey, ClusterView],
         placed_zones.append(placed)
     members = assignment.assign_records(placed_zones, sources, manifest.by_file or [manifest.objects], out, memo)
     zones = zonerrsets.zones_rrsets(placed_zones, members, out, memo)
-    # a zone built again is warned about again; a reused one's warnings are the ones it had
-    for warned in memo.each(("ns-warnings",), [(z, sources[z.key]) for z in zones], _ns_warnings,
-                            name=lambda item: item[0].name, same=_same_pair):
-        out.problems += warned
+    # a zone built again is checked again; a reused one's findings are the ones it had (the same zone object
+    # holds the same records: zonerrsets reuses it only then)
+    inner = occlusion.below(zones)
+    checked = [(z, sources[z.key], tuple(inner.get(z.name, ())), members.get(z.key, [])) for z in zones]
+    for problems in memo.each(("zone-checks",), checked, _zone_problems, name=lambda item: item[0].name,
+                              same=_same_zone):
+        out.problems += problems
     return zones, out.problems
 
 
-def _ns_warnings(item: tuple[Zone, Loaded]) -> list[Problem]:
-    """A name server without an address (nameservers.unaddressed) and an address for a name that is no
-    name server (nameservers.stray), on the zone's DNSZone."""
-    zone, source = item
+_Checked = tuple[Zone, Loaded, tuple[Zone, ...], list[list[Loaded]]]  # zone, DNSZone, zones below, records
+
+
+def _zone_problems(item: _Checked) -> list[Problem]:
+    """On the zone's DNSZone: a name server inside the zone without an address (nameservers.unaddressed:
+    BIND would not load the zone, an error) and an address for a name that is no name server
+    (nameservers.stray: no effect, a warning); on its records: those no server would answer with
+    (desired/occlusion.py)."""
+    zone, source, inner, records = item
     out = Findings()
-    for path, message in nameservers.unaddressed(zone) + nameservers.stray(zone):
+    for path, message in nameservers.unaddressed(zone):
+        out.add(source, path, message)
+    for path, message in nameservers.stray(zone):
         out.add(source, path, message, Severity.WARNING)
+    occlusion.check(zone, inner, records, out)
     return out.problems
 
 
-def _same_pair(a: tuple[Zone, Loaded], b: tuple[Zone, Loaded]) -> bool:
-    return a[0] is b[0] and a[1] is b[1]
+def _same_zone(a: _Checked, b: _Checked) -> bool:
+    return a[0] is b[0] and a[1] is b[1] and len(a[2]) == len(b[2]) and all(map(operator.is_, a[2], b[2]))

@@ -136,6 +136,12 @@ class PolicySettings:
                 given[field.name] = tuple(str(v).strip() for v in items if str(v).strip())
         return cls(**given)
 
+    @property
+    def default_namespace(self) -> str:
+        """Where a namespaced CR that names no namespace goes: the first allowed namespace (Bindy's own,
+        dns-system, when any is allowed)."""
+        return next((ns for ns in self.allowed_namespaces if ns != ANY), names.DEFAULT_NAMESPACE)
+
     def namespace_allowed(self, namespace: str) -> bool:
         return ANY in self.allowed_namespaces or namespace in self.allowed_namespaces
 

@@ -77,11 +77,20 @@ def _namespaces(manifest: Manifest, settings: PolicySettings) -> list[Problem]:
             continue  # the usual case, decided without looking further (a revision may hold 100,000)
         for namespace, path in targets(obj):
             if not settings.namespace_allowed(namespace):
-                default = " (the default)" if path == "spec" else ""
-                out.append(_problem(obj, path, f"namespace {namespace}{default} is not one this agent may manage "
-                                    f"(allowed: {allowed}); the agent's setting allowed_namespaces "
-                                    "(--allowed-namespaces) decides, not the repository"))
+                out.append(_outside(obj, namespace, path, allowed, settings))
     return out
+
+
+def _outside(obj: Loaded, namespace: str, path: str, allowed: str, settings: PolicySettings) -> Problem:
+    """A CR that acts in a namespace the agent may not manage; one that names none is told so, with the fix."""
+    decides = "the agent's setting allowed_namespaces (--allowed-namespaces) decides, not the repository"
+    if path == "metadata.namespace" and not obj.written(path):
+        first = settings.default_namespace
+        return _problem(obj, path, f"missing: the object was put in namespace {namespace} (from --namespace), which "
+                        f"this agent may not manage (allowed: {allowed}); write metadata.namespace: {first}")
+    default = " (the default)" if path == "spec" else ""
+    return _problem(obj, path, f"namespace {namespace}{default} is not one this agent may manage (allowed: "
+                    f"{allowed}); {decides}")
 
 
 def _records_across_namespaces(manifest: Manifest, state: Desired, settings: PolicySettings) -> list[Problem]:

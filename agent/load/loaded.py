@@ -51,20 +51,37 @@ class Loaded:
         value: T = found[compute]
         return value
 
+    def written(self, path: str) -> bool:
+        """Whether the document as written has the field `path` (not one loading filled in, such as a
+        namespace from --namespace); True when the file can no longer say."""
+        node = self._node()
+        if node is None:
+            return True
+        for step in fieldpath.split(path):
+            if not isinstance(node, yaml.MappingNode):
+                return False
+            node = next((v for k, v in node.value if k.value == step), None)
+        return node is not None
+
+    def _node(self) -> yaml.Node | None:
+        """The object's document composed again from its file, or None when that no longer defines it."""
+        text = self.text.text() if self.text is not None else None
+        if not text:
+            return None
+        start, end = divmod(self.span, _SPAN)
+        try:
+            node = yaml.compose(text[start:end], Loader=yaml.CSafeLoader)
+        except yaml.YAMLError:
+            return None
+        return node if _defines(node, self.key) else None
+
     def origin_at(self, path: str) -> Origin:
         """file:line of a dotted field path such as "spec.ipv4Addresses[1]" in this document.
 
         Its own line when the file can no longer be read or no longer holds this object there.
         """
-        text = self.text.text() if self.text is not None and path else None
-        if not text:
-            return self.origin
-        start, end = divmod(self.span, _SPAN)
-        try:
-            node = yaml.compose(text[start:end], Loader=yaml.CSafeLoader)
-        except yaml.YAMLError:
-            return self.origin
-        if not _defines(node, self.key):
+        node = self._node() if path else None
+        if node is None:
             return self.origin
         return Origin(self.origin.file, self.origin.line - 1 + fieldpath.line_of(node, fieldpath.split(path)))
 

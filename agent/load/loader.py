@@ -54,7 +54,7 @@ def _read(file: SourceFile, budget: bounds.ReadBudget, problems: list[Problem]) 
                 return data.decode("utf-8")
     except FileRefused as exc:
         severity = Severity.WARNING if exc.warning else Severity.ERROR
-        problem = Problem(Origin(file.path, 1), "", "", str(exc), severity)
+        problem = Problem(Origin(file.path, exc.line), "", "", str(exc), severity)
     except (UnicodeDecodeError, OSError, SourceError) as exc:
         problem = Problem(Origin(file.path, 1), "", "", f"cannot read file: {exc}")
     problems.append(problem)

@@ -104,6 +104,19 @@ def _type_message(kind: str, value: Any) -> str:
     return message
 
 
+def _mailbox_message(value: str) -> str:
+    """An SOA mailbox written as an e-mail address: the DNS spelling, its '@' a '.'."""
+    import re  # only for this mistake
+
+    local, _, domain = value.partition("@")
+    domain = domain.rstrip(".") or "example.org"
+    said = f"{value!r} is an e-mail address; the SOA spells the mailbox as a DNS name, its '@' as a '.'"
+    if re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?", local):
+        return f"{said} (write '{local}.{domain}.')"
+    return (f"{said}, and Bindy's adminEmail takes only letters, digits and '-' before it ({local!r} has "
+            f"others): use a mailbox such as 'hostmaster.{domain}.'")
+
+
 def message(err: Any, model: type[pydantic.BaseModel]) -> tuple[tuple[Any, ...], str]:
     """The location and the message of one of pydantic's errors on a document of `model`."""
     loc, kind, value = tuple(err["loc"]), err["type"], err.get("input")
@@ -126,6 +139,8 @@ def message(err: Any, model: type[pydantic.BaseModel]) -> tuple[tuple[Any, ...],
     msg = msg[0].lower() + msg[1:]
     if kind == "string_pattern_mismatch" and isinstance(value, str):
         pattern = err.get("ctx", {}).get("pattern", "")
+        if loc and loc[-1] == "adminEmail" and "@" in value:
+            return loc, _mailbox_message(value)
         if pattern.endswith(r"\.$") and not value.endswith("."):
             return loc, f"must be a fully qualified name ending with '.' (write '{value}.')"
         return loc, f"{value!r} does not match the required pattern {pattern}"

@@ -24,9 +24,11 @@ THRESHOLD_ANNOTATION = "bindy.firestoned.io/delete-threshold-percent"
 DEFAULT_DELETE_THRESHOLD = 0.30  # share of a zone's records one plan may delete unless forced (gate/safety.py)
 
 # Defaults.
-DEFAULT_NAMESPACE = "default"  # for namespaced objects in Git that name none
-DEFAULT_AGENT_NAMESPACE = "bindy-agent"  # where the agent keeps its inventory, state and Lease
 DEFAULT_PROVIDER_NAMESPACE = "dns-system"  # where a ClusterBind9Provider puts its cluster by default
+# for namespaced objects in Git that name none, when no allowed namespace says otherwise (the agent's settings
+# put them in the first allowed namespace: policy.PolicySettings.default_namespace)
+DEFAULT_NAMESPACE = DEFAULT_PROVIDER_NAMESPACE
+DEFAULT_AGENT_NAMESPACE = "bindy-agent"  # where the agent keeps its inventory, state and Lease
 
 # Objects the agent keeps about itself in its namespace.
 INVENTORY_NAME = "bindy-agent-inventory"

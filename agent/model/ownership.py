@@ -11,7 +11,10 @@ Two kinds of record, kept apart so that a run writes only what it touched:
   its outcome, when the world was last fully reconciled, and whether a report still waits to be
   pushed.
 
-Pure data and its JSON form; agent/clients/statestore.py reads and writes it.
+Pure data and its JSON form; agent/clients/statestore.py reads and writes it. A record is read only
+if it has the shape written here (JSON objects with these fields and types, finite numbers): any
+other text is `Unreadable`, which says what was expected, never what was found, and never raises
+anything else (a hand edit of a state ConfigMap must not stop every run).
 """
 
 from __future__ import annotations
@@ -20,9 +23,80 @@ import dataclasses
 import hashlib
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NotRequired
+
+import pydantic
+from typing_extensions import TypedDict
 
 Key = tuple[str, str]  # (absolute owner name, type)
+_STRICT = pydantic.ConfigDict(strict=True, allow_inf_nan=False)
+
+
+class Unreadable(ValueError):
+    """A state record that is not one the agent wrote: "unreadable: expected <what>; <where>: <why>"."""
+
+
+@pydantic.with_config(_STRICT)
+class _IntentDoc(TypedDict, total=False):
+    writes: list[tuple[str, str, str]]
+    deletes: list[tuple[str, str]]
+    place: dict[str, str]
+    unplace: list[str]
+
+
+@pydantic.with_config(_STRICT)
+class _ZoneDoc(TypedDict):
+    zone: str
+    placements: NotRequired[dict[str, str]]
+    managed: NotRequired[list[tuple[str, str]]]
+    annotations: NotRequired[dict[str, str]]
+    pending: NotRequired[_IntentDoc | None]
+    revision: NotRequired[str | None]
+    notify: NotRequired[list[str] | None]
+    transferFrom: NotRequired[list[str] | None]
+    allowTransfer: NotRequired[list[str] | None]
+
+
+@pydantic.with_config(_STRICT)
+class _RunDoc(TypedDict, total=False):
+    applied: str | None
+    seen: str | None
+    outcome: str | None
+    reconciledAt: float
+    notesPending: bool
+    message: str
+    writingAt: float
+
+
+@pydantic.with_config(_STRICT)
+class _LegacyDoc(TypedDict, total=False):
+    zones: dict[str, dict[str, str]]
+    records: dict[str, list[tuple[str, str]]]
+    applied: str | None
+    seen: str | None
+    outcome: str | None
+    reconciledAt: float
+
+
+ZONE_SHAPE = ("a JSON object with zone (text), placements (instance -> role), managed ([name, type] pairs) "
+              "and the optional annotations, pending, revision, notify, transferFrom, allowTransfer")
+RUN_SHAPE = ("a JSON object with applied, seen, outcome (text or null), reconciledAt, writingAt (finite "
+             "numbers), notesPending (true or false), message (text), or nothing at all")
+LEGACY_SHAPE = "a JSON object with zones (zone -> instance -> role) and records (zone -> [name, type] pairs)"
+_ADAPTERS: dict[type, pydantic.TypeAdapter[Any]] = {}
+
+
+def _parsed(shape: type, expected: str, text: str | bytes) -> Any:
+    """`text` validated as `shape` (JSON), or Unreadable saying what was expected and where it is not."""
+    adapter = _ADAPTERS.get(shape)
+    if adapter is None:
+        adapter = _ADAPTERS[shape] = pydantic.TypeAdapter(shape)
+    try:
+        return adapter.validate_json(text)
+    except pydantic.ValidationError as exc:
+        first = exc.errors(include_url=False, include_input=False)[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the record"
+        raise Unreadable(f"unreadable: expected {expected}; {where}: {first['msg']}") from None
 
 
 def digest(values: Iterable[str], ttl: int) -> str:
@@ -46,7 +120,7 @@ class Intent:
                 "place": dict(sorted(self.place.items())), "unplace": sorted(self.unplace)}
 
     @classmethod
-    def from_dict(cls, doc: dict[str, Any]) -> Intent:
+    def from_dict(cls, doc: Any) -> Intent:
         return cls({(n, t): d for n, t, d in doc.get("writes", [])}, {(n, t) for n, t in doc.get("deletes", [])},
                    dict(doc.get("place", {})), set(doc.get("unplace", [])))
 
@@ -86,8 +160,9 @@ class ZoneOwnership:
         return json.dumps(doc, separators=(",", ":"), sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> ZoneOwnership:
-        doc: dict[str, Any] = json.loads(text)
+    def from_json(cls, text: str | bytes) -> ZoneOwnership:
+        """A zone's record; Unreadable when it is not one (see ZONE_SHAPE)."""
+        doc: Any = _parsed(_ZoneDoc, ZONE_SHAPE, text)
         pending = doc.get("pending")
         return cls(doc["zone"], dict(doc.get("placements", {})), {(n, t) for n, t in doc.get("managed", [])},
                    dict(doc.get("annotations", {})), Intent.from_dict(pending) if pending is not None else None,
@@ -131,16 +206,18 @@ class RunState:
         return json.dumps(doc, sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> RunState:
-        doc: dict[str, Any] = json.loads(text) if text.strip() else {}
+    def from_json(cls, text: str | bytes) -> RunState:
+        """The run's record (nothing at all: a fresh one); Unreadable when it is not one (see RUN_SHAPE)."""
+        doc: Any = _parsed(_RunDoc, RUN_SHAPE, text) if text.strip() else {}
         return cls(doc.get("applied"), doc.get("seen"), doc.get("outcome"), float(doc.get("reconciledAt", 0.0)),
                    bool(doc.get("notesPending", False)), str(doc.get("message", "")),
                    writing_at=float(doc.get("writingAt", 0.0)))
 
 
-def from_legacy(text: str) -> tuple[RunState, dict[str, ZoneOwnership]]:
-    """Reads the single-document state of earlier versions ({zones, records, applied, ...})."""
-    doc: dict[str, Any] = json.loads(text) if text.strip() else {}
+def from_legacy(text: str | bytes) -> tuple[RunState, dict[str, ZoneOwnership]]:
+    """Reads the single-document state of earlier versions ({zones, records, applied, ...}); Unreadable
+    when it is not one (see LEGACY_SHAPE)."""
+    doc: Any = _parsed(_LegacyDoc, LEGACY_SHAPE, text) if text.strip() else {}
     zones: dict[str, ZoneOwnership] = {}
     for name, placed in doc.get("zones", {}).items():
         zones[name] = ZoneOwnership(name, dict(placed))

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from agent.errors import ConfigError
+from agent.sources import operatorfile
 
 if TYPE_CHECKING:
     import httpx
@@ -54,10 +55,7 @@ def read_key(path: pathlib.Path, *, what: str, minimum: int, use: str) -> bytes:
     """A shared key from its file (the webhook secret, the report key), surrounding whitespace dropped
     and registered for redaction; an unreadable, empty or short one is refused (an HMAC keyed with it
     would prove nothing). `use` says where the same value must also go. The value is never in a message."""
-    try:
-        key = path.read_bytes().strip()
-    except OSError as exc:
-        raise ConfigError(f"{what} file {path}: cannot read it: {exc.strerror or exc}") from exc
+    key = operatorfile.read_bytes(path, setting=f"{what} file", limit=operatorfile.KEY_BYTES).strip()
     if len(key) < minimum:
         held = "is empty" if not key else f"holds only {len(key)} characters"
         raise ConfigError(f"{what} file {path} {held}: the {what} must be at least {minimum} characters. "
@@ -69,10 +67,9 @@ def read_key(path: pathlib.Path, *, what: str, minimum: int, use: str) -> bytes:
 def read_secret(path: pathlib.Path, what: str) -> str | None:
     """The stripped content of a secret file, registered for redaction; None (and a warning) if unusable."""
     try:
-        value = path.read_text().strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        log.warning("%s: cannot read %s: %s; not sent", what, path,
-                    getattr(exc, "strerror", None) or "not a UTF-8 text file")
+        value = operatorfile.read_text(path, setting=f"{what} file", limit=operatorfile.KEY_BYTES).strip()
+    except operatorfile.Unreadable as exc:
+        log.warning("%s; not sent", exc)
         return None
     if not value:
         log.warning("%s: %s is empty; not sent", what, path)

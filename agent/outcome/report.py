@@ -106,10 +106,24 @@ def _more(items: list[Any], shown: int, total: int) -> list[str]:
     return [f"... and {total - shown:,} more"] if total > shown else []
 
 
-def headline(doc: dict[str, Any]) -> str:
+def headline(doc: dict[str, Any], outcome: str | None = None) -> str:
+    """The first line: the outcome (`outcome`: where the commit stands now, when later runs changed it)."""
     commit = doc.get("commit") or {}
-    return (f"bindy-agent: {doc['outcome']} {doc['revision'][:12]} \"{commit.get('subject', '')}\" "
+    return (f"bindy-agent: {outcome or doc['outcome']} {doc['revision'][:12]} \"{commit.get('subject', '')}\" "
             f"({commit.get('author', 'unknown author')})")
+
+
+def now_lines(doc: dict[str, Any]) -> list[str]:
+    """Where a commit with later runs stands now (its latest run), before the history: nothing without them."""
+    runs = doc.get("laterRuns") or []
+    if not runs:
+        return []
+    latest, count = runs[-1], 1 + len(runs) + (doc.get("laterRunsDropped") or 0)
+    lines = [f"now: {latest['outcome']}, by run {latest['runId']} at {latest['startedAt']}, the latest of {count:,} "
+             f"runs of this commit (the first was {doc['outcome']}; the history is below)"]
+    for label, key in (("failed", "failures"), ("conflict", "conflicts"), ("refused", "refusals")):
+        lines += [f"  {label}: {item}" for item in (latest.get(key) or [])[:DETAIL_LINES]]
+    return [*lines, "", f"First run {doc['runId']} at {doc.get('startedAt', '')}: {doc['outcome']}"]
 
 
 def summary_lines(doc: dict[str, Any]) -> list[str]:
@@ -158,7 +172,9 @@ def note_text(doc: dict[str, Any]) -> str:
     details = [f"  {change_line(c)}" for c in changes[:DETAIL_LINES]]
     details += [f"  ... and {total - DETAIL_LINES:,} more (`bindy-agent report {doc['revision'][:12]} -o json` "
                 "lists every change)"] if total > DETAIL_LINES else []
-    return "\n".join([*map(printable.line, [headline(doc), *summary_lines(doc), *details, *later_lines(doc)]),
+    now = (doc.get("laterRuns") or [doc])[-1]
+    lead = [headline(doc, now["outcome"]), *now_lines(doc)]
+    return "\n".join([*map(printable.line, [*lead, *summary_lines(doc), *details, *later_lines(doc)]),
                       MARKER, json.dumps(doc, separators=(",", ":"), sort_keys=True)]) + "\n"
 
 
@@ -250,7 +266,10 @@ def parse(note: str) -> dict[str, Any]:
 
 
 def render_text(doc: dict[str, Any]) -> str:
-    lines = [headline(doc), *summary_lines(doc)]
+    """The report as `bindy-agent report` prints it: where the commit stands now first (its latest run),
+    then what its first run did, then the later runs, oldest first."""
+    now = (doc.get("laterRuns") or [doc])[-1]
+    lines = [headline(doc, now["outcome"]), *now_lines(doc), *summary_lines(doc)]
     commit = doc.get("commit") or {}
     lines.append(f"commit {doc['revision']}  {commit.get('date', '')}")
     errors = [p for p in doc["problems"] if p["severity"] == "error"]

@@ -174,6 +174,9 @@ class Plan:
     crds: list[kubechange.CrdChange] = dataclasses.field(default_factory=list)  # Bindy's CRDs, applied before all
     blocked: dict[ObjectKey, str] = dataclasses.field(default_factory=dict)
     inventory: list[ObjectKey] | None = None
+    # where its changes come from in the repository, and how to link there (plan/locate.Sources): what
+    # the Markdown plan links each change to; None: nowhere known
+    sources: Any = None
 
     @property
     def summary(self) -> dict[str, int]:

@@ -14,6 +14,7 @@ from agent.plan import render_json as json_plan
 from agent.plan import render_markdown as markdown_plan
 from agent.plan import render_text as text_plan
 from agent.plan.changes import Plan
+from agent.plan.locate import NOWHERE, Sources
 
 MARKDOWN_LIMIT = markdown_plan.MARKDOWN_LIMIT
 CHUNK = 1 << 16  # characters a write gathers
@@ -23,8 +24,11 @@ PIECES: dict[str, Callable[[Plan], Iterator[str]]] = {
 FORMATS = sorted(PIECES)
 
 
-def chunks(plan: Plan, output: str, *, size: int = CHUNK) -> Iterator[str]:
-    """The plan in `output` format, in pieces of about `size` characters (the last one shorter)."""
+def chunks(plan: Plan, output: str, *, size: int = CHUNK, sources: Sources = NOWHERE) -> Iterator[str]:
+    """The plan in `output` format, in pieces of about `size` characters (the last one shorter); `sources`:
+    where the Markdown plan's changes come from and how to link there (plan/locate.py)."""
+    if output == "markdown":
+        return _gathered(markdown_plan.pieces(plan, sources=sources), size)
     return _gathered(PIECES[output](plan), size)
 
 
@@ -49,5 +53,5 @@ def render_json(plan: Plan) -> str:
     return "".join(json_plan.pieces(plan))
 
 
-def render_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT) -> str:
-    return "".join(markdown_plan.pieces(plan, limit=limit))
+def render_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT, sources: Sources = NOWHERE) -> str:
+    return "".join(markdown_plan.pieces(plan, limit=limit, sources=sources))

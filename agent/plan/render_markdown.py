@@ -1,97 +1,37 @@
-"""The Markdown plan, meant to be pasted as a pull-request comment.
+"""The Markdown plan, meant to be pasted as a pull-request comment, written for its reviewers.
 
-It fits GitHub's 65,536-character limit (`MARKDOWN_LIMIT`). The summary and every count are always
-shown; when the tables do not fit, each is cut to the same number of rows (the most that fit) and
-ends with "... and N more". Rows are rendered lazily and only as far as the limit can reach: a plan
-of 100,000 changes renders about as many rows as fit in one comment, never all of them.
+    headline        how many CRs of the repository the change edits, and the totals of each layer,
+                    labelled (a record edited in its CR is one CR and one RRset: each layer counts it once)
+    refusals        what the safety gate would refuse (then a sync applies nothing)
+    DNS records     first, what a reviewer came for, grouped by zone (plan/markdown_rows.py)
+    zones           the zones created on or removed from servers, grouped by zone
+    CRs             the CRs of the repository, applied to Kubernetes
+    generated       what the agent makes from them (Deployments, Services, ...), folded in <details>
+    the rest        conflicts, what was not observed, errors and warnings
 
-Everything a revision wrote (names, values, field paths, messages, labels) is shown in code spans:
-there a CommonMark renderer (GitHub's is cmark-gfm) makes no link, autolink, emphasis or HTML, and
-escapes `<`, `>` and `&` itself, so `[x](https://evil)`, `<img src=x onerror=...>` and `<details>`
-are shown as written. Only the agent's own words are Markdown.
+Each change is marked `+`, `~` or `-`, shows an edit as `old -> new`, and links to its file:line when
+the CLI has --link-base (plan/locate.py finds the line). It fits GitHub's 65,536-character limit
+(`MARKDOWN_LIMIT`): the headline and every count are always shown; when the tables do not fit, each is
+cut to the same number of rows (the most that fit) and ends with "... and N more". Rows are rendered
+lazily and only as far as the limit can reach: a plan of 100,000 changes renders about as many rows as
+fit in one comment, never all of them.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
 
-from agent.model import printable
 from agent.model.problems import Problem, Severity
-from agent.plan.changes import LAYERS, SYMBOL, Action, Change, KubeTarget, Plan, RRsetTarget
-from agent.plan.render_text import detail, label, summary_line
+from agent.plan import markdown_rows as rows
+from agent.plan.changes import Action, Change, Plan, RRsetTarget, ZoneTarget
+from agent.plan.locate import NOWHERE, Sources
+from agent.plan.markdown_rows import code
+from agent.plan.render_text import label
 
 MARKDOWN_LIMIT = 65_536  # GitHub's limit on a comment's body, in characters
-SHOWN_FIELDS = 3  # changed fields shown with their values in a Markdown row
-_BACKTICKS = re.compile("`+")
-
-
-def code(text: str, *, cell: bool = False) -> str:
-    """`text` as inline code shown exactly as written, on one line (controls and newlines escaped). Its
-    fence is longer than any run of backticks inside; a space pads text that starts or ends with a
-    backtick or a space (CommonMark strips one from each side). In a table `cell`, every `|` is escaped:
-    GFM splits cells on it even inside code, and takes the backslash away again."""
-    text = printable.line(text)
-    if not text:
-        return ""
-    if cell:
-        text = text.replace("|", "\\|")
-    if "`" not in text:  # the usual case
-        return f"` {text} `" if text[0] == " " == text[-1] and text.strip(" ") else f"`{text}`"
-    fence = "`" * (max(map(len, _BACKTICKS.findall(text))) + 1)
-    pad = " " if text[0] in "` " or text[-1] in "` " else ""
-    return fence + pad + text + pad + fence
-
-
-def _cell(text: str) -> str:
-    return code(text, cell=True)
-
-
-_MISSING = object()
-
-
-def _lookup(body: Any, path: str) -> Any:
-    """The value at a field path such as `spec.ipv4Addresses[0]` (keys may hold dots, e.g. labels)."""
-    if not path:
-        return body
-    if path.startswith("[") and isinstance(body, list):
-        end = path.index("]")
-        index = int(path[1:end])
-        return _lookup(body[index], path[end + 1:].lstrip(".")) if index < len(body) else _MISSING
-    if isinstance(body, dict):
-        for key in sorted((k for k in body if path == k or path.startswith((k + ".", k + "["))), key=len,
-                          reverse=True):
-            return _lookup(body[key], path[len(key):].lstrip("."))
-    return _MISSING
-
-
-def _value(value: Any) -> str:
-    if value is _MISSING:
-        return "(unset)"
-    text = json.dumps(value, separators=(", ", ": "))
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _kube_detail(change: Change) -> str:
-    """An update of a Kubernetes object with its first fields' old and new values."""
-    if change.action is not Action.UPDATE or change.before is None or change.after is None:
-        return _cell(detail(change))
-    shown = [f"{_cell(f)}: {_cell(_value(_lookup(change.before, f)))} → {_cell(_value(_lookup(change.after, f)))}"
-             for f in change.fields[:SHOWN_FIELDS]]
-    more = len(change.fields) - SHOWN_FIELDS
-    return "<br>".join(shown + ([f"and {more} more fields"] if more > 0 else []))
-
-
-def _row(change: Change) -> str:
-    if isinstance(change.target, RRsetTarget):
-        target, shown = f"{change.target.zone} {change.target}", _cell(detail(change))
-    else:
-        target = str(change.target)
-        shown = _kube_detail(change) if isinstance(change.target, KubeTarget) else _cell(detail(change))
-    return f"| {SYMBOL[change.action]} | {_cell(target)} | {shown} |"
+__all__ = ["MARKDOWN_LIMIT", "code", "pieces"]
 
 
 class _Rows:
@@ -118,11 +58,12 @@ class _Section:
     heading: list[str]
     rows: _Rows
     more: Callable[[int], str]  # the line that ends a cut section: "... and N more"
+    footer: tuple[str, ...] = ()  # after the rows (a folded section's closing tag)
 
     def length(self, n: int) -> int:
         """Its characters with at most n rows, each line with its newline (its empty last line's too)."""
         cut = self.rows.count - n
-        return (sum(len(line) + 1 for line in self.heading) + self.rows.length(n)
+        return (sum(len(line) + 1 for line in (*self.heading, *self.footer)) + self.rows.length(n)
                 + (len(self.more(cut)) + 1 if cut > 0 else 0) + 1)
 
     def lines(self, n: int) -> Iterator[str]:
@@ -130,33 +71,64 @@ class _Section:
         yield from self.rows.rendered[:n]
         if self.rows.count > n:
             yield self.more(self.rows.count - n)
+        yield from self.footer
         yield ""
 
 
-def _rows(plan: Plan, layer: str) -> Iterator[str]:
-    return (_row(c) for c in plan.changes if c.target.layer == layer)
+RECORDS, ZONES, CRS, GENERATED = "records", "zones", "crs", "generated"
+TOTALS = ((RECORDS, "DNS records (RRsets)"), (ZONES, "Zones on servers"), (CRS, "CRs of the repository"),
+          (GENERATED, "Generated Kubernetes objects"))
 
 
-def _sections(plan: Plan, limit: int) -> list[_Section]:
+def _layer(change: Change, sources: Sources) -> str:
+    target = change.target
+    if isinstance(target, RRsetTarget):
+        return RECORDS
+    if isinstance(target, ZoneTarget):
+        return ZONES
+    return CRS if sources.written(change) else GENERATED
+
+
+def _table(title: str, header: list[str], count: int, found: Iterator[str], limit: int, *,
+           folded: str = "") -> _Section:
+    columns = header[0].count("|") - 1
+    more: Callable[[int], str] = lambda n: f"| | ... and {n:,} more |" + " |" * (columns - 2)  # noqa: E731
+    if folded:
+        return _Section(["<details>", f"<summary>{folded}</summary>", "", *header], _Rows(count, found, limit), more,
+                        ("", "</details>"))
+    return _Section([f"### {title}", "", *header], _Rows(count, found, limit), more)
+
+
+def _bullets(title: str, items: list[str], limit: int) -> _Section:
+    return _Section([title, ""], _Rows(len(items), (f"- {code(i)}" for i in items), limit),
+                    lambda n: f"- ... and {n:,} more")
+
+
+def _sections(plan: Plan, limit: int, sources: Sources, counts: dict[str, Counter[Action]]) -> list[_Section]:
+    def of(layer: str) -> Iterator[Change]:
+        return (c for c in plan.changes if _layer(c, sources) == layer)
+
     out: list[_Section] = []
-    table = ["| | target | detail |", "|---|---|---|"]
-    for layer, title in LAYERS:
-        count = sum(1 for c in plan.changes if c.target.layer == layer)
+    if plan.refusals:
+        out.append(_bullets(f"### The safety gate would refuse this plan ({len(plan.refusals)}): a sync applies "
+                            "nothing", plan.refusals, limit))
+    tables = ((RECORDS, "DNS records", rows.RECORDS_TABLE, rows.record_rows, ""),
+              (ZONES, "Zones on servers", rows.ZONES_TABLE, rows.zone_rows, ""),
+              (CRS, "CRs of the repository", rows.CRS_TABLE, rows.cr_rows, ""),
+              (GENERATED, "", rows.GENERATED_TABLE, rows.generated_rows, "Generated Kubernetes objects ({}): what "
+               "the agent makes from the CRs"))
+    for layer, title, header, render, folded in tables:
+        count = sum(counts[layer].values())
         if count:
-            out.append(_Section([f"### {title} ({count})", "", *table], _Rows(count, _rows(plan, layer), limit),
-                                lambda n: f"| | ... and {n:,} more | |"))
+            out.append(_table(f"{title} ({count})", header, count, render(of(layer), sources), limit,
+                              folded=folded.format(count)))
     bullets: list[tuple[str, list[str]]] = [
-        (f"### The safety gate would refuse this plan ({len(plan.refusals)}): a sync applies nothing",
-         plan.refusals),
         (f"### Conflicts, left untouched ({len(plan.conflicts)})", plan.conflicts),
         (f"### Not observed ({len(plan.unplanned)})", plan.unplanned),
     ]
     bullets += _problem_sections(plan)
-    out += [_Section([title, ""], _Rows(len(items), (f"- {code(i)}" for i in items), limit),
-                     lambda n: f"- ... and {n:,} more") for title, items in bullets if items]
+    out += [_bullets(title, items, limit) for title, items in bullets if items]
     return out
-
-
 def _problem_sections(plan: Plan) -> list[tuple[str, list[str]]]:
     def group(items: list[Problem], where: str) -> list[tuple[str, list[str]]]:
         errors = [str(p) for p in items if p.severity is Severity.ERROR]
@@ -168,7 +140,39 @@ def _problem_sections(plan: Plan) -> list[tuple[str, list[str]]]:
     return group(plan.problems, " in the head") + base
 
 
-def _head(plan: Plan) -> list[str]:
+def _count(plan: Plan, sources: Sources) -> dict[str, Counter[Action]]:
+    counts: dict[str, Counter[Action]] = {layer: Counter() for layer, _ in TOTALS}
+    for c in plan.changes:
+        counts[_layer(c, sources)][c.action] += 1
+    return counts
+
+
+def _totals(counts: dict[str, Counter[Action]]) -> list[str]:
+    """Each layer's adds, changes and removes, labelled: the same edit is counted once in each layer."""
+    def shown(layer: str, action: Action, sign: str) -> str:
+        n = counts[layer][action]
+        return f"`{sign}{n:,}`" if n else "0"
+
+    lines = ["| | added | changed | removed |", "|---|--:|--:|--:|"]
+    lines += [f"| {title} | {shown(layer, Action.CREATE, '+')} | {shown(layer, Action.UPDATE, '~')} | "
+              f"{shown(layer, Action.DELETE, '-')} |" for layer, title in TOTALS]
+    return [*lines, "", "_Each layer counts an edit once: a record edited in its CR is one CR and one RRset._", ""]
+
+
+def _headline(plan: Plan, counts: dict[str, Counter[Action]]) -> str:
+    crs = counts[CRS]
+    n = sum(crs.values())
+    if not plan.changes:
+        return "**No changes**: the head does exactly what the base does." if plan.base is not None else \
+            "**No changes**: the world matches the revision."
+    what = f"edit{'s' if n != 1 else ''} to the repository's CRs" if plan.base is not None else \
+        f"CR{'s' if n != 1 else ''} of the repository to apply"
+    parts = [f"{crs[a]:,} {word}" for a, word in ((Action.CREATE, "added"), (Action.UPDATE, "changed"),
+                                                  (Action.DELETE, "removed")) if crs[a]]
+    return f"**{n:,} {what}**" + (f": {', '.join(parts)}." if parts else ".")
+
+
+def _head(plan: Plan, counts: dict[str, Counter[Action]]) -> list[str]:
     lines = ["## bindy-agent plan", ""]
     if plan.base is not None:
         lines += [f"Changes from base {code(label(plan, plan.base))} to head {code(label(plan, plan.revision))}",
@@ -177,16 +181,21 @@ def _head(plan: Plan) -> list[str]:
         lines += [f"Revision {code(plan.revision)}", ""]
     if plan.invalid:
         errors = {"base": plan.base_problems, "head": plan.problems, "revision": plan.problems}
-        counts = ", ".join(f"{what} has {sum(p.severity is Severity.ERROR for p in errors[what])} errors"
-                           for what in plan.invalid)
-        return lines + [f"**Not planned: the {counts}.** Nothing can be applied until they are fixed.", ""]
-    return lines + [f"**{summary_line(plan)}**", ""]
+        counts_ = ", ".join(f"{what} has {sum(p.severity is Severity.ERROR for p in errors[what])} errors"
+                            for what in plan.invalid)
+        return lines + [f"**Not planned: the {counts_}.** Nothing can be applied until they are fixed.", ""]
+    lines += [_headline(plan, counts), ""]
+    return lines + (_totals(counts) if plan.changes else [])
 
 
-def pieces(plan: Plan, *, limit: int = MARKDOWN_LIMIT) -> Iterator[str]:
+def pieces(plan: Plan, *, limit: int = MARKDOWN_LIMIT, sources: Sources = NOWHERE) -> Iterator[str]:
     """The Markdown plan, line by line: every table with as many rows as fit (all of them if they do),
-    and a note when they were cut; never more than `limit` characters."""
-    head, sections = _head(plan), _sections(plan, limit)
+    and a note when they were cut; never more than `limit` characters. `sources`: where each change comes
+    from in the repository, and how to link there (plan/locate.py)."""
+    if sources is NOWHERE and plan.sources is not None:
+        sources = plan.sources
+    counts = _count(plan, sources)
+    head, sections = _head(plan, counts), _sections(plan, limit, sources, counts)
     note = (f"\n_Cut to fit a {limit:,}-character comment: every count above is complete; "
             "`bindy-agent plan -o json` lists every change._\n")
     top = sum(len(line) + 1 for line in head)
@@ -196,7 +205,7 @@ def pieces(plan: Plan, *, limit: int = MARKDOWN_LIMIT) -> Iterator[str]:
 
     most = max((s.rows.count for s in sections), default=0)
     if length(most) <= limit:
-        rows, tail = most, ""
+        shown, tail = most, ""
     else:
         low, high = 0, most  # the most rows per section that fit, with the note
         while low < high:
@@ -205,8 +214,8 @@ def pieces(plan: Plan, *, limit: int = MARKDOWN_LIMIT) -> Iterator[str]:
                 low = mid
             else:
                 high = mid - 1
-        rows, tail = low, note
-    lines = [*head, *(line for s in sections for line in s.lines(rows))]
+        shown, tail = low, note
+    lines = [*head, *(line for s in sections for line in s.lines(shown))]
     budget = limit  # a head and headings longer than the limit are cut, like any other text
     for i, line in enumerate(lines):
         piece = line + ("\n" if i < len(lines) - 1 else tail)

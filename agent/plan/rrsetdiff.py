@@ -12,7 +12,7 @@
 difference is an update, never a conflict. The caller (plan/zonediff.py) gives only the apex NS, and
 on a server the zone is created on what the create writes (apex NS, IPv4 glue): other glue is like
 any record, so foreign data at a name server's name stays a conflict. The SOA belongs to the zone
-itself and is never planned.
+itself and is never planned here (agent/plan/soadiff.py keeps it as the DNSZone says).
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from agent.desired.placement import Zone
 from agent.desired.rrsets import RRset
 from agent.model.names import FORCE_ANNOTATION, THRESHOLD_ANNOTATION
 from agent.model.ownership import Key, ZoneOwnership, digest
-from agent.plan import rrsetdiff, zonecalls, zoneplan
+from agent.plan import rrsetdiff, soadiff, zonecalls, zoneplan
 from agent.plan.observed import DnsObserved, Reach, ZoneObserved
 from agent.plan.zoneplan import ZonePlan, instance_id, instance_of
 
@@ -144,6 +144,8 @@ def _records(name: str, zone: Zone, primaries: list[str], errors: dict[str, str]
             else:  # a server without the zone gets it created first: its apex NS and IPv4 glue come with it
                 have, own = created, apex | set(created)
             result = rrsetdiff.rrset_plan(name, zone.rrsets, have, managed, own)
+            if (soa := soadiff.change(zone, have)) is not None:  # the SOA follows soaRecord (not on a create)
+                result = dataclasses.replace(result, changes=[*result.changes, soa])
             records[server] = result
             # the first server's set itself (never changed in place: 100,000 keys need no copy)
             after = result.managed_after if after is None else after & result.managed_after

@@ -169,6 +169,8 @@ class ZonePlan:
         intent = Intent(place={i: r for i, r in self.creates}, unplace=set(self.deletes))
         for plan in self.records.values():
             for change in plan.changes:
+                if change.key[1] == "SOA":  # the zone's own (agent/plan/soadiff.py): never the agent's
+                    continue
                 if change.after is not None:
                     intent.writes[change.key] = digest(change.after.rdatas, change.after.ttl)
                 else:

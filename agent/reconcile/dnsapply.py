@@ -279,8 +279,8 @@ class DnsApply:
         serials = [result.after[p].serial if p in result.after else None for p in result.applied_on]
         serial = serials[0] if len(serials) == 1 else None
         with self._lock:
-            self.to_confirm.append((result, dnsverify.Written(zp.name, result.changes, list(result.applied_on),
-                                                              secondaries, serial)))
+            self.to_confirm.append((result, dnsverify.Written(zp.name, [c for c in result.changes if c.key[1] != "SOA"],
+                                                              list(result.applied_on), secondaries, serial)))
 
     def catch_up(self, in_sync: list[tuple[ZonePlan, ZoneResult]]) -> None:
         """For zones with nothing to do: one serial sweep per secondary finds any that is behind its

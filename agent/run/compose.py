@@ -112,11 +112,12 @@ def kube_api(request: Request) -> kubeapi.KubeApi:
 
 def store(request: Request, api: kubeapi.KubeApi | None) -> statestore.Store:
     """A named directory, else the cluster's ConfigMaps, else the local directory."""
+    moves = not request.options.dry_run  # a dry run (and a plan) leaves an unreadable record where it is
     if request.state is not None:
-        return statestore.FileStore(request.state)
+        return statestore.FileStore(request.state, moves=moves)
     if api is not None:
-        return statestore.ConfigMapStore(api, request.options.agent_namespace)
-    return statestore.FileStore(request.local_state)
+        return statestore.ConfigMapStore(api, request.options.agent_namespace, moves=moves)
+    return statestore.FileStore(request.local_state, moves=moves)
 
 
 def zone_endpoints(request: Request, api: kubeapi.KubeApi | None) -> planning.Endpoints | None:
@@ -169,7 +170,7 @@ def options(values: Mapping[str, Any], repo_policy: policy.PolicySettings) -> pl
                              delete_threshold=safety.DELETE_THRESHOLD if threshold is None else threshold / 100),
         repo_policy=repo_policy,
         agent_namespace=given("agent_namespace", default.agent_namespace),
-        default_namespace=given("namespace", default.default_namespace),
+        default_namespace=given("namespace", repo_policy.default_namespace),
         install_crds=bool(given("install_crds", default.install_crds)),
         create_namespaces=bool(given("create_namespaces", default.create_namespaces)),
         rotate_rndc_keys=bool(given("rotate_rndc_keys", default.rotate_rndc_keys)),

@@ -21,6 +21,7 @@ import dataclasses
 import logging
 import time
 
+from agent.clients import statestore
 from agent.clients.deadline import Deadline
 from agent.errors import AgentError
 from agent.run import memorize
@@ -42,6 +43,7 @@ class Followed:
 def follow(source: RevisionSource, targets: Targets, options: Options, memory: Memory) -> Followed:
     """Plans the newest revision read-only and keeps what was observed; never raises for the world."""
     deadline = Deadline(options.deadline)
+    targets = dataclasses.replace(targets, store=statestore.ReadOnly(targets.store))  # the leader alone writes
     try:
         with bounded(source, targets, deadline, lock_wait=options.lock_wait):
             if memory.kube_listed <= targets.store.load_run().wrote_at + CLOCK_SKEW:

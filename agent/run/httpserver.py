@@ -6,6 +6,8 @@
                   connection is closed after as long), its body within `body_timeout` after them
     bodies        over `max_body` bytes: 413 as soon as the Content-Length is read (chunked: once the
                   limit is passed); at most INBUF_IN_MEMORY bytes of a body are held in memory
+    framing       a request whose length could be read two ways (Content-Length with Transfer-Encoding,
+                  either twice, a folded header, a chunk over the body limit): 400 (agent/run/httpframing.py)
     bad requests  waitress's 400 (431, 501) and one log line, never a traceback; the connection
                   then closes lingering: writes shut, what the client still sends read and dropped
                   for up to LINGER seconds (LINGER_BYTES), so the close does not reset the
@@ -29,6 +31,8 @@ from waitress.channel import HTTPChannel
 from waitress.server import TcpWSGIServer
 from waitress.task import ErrorTask
 from waitress.utilities import RequestEntityTooLarge
+
+from agent.run import httpframing
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +84,7 @@ class _Channel(HTTPChannel):  # type: ignore[misc]
     """One connection; notes when the request being received started and when its headers ended."""
 
     error_task_class = _RefusedTask
+    parser_class = httpframing.Parser  # RFC 9112 framing: an ambiguous length is a 400 (agent/run/httpframing.py)
     refused = False  # a request was refused: the close lingers
     lingering_until: float | None = None
     dropped = 0

@@ -8,8 +8,10 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from agent.clients.statestore import Store
 from agent.desired.hierarchy import Desired
 from agent.model.key import ObjectKey
+from agent.model.ownership import RunState
 from agent.outcome import conditions
 from agent.plan import kubechange
 from agent.plan.observed import DnsObserved, KubeObserved, Observed
@@ -154,3 +156,13 @@ def rejection_marked(memory: Memory, marks: list[tuple[dict[str, Any], dict[str,
         memory.unsettled.add(key)
         if memory.kube is not None and key in memory.kube.live:
             memory.kube.live[key] = {**memory.kube.live[key], "status": new}
+
+
+def load_run(store: Store, memory: Memory) -> RunState:
+    """The run's record at a run's start: one found unreadable is quarantined (agent/clients/statestore.py)
+    and the run goes on as for a missing one, trusting nothing remembered of the world."""
+    before = store.quarantined
+    state = store.load_run()
+    if store.quarantined != before and memory.keeps:
+        memory.forget_world()
+    return state

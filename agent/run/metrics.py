@@ -14,6 +14,7 @@ from typing import Any
 
 import prometheus_client
 
+from agent.clients import statestore
 from agent.model import calls
 from agent.model.key import ObjectKey
 from agent.plan import changes as plan_changes
@@ -48,7 +49,8 @@ class Metrics:
             self.drift_found.labels(layer)
             self.drift_repaired.labels(layer)
         self.deadlines.inc(0)
-        self.stop_listening = calls.listen(self.call)
+        self._stops = (calls.listen(self.call),
+                       statestore.listen(lambda record: self.quarantined.labels(record).inc()))
 
     def _run_metrics(self, r: prometheus_client.CollectorRegistry) -> None:
         """Runs, their steps, and the revisions and changes they applied."""
@@ -117,10 +119,20 @@ class Metrics:
         self.follows = prometheus_client.Counter("bindy_agent_standby_follows", "Runs of a standby that read the "
                                                  "newest revision and the world and wrote nothing, by result (ok, "
                                                  "error)", ["result"], registry=r)
+        self.quarantined = prometheus_client.Counter("bindy_agent_state_quarantined", "State records found "
+                                                     "unreadable and moved aside, by record (run, zone)", ["record"],
+                                                     registry=r)
+        for record in ("run", "zone"):
+            self.quarantined.labels(record)
         self.deliveries = prometheus_client.Counter("bindy_agent_webhook_deliveries",
                                                     "Webhook deliveries by result (accepted, ignored: not a push "
                                                     "of a followed ref, refused, standby)",
                                                     ["result"], registry=r)
+
+    def stop_listening(self) -> None:
+        """Hears no more calls or quarantined records (a test's metrics, once done)."""
+        for stop in self._stops:
+            stop()
 
     def call(self, target: str, operation: str, result: str, seconds: float) -> None:
         """One external call (agent/model/calls.py)."""

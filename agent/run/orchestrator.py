@@ -111,7 +111,7 @@ class _Run:
     def _go(self) -> RunOutcome:
         try:
             with timed(self.steps, "fetch"):
-                self.state = self.targets.store.load_run()
+                self.state = memorize.load_run(self.targets.store, self.memory)
             if self.options.suspend or self.state.suspended:
                 why = SUSPENDED_BY_SETTING if self.options.suspend else SUSPENDED_BY_MARK
                 return RunOutcome(self.run_id, None, "suspended", message=why)

@@ -22,8 +22,10 @@ import time
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
+from agent.clients import statestore
 from agent.clients.kubeapi import KubeApi
 from agent.errors import AgentError
+from agent.model import ownership
 from agent.run import (
     compose,
     follow,
@@ -65,7 +67,10 @@ class Agent:
         self.triggers = throttle.Triggers(settings.webhook_min_interval)
         self.stopping = threading.Event()
         self.backoff = 0  # retries in a row (see _retry)
-        state = self.store.load_run()
+        try:  # a replica that may not lead yet leaves an unreadable record to the leader
+            state = self.store.load_run(quarantine=self.elector is None)
+        except statestore.StateUnreadable:
+            state = ownership.RunState()
         self.ready = runner.serving(state)  # serving the newest good revision
         self.trace = runtrace.RunTrace(self.metrics, api=self.api, agent_namespace=settings.agent_namespace,
                                        applied=state.applied, seen=state.seen)  # start/end lines, metrics, Events
@@ -106,7 +111,7 @@ class Agent:
         is not a rejected one (a standby reads the shared state on every probe)."""
         if self.elector is not None and not self.elector.leader:
             try:
-                self.ready = runner.serving(self.store.load_run())
+                self.ready = runner.serving(self.store.load_run(quarantine=False))
             except AgentError:  # the probe must answer, not raise
                 return False
         return self.ready
@@ -160,8 +165,11 @@ class Agent:
         """What this replica followed as a standby is checked, not thrown away (agent/run/follow.py); the
         zones' ownership records are read back, since the old leader wrote them."""
         try:
+            quarantined = self.store.quarantined
             self.memory.take_over(applied_at=self.store.load_run().wrote_at)
             self.store.load_zones(refresh=True)
+            if self.store.quarantined != quarantined:  # a record was unreadable: read the world again
+                self.memory.forget_world()
         except AgentError as exc:
             log.warning("taking over: could not read the zones' ownership records (%s): nothing remembered is "
                         "trusted", exc)

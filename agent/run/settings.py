@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import pathlib
+from typing import Annotated
 
 import pydantic
 import yaml
@@ -17,10 +18,13 @@ from agent.load import scalars
 from agent.model import limits as read_limits
 from agent.model import names
 from agent.outcome import delivery, forge, notify
+from agent.run import settingchecks as checks
 from agent.sources import git as git_source
+from agent.sources import operatorfile
 
 ENV_PREFIX = "BINDY_AGENT_"
 MIB = 1024 * 1024
+DAY, HOUR = 86400, 3600  # the longest a duration setting may be
 _POLICY = policy.PolicySettings()  # the policy's defaults are the settings' defaults
 
 
@@ -30,7 +34,7 @@ class Settings(pydantic.BaseModel):
     values here: only paths of files that hold them (mounted Secrets). The docstring under each
     field is the help text of its flag."""
 
-    model_config = pydantic.ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = pydantic.ConfigDict(extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
 
     # The Git source.
     repo: str
@@ -56,7 +60,7 @@ class Settings(pydantic.BaseModel):
     report_key_file: pathlib.Path | None = None
     """file holding the key that signs each commit report (HMAC-SHA256), at least 32 characters; give the
     same file to `bindy-agent report --report-key-file` (without it reports are unsigned: unverified)"""
-    resync_after: float = pydantic.Field(names.DEFAULT_RESYNC_AFTER, ge=0)
+    resync_after: float = pydantic.Field(names.DEFAULT_RESYNC_AFTER, ge=0, le=30 * DAY)
     """seconds after which an unchanged revision is reconciled again (repairs drift)"""
 
     # Where it syncs to.
@@ -64,7 +68,7 @@ class Settings(pydantic.BaseModel):
     """kubeconfig of the cluster that gets the CRs and the BIND9 workloads"""
     in_cluster: bool = False
     """reach the cluster with the pod's ServiceAccount (instead of --kubeconfig)"""
-    agent_namespace: str = names.DEFAULT_AGENT_NAMESPACE
+    agent_namespace: str = pydantic.Field(names.DEFAULT_AGENT_NAMESPACE, pattern=checks.LABEL, max_length=63)
     """namespace of the agent's state, inventory and Lease"""
     install_crds: bool = pydantic.Field(True, description="apply the 12 CRDs before each sync (off when an admin "
                                         "installs them and the agent may only read them)")
@@ -75,13 +79,13 @@ class Settings(pydantic.BaseModel):
     zone_api_token_file: pathlib.Path = pydantic.Field(
         zone_endpoints.ZONE_API_TOKEN, description="projected ServiceAccount token for the zone HTTP APIs "
         "(never the Kubernetes API token)")
-    zone_api_audience: str = pydantic.Field(zone_endpoints.ZONE_API_AUDIENCE,
+    zone_api_audience: str = pydantic.Field(zone_endpoints.ZONE_API_AUDIENCE, min_length=1, max_length=253,
                                             description="the audience the zone API token must be bound to")
     state: pathlib.Path | None = None
     """directory of the agent's state; given, it is used even with a cluster (default: with a cluster, the
     ConfigMap bindy-agent-state in --agent-namespace, which replicas share; without one, state in --cache)"""
-    namespace: str = names.DEFAULT_NAMESPACE
-    """namespace for namespaced objects that name none"""
+    namespace: Annotated[str, pydantic.Field(pattern=checks.LABEL, max_length=63)] | None = None
+    """namespace for namespaced objects that name none (default: the first of allowed_namespaces)"""
     force: bool = False
     """apply plans the safety gate refuses (mass deletes, whole-zone deletes, apex NS changes, large prunes)"""
     allow_prune: bool = False
@@ -95,32 +99,32 @@ class Settings(pydantic.BaseModel):
     """apply: make the world match Git; detect: plan every run and report drift (metric, status), write nothing"""
     suspend: bool = False
     """run nothing (as does the annotation bindy.firestoned.io/suspend: "true" on the state ConfigMap)"""
-    deadline: float = pydantic.Field(names.DEFAULT_DEADLINE, ge=0)
+    deadline: float = pydantic.Field(names.DEFAULT_DEADLINE, ge=0, le=DAY)
     """the most one run may take in seconds; a stalled server ends it as partial (0: no limit)"""
-    batch: int = pydantic.Field(1000, ge=1)
+    batch: int = pydantic.Field(1000, ge=1, le=100_000)
     """changes per DNS UPDATE message"""
 
     # When it syncs.
-    interval: float = pydantic.Field(60, gt=0)
+    interval: float = pydantic.Field(60, gt=0, le=DAY)
     """seconds between scheduled syncs"""
-    jitter: float = pydantic.Field(5, ge=0)
+    jitter: float = pydantic.Field(5, ge=0, le=HOUR)
     """up to this many seconds added at random to each scheduled sync"""
-    webhook_min_interval: float = pydantic.Field(10, ge=0)
+    webhook_min_interval: float = pydantic.Field(10, ge=0, le=HOUR)
     """seconds between two runs started by webhooks: the first delivery starts a run at once, later ones
     collapse into one more run when this interval ends"""
 
     # HTTP: health, readiness, metrics and the webhook.
-    listen: str = pydantic.Field("0.0.0.0:8080", pattern=r"^\S*:[0-9]{1,5}$")
+    listen: str = pydantic.Field("0.0.0.0:8080", pattern=r"^\S*:[0-9]{1,5}$", max_length=300)
     """HOST:PORT of /healthz, /readyz, /metrics and POST /hooks/git"""
     webhook_secret_file: pathlib.Path | None = None
     """file holding the webhook's shared secret, at least 32 characters (without it the webhook is off)"""
-    webhook_max_body: int = pydantic.Field(MIB, ge=1024)
+    webhook_max_body: int = pydantic.Field(MIB, ge=1024, le=256 * MIB)
     """largest request body in bytes; a larger one gets 413 before it is read"""
-    http_header_timeout: float = pydantic.Field(10, gt=0)
+    http_header_timeout: float = pydantic.Field(10, gt=0, le=HOUR)
     """seconds a client has to send a request's headers; idle connections are closed after as long"""
-    http_body_timeout: float = pydantic.Field(30, gt=0)
+    http_body_timeout: float = pydantic.Field(30, gt=0, le=HOUR)
     """seconds a client has to send a request's body once its headers are in"""
-    http_connection_limit: int = pydantic.Field(500, ge=16)
+    http_connection_limit: int = pydantic.Field(500, ge=16, le=10_000)
     """open HTTP connections at most; further ones wait until one closes"""
 
     # The process.
@@ -130,9 +134,9 @@ class Settings(pydantic.BaseModel):
     """the least important log lines written: debug, info, warning or error"""
     leader_election: bool = True
     """with a cluster: only the holder of the Lease syncs"""
-    lease_name: str = names.LEASE_NAME
+    lease_name: str = pydantic.Field(names.LEASE_NAME, pattern=checks.SUBDOMAIN, max_length=253)
     """name of the Lease used for leader election"""
-    lease_duration: int = pydantic.Field(names.DEFAULT_LEASE_DURATION, ge=2)
+    lease_duration: int = pydantic.Field(names.DEFAULT_LEASE_DURATION, ge=2, le=HOUR)
     """seconds before a silent leader is replaced"""
 
     # Where results are announced: commit statuses and alerts.
@@ -140,16 +144,16 @@ class Settings(pydantic.BaseModel):
     """post a commit status on each commit a run handles: off, github, gitlab or gitea"""
     commit_status_token_file: pathlib.Path | None = None
     """file holding the forge API token (GitHub/Gitea: statuses write; GitLab: api scope)"""
-    commit_status_api_url: str | None = None
+    commit_status_api_url: str | None = pydantic.Field(None, pattern=checks.URL)
     """forge API base URL (default: derived from --repo, e.g. https://api.github.com, https://HOST/api/v3 for
     GitHub Enterprise, https://HOST/api/v4 for GitLab, https://HOST/api/v1 for Gitea)"""
     commit_status_project: str | None = None
     """owner/repo (GitHub, Gitea) or GitLab project path or id (default: derived from --repo)"""
-    commit_status_context: str = pydantic.Field(forge.DEFAULT_CONTEXT, min_length=1)
+    commit_status_context: str = pydantic.Field(forge.DEFAULT_CONTEXT, min_length=1, max_length=255)
     """name of the status on the commit (context on GitHub and Gitea, name on GitLab)"""
-    report_url: str | None = pydantic.Field(None, pattern="^https?://")
+    report_url: str | None = pydantic.Field(None, pattern=checks.URL)
     """link to a commit's report in statuses and alerts; {revision} becomes the commit SHA"""
-    alert_webhook_url: str | None = pydantic.Field(None, pattern="^https?://")
+    alert_webhook_url: str | None = pydantic.Field(None, pattern=checks.URL)
     """generic webhook that gets a JSON alert on failure, refusal and recovery"""
     alert_webhook_secret_file: pathlib.Path | None = None
     """file holding the key that signs alert webhooks (X-Signature-256: sha256=<HMAC>)"""
@@ -191,6 +195,25 @@ class Settings(pydantic.BaseModel):
             raise ValueError(problem)
         return value
 
+    @pydantic.field_validator("*")
+    @classmethod
+    def _printable(cls, value: object) -> object:
+        """No control character (NUL, ESC, CR, newline, C1, bidi overrides) in any text, path or list item."""
+        checks.printable(value)
+        return value
+
+    @pydantic.field_validator("listen")
+    @classmethod
+    def _port(cls, value: str) -> str:
+        checks.port(value.rpartition(":")[2])
+        return value
+
+    @pydantic.field_validator("allowed_namespaces")
+    @classmethod
+    def _namespaces(cls, value: list[str]) -> list[str]:
+        checks.namespaces(value)
+        return value
+
     @pydantic.field_validator("allowed_registries", "allowed_service_types", "allowed_external_ips",
                               "allowed_namespaces", mode="before")
     @classmethod
@@ -212,19 +235,22 @@ class Settings(pydantic.BaseModel):
         return policy.PolicySettings.of(**{f.name: getattr(self, f.name) for f in fields})
 
     # What a revision may make the agent read (agent/model/limits.py).
-    max_file_bytes: int = pydantic.Field(read_limits.Limits.max_file_bytes, ge=1,
+    max_file_bytes: int = pydantic.Field(read_limits.Limits.max_file_bytes, ge=1, le=checks.MAX_BYTES,
                                          description=read_limits.help_of("max_file_bytes"))
-    max_revision_bytes: int = pydantic.Field(read_limits.Limits.max_revision_bytes, ge=1,
+    max_revision_bytes: int = pydantic.Field(read_limits.Limits.max_revision_bytes, ge=1, le=checks.MAX_BYTES,
                                              description=read_limits.help_of("max_revision_bytes"))
-    max_documents: int = pydantic.Field(read_limits.Limits.max_documents, ge=1,
+    max_documents: int = pydantic.Field(read_limits.Limits.max_documents, ge=1, le=checks.MAX_COUNT,
                                         description=read_limits.help_of("max_documents"))
-    max_nodes: int = pydantic.Field(read_limits.Limits.max_nodes, ge=1, description=read_limits.help_of("max_nodes"))
-    max_alias_nodes: int = pydantic.Field(read_limits.Limits.max_alias_nodes, ge=1,
+    max_nodes: int = pydantic.Field(read_limits.Limits.max_nodes, ge=1, le=checks.MAX_COUNT,
+                                    description=read_limits.help_of("max_nodes"))
+    max_alias_nodes: int = pydantic.Field(read_limits.Limits.max_alias_nodes, ge=1, le=checks.MAX_COUNT,
                                           description=read_limits.help_of("max_alias_nodes"))
 
     # What a DNS server's zone transfer may bring in (agent/clients/axfr.py).
-    max_transfer_bytes: int = pydantic.Field(axfr.TransferLimits.max_bytes, ge=1, description=axfr.BYTES_HELP)
-    max_transfer_records: int = pydantic.Field(axfr.TransferLimits.max_records, ge=1, description=axfr.RECORDS_HELP)
+    max_transfer_bytes: int = pydantic.Field(axfr.TransferLimits.max_bytes, ge=1, le=checks.MAX_BYTES,
+                                             description=axfr.BYTES_HELP)
+    max_transfer_records: int = pydantic.Field(axfr.TransferLimits.max_records, ge=1, le=checks.MAX_COUNT,
+                                               description=axfr.RECORDS_HELP)
 
     def transfer_limits(self) -> axfr.TransferLimits:
         return axfr.TransferLimits(self.max_transfer_bytes, self.max_transfer_records)
@@ -257,8 +283,18 @@ class Settings(pydantic.BaseModel):
                                      self.alert_slack_url_file, self.report_url, self._budget())
 
 
+# the files a run reads (or hands to ssh): each must be a regular file when it starts
+FILES = ("endpoints", "ssh_key", "known_hosts", "token_file", "webhook_secret_file", "report_key_file",
+         "commit_status_token_file", "alert_webhook_secret_file", "alert_slack_url_file")
+
+
 def check_runnable(settings: Settings) -> None:
-    """Refuses settings under which `run` would sync nothing while looking healthy."""
+    """Refuses settings under which `run` would sync nothing while looking healthy, or a file setting that
+    is not a regular file (a FIFO would hang the first read, a directory fail every run)."""
+    for name in FILES:
+        path = getattr(settings, name)
+        if path is not None:
+            operatorfile.check(path, setting="--" + name.replace("_", "-"))
     cluster = settings.kubeconfig is not None or settings.in_cluster
     if settings.in_cluster_dns and not cluster:
         raise ConfigError("--in-cluster-dns finds the DNS servers through the cluster: it needs --kubeconfig "
@@ -281,37 +317,44 @@ def _coerce(name: str, value: str) -> object:
 
 
 def _merged(flags: dict[str, object], config_file: pathlib.Path | None,
-            environ: dict[str, str] | None) -> dict[str, object]:
+            environ: dict[str, str] | None) -> tuple[dict[str, object], dict[str, str]]:
+    """The settings given, by precedence, and where each came from (for a refusal to say)."""
     environ = dict(os.environ) if environ is None else environ
     merged: dict[str, object] = {}
+    sources: dict[str, str] = {}
     if config_file is not None:
+        text = operatorfile.read_text(config_file, setting="--config", limit=operatorfile.SETTINGS_BYTES)
         try:
-            doc = scalars.load(config_file.read_text()) or {}  # Kubernetes' schema, as for a ConfigMap
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise ConfigError(f"{config_file}: cannot read the settings file: {exc}") from exc
+            doc = scalars.load(text) or {}  # Kubernetes' schema, as for a ConfigMap
+        except yaml.YAMLError as exc:
+            raise operatorfile.Unreadable("--config", config_file, operatorfile.yaml_problem(exc)) from exc
         if not isinstance(doc, dict):
-            raise ConfigError(f"{config_file}: expected a mapping of settings")
-        merged.update({str(k).replace("-", "_"): v for k, v in doc.items()})
+            raise operatorfile.Unreadable("--config", config_file, "unreadable: expected a mapping of settings "
+                                          "(setting: value, one a line)")
+        for key, value in doc.items():
+            name = str(key).replace("-", "_")
+            merged[name] = value
+            sources[name] = f"{config_file}, key {checks.key(str(key))}"
     for name in Settings.model_fields:
-        if f"{ENV_PREFIX}{name.upper()}" in environ:
-            merged[name] = _coerce(name, environ[f"{ENV_PREFIX}{name.upper()}"])
-    merged.update({k: v for k, v in flags.items() if v is not None})
-    return merged
+        if checks.variable(ENV_PREFIX, name) in environ:
+            merged[name] = _coerce(name, environ[checks.variable(ENV_PREFIX, name)])
+            sources[name] = f"the environment variable {checks.variable(ENV_PREFIX, name)}"
+    for name, value in flags.items():
+        if value is not None:
+            merged[name], sources[name] = value, f"the flag {checks.flag(name)}"
+    return merged, sources
 
 
-def _validate(merged: dict[str, object]) -> Settings:
+def _validate(merged: dict[str, object], sources: dict[str, str]) -> Settings:
     try:
         return Settings.model_validate(merged)
     except pydantic.ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(x) for x in first["loc"])
-        raise ConfigError(f"setting {where}: {first['msg']} (flag --{where.replace('_', '-')}, "
-                          f"environment {ENV_PREFIX}{where.upper()})") from exc
+        raise ConfigError(checks.described(exc, sources, ENV_PREFIX)) from exc
 
 
 def load_settings(flags: dict[str, object], *, config_file: pathlib.Path | None = None,
                   environ: dict[str, str] | None = None) -> Settings:
-    settings = _validate(_merged(flags, config_file, environ))
+    settings = _validate(*_merged(flags, config_file, environ))
     settings.forge_settings()  # a forge project that cannot be told is a bad setting, not a failed run
     return settings
 
@@ -320,11 +363,11 @@ def effective(flags: dict[str, object], *, config_file: pathlib.Path | None = No
               environ: dict[str, str] | None = None) -> tuple[dict[str, object], list[str]]:
     """What --print-config shows: the merged, validated settings (a missing repo shows as null), and
     why `run` would refuse them."""
-    merged = _merged(flags, config_file, environ)
+    merged, sources = _merged(flags, config_file, environ)
     has_repo = "repo" in merged
-    settings = _validate(merged if has_repo else {**merged, "repo": ""})
+    settings = _validate(merged if has_repo else {**merged, "repo": ""}, sources)
     shown = settings.masked()
-    refusals = [] if has_repo else ["setting repo: Field required (flag --repo, environment BINDY_AGENT_REPO)"]
+    refusals = [] if has_repo else [checks.required(ENV_PREFIX, "repo")]
     if not has_repo:
         shown["repo"] = None
     try:

@@ -21,6 +21,7 @@ from agent.model import problems
 from agent.model.limits import Limits
 from agent.run import collector
 from agent.run.steps import Steps, timed
+from agent.sources import kustomize
 
 if TYPE_CHECKING:
     from agent.clients.kubeapi import KubeApi
@@ -59,6 +60,7 @@ def validate(files: Sequence[SourceFile], *, default_namespace: str, repo_policy
     steps: Steps = {}
     with collector.long_lived():
         with timed(steps, "load"):
+            files = kustomize.render(files, max_bytes=limits.max_revision_bytes)  # as Flux: overlays built first
             manifest = loader.load_files(files, default_namespace=default_namespace, limits=limits,
                                          cache=files_cache,
                                          progress=lambda done, total: progress("loaded", "files", done, total))

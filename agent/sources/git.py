@@ -34,7 +34,7 @@ import git
 from agent.errors import ConfigError, SourceError
 from agent.model import calls
 from agent.model.limits import Limits
-from agent.sources import gitlocal, gittree
+from agent.sources import gitlocal, gittree, kustomize, operatorfile
 
 log = logging.getLogger(__name__)
 NOTES_REF = "refs/notes/bindy-agent"
@@ -80,12 +80,12 @@ class FetchedCommit:
     repo: git.Repo | None = dataclasses.field(default=None, repr=False, compare=False)
     listing: gittree.Listing | None = dataclasses.field(default=None, repr=False, compare=False)
 
-    def files(self) -> list[gittree.GitFile]:
-        """The commit's YAML files below `path`: path, blob id, size and read()."""
-        if self.repo is None:
+    def files(self) -> kustomize.Revision:
+        """The commit's YAML files below `path` (path, blob id, size, read()); its kustomizations may read all."""
+        if (repo := self.repo) is None:
             raise SourceError(f"{self.revision[:12]}: no repository to read the files from")
-        return gittree.files(self.repo, f"{self.revision}:{self.path}" if self.path else self.revision,
-                             self.listing)
+        found = gittree.files(repo, f"{self.revision}:{self.path}" if self.path else self.revision, self.listing)
+        return kustomize.within(found, self.path, lambda: gittree.files(repo, self.revision))
 
 
 def option_like(value: str | None, what: str) -> str | None:
@@ -161,10 +161,7 @@ class GitSource:
         """base64 of `user:token` from --token-file, which holds the token (user x-access-token)
         or `user:token` for a forge that wants a particular user."""
         assert self.token_file is not None
-        try:
-            text = self.token_file.read_text().strip()
-        except OSError as exc:
-            raise ConfigError(f"cannot read the Git token file {self.token_file}: {exc}") from exc
+        text = operatorfile.read_text(self.token_file, setting="--token-file", limit=operatorfile.KEY_BYTES).strip()
         if not text:
             raise ConfigError(f"the Git token file {self.token_file} is empty")
         user, _, token = text.partition(":") if ":" in text else (TOKEN_USER, "", text)

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
+import re
 
 import git
 
 from agent.errors import SourceError
-from agent.sources import gittree
+from agent.sources import gittree, kustomize
 from agent.sources.git import GitSource
 
 
@@ -89,15 +90,62 @@ class Revisions:
             except SourceError:
                 found = None
         if found is None:
-            raise UnknownRevision(f"unknown revision {rev!r} in {self.label} (give a branch, a tag or a commit SHA)")
+            raise UnknownRevision(f"unknown revision {rev!r} in {self.label} (give a branch, a tag or a commit SHA)"
+                                  + ("" if self.source else self._how_to_fetch(rev)))
         return found
 
-    def files(self, sha: str, path: str = "") -> list[gittree.GitFile]:
-        """The commit's YAML files below `path`, read from its tree as a sync reads them (agent/sources/gittree.py)."""
+    def has(self, rev: str) -> bool:
+        """Whether `rev` names a commit this repository holds."""
+        return not rev.startswith("-") and self._commit_of(rev) is not None
+
+    def fetch_from_origin(self, rev: str, *, timeout: float = 300) -> str:
+        """For a work tree that lacks `rev` (a shallow CI checkout holds one commit): fetches that one
+        commit or branch from its remote `origin`, without history; its SHA (SourceError: git's message)."""
+        if rev.startswith("-"):
+            raise UnknownRevision(f"{rev!r} is not a revision")
+        branch = rev.removeprefix("origin/")
+        refspec = f"+refs/heads/{branch}:refs/remotes/origin/{branch}" if rev.startswith("origin/") else rev
+        try:
+            self.repo.git.execute(["git", "fetch", "--quiet", "--no-tags", "--depth=1", "--", "origin", refspec],
+                                  kill_after_timeout=timeout)
+        except git.GitCommandError as exc:
+            detail = " ".join(str(exc.stderr or exc).replace("stderr:", "").split())[:300]
+            raise SourceError(f"git fetch origin {rev}: {detail}") from exc
+        found = self._commit_of("FETCH_HEAD")
+        if found is None:
+            raise UnknownRevision(f"git fetch origin {rev}: fetched no commit")
+        return found
+
+    def _how_to_fetch(self, rev: str) -> str:
+        """How to get a revision a local clone lacks: a CI checkout is shallow and holds one branch."""
+        if rev.startswith("origin/"):
+            branch = rev.removeprefix("origin/")
+            fetch = f"git fetch --no-tags --depth=1 origin +refs/heads/{branch}:refs/remotes/origin/{branch}"
+        elif re.fullmatch(r"[\w.][\w./-]*", rev):
+            fetch = f"git fetch --no-tags --depth=1 origin {rev}" + ("" if _hex(rev) else f":{rev}")
+        else:  # HEAD~3, main^: history, not a name to fetch
+            fetch = "git fetch --deepen=50"
+        try:
+            shallow = str(self.repo.git.rev_parse("--is-shallow-repository")).strip() == "true"
+        except git.GitCommandError:
+            shallow = False
+        if not shallow:
+            return f"; fetch it first: {fetch}" if rev.startswith("origin/") else ""
+        return (f"; this clone is shallow (a CI checkout fetches one commit): fetch the revision first "
+                f"({fetch}), or the whole history (git fetch --unshallow; on GitHub Actions: actions/checkout "
+                "with fetch-depth: 0; on GitLab CI: the variable GIT_DEPTH: 0)")
+
+    def files(self, sha: str, path: str = "") -> kustomize.Revision:
+        """The commit's YAML files below `path`, read from its tree as a sync reads them (agent/sources/gittree.py);
+        a kustomization there may build from the commit's other YAML files (agent/sources/kustomize.py)."""
         treeish = f"{sha}:{path}" if path else sha
         if self._kind(treeish) != ("tree" if path else "commit"):
             raise SourceError(f"{self.label}@{sha[:12]}: no directory {path!r} in the commit")
-        return gittree.files(self.repo, treeish)
+        return kustomize.within(gittree.files(self.repo, treeish), path, lambda: gittree.files(self.repo, sha))
+
+    def holds(self, sha: str, path: str) -> bool:
+        """Whether the commit has the directory `path` ("" : its top)."""
+        return not path or self._kind(f"{sha}:{path}") == "tree"
 
     def _kind(self, spec: str) -> str | None:
         try:

@@ -14,6 +14,7 @@ chunks: a file over a limit is named by its size, and the loader refuses it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import os
 import pathlib
@@ -23,7 +24,7 @@ from typing import BinaryIO
 
 from agent.errors import FileRefused, SourceError
 from agent.model.limits import Limits, MiB
-from agent.sources import boundary
+from agent.sources import boundary, kustomize
 
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _CHUNK = MiB  # what the digest reads at a time
@@ -121,9 +122,10 @@ def _walk(root: pathlib.Path) -> Iterator[tuple[str, list[str], list[str]]]:
         todo.extend(os.path.join(top, d) for d in reversed(dirs) if not os.path.islink(os.path.join(top, d)))
 
 
-def files(root: pathlib.Path) -> list[LocalFile]:
+def files(root: pathlib.Path) -> kustomize.Revision:
     """*.yaml / *.yml below root in a stable order, skipping hidden files and directories; each
-    either readable or refused (read() raises FileRefused naming the reason)."""
+    either readable or refused (read() raises FileRefused naming the reason). A kustomization may build
+    from the YAML files of the Git work tree holding root (else of root alone): agent/sources/kustomize.py."""
     base = os.path.realpath(root)
     out = []
     for dirpath, dirnames, filenames in _walk(root):
@@ -134,7 +136,20 @@ def files(root: pathlib.Path) -> list[LocalFile]:
             rel = pathlib.Path(full).relative_to(root).as_posix()
             if boundary.is_candidate(rel):
                 out.append(_inspect(root, base, rel, full))
-    return out
+    return kustomize.Revision(out, kustomize.Repository(lambda: _place(root)[1], lambda: files(_place(root)[0])))
+
+
+@functools.lru_cache(maxsize=16)
+def _place(root: pathlib.Path) -> tuple[pathlib.Path, str]:
+    """The top of the Git work tree holding root (root itself outside one), and root's path from there."""
+    import git  # only for a kustomization
+
+    try:
+        top = pathlib.Path(git.Repo(root, search_parent_directories=True).working_dir).resolve()
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return root, ""
+    rel = root.resolve().relative_to(top).as_posix()
+    return top, "" if rel == "." else rel
 
 
 def digest(root: pathlib.Path, limits: Limits) -> str:

@@ -9,7 +9,7 @@
 _agent_src() {  # the sources pip builds the wheel from, without caches
   local repo=$1 dst=$2
   rm -rf "$dst"; mkdir -p "$dst"
-  cp -a "$repo/pyproject.toml" "$repo/README.md" "$dst/"
+  cp -a "$repo/pyproject.toml" "$repo/setup.py" "$repo/README.md" "$dst/"
   rsync -a --exclude __pycache__ --exclude "*.pyc" "$repo/agent" "$dst/"
 }
 
@@ -25,6 +25,7 @@ recipe_base() {
   rm -rf "$wheels"
   quiet "$(_host_python "$repo")" -m pip wheel -q --wheel-dir "$wheels" "$WORK/src-agent"
   quiet in_root "$root" apt-get install -y -qq python3 python3-venv git openssh-client ca-certificates
+  quiet in_root "$root" git config --system --add safe.directory '*'  # a CI checkout another user owns (Dockerfile)
   quiet in_root "$root" useradd --uid 10001 --home-dir /tmp --no-create-home --shell /usr/sbin/nologin bindy
   quiet in_root "$root" python3 -m venv /opt/bindy-agent
   mkdir -p "$root/tmp/wheels"; cp "$wheels"/*.whl "$root/tmp/wheels/"

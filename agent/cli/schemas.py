@@ -1,4 +1,4 @@
-"""The verbs that need no cluster: validate and schemas (plan: agent/cli/plan.py)."""
+"""`bindy-agent schemas`: the JSON Schemas and CRDs generated from the models, written or checked."""
 
 from __future__ import annotations
 
@@ -6,24 +6,22 @@ import argparse
 import pathlib
 import sys
 
-from agent.cli import common
-from agent.model import problems
-from agent.sources import localdir
+from agent.cli import common, flagsets
 
 DEFAULT_SCHEMAS = pathlib.Path("schemas")
+EXAMPLES = flagsets.examples(
+    ("write schemas/ from the models", "bindy-agent schemas"),
+    ("fail when the committed files differ from the models (CI)", "bindy-agent schemas --check"))
 
 
-def validate(args: argparse.Namespace) -> int:
-    validated = common.validate(localdir.files(args.directory), args)
-    manifest, found = validated.manifest, validated.problems
-    common.print_problems(found, args.directory, sys.stderr, quiet=args.quiet)
-    errors, warns = len(problems.errors(found)), len(problems.warnings(found))
-    where = f"{args.directory}: {len(manifest.objects)} objects in {manifest.files} files"
-    if errors:
-        print(f"{where}: invalid: {errors} errors, {warns} warnings", file=sys.stderr)
-        return common.EXIT_INVALID
-    print(f"{where}: valid ({warns} warnings)", file=sys.stderr)
-    return common.EXIT_OK
+def build(add: common.AddVerb) -> None:
+    s = add(description="Write schemas/json/<Kind>.json, schemas/crds/<crd>.yaml and "
+            "schemas/crds/kustomization.yaml from the models. With --check, write nothing and "
+            "exit 1 if they differ.", epilog=EXAMPLES)
+    s.set_defaults(func=schemas)
+    s.add_argument("--dir", type=pathlib.Path, default=DEFAULT_SCHEMAS, metavar="DIR",
+                   help="output directory (default: %(default)s)")
+    s.add_argument("--check", action="store_true", help="exit 1 if the files differ from the models")
 
 
 def schemas(args: argparse.Namespace) -> int:
@@ -47,6 +45,6 @@ def schemas(args: argparse.Namespace) -> int:
             print(f"{args.dir / rel}: differs from the models; run `bindy-agent schemas`", file=sys.stderr)
         for rel in extra:
             print(f"{args.dir / rel}: not generated from any model; remove it", file=sys.stderr)
-        return common.EXIT_CHANGES if stale or extra else common.EXIT_OK
+        return common.EXIT_STALE if stale or extra else common.EXIT_OK
     print(f"{args.dir}: {len(stale)} of {len(files)} files written", file=sys.stderr)
     return common.EXIT_OK
