@@ -206,3 +206,16 @@ def test_each_yaml_example_of_the_concepts_page_is_a_repository_that_validates_a
         assert planned.returncode == 0, planned.stderr
         zones = [c for c in json.loads(planned.stdout)["changes"] if c["layer"] == "zones"]
         assert len(zones) == 2, f"example {n}: the zone on a primary and a secondary"
+
+
+def test_every_page_that_names_the_agents_secrets_names_all_it_mounts() -> None:
+    """A page telling which Secrets to create (install, troubleshooting, README) lists every one the shipped
+    Deployment mounts, or the pods wait in ContainerCreating for the one it forgot."""
+    deployment = yaml.safe_load((ROOT / "deploy" / "deployment.yaml").read_text())
+    mounted = {v["secret"]["secretName"] for v in deployment["spec"]["template"]["spec"]["volumes"] if "secret" in v}
+    assert "bindy-agent-git" in mounted, mounted
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    naming = [page for page in pages if "bindy-agent-git" in page.read_text()]
+    assert len(naming) >= 3, naming
+    for page in naming:
+        assert not [s for s in mounted if s not in page.read_text()], f"{page.name} misses a Secret of {mounted}"
