@@ -72,6 +72,6 @@ def test_the_agent_image_plans_a_checkout_as_a_ci_job(node: Node, api: Any, tmp_
         script = "bindy-agent validate dns && bindy-agent plan dns --base HEAD~1 -o markdown --error-format github"
         phase, log = _run_pod(core, namespace, node, work, command=["sh", "-c", script])
         assert phase == "Succeeded", log  # a CI job's shell script, the entrypoint set aside
-        assert "dns: 27 objects in 9 files: valid (0 warnings)" in log and "**Plan: 0 to create, 2 to update" in log
+        assert "dns: 27 objects in 9 files: valid (0 warnings)" in log and "**1 edit to the repository's CRs**: 1 changed." in log
     finally:
         core.delete_namespace(namespace)
