@@ -1,6 +1,6 @@
 """How many hops a push takes from the webhook to the first DNS UPDATE: counted, not read off the code.
 
-    .venv/bin/python bench/push_hops.py [--rounds 3] [--list]
+    .venv/bin/python bench/push_hops.py [--rounds 3] [--list] [--checkout DIR]
 
 Starts named (primary + secondary), the zone API test server and a Git remote holding sample-repo
 (tests/support), and the agent of `bindy-agent run` in this process (started: its HTTP server, its
@@ -41,7 +41,11 @@ from typing import Any
 
 import httpx
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+if "--checkout" in sys.argv[:-1]:  # the tree whose agent/ and tests/support run (before the imports below)
+    sys.path.insert(0, str(pathlib.Path(sys.argv[sys.argv.index("--checkout") + 1]).resolve()))
+else:
+    sys.path.insert(0, str(ROOT))
 
 SECRET = b"hops-secret-0123456789abcdef-01234"  # the agent refuses fewer than 32 characters
 STAGES = ("sources", "load", "desired", "observe", "plan", "gate", "reconcile", "outcome")
@@ -159,7 +163,7 @@ def _agent_class() -> Any:
     """The Agent class, wherever this checkout keeps it."""
     import importlib
 
-    for module in ("agent.run.agent", "agent.run.scheduler"):
+    for module in ("agent.run.agent", "agent.run.scheduler"):  # its name since, and before
         try:
             return importlib.import_module(module).Agent
         except (ImportError, AttributeError):
@@ -171,6 +175,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--list", action="store_true", help="print every hop of the last round")
+    parser.add_argument("--checkout", type=pathlib.Path, default=ROOT, help="the tree whose code runs")
     args = parser.parse_args()
 
     from agent.cli import _parser

@@ -74,10 +74,11 @@ class _Elector:
 
 
 def _agent(tmp_path: pathlib.Path, store: FileStore, elector: _Elector) -> Any:
-    """A scheduler.Agent with its worker's and lease thread's collaborators only (no cluster, no server)."""
-    from agent.run import scheduler, throttle
+    """A run_agent.Agent with its worker's and lease thread's collaborators only (no cluster, no server)."""
+    from agent.run import agent as run_agent
+    from agent.run import throttle
 
-    agent: Any = object.__new__(scheduler.Agent)
+    agent: Any = object.__new__(run_agent.Agent)
     agent.settings = SimpleNamespace(lease_duration=0.03)
     agent.stopping, agent.memory, agent.store, agent.label, agent.elector = threading.Event(), Memory(), store, None, \
         elector

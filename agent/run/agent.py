@@ -43,7 +43,7 @@ from agent.run import (
 from agent.run import orchestrator as runner
 from agent.run import settings as config
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("agent.run.scheduler")  # the lines operators already filter on
 RETRY_FIRST = 5.0  # seconds before the first retry of a run that may succeed later
 
 
