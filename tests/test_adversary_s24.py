@@ -19,7 +19,7 @@ from agent.plan.observed import KubeObserved, Observed
 from agent.run import follow
 from agent.run import memory as memory_mod
 from agent.run.memory import Memory
-from agent.run.planning import Options, Targets
+from agent.run.planner import Options, Targets
 
 
 class _Source:

@@ -1,7 +1,7 @@
 """Issue 24's "done when": a long-running agent's warm caches never change a plan. A seeded random
 series of commits (records added, changed and removed, zones moved between files, files renamed,
 instances added and scaled) is planned at every step with a cold memory and with one warm memory
-(agent/run/memory.py) kept across the series, through the same calls a run makes (planning.validate,
+(agent/run/memory.py) kept across the series, through the same calls a run makes (planner.validate,
 build.build with the zone-plan memo); the plans, as JSON, must be equal at every step. The DNS side
 is planned against a world that follows the series (each primary pod serves what the previous commit
 placed, the agent owns it), so zone plans are reused where nothing changed and recomputed where
@@ -26,7 +26,7 @@ from agent.model.limits import Limits
 from agent.model.ownership import ZoneOwnership
 from agent.plan import build, render, zoneplan
 from agent.plan.observed import DnsObserved, KubeObserved, Observed, ZoneObserved
-from agent.run import planning
+from agent.run import planner
 from agent.run.memory import ONE_SHOT, Memory
 from agent.sources import gittree
 
@@ -36,7 +36,7 @@ HEAD = "apiVersion: bindy.firestoned.io/v1beta1\n"
 SOA = ("  soaRecord: {primaryNs: ns1.example.com., adminEmail: admin.example.com., serial: 1, refresh: 3600, "
        "retry: 600, expire: 604800, negativeTtl: 300}\n")
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-OPTIONS = planning.Options(default_namespace="dns-system")
+OPTIONS = planner.Options(default_namespace="dns-system")
 
 
 class Repo:
@@ -176,7 +176,7 @@ def _plan(repo: git.Repo, sha: str, memory: Memory, listing: gittree.Listing | N
           world: World | None) -> tuple[str, Desired | None]:
     """The plan of one commit as a sync plans it: validate with the memory's caches, then the whole
     plan against the world with the memory's zone-plan memo. JSON, and the desired state."""
-    validated = planning.validate(gittree.files(repo, sha, listing), OPTIONS, limits=Limits(), memory=memory)
+    validated = planner.validate(gittree.files(repo, sha, listing), OPTIONS, limits=Limits(), memory=memory)
     if not validated.ok or validated.desired is None:
         return json.dumps(sorted(str(p) for p in validated.problems)), None
     desired = validated.desired

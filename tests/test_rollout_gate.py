@@ -30,7 +30,7 @@ from agent.reconcile import podgate
 from agent.reconcile.dnsresult import DnsResult, ZoneResult
 from agent.run import orchestrator, podgates, podwatch
 from agent.run.memory import Memory
-from agent.run.planning import Options
+from agent.run.planner import Options
 from tests.conftest import SAMPLE, load_dir
 
 PRIMARY = "dns-system/dns-primary-0"

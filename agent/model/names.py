@@ -38,7 +38,7 @@ AGENT_APP_LABELS = {"app.kubernetes.io/name": "bindy-agent"}
 CACHE_DIR = pathlib.Path.home() / ".cache" / "bindy-agent"  # clones, local state, locks
 GIT_CACHE = CACHE_DIR / "git"  # where `sync --repo`, `report` and `run` keep their clone
 
-# Defaults of a run, shared by the flags of `sync`, the settings of `run` and planning.Options.
+# Defaults of a run, shared by the flags of `sync`, the settings of `run` and planner.Options.
 DEFAULT_DEADLINE = 300  # seconds one run may take
 DEFAULT_LOCK_WAIT = 30  # seconds a run waits for another run of the same source to finish
 DEFAULT_RESYNC_AFTER = 600  # seconds after which an unchanged revision is reconciled again

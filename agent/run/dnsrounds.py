@@ -26,7 +26,7 @@ from agent.plan.changes import Plan
 from agent.plan.observed import Observed
 from agent.plan.zoneplan import ZonePlan
 from agent.reconcile import dnsapply, dnsresult, insync
-from agent.run.planning import Options
+from agent.run.planner import Options
 from agent.run.steps import Steps, timed
 from agent.run.validation import Progress
 

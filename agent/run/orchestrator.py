@@ -41,10 +41,10 @@ from agent.plan import statusdiff
 from agent.plan.observed import Observed
 from agent.reconcile import events, kubeapply
 from agent.run import dnsrounds, lock, logs, memorize, podgates, pushfirst, runreport
-from agent.run.bounds import bounded
 from agent.run.memory import ONE_SHOT, Memory
-from agent.run.planning import Options, Planned, Targets, plan
+from agent.run.planner import Options, Planned, Targets, plan
 from agent.run.revisions import RevisionSource, Snapshot
+from agent.run.runhold import bounded
 from agent.run.runoutcome import RunOutcome as RunOutcome  # what a run returns (re-exported)
 from agent.run.steps import Steps, timed
 from agent.run.validation import Progress, quiet

@@ -15,7 +15,7 @@ from agent.clients.statestore import ConfigMapStore
 from agent.gate import safety
 from agent.run import follow, revisions
 from agent.run.memory import Memory
-from agent.run.planning import Targets
+from agent.run.planner import Targets
 from agent.sources.git import GitSource
 from tests.support import agentrun, dnsworld
 from tests.support import bind as bind_support
