@@ -162,7 +162,7 @@ class World:
 
 
 def _pods(desired: Desired) -> dict[str, tuple[str, ...]]:
-    """Instances of more than one replica are written pod by pod (agent/observe/endpoints.py)."""
+    """Instances of more than one replica are written pod by pod (agent/observe/instancereach.py)."""
     out: dict[str, tuple[str, ...]] = {}
     for inst in desired.instances.values():
         replicas = inst.spec.replicas or 1

@@ -20,7 +20,7 @@ from agent.clients import endpoints as endpoint_map
 from agent.desired import hierarchy, workloads
 from agent.load import parse, rulechecks
 from agent.model.problems import Problem, Severity
-from agent.observe import dnsobserve, endpoints
+from agent.observe import dnsobserve, instancereach
 from agent.plan import build, render, rotation
 from agent.plan.observed import DnsObserved, Observed
 from tests.conftest import SAMPLE, load_dir
@@ -131,7 +131,7 @@ def _desired(tmp_path: pathlib.Path, ref: str = "", **bypass: str) -> hierarchy.
 def _observe(tmp_path: pathlib.Path, data: dict[str, str | bytes], ref: str = "",
              **bypass: str) -> tuple[hierarchy.Desired, dict[str, endpoint_map.Endpoint]]:
     desired = _desired(tmp_path, ref, **bypass)
-    eps = endpoints.from_cluster(_Cluster(data), desired, token_file=tmp_path / "none",  # type: ignore[arg-type]
+    eps = instancereach.from_cluster(_Cluster(data), desired, token_file=tmp_path / "none",  # type: ignore[arg-type]
                                  agent_addresses=[])
     return desired, eps
 
@@ -230,4 +230,4 @@ def test_a_name_the_secret_leaves_out_is_the_generated_one(tmp_path: pathlib.Pat
     ("a..b", False), ("a-", False), ("a/b", False), ("a=", False), ('k"; };', False),
 ])
 def test_what_passes_for_a_key_name(name: str, ok: bool) -> None:
-    assert endpoints.is_key_name(name) is ok
+    assert instancereach.is_key_name(name) is ok

@@ -23,7 +23,7 @@ from agent.desired.hierarchy import Desired
 from agent.model import names
 from agent.model.key import ObjectKey
 from agent.model.ownership import RunState
-from agent.observe import endpoints, podwait
+from agent.observe import instancereach, podwait
 from agent.outcome import pods as pod_problems
 from agent.outcome import zonesloaded
 from agent.reconcile import podgate
@@ -113,7 +113,7 @@ def test_a_waiting_pod_is_a_server_of_its_instance_and_a_starting_one_is_not(tmp
     desired = _desired(tmp_path)
     api = _Api([_pod("ready", "10.1.0.4", gate="True", ready="True"), _pod("new", "10.1.0.7"),
                 _pod("starting", "10.1.0.8", containers="False")])
-    eps = endpoints.from_cluster(api, desired, token_file=tmp_path / "none", agent_addresses=[])  # type: ignore[arg-type]
+    eps = instancereach.from_cluster(api, desired, token_file=tmp_path / "none", agent_addresses=[])  # type: ignore[arg-type]
     primary = eps[PRIMARY]
     assert [(s.name, s.waiting) for s in primary.servers] == [("10.1.0.4", ""), ("10.1.0.7", "new")]
     assert sorted(endpoint_map.by_server({PRIMARY: primary})) == [f"{PRIMARY}@10.1.0.4", f"{PRIMARY}@10.1.0.7"]
@@ -125,7 +125,7 @@ def test_a_waiting_pod_is_a_server_of_its_instance_and_a_starting_one_is_not(tmp
 def test_with_every_pod_ready_no_pod_is_listed(tmp_path: pathlib.Path) -> None:
     desired = _desired(tmp_path)
     api = _Api([_pod("ready", "10.1.0.4", gate="True", ready="True")])
-    eps = endpoints.from_cluster(api, desired, token_file=tmp_path / "none", agent_addresses=[])  # type: ignore[arg-type]
+    eps = instancereach.from_cluster(api, desired, token_file=tmp_path / "none", agent_addresses=[])  # type: ignore[arg-type]
     assert api.lists == 0 and not zonesloaded.waiting(eps)
 
 

@@ -13,7 +13,7 @@ from agent.clients import endpoints as endpoint_map
 from agent.clients.endpoints import Endpoint, Server
 from agent.desired import nameservers
 from agent.model.ownership import ZoneOwnership
-from agent.observe import dnsobserve, endpoints
+from agent.observe import dnsobserve, instancereach
 from agent.outcome import report, zoneconditions
 from agent.plan import build, changes, zonediff
 from agent.plan.observed import DnsObserved, ZoneObserved
@@ -34,10 +34,10 @@ class _Api:
 def test_an_instance_with_no_pod_yet_is_waited_for_not_written_through_its_service(tmp_path: pathlib.Path) -> None:
     desired = _desired(tmp_path)
     ready = {"subsets": [{"addresses": [{"ip": "10.1.0.4"}], "ports": [{"name": "dns-tcp", "port": 5353}]}]}
-    eps = endpoints.from_cluster(_Api({"dns-primary-0": ready}), desired,  # type: ignore[arg-type]
+    eps = instancereach.from_cluster(_Api({"dns-primary-0": ready}), desired,  # type: ignore[arg-type]
                                  token_file=tmp_path / "none", agent_addresses=[])
     assert eps[PRIMARY].starting == "" and eps[SECONDARY].starting == "waiting for dns-secondary-0 to start"
-    unknown = endpoints.from_cluster(_Api({}), desired, token_file=tmp_path / "none",  # type: ignore[arg-type]
+    unknown = instancereach.from_cluster(_Api({}), desired, token_file=tmp_path / "none",  # type: ignore[arg-type]
                                      agent_addresses=[], read_in=lambda key: False)
     assert unknown[PRIMARY].starting == ""  # its Endpoints may not be read: not known to be starting
 

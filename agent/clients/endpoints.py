@@ -2,7 +2,7 @@
 
 From an explicit endpoint map (runs outside a cluster, tests), or, inside a cluster, from its
 Service, the TSIG key in its RNDC Secret, and an audience-bound token (read by
-agent/observe/endpoints.py).
+agent/observe/instancereach.py).
 
 The endpoint map tells a run outside a cluster (and the tests) how to reach each Bind9Instance:
 

@@ -31,7 +31,7 @@ from agent.errors import ConfigError, KubeError
 from agent.gate import policy, safety
 from agent.model import names
 from agent.model.limits import Limits
-from agent.observe import endpoints as instance_endpoints
+from agent.observe import instancereach as instance_endpoints
 from agent.outcome import forge, notesignature, notify
 from agent.run import planner, revisions
 from agent.run import settings as config

@@ -34,7 +34,7 @@ from agent.model.key import ObjectKey
 from agent.observe import keyprobe, podwait
 from agent.plan import rotation
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("agent.observe.endpoints")  # the lines operators already filter on
 
 
 def from_cluster(api: KubeApi, desired: Desired, *, token_file: pathlib.Path = ZONE_API_TOKEN,
