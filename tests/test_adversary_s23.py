@@ -20,10 +20,10 @@ from agent.desired import hierarchy
 from agent.desired.placement import Zone
 from agent.desired.rrsets import RRset
 from agent.gate import safety
+from agent.model.observed import DnsObserved, Observed
 from agent.model.ownership import Key
 from agent.observe import dnsobserve, instancereach
 from agent.plan import build, render, zonediff
-from agent.plan.observed import DnsObserved, Observed
 from tests.conftest import SAMPLE, Repo, load_dir
 from tests.test_nameservers import CLUSTER, HEAD, _as_created, _world, _zone_doc
 

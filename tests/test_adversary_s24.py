@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from agent.clients.statestore import FileStore
+from agent.model.observed import KubeObserved, Observed
 from agent.model.ownership import RunState
-from agent.plan.observed import KubeObserved, Observed
 from agent.run import follow
 from agent.run import memory as memory_mod
 from agent.run.memory import Memory

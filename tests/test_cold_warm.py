@@ -22,10 +22,11 @@ import pytest
 
 from agent.desired.hierarchy import Desired
 from agent.desired.memo import Memo
+from agent.model import servers
 from agent.model.limits import Limits
+from agent.model.observed import DnsObserved, KubeObserved, Observed, ZoneObserved
 from agent.model.ownership import ZoneOwnership
-from agent.plan import build, render, zoneplan
-from agent.plan.observed import DnsObserved, KubeObserved, Observed, ZoneObserved
+from agent.plan import build, render
 from agent.run import planner
 from agent.run.memory import ONE_SHOT, Memory
 from agent.sources import gittree
@@ -133,7 +134,7 @@ class World:
         self.ownership: dict[str, ZoneOwnership] = {}
 
     def observed(self, desired: Desired, pods: dict[str, tuple[str, ...]]) -> Observed:
-        instances = {zoneplan.instance_id(k) for z in desired.zones for k in z.instances}
+        instances = {servers.instance_id(k) for z in desired.zones for k in z.instances}
         zones: dict[str, dict[str, ZoneObserved]] = {}
         for (zone, server), (_, seen) in sorted(self.served.items()):
             zones.setdefault(zone, {})[server] = seen
@@ -146,14 +147,14 @@ class World:
         served: dict[tuple[str, str], tuple[frozenset[str], ZoneObserved]] = {}
         owned, self.ownership = self.ownership, {}
         for z in desired.zones:
-            placements = {zoneplan.instance_id(k): "secondary" for k in z.secondaries}
-            placements.update({zoneplan.instance_id(k): "primary" for k in z.primaries})
+            placements = {servers.instance_id(k): "secondary" for k in z.secondaries}
+            placements.update({servers.instance_id(k): "primary" for k in z.primaries})
             now = ZoneOwnership(z.name, placements, set(z.rrsets))
             last = owned.get(z.name)  # the store hands out the very record while it is unchanged
             self.ownership[z.name] = last if last == now else now
             content = frozenset(map(str, z.rrsets.values()))
             for k in z.primaries:
-                inst = zoneplan.instance_id(k)
+                inst = servers.instance_id(k)
                 for server in pods.get(inst, (inst,)):
                     last = self.served.get((z.name, server))
                     served[(z.name, server)] = (last if last is not None and last[0] == content
@@ -167,7 +168,7 @@ def _pods(desired: Desired) -> dict[str, tuple[str, ...]]:
     for inst in desired.instances.values():
         replicas = inst.spec.replicas or 1
         if replicas > 1:
-            iid = zoneplan.instance_id(inst.key)
+            iid = servers.instance_id(inst.key)
             out[iid] = tuple(f"{iid}@{inst.key.name}-{n}" for n in range(replicas))
     return out
 

@@ -185,7 +185,7 @@ def test_ds_records_are_computed_from_the_served_ksk(repo: Repo) -> None:
 
 
 def test_zone_status_shows_the_ds_records_of_what_the_primary_serves(repo: Repo) -> None:
-    from agent.plan.observed import ZoneObserved
+    from agent.model.observed import ZoneObserved
 
     zone = _zone(repo, "strict")
     desired = hierarchy.build(load_dir(repo.root))

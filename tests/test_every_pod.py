@@ -18,11 +18,11 @@ from agent.clients.endpoints import Endpoint, Server
 from agent.desired import hierarchy, nameservers
 from agent.desired.hierarchy import Desired
 from agent.errors import ConfigError
+from agent.model.observed import DnsObserved, ZoneObserved
 from agent.model.ownership import ZoneOwnership
 from agent.observe import dnsobserve, instancereach
 from agent.outcome import zoneconditions
 from agent.plan import zonediff
-from agent.plan.observed import DnsObserved, ZoneObserved
 from agent.reconcile import dnsresult
 from tests.conftest import SAMPLE, load_dir
 

@@ -17,9 +17,9 @@ from typing import Any
 from agent.desired.hierarchy import Desired
 from agent.desired.memo import Memo
 from agent.model.key import ObjectKey
+from agent.model.observed import KubeObserved
 from agent.outcome import status
 from agent.plan import build, kubechange, kubediff
-from agent.plan.observed import KubeObserved
 from agent.reconcile.kubeapply import KubeResult
 from agent.run import planner
 from agent.run.memory import Memory

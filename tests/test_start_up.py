@@ -12,11 +12,11 @@ from typing import Any
 from agent.clients import endpoints as endpoint_map
 from agent.clients.endpoints import Endpoint, Server
 from agent.desired import nameservers
+from agent.model.observed import DnsObserved, ZoneObserved
 from agent.model.ownership import ZoneOwnership
 from agent.observe import dnsobserve, instancereach
 from agent.outcome import report, zoneconditions
 from agent.plan import build, changes, zonediff
-from agent.plan.observed import DnsObserved, ZoneObserved
 from agent.reconcile.dnsresult import ZoneResult
 from tests.test_every_pod import POD_A, POD_B, PRIMARY, SECONDARY, _desired
 
@@ -118,7 +118,7 @@ def test_a_new_pods_zone_and_records_are_the_agents_own_work_and_a_zone_gone_by_
 
 def _zone_changes(desired: Any, world: DnsObserved, name: str) -> list[changes.Change]:
     """The plan's lines of zone `name` (the other zones of the revision are not observed here)."""
-    from agent.plan.observed import Observed
+    from agent.model.observed import Observed
 
     plan = build.build(desired, Observed(None, world), revision="r").changes
     return [c for c in plan if getattr(c.target, "zone", None) == name]

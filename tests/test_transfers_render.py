@@ -16,10 +16,10 @@ from agent.desired import hierarchy, workloads, zonebody
 from agent.desired.hierarchy import Desired
 from agent.errors import AgentError
 from agent.model.key import ObjectKey
+from agent.model.observed import DnsObserved, ZoneObserved
 from agent.observe import dnsobserve, instancereach
 from agent.outcome import conditions, status
 from agent.plan import zonediff
-from agent.plan.observed import DnsObserved, ZoneObserved
 from tests.conftest import SAMPLE, load_dir
 
 PRIMARY, SECONDARY = "dns-system/dns-primary-0", "dns-system/dns-secondary-0"

@@ -41,7 +41,7 @@ import yaml
 from agent.desired import workloads
 from agent.errors import ConfigError
 from agent.load import scalars
-from agent.plan.zoneplan import SERVER_SEPARATOR
+from agent.model.servers import SERVER_SEPARATOR
 from agent.sources import operatorfile
 
 _KEY = re.compile(r'key\s+"?(?P<name>[^"\s{]+)"?\s*\{(?P<body>[^}]*)\}', re.S)

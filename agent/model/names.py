@@ -10,7 +10,14 @@ MANAGED_BY_VALUE = "bindy-agent"
 MANAGED_BY = {MANAGED_BY_KEY: MANAGED_BY_VALUE}
 AGENT_LABEL = "bindy.firestoned.io/agent"  # which agent instance (its namespace) owns the object
 HASH_ANNOTATION = "bindy.firestoned.io/applied-hash"
+PREVIOUS_SECRET_KEY = "previous-secret"  # the RNDC Secret's key holding the key the not yet rolled pods still use
 FIELD_MANAGER = "bindy-agent"
+
+
+def selector(agent: str) -> str:
+    """The label selector of the objects one agent (its namespace) owns."""
+    return f"{MANAGED_BY_KEY}={MANAGED_BY_VALUE},{AGENT_LABEL}={agent}"
+
 
 # The hierarchy: which CR generated an object.
 PARENT_KIND_LABEL = "bindy.firestoned.io/managed-by"

@@ -32,7 +32,6 @@ from agent.model import names
 from agent.model.base import HmacAlgorithm
 from agent.model.key import ObjectKey
 from agent.observe import keyprobe, podwait
-from agent.plan import rotation
 
 log = logging.getLogger("agent.observe.endpoints")  # the lines operators already filter on
 
@@ -249,5 +248,5 @@ def _tsig(api: KubeApi, desired: Desired, key: ObjectKey, secret_name: str) -> t
                        ALGORITHMS.__contains__)
     current = TsigKey(key_name or workloads.rndc_key_name(name), algorithm or (ref.algorithm if ref else "hmac-sha256"),
                       _value(data, secret_field, where, "a TSIG secret (base64)", _is_secret))
-    previous = _value(data, rotation.PREVIOUS, where, "a TSIG secret (base64)", _is_secret) if not ref else ""
+    previous = _value(data, names.PREVIOUS_SECRET_KEY, where, "a TSIG secret (base64)", _is_secret) if not ref else ""
     return current, dataclasses.replace(current, secret=previous) if previous else None

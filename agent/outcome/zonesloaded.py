@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 from agent.clients.endpoints import Endpoint
 from agent.desired.hierarchy import Desired
-from agent.plan.zoneplan import SERVER_SEPARATOR, instance_id, instance_of
+from agent.model.servers import SERVER_SEPARATOR, instance_id, instance_of
 from agent.reconcile.dnsresult import DnsResult, ZoneResult
 from agent.reconcile.podgate import SHOWN, Gate
 

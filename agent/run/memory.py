@@ -31,8 +31,8 @@ from agent.desired.memo import NO_MEMO, Memo
 from agent.desired.placement import Zone
 from agent.load.filecache import NO_FILES, FileCache
 from agent.model.key import ObjectKey
+from agent.model.observed import KubeObserved
 from agent.observe.dnsobserve import DnsMemory
-from agent.plan.observed import KubeObserved
 from agent.reconcile import insync
 
 CLOCK_SKEW = 2.0  # seconds two replicas' clocks may differ by

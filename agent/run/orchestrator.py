@@ -34,11 +34,11 @@ from agent.clients.endpoints import Endpoint
 from agent.desired.hierarchy import Desired
 from agent.errors import AgentError, KubeError
 from agent.model import names, problems
+from agent.model.observed import Observed
 from agent.model.ownership import RunState
 from agent.observe import kubeobserve
 from agent.outcome import conditions, forge, notify, report, status
 from agent.plan import statusdiff
-from agent.plan.observed import Observed
 from agent.reconcile import events, kubeapply
 from agent.run import dnsrounds, lock, logs, memorize, podgates, pushfirst, runreport
 from agent.run.memory import ONE_SHOT, Memory

@@ -21,12 +21,12 @@ from agent.gate import safety
 from agent.load.sourcefile import SourceFile
 from agent.model import names
 from agent.model.limits import Limits
+from agent.model.observed import KubeObserved, Observed
+from agent.model.servers import instance_id
 from agent.observe import dnsobserve, kubeobserve
 from agent.outcome import forge, notify, zonesloaded
 from agent.plan import build
 from agent.plan.changes import Plan
-from agent.plan.observed import KubeObserved, Observed
-from agent.plan.zoneplan import instance_id
 from agent.run import collector, validation
 from agent.run.memory import ONE_SHOT, Memory
 from agent.run.revisions import Snapshot
