@@ -51,7 +51,7 @@ SECRET = b"hops-secret-0123456789abcdef-01234"  # the agent refuses fewer than 3
 STAGES = ("sources", "load", "desired", "observe", "plan", "gate", "reconcile", "outcome")
 RANK = {stage: i for i, stage in enumerate(STAGES)}
 RANK["sources"] = RANK["load"]  # beside each other: neither knows the other
-SKIPPED = ("agent.model", "agent.run.logs", "agent.run.steps")
+SKIPPED = ("agent.model", "agent.run.logs", "agent.run.steps")  # agent.run.steps: model/steps.py of old checkouts
 
 
 def _hop_module(frame: types.FrameType | None) -> types.FrameType | None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import ast
 import pathlib
 
-from agent.run import podwatch, runtrace, throttle
+from agent.podready import watch as podwatch
+from agent.run import runtrace, throttle
 from agent.run.triggers import LABELS, Trigger
 
 AGENT = pathlib.Path(__file__).resolve().parent.parent / "agent"

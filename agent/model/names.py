@@ -54,7 +54,7 @@ DEFAULT_LEASE_DURATION = 15  # seconds before a silent leader is replaced
 LEADER_LABEL = "bindy.firestoned.io/leader"  # "true" on the Lease holder's pod: the webhook Service selects it
 # The readiness gate of every generated BIND9 pod: the agent sets this pod condition True once the pod
 # serves every zone placed on its instance, so that a pod is Ready (in its Service, and a rollout's old
-# pod kept) only with its zones (agent/reconcile/podgate.py)
+# pod kept) only with its zones (agent/podready/condition.py)
 ZONES_LOADED_CONDITION = "bindy.firestoned.io/zones-loaded"
 
 # Tenancy: the agent's settings decide where a repository may reach, never the repository.

@@ -26,6 +26,7 @@ from agent.clients import statestore
 from agent.clients.kubeapi import KubeApi
 from agent.errors import AgentError
 from agent.model import ownership
+from agent.podready import watch as podwatch
 from agent.run import (
     compose,
     follow,
@@ -34,7 +35,6 @@ from agent.run import (
     lease,
     memory,
     metrics,
-    podwatch,
     pushpayload,
     runtrace,
     throttle,
