@@ -23,8 +23,14 @@ normalising the paths of the inputs and of the checkout. To compare old and new 
     diff -r /tmp/golden-old /tmp/golden-new
 
 The inputs come from this harness's own tree (the bench/ and tests/support generators, sample-repo/,
-tests/seeds/, schemas/), so both checkouts read the same bytes. `--world` (kube-apiserver + named) is
-not built yet (see WORLD below).
+tests/seeds/, schemas/), so both checkouts read the same bytes.
+
+`--world [FILE ...]` (kube-apiserver, etcd, named, git: scripts/install-test-deps) also runs those
+integration test files of the checkout (default: WORLD, the files that exercise a run's path) with
+the pytest plugin bench/golden_world.py, into OUT/world/: per test, what each run, each report and
+each in-process CLI call produced, normalised. Slow (minutes per file) and less stable than the
+offline part: a test that depends on timing can differ from one run to the next on the same code;
+run it twice on the old code to see that noise before reading a difference as a change.
 """
 
 from __future__ import annotations
@@ -45,6 +51,9 @@ sys.path.insert(0, str(ROOT))
 RUNNER = "import sys; sys.argv[0] = 'bindy-agent'; from agent.cli import entry; entry()"
 VERBS = ("validate", "plan", "ci-plan", "sync", "run", "report", "install-crds", "suspend", "resume", "schemas",
          "import", "export", "version", "completion")
+WORLD = ("test_dns_sync.py", "test_full_sync.py", "test_git_sync.py", "test_kube_sync.py", "test_import.py",
+         "test_pushes_first.py", "test_transfer_still_refused.py", "test_drift_under_rejected_head.py",
+         "test_incremental_runs.py", "test_statuses_settle.py", "test_warm_standby.py", "test_faults.py")
 HOME = "/tmp/golden-home"  # a fixed path: --help prints defaults below it, wrapped by its length
 FORMATS = ("text", "json", "markdown")
 GIT_ENV = {"GIT_AUTHOR_NAME": "golden", "GIT_AUTHOR_EMAIL": "golden@example.test",
@@ -218,6 +227,16 @@ def check_checkout(python: str, checkout: pathlib.Path, env: dict[str, str], cwd
         sys.exit(f"golden: `import agent` finds {found}, not the checkout {checkout}")
 
 
+def world(checkout: pathlib.Path, out: pathlib.Path, files: list[str]) -> None:
+    """The integration test files of `checkout`, run with the golden_world plugin (this harness's)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BINDY", "KUBECONFIG", "PYTHONPATH"))}
+    env["PYTHONPATH"] = str(ROOT / "bench")  # the plugin only: agent/ and tests/ are the checkout's (its rootdir)
+    paths = [f if "/" in f else f"tests/integration/{f}" for f in files]
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "golden_world", "--golden-out", str(out.resolve()),
+                           "-q", *paths], cwd=checkout, env=env, check=False)
+    print(f"golden: world of {len(paths)} files of {checkout} in {out} (pytest exit {done.returncode})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--checkout", type=pathlib.Path, required=True, help="the tree whose agent/ runs")
@@ -225,6 +244,9 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--keep-inputs", action="store_true", help="keep the generated inputs (printed)")
     ap.add_argument("--only", default="", help="run only the cases whose name contains this")
+    ap.add_argument("--world", nargs="*", metavar="FILE", default=None,
+                    help="also the integration test files (of tests/integration/; default: WORLD) with golden_world")
+    ap.add_argument("--no-offline", action="store_true", help="skip the offline cases (with --world)")
     args = ap.parse_args()
     if args.out.exists():
         shutil.rmtree(args.out)
@@ -236,11 +258,13 @@ def main() -> None:
         python = sys.executable
         check_checkout(python, args.checkout, env, inputs)
         normal = Normal(inputs, args.checkout)
-        todo = [c for c in cases(names, series) if args.only in c.name]
+        todo = [c for c in cases(names, series) if args.only in c.name and not args.no_offline]
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
             for f in [pool.submit(run_case, c, python, inputs, args.out, env, normal) for c in todo]:
                 f.result()
         print(f"golden: {len(todo)} cases of {args.checkout} in {args.out}")
+        if args.world is not None:
+            world(args.checkout, args.out / "world", args.world or list(WORLD))
     finally:
         if args.keep_inputs:
             print(f"golden: inputs kept in {inputs}")

@@ -17,7 +17,7 @@ Printed per round (the last round's, which is warm):
   hops        distinct (caller module.function -> callee module.function) edges, in first-call order
   module hops distinct (caller module -> callee module) edges
   flow        the pipeline stages the run's own modules (agent.run.*) call into, in order, repeats
-              collapsed (sources = load < desired < observe < plan < gate < reconcile < outcome)
+              collapsed (sources = load < desired < observe < plan < gate < reconcile < podready < outcome)
   back-ups    where that flow steps back: a stage entered after a later one
   wire        external calls (agent.model.calls) from the webhook to the first dns_update
 With --list, every hop (and back-up) of the last round. Counted the same way on old and new code, so
@@ -48,7 +48,7 @@ else:
     sys.path.insert(0, str(ROOT))
 
 SECRET = b"hops-secret-0123456789abcdef-01234"  # the agent refuses fewer than 32 characters
-STAGES = ("sources", "load", "desired", "observe", "plan", "gate", "reconcile", "outcome")
+STAGES = ("sources", "load", "desired", "observe", "plan", "gate", "reconcile", "podready", "outcome")
 RANK = {stage: i for i, stage in enumerate(STAGES)}
 RANK["sources"] = RANK["load"]  # beside each other: neither knows the other
 SKIPPED = ("agent.model", "agent.run.logs", "agent.run.steps")  # agent.run.steps: model/steps.py of old checkouts
