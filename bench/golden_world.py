@@ -36,9 +36,14 @@ _out: pathlib.Path | None = None
 TIME = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:?\d\d)?")
 DURATION = re.compile(r"\b\d+(\.\d+)?( ?)(ms|s)\b")
 TMP = re.compile(r"/tmp/[^\s\"'):,]*")
-PORT = re.compile(r"\b(127\.0\.0\.1|localhost|\[::1\]|0\.0\.0\.0):\d+")
+PORT = re.compile(r"\b(127\.\d+\.\d+\.\d+|localhost|\[::1\]|0\.0\.0\.0):\d+")
 HEX = re.compile(r"(?<![0-9a-zA-Z])[0-9a-f]{6,}(?![0-9a-zA-Z])")
-TIMED_KEYS = {"seconds", "startedAt", "reconciledAt", "writingAt", "lastTransitionTime", "steps", "at"}
+TIMED_KEYS = {"seconds", "steps", "at"}
+TIMED_SUFFIXES = ("Seconds", "_seconds", "At", "_at", "Time")  # durationSeconds, startedAt, lastTransitionTime
+
+
+def _timed(key: str) -> bool:
+    return key in TIMED_KEYS or key.endswith(TIMED_SUFFIXES)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -104,7 +109,7 @@ def _plain(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return _plain(dataclasses.asdict(value))
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items() if str(k) not in TIMED_KEYS}
+        return {str(k): _plain(v) for k, v in value.items() if not _timed(str(k))}
     if isinstance(value, list | tuple | set | frozenset):
         items = [_plain(v) for v in value]
         return sorted(items, key=repr) if isinstance(value, set | frozenset) else items
@@ -113,21 +118,34 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def normalise(text: str) -> str:
-    text = TIME.sub("<TIME>", text)
-    text = TMP.sub("<TMP>", text)
-    text = PORT.sub(r"\1:<PORT>", text)
-    text = DURATION.sub(r"<T>\2\3", text)
-    seen: dict[str, str] = {}
+class Normal:
+    """Normalises one test's record: the same placeholder for a token wherever it appears in it."""
 
-    def placeholder(m: re.Match[str]) -> str:
-        token = m.group(0)
-        for full, name in seen.items():  # a prefix of a token seen (a short commit id) is that token
+    def __init__(self) -> None:
+        self.seen: dict[str, str] = {}
+
+    def __call__(self, value: Any) -> Any:
+        if isinstance(value, dict):  # keys too, in an order that random tags do not change
+            keys = sorted((k for k in value if not _timed(k)), key=lambda k: (HEX.sub("#", k), k))
+            return {self(k): self(value[k]) for k in keys}
+        if isinstance(value, list):
+            return [self(v) for v in value]
+        if isinstance(value, bool) or value is None or isinstance(value, float):
+            return value
+        if isinstance(value, int):
+            return self._token(str(value)) if value >= 100_000 else value  # serials, big counters of time
+        text = TIME.sub("<TIME>", str(value))
+        text = TMP.sub("<TMP>", text)
+        text = PORT.sub(r"\1:<PORT>", text)
+        text = DURATION.sub(r"<T>\2\3", text)
+        return HEX.sub(lambda m: self._token(m.group(0)), text)
+
+    def _token(self, token: str) -> str:
+        for full, name in self.seen.items():  # a prefix of a token seen (a short commit id) is that token
             if full.startswith(token) or token.startswith(full):
                 return name
-        seen[token] = f"<H{len(seen) + 1}>"
-        return seen[token]
-    return HEX.sub(placeholder, text)
+        self.seen[token] = f"<H{len(self.seen) + 1}>"
+        return self.seen[token]
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -140,7 +158,8 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         return
     doc = {"test": item.nodeid, "result": outcomes, "records": list(_records)}
     name = re.sub(r"[^\w.-]+", "_", item.nodeid)[:200]
-    (_out / f"{name}.json").write_text(normalise(json.dumps(doc, indent=1, sort_keys=True, default=str)) + "\n")
+    plain = json.loads(json.dumps(doc, default=str))
+    (_out / f"{name}.json").write_text(json.dumps(Normal()(plain), indent=1) + "\n")
     _records.clear()
 
 
