@@ -129,7 +129,7 @@ def test_a_repository_cannot_publish_another_instances_rndc_secret_as_its_key_na
         "  primary:\n    replicas: 1\n    rndcSecretRef: {name: dns-secondary-0-rndc-key, keyNameKey: secret}\n"))
     desired = hierarchy.build(load_dir(root))
     eps = instancereach.from_cluster(_SecretApi(), desired, token_file=tmp_path / "none",  # type: ignore[arg-type]
-                                 agent_addresses=[])
+                                     agent_addresses=[])
     dns = DnsObserved({}, {z.name: {} for z in desired.zones}, set(eps), servers=dnsobserve.reach(eps),
                       pods=endpoint_map.servers_of(eps))
     shown = render.render_json(build.build(desired, Observed(None, dns), revision="r", agent="bindy-agent"))

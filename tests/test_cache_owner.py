@@ -55,7 +55,7 @@ def test_a_one_shot_run_computes_everything_and_keeps_nothing() -> None:
     one, two = hierarchy.build(manifest), hierarchy.build(manifest, NO_MEMO)
     assert one.zones and all(x is not y for x, y in zip(one.zones, two.zones, strict=True))
     planner.validate(localdir.files(SAMPLE), planner.Options(default_namespace="dns-system"),
-                      limits=Limits())
+                     limits=Limits())
     assert ONE_SHOT.files is NO_FILES and not NO_FILES.entries and not NO_FILES.parts
     assert not ONE_SHOT.keeps and not ONE_SHOT.blank  # an unchanged head still ends a one-shot run early
     assert ONE_SHOT.kube is None and not ONE_SHOT.dns.zones

@@ -88,7 +88,7 @@ def test_in_a_cluster_each_ready_pod_is_written_on_its_own_address(tmp_path: pat
     desired = _desired(tmp_path)
     api = _Api({"dns-primary-0": _subset(["10.1.0.5", "10.1.0.4"], api_port=9090), "dns-secondary-0": _subset([])})
     eps = instancereach.from_cluster(api, desired, token_file=tmp_path / "none",  # type: ignore[arg-type]
-                                 agent_addresses=[])
+                                     agent_addresses=[])
     pods = endpoint_map.by_server({PRIMARY: eps[PRIMARY]})
     assert sorted(pods) == [POD_A, POD_B]  # the pod that is not ready is not written (the next run catches it up)
     assert (pods[POD_A].dns_host, pods[POD_A].dns_port, pods[POD_A].api_url) == ("10.1.0.4", 5353,

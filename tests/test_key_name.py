@@ -133,7 +133,7 @@ def _observe(tmp_path: pathlib.Path, data: dict[str, str | bytes], ref: str = ""
              **bypass: str) -> tuple[hierarchy.Desired, dict[str, endpoint_map.Endpoint]]:
     desired = _desired(tmp_path, ref, **bypass)
     eps = instancereach.from_cluster(_Cluster(data), desired, token_file=tmp_path / "none",  # type: ignore[arg-type]
-                                 agent_addresses=[])
+                                     agent_addresses=[])
     return desired, eps
 
 

@@ -135,7 +135,7 @@ def test_the_create_body_carries_the_apex_ns_and_only_ipv4_glue(repo: Repo) -> N
 def _world(zone: Zone, seen: dict[Key, RRset] | None, managed: set[Key] | None = None) -> DnsObserved:
     primary = servers.instance_id(zone.primaries[0])
     placements = {servers.instance_id(k): r for ks, r in ((zone.secondaries, "secondary"),
-                                                           (zone.primaries, "primary")) for k in ks}
+                                                          (zone.primaries, "primary")) for k in ks}
     owned = {zone.name: ZoneOwnership(zone.name, placements if seen is not None else {}, managed or set())}
     return DnsObserved(owned, {zone.name: {primary: ZoneObserved(seen)}}, set(placements))
 

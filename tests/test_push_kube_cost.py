@@ -42,7 +42,7 @@ def _desired(root: pathlib.Path, rev: dnsworld.Revision, memory: Memory) -> Desi
     dnsworld.push_revision(remote, rev, "a commit")
     snap = source.snapshot()
     validated = planner.validate(snap.files, planner.Options(default_namespace=AGENT), limits=snap.limits,
-                                  memory=memory)
+                                 memory=memory)
     assert validated.ok and validated.desired is not None, validated.problems[:3]
     return validated.desired
 

@@ -174,7 +174,7 @@ def test_a_run_that_wrote_every_zone_to_a_waiting_pod_opens_its_gate(tmp_path: p
         return dict.fromkeys(names_, 7)
 
     done = podstep.after_dns(api, desired, _world(desired), _result(desired), wait=1,  # type: ignore[arg-type]
-                              deadline=Deadline(10), serials=serials)
+                             deadline=Deadline(10), serials=serials)
     assert done.opened == ["dns-system/new"] and not done.closed
     assert asked == [(f"{PRIMARY}@10.1.0.7", zones)]  # the waiting pod itself answers every zone's SOA
     (where, kind, patch), = api.patches
@@ -187,7 +187,7 @@ def test_a_waiting_pod_whose_zone_failed_stays_not_ready_and_says_why(tmp_path: 
     failed = _zones_on_primary(desired)[0]
     api = _Api([])
     done = podstep.after_dns(api, desired, _world(desired), _result(desired, failed=failed), wait=1,  # type: ignore[arg-type]
-                              deadline=Deadline(10), serials=lambda *a, **k: {})
+                             deadline=Deadline(10), serials=lambda *a, **k: {})
     assert not done.opened
     why = done.closed["dns-system/new"]
     assert why == f"{failed.rstrip('.')}: zone API: 500 boom", why
@@ -204,7 +204,7 @@ def test_a_secondary_pod_that_has_not_transferred_its_zones_yet_is_not_opened(tm
     zones = _zones_on_primary(desired)
     api = _Api([])
     done = podstep.after_dns(api, desired, _world(desired), _result(desired), wait=0.3,  # type: ignore[arg-type]
-                              deadline=Deadline(10), serials=lambda e, n, **k: {z: None for z in n})
+                             deadline=Deadline(10), serials=lambda e, n, **k: {z: None for z in n})
     assert not done.opened
     assert "not answered by the pod yet" in done.closed["dns-system/new"]
     assert api.patches[0][2]["status"]["conditions"][0]["status"] == "False"

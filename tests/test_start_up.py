@@ -35,10 +35,10 @@ def test_an_instance_with_no_pod_yet_is_waited_for_not_written_through_its_servi
     desired = _desired(tmp_path)
     ready = {"subsets": [{"addresses": [{"ip": "10.1.0.4"}], "ports": [{"name": "dns-tcp", "port": 5353}]}]}
     eps = instancereach.from_cluster(_Api({"dns-primary-0": ready}), desired,  # type: ignore[arg-type]
-                                 token_file=tmp_path / "none", agent_addresses=[])
+                                     token_file=tmp_path / "none", agent_addresses=[])
     assert eps[PRIMARY].starting == "" and eps[SECONDARY].starting == "waiting for dns-secondary-0 to start"
     unknown = instancereach.from_cluster(_Api({}), desired, token_file=tmp_path / "none",  # type: ignore[arg-type]
-                                     agent_addresses=[], read_in=lambda key: False)
+                                         agent_addresses=[], read_in=lambda key: False)
     assert unknown[PRIMARY].starting == ""  # its Endpoints may not be read: not known to be starting
 
 

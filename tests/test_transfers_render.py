@@ -105,14 +105,14 @@ def test_in_cluster_endpoints_are_the_ready_pods_of_allowed_namespaces(tmp_path:
     api = _Api({"dns-primary-0": _subset(["10.1.0.5", "10.1.0.4"], ["10.1.0.6"]),
                 "dns-secondary-0": _subset(["10.1.0.7"], [])})
     eps = instancereach.from_cluster(api, desired, token_file=tmp_path / "none",  # type: ignore[arg-type]
-                                 agent_addresses=["10.1.0.9"])
+                                     agent_addresses=["10.1.0.9"])
     assert eps[PRIMARY].transfer_addresses() == ["10.1.0.4:5353", "10.1.0.5:5353"]  # not the one not ready
     assert eps[SECONDARY].transfer_hosts() == ["10.1.0.7"]
     assert eps[PRIMARY].transfer_acl == ("10.1.0.9",)
     # an instance outside the allowed namespaces: its Endpoints are not read, and it has no address
     api.asked.clear()
     shut = instancereach.from_cluster(api, desired, token_file=tmp_path / "none",  # type: ignore[arg-type]
-                                  send_token_to=lambda key: False, agent_addresses=[])
+                                      send_token_to=lambda key: False, agent_addresses=[])
     assert ("Endpoints", "dns-system", "dns-primary-0") not in api.asked and shut[PRIMARY].transfer_addresses() == []
 
 

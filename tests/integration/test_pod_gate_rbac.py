@@ -72,9 +72,9 @@ def test_the_agents_patch_sets_its_condition_and_keeps_the_kubelets(kube: KubeCl
     api = KubeApi(token_client(kube, agent_token))
     try:
         api.patch_status("Pod", "dns-system", "gated", podcondition.condition_patch(loaded=False, why="x: later",
-                                                                                now="2026-11-26T10:00:00Z"))
+                                                                                    now="2026-11-26T10:00:00Z"))
         api.patch_status("Pod", "dns-system", "gated", podcondition.condition_patch(loaded=True, why="",
-                                                                                now="2026-11-26T10:00:01Z"))
+                                                                                    now="2026-11-26T10:00:01Z"))
     finally:
         api.close()
     live = core.read_namespaced_pod_status("gated", "dns-system")
