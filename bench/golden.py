@@ -12,10 +12,12 @@ delete threshold, an invalid revision, a good one again), also as commits of one
 
 Per repository: `validate`, `validate -q`, `plan -o text|json|markdown`, `export`. Per consecutive pair
 of the series: `plan NEW --base-dir OLD -o text|json|markdown`, with `--delete-threshold-percent 100` and
-`0`, and `plan --base REV --head REV` of the Git series. `schemas --dir` (its files), `schemas --check`
-against the committed schemas/, every verb's `--help`, `completion bash|zsh|fish`. Each case records
-argv, stdout, stderr (with -v where it adds nothing but a traceback) and the exit status, after
-normalising the paths of the inputs and of the checkout. To compare old and new code in one go:
+`0`, with `--detailed-exitcode`, and `plan --base REV --head REV` of the Git series. `schemas --dir`
+(its files), `schemas --check` against the committed schemas/, every verb's `--help`, `--version`,
+`completion bash|zsh|fish` (not the `version` verb: it prints the commit it was built from). Each case
+records argv, stdout, stderr and the exit status, after replacing the paths of the inputs and of the
+checkout (OUT/<case>/{argv,stdout,stderr,status}, an export's files in OUT/<case>/files/). To compare
+old and new code on the same inputs:
 
     git archive <old-commit> | tar -x -C /tmp/old
     .venv/bin/python bench/golden.py --checkout /tmp/old --out /tmp/golden-old
