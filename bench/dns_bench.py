@@ -35,7 +35,7 @@ from agent.clients.statestore import FileStore
 from agent.load import loader
 from agent.load.manifest import Manifest
 from agent.reconcile import dnsresult
-from agent.run import orchestrator, planning, revisions
+from agent.run import orchestrator, planner, revisions
 from agent.sources import localdir
 from tests.support import bind as bind_support
 from tests.support import zone_api as zone_api_support
@@ -157,8 +157,8 @@ def main() -> None:
             store = FileStore(work / "state")
 
             def sync(root: pathlib.Path) -> dnsresult.DnsResult:
-                targets = planning.Targets(store, None, endpoints)
-                run = orchestrator.run(revisions.DirectoryRevisions(root), targets, planning.Options())
+                targets = planner.Targets(store, None, endpoints)
+                run = orchestrator.run(revisions.DirectoryRevisions(root), targets, planner.Options())
                 assert run.dns is not None, (run.outcome, run.message, run.problems[:3])
                 return run.dns
 

@@ -1,6 +1,6 @@
 """Where a one-record push's time goes, in process: scale_bench's world (N records in N/100 zones, a
 real named primary + secondary with the zone API, a Git remote), the agent of `bindy-agent run`
-built in this process (scheduler.Agent, not started: its worker's `run_once` is called directly),
+built in this process (run_agent.Agent, not started: its worker's `run_once` is called directly),
 then one-record pushes, each timed step by step (RunOutcome.steps) and by the functions in `WRAPPED`
 ("parts"), from the run's start until its first UPDATE is sent and until both servers serve the new
 value, against the raw floor (one TSIG UPDATE served on both, just before each round); with
@@ -34,7 +34,7 @@ WRAPPED = [("agent.sources.git.GitSource", "remote_head"), ("agent.sources.git.G
            ("agent.sources.gittree", "list_tree"), ("agent.sources.gittree", "_unsound"),
            ("agent.load.loader", "load_files"), ("agent.desired.zoneset", "place"),
            ("agent.desired.hierarchy", "build"), ("agent.observe.dnsobserve", "observe"),
-           ("agent.outcome.zonesloaded", "zones_of_waiting"), ("agent.plan.build", "build"),
+           ("agent.podready.gates", "zones_of_waiting"), ("agent.plan.build", "build"),
            ("agent.reconcile.dnsapply", "apply"), ("agent.run.memorize", "after_run"),
            ("agent.run.orchestrator._Run", "_finish"), ("agent.run.runtrace.RunTrace", "finish"),
            ("agent.run.orchestrator._Run", "_next_state")]
@@ -60,7 +60,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from agent.cli import _parser
-    from agent.run import scheduler
+    from agent.run import agent as run_agent
     from agent.run import settings as config
     from tests.support import bind as bind_support
     from tests.support import dnsworld
@@ -86,7 +86,7 @@ def main() -> int:
                     "--deadline", "3600", "--allowed-namespaces", "*"]
             ns = _parser(argv).parse_args(argv)
             flags = {name: getattr(ns, name) for name in config.Settings.model_fields}
-            agent = scheduler.Agent(config.load_settings(flags, environ={}))
+            agent = run_agent.Agent(config.load_settings(flags, environ={}))
             t = time.perf_counter()
             start = agent.run_once("start")
             print(f"start-up run {time.perf_counter() - t:.2f} s: {start.outcome}", file=sys.stderr)

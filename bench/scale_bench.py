@@ -64,7 +64,7 @@ def child(mode: str, root: pathlib.Path) -> None:
     if mode == "ours":
         from agent.gate import policy
         from agent.model.limits import Limits
-        from agent.run import collector, planning
+        from agent.run import collector, planner
         from agent.sources import localdir
 
         collector.tune()  # as `bindy-agent` does when it starts
@@ -75,11 +75,11 @@ def child(mode: str, root: pathlib.Path) -> None:
         count = sum(len(docs) for docs in kept)
     else:
         # what `bindy-agent plan DIR` does: load -> desired -> policy, then the offline plan
-        options = planning.Options(default_namespace="dns",
+        options = planner.Options(default_namespace="dns",
                                        repo_policy=policy.PolicySettings.of(allowed_namespaces="*"))
-        validated = planning.validate(localdir.files(root), options, limits=Limits())
+        validated = planner.validate(localdir.files(root), options, limits=Limits())
         assert validated.ok and validated.desired, [str(p) for p in validated.problems[:5]]
-        planned = planning.offline(validated)
+        planned = planner.offline(validated)
         assert planned.plan is not None and planned.plan.changes
         count = len(validated.manifest.objects)
     seconds = time.perf_counter() - start

@@ -20,10 +20,10 @@ from agent.desired import hierarchy
 from agent.desired.placement import Zone
 from agent.desired.rrsets import RRset
 from agent.gate import safety
+from agent.model.observed import DnsObserved, Observed
 from agent.model.ownership import Key
-from agent.observe import dnsobserve, endpoints
+from agent.observe import dnsobserve, instancereach
 from agent.plan import build, render, zonediff
-from agent.plan.observed import DnsObserved, Observed
 from tests.conftest import SAMPLE, Repo, load_dir
 from tests.test_nameservers import CLUSTER, HEAD, _as_created, _world, _zone_doc
 
@@ -118,7 +118,7 @@ def test_a_repository_cannot_publish_another_instances_rndc_secret_as_its_key_na
     """`rndcSecretRef: {name: dns-secondary-0-rndc-key, keyNameKey: secret}` on the cluster's primary:
     the Secret is one the agent generates, so tenancy allows the reference, and validate says "valid
     (0 warnings)". The observe step takes the TSIG key *name* from the field the repository chose
-    (observe/endpoints._tsig), i.e. the secondary's secret; it becomes Reach.update_key and the
+    (observe/instancereach._tsig), i.e. the secondary's secret; it becomes Reach.update_key and the
     zone-API body's `updateKeyName` (plan/zonecalls.create_body), which the plan now shows (plan JSON of
     `sync --dry-run`, the changes of the report in the git note the repository writer can read)."""
     root = tmp_path / "repo"
@@ -128,8 +128,8 @@ def test_a_repository_cannot_publish_another_instances_rndc_secret_as_its_key_na
         "  primary:\n    replicas: 1\n",
         "  primary:\n    replicas: 1\n    rndcSecretRef: {name: dns-secondary-0-rndc-key, keyNameKey: secret}\n"))
     desired = hierarchy.build(load_dir(root))
-    eps = endpoints.from_cluster(_SecretApi(), desired, token_file=tmp_path / "none",  # type: ignore[arg-type]
-                                 agent_addresses=[])
+    eps = instancereach.from_cluster(_SecretApi(), desired, token_file=tmp_path / "none",  # type: ignore[arg-type]
+                                     agent_addresses=[])
     dns = DnsObserved({}, {z.name: {} for z in desired.zones}, set(eps), servers=dnsobserve.reach(eps),
                       pods=endpoint_map.servers_of(eps))
     shown = render.render_json(build.build(desired, Observed(None, dns), revision="r", agent="bindy-agent"))

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from agent.clients.statestore import FileStore
+from agent.model.observed import KubeObserved, Observed
 from agent.model.ownership import RunState
-from agent.plan.observed import KubeObserved, Observed
 from agent.run import follow
 from agent.run import memory as memory_mod
 from agent.run.memory import Memory
-from agent.run.planning import Options, Targets
+from agent.run.planner import Options, Targets
 
 
 class _Source:
@@ -74,10 +74,11 @@ class _Elector:
 
 
 def _agent(tmp_path: pathlib.Path, store: FileStore, elector: _Elector) -> Any:
-    """A scheduler.Agent with its worker's and lease thread's collaborators only (no cluster, no server)."""
-    from agent.run import scheduler, throttle
+    """A run_agent.Agent with its worker's and lease thread's collaborators only (no cluster, no server)."""
+    from agent.run import agent as run_agent
+    from agent.run import throttle
 
-    agent: Any = object.__new__(scheduler.Agent)
+    agent: Any = object.__new__(run_agent.Agent)
     agent.settings = SimpleNamespace(lease_duration=0.03)
     agent.stopping, agent.memory, agent.store, agent.label, agent.elector = threading.Event(), Memory(), store, None, \
         elector

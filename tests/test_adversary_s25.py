@@ -1,4 +1,4 @@
-"""Adversary, session 25: "pushes first" (agent/run/scheduler.py `run_once`, orchestrator `reconcile_pending`),
+"""Adversary, session 25: "pushes first" (agent/run/agent.py `run_once`, orchestrator `reconcile_pending`),
 the scheduler's side, with small stand-ins for the reconcile that is cut.
 
 Each test here failed on the code it was written against; its docstring says what a user would lose."""
@@ -12,15 +12,16 @@ from typing import Any
 import pytest
 
 from agent.plan.changes import Plan
-from agent.run import orchestrator, scheduler
+from agent.run import agent as run_agent
+from agent.run import orchestrator
 from agent.run import settings as config
 from tests.support.procs import free_port
 
 
-def _agent(tmp_path: pathlib.Path) -> scheduler.Agent:
+def _agent(tmp_path: pathlib.Path) -> run_agent.Agent:
     settings = config.load_settings({"repo": str(tmp_path / "gone"), "cache": str(tmp_path / "cache"),
                                      "listen": f"127.0.0.1:{free_port()}", "interval": 3600}, environ={})
-    return scheduler.Agent(settings)
+    return run_agent.Agent(settings)
 
 
 @pytest.mark.parametrize("then", ["unreachable", "suspended", "partial"])
@@ -57,7 +58,7 @@ def test_a_push_run_that_cannot_run_does_not_spin_the_worker(tmp_path: pathlib.P
                                            plan=Plan(changes=[], revision="b" * 40))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(scheduler.runner, "run", run)
+    monkeypatch.setattr(run_agent.runner, "run", run)
     if then == "suspended":
         agent.store.suspend(True)  # `bindy-agent suspend`, right after the cut
     done = threading.Event()
@@ -92,7 +93,7 @@ def test_a_long_streak_of_retryable_runs_keeps_the_back_off(tmp_path: pathlib.Pa
         def start(self) -> None:
             pass
 
-    monkeypatch.setattr(scheduler.threading, "Timer", Timer)
+    monkeypatch.setattr(run_agent.threading, "Timer", Timer)
     failing = orchestrator.RunOutcome("r", None, "unreachable", retryable=True)
     for _ in range(1100):
         agent._retry(failing)

@@ -24,7 +24,7 @@ from agent.model.ownership import RunState
 from agent.observe import dnsobserve
 from agent.run import orchestrator
 from agent.run.memory import Memory
-from agent.run.planning import Options
+from agent.run.planner import Options
 from agent.run.revisions import GitRevisions
 from agent.sources.git import GitSource
 from tests.support.gitremote import GitRemote
@@ -35,7 +35,7 @@ def test_what_a_webhook_run_fetched_is_not_read_after_its_run(tmp_path: pathlib.
     first = remote.commit("first", {"dns/a.yaml": "x: 1\n"})
     remote.push()
     revisions = GitRevisions(GitSource(remote.url, tmp_path / "cache"))
-    revisions.bound(lambda: 60.0)  # a webhook run starts (agent/run/bounds.py)
+    revisions.bound(lambda: 60.0)  # a webhook run starts (agent/run/runhold.py)
     assert revisions.head(fetch=True) == first  # ... finds the head unchanged and stops
     revisions.bound(None)  # its end
     second = remote.commit("second", {"dns/a.yaml": "x: 2\n"})

@@ -11,11 +11,11 @@ from typing import Any
 
 from agent.clients import endpoints as endpoint_map
 from agent.clients.endpoints import Endpoint, Server
+from agent.model.observed import DnsObserved, ZoneObserved
 from agent.model.ownership import ZoneOwnership
 from agent.observe import dnsobserve
-from agent.observe import endpoints as instance_endpoints
+from agent.observe import instancereach as instance_endpoints
 from agent.plan import zonediff
-from agent.plan.observed import DnsObserved, ZoneObserved
 from tests.test_every_pod import PRIMARY, SECONDARY, _desired
 
 

@@ -14,7 +14,7 @@ from agent.desired.memo import NO_MEMO, Memo
 from agent.load import loader
 from agent.load.filecache import NO_FILES
 from agent.model.limits import Limits
-from agent.run import planning
+from agent.run import planner
 from agent.run.memory import ONE_SHOT, Memory
 from agent.sources import gittree, localdir
 
@@ -39,10 +39,10 @@ def test_a_long_running_memory_expands_an_unchanged_revision_into_the_very_same_
     repo.git.config("user.email", "t@example.com")
     repo.git.add("-A")
     repo.git.commit("-q", "-m", "sample")
-    memory, listing, options = Memory(), gittree.Listing(), planning.Options(default_namespace="dns-system")
+    memory, listing, options = Memory(), gittree.Listing(), planner.Options(default_namespace="dns-system")
     try:
-        first = planning.validate(gittree.files(repo, "HEAD", listing), options, limits=Limits(), memory=memory)
-        second = planning.validate(gittree.files(repo, "HEAD", listing), options, limits=Limits(), memory=memory)
+        first = planner.validate(gittree.files(repo, "HEAD", listing), options, limits=Limits(), memory=memory)
+        second = planner.validate(gittree.files(repo, "HEAD", listing), options, limits=Limits(), memory=memory)
     finally:
         repo.close()
     assert first.desired is not None and second.desired is not None and first.desired.zones
@@ -54,8 +54,8 @@ def test_a_one_shot_run_computes_everything_and_keeps_nothing() -> None:
     manifest = loader.load_files(localdir.files(SAMPLE), default_namespace="dns-system")
     one, two = hierarchy.build(manifest), hierarchy.build(manifest, NO_MEMO)
     assert one.zones and all(x is not y for x, y in zip(one.zones, two.zones, strict=True))
-    planning.validate(localdir.files(SAMPLE), planning.Options(default_namespace="dns-system"),
-                      limits=Limits())
+    planner.validate(localdir.files(SAMPLE), planner.Options(default_namespace="dns-system"),
+                     limits=Limits())
     assert ONE_SHOT.files is NO_FILES and not NO_FILES.entries and not NO_FILES.parts
     assert not ONE_SHOT.keeps and not ONE_SHOT.blank  # an unchanged head still ends a one-shot run early
     assert ONE_SHOT.kube is None and not ONE_SHOT.dns.zones

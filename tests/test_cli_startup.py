@@ -64,7 +64,7 @@ def test_validate_imports_no_other_verb_nor_the_settings_of_run(tmp_path: pathli
     assert not loaded & {*VERB_MODULES} - {"agent.cli.validate"}
     assert not loaded & {"agent.cli.plan", "agent.cli.sync", "agent.cli.run", "agent.cli.importzone",
                          "agent.run.settings", "apscheduler", "prometheus_client", "kubernetes", "httpx", "git",
-                         "agent.run.orchestrator", "agent.run.planning", "agent.model.schema", "agent.clients.kubeapi"}
+                         "agent.run.orchestrator", "agent.run.planner", "agent.model.schema", "agent.clients.kubeapi"}
 
 
 def test_a_usage_error_names_the_verb_without_importing_it() -> None:

@@ -1,7 +1,7 @@
 """Issue 24's "done when": a long-running agent's warm caches never change a plan. A seeded random
 series of commits (records added, changed and removed, zones moved between files, files renamed,
 instances added and scaled) is planned at every step with a cold memory and with one warm memory
-(agent/run/memory.py) kept across the series, through the same calls a run makes (planning.validate,
+(agent/run/memory.py) kept across the series, through the same calls a run makes (planner.validate,
 build.build with the zone-plan memo); the plans, as JSON, must be equal at every step. The DNS side
 is planned against a world that follows the series (each primary pod serves what the previous commit
 placed, the agent owns it), so zone plans are reused where nothing changed and recomputed where
@@ -22,11 +22,12 @@ import pytest
 
 from agent.desired.hierarchy import Desired
 from agent.desired.memo import Memo
+from agent.model import servers
 from agent.model.limits import Limits
+from agent.model.observed import DnsObserved, KubeObserved, Observed, ZoneObserved
 from agent.model.ownership import ZoneOwnership
-from agent.plan import build, render, zoneplan
-from agent.plan.observed import DnsObserved, KubeObserved, Observed, ZoneObserved
-from agent.run import planning
+from agent.plan import build, render
+from agent.run import planner
 from agent.run.memory import ONE_SHOT, Memory
 from agent.sources import gittree
 
@@ -36,7 +37,7 @@ HEAD = "apiVersion: bindy.firestoned.io/v1beta1\n"
 SOA = ("  soaRecord: {primaryNs: ns1.example.com., adminEmail: admin.example.com., serial: 1, refresh: 3600, "
        "retry: 600, expire: 604800, negativeTtl: 300}\n")
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-OPTIONS = planning.Options(default_namespace="dns-system")
+OPTIONS = planner.Options(default_namespace="dns-system")
 
 
 class Repo:
@@ -133,7 +134,7 @@ class World:
         self.ownership: dict[str, ZoneOwnership] = {}
 
     def observed(self, desired: Desired, pods: dict[str, tuple[str, ...]]) -> Observed:
-        instances = {zoneplan.instance_id(k) for z in desired.zones for k in z.instances}
+        instances = {servers.instance_id(k) for z in desired.zones for k in z.instances}
         zones: dict[str, dict[str, ZoneObserved]] = {}
         for (zone, server), (_, seen) in sorted(self.served.items()):
             zones.setdefault(zone, {})[server] = seen
@@ -146,14 +147,14 @@ class World:
         served: dict[tuple[str, str], tuple[frozenset[str], ZoneObserved]] = {}
         owned, self.ownership = self.ownership, {}
         for z in desired.zones:
-            placements = {zoneplan.instance_id(k): "secondary" for k in z.secondaries}
-            placements.update({zoneplan.instance_id(k): "primary" for k in z.primaries})
+            placements = {servers.instance_id(k): "secondary" for k in z.secondaries}
+            placements.update({servers.instance_id(k): "primary" for k in z.primaries})
             now = ZoneOwnership(z.name, placements, set(z.rrsets))
             last = owned.get(z.name)  # the store hands out the very record while it is unchanged
             self.ownership[z.name] = last if last == now else now
             content = frozenset(map(str, z.rrsets.values()))
             for k in z.primaries:
-                inst = zoneplan.instance_id(k)
+                inst = servers.instance_id(k)
                 for server in pods.get(inst, (inst,)):
                     last = self.served.get((z.name, server))
                     served[(z.name, server)] = (last if last is not None and last[0] == content
@@ -162,12 +163,12 @@ class World:
 
 
 def _pods(desired: Desired) -> dict[str, tuple[str, ...]]:
-    """Instances of more than one replica are written pod by pod (agent/observe/endpoints.py)."""
+    """Instances of more than one replica are written pod by pod (agent/observe/instancereach.py)."""
     out: dict[str, tuple[str, ...]] = {}
     for inst in desired.instances.values():
         replicas = inst.spec.replicas or 1
         if replicas > 1:
-            iid = zoneplan.instance_id(inst.key)
+            iid = servers.instance_id(inst.key)
             out[iid] = tuple(f"{iid}@{inst.key.name}-{n}" for n in range(replicas))
     return out
 
@@ -176,7 +177,7 @@ def _plan(repo: git.Repo, sha: str, memory: Memory, listing: gittree.Listing | N
           world: World | None) -> tuple[str, Desired | None]:
     """The plan of one commit as a sync plans it: validate with the memory's caches, then the whole
     plan against the world with the memory's zone-plan memo. JSON, and the desired state."""
-    validated = planning.validate(gittree.files(repo, sha, listing), OPTIONS, limits=Limits(), memory=memory)
+    validated = planner.validate(gittree.files(repo, sha, listing), OPTIONS, limits=Limits(), memory=memory)
     if not validated.ok or validated.desired is None:
         return json.dumps(sorted(str(p) for p in validated.problems)), None
     desired = validated.desired

@@ -16,7 +16,8 @@ from agent import cli
 from agent.cli import sync
 from agent.clients import statestore
 from agent.desired import hierarchy
-from agent.run import compose, scheduler
+from agent.run import agent as run_agent
+from agent.run import compose
 from agent.run import settings as config
 from tests.conftest import load_dir
 from tests.support.procs import free_port
@@ -104,7 +105,7 @@ def test_run_with_a_cluster_and_a_named_state_directory_keeps_its_state_there(tm
     settings = config.load_settings({"repo": str(tmp_path / "none"), "cache": str(tmp_path / "cache"),
                                      "kubeconfig": str(_kubeconfig(tmp_path)), "state": str(state),
                                      "leader_election": False, "listen": f"127.0.0.1:{free_port()}"}, environ={})
-    agent = scheduler.Agent(settings)  # reads its state as it starts: from the directory, the cluster is never asked
+    agent = run_agent.Agent(settings)  # reads its state as it starts: from the directory, the cluster is never asked
     try:
         assert isinstance(agent.store, statestore.FileStore) and agent.store.root == state
     finally:

@@ -74,8 +74,8 @@ def test_a_file_with_an_alias_bomb_is_still_bounded_and_plain_files_still_count_
         f"{c}: &{c} [{', '.join(['*' + p] * 10)}]\n" for p, c in zip("abcdefg", "bcdefgh", strict=False))
     manifest = parse.load_text(bomb, "bomb.yaml")
     assert any("alias bomb" in p.message for p in manifest.problems)
-    from agent.load import bounds
+    from agent.load import readbudget
     from agent.model.limits import Limits
-    budget = bounds.ReadBudget(Limits(max_nodes=50))
+    budget = readbudget.ReadBudget(Limits(max_nodes=50))
     plain = parse.load_text("items: [" + ", ".join("x" for _ in range(60)) + "]\n", "big.yaml", budget=budget)
     assert any("more than 50 YAML nodes" in p.message for p in plain.problems)

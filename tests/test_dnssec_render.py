@@ -10,7 +10,7 @@ import pathlib
 from agent.desired import hierarchy, zonebody
 from agent.desired.placement import Zone
 from agent.desired.rrsets import RRset, build
-from agent.outcome import signing, status
+from agent.outcome import dnssecstatus, status
 from agent.reconcile.dnsresult import DnsResult, ZoneResult
 from tests.conftest import Repo, load_dir
 from tests.support.clirun import main
@@ -178,14 +178,14 @@ def _served(*dnskeys: str) -> dict[tuple[str, str], RRset]:
 
 def test_ds_records_are_computed_from_the_served_ksk(repo: Repo) -> None:
     zone = _zone(repo, "strict")
-    assert signing.status(zone, [_served(KSK, ZSK)]) == {
+    assert dnssecstatus.status(zone, [_served(KSK, ZSK)]) == {
         "signed": True, "algorithm": "ECDSAP256SHA256", "keyTag": 55648, "dsRecords": [DS]}
-    assert signing.status(zone, [{}]) == {"signed": False, "dsRecords": []}  # not signed (yet)
-    assert signing.status(_zone(repo, None), [{}]) is None  # no policy, not signed: no field
+    assert dnssecstatus.status(zone, [{}]) == {"signed": False, "dsRecords": []}  # not signed (yet)
+    assert dnssecstatus.status(_zone(repo, None), [{}]) is None  # no policy, not signed: no field
 
 
 def test_zone_status_shows_the_ds_records_of_what_the_primary_serves(repo: Repo) -> None:
-    from agent.plan.observed import ZoneObserved
+    from agent.model.observed import ZoneObserved
 
     zone = _zone(repo, "strict")
     desired = hierarchy.build(load_dir(repo.root))

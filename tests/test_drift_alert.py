@@ -13,8 +13,8 @@ from typing import Any
 
 import yaml
 
+from agent.model.observed import ZoneObserved
 from agent.plan import changes
-from agent.plan.observed import ZoneObserved
 from agent.run import metrics, orchestrator
 from tests.test_every_pod import POD_A, POD_B, PRIMARY, SECONDARY, _desired
 from tests.test_observability import _value, promtool, rules

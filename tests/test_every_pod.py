@@ -18,11 +18,11 @@ from agent.clients.endpoints import Endpoint, Server
 from agent.desired import hierarchy, nameservers
 from agent.desired.hierarchy import Desired
 from agent.errors import ConfigError
+from agent.model.observed import DnsObserved, ZoneObserved
 from agent.model.ownership import ZoneOwnership
-from agent.observe import dnsobserve, endpoints
+from agent.observe import dnsobserve, instancereach
 from agent.outcome import zoneconditions
 from agent.plan import zonediff
-from agent.plan.observed import DnsObserved, ZoneObserved
 from agent.reconcile import dnsresult
 from tests.conftest import SAMPLE, load_dir
 
@@ -87,8 +87,8 @@ def _subset(ready: list[str], api_port: int = 8080) -> dict[str, Any]:
 def test_in_a_cluster_each_ready_pod_is_written_on_its_own_address(tmp_path: pathlib.Path) -> None:
     desired = _desired(tmp_path)
     api = _Api({"dns-primary-0": _subset(["10.1.0.5", "10.1.0.4"], api_port=9090), "dns-secondary-0": _subset([])})
-    eps = endpoints.from_cluster(api, desired, token_file=tmp_path / "none",  # type: ignore[arg-type]
-                                 agent_addresses=[])
+    eps = instancereach.from_cluster(api, desired, token_file=tmp_path / "none",  # type: ignore[arg-type]
+                                     agent_addresses=[])
     pods = endpoint_map.by_server({PRIMARY: eps[PRIMARY]})
     assert sorted(pods) == [POD_A, POD_B]  # the pod that is not ready is not written (the next run catches it up)
     assert (pods[POD_A].dns_host, pods[POD_A].dns_port, pods[POD_A].api_url) == ("10.1.0.4", 5353,

@@ -162,7 +162,7 @@ ACTED: dict[str, str] = {
     "DnssecSigning.policy": "agent/desired/workloads.py",
     "RndcSecretRef.name": "agent/desired/hierarchy.py",
     "RndcSecretRef.algorithm": "agent/desired/workloads.py",
-    "RndcSecretRef.key_name_key": "agent/observe/endpoints.py",
+    "RndcSecretRef.key_name_key": "agent/observe/instancereach.py",
     "RndcSecretRef.secret_key": "agent/desired/workloads.py",
     "ImageConfig.image": "agent/desired/hierarchy.py",
     "ImageConfig.image_pull_policy": "agent/desired/hierarchy.py",

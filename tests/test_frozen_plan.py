@@ -9,9 +9,9 @@ import json
 import pytest
 
 from agent.desired import hierarchy
+from agent.model.observed import DnsObserved, Observed, Reach
 from agent.plan import build, render
 from agent.plan.changes import Plan
-from agent.plan.observed import DnsObserved, Observed, Reach
 from tests.conftest import SAMPLE, load_dir
 
 PRIMARY, SECONDARY = "dns-system/dns-primary-0", "dns-system/dns-secondary-0"

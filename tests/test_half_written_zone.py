@@ -18,10 +18,10 @@ from agent.clients.endpoints import Endpoint, Server
 from agent.clients.statestore import FileStore
 from agent.desired import rrsets
 from agent.errors import DnsUpdateError
+from agent.model.observed import ZoneObserved
+from agent.model.rrchange import RRChange
 from agent.outcome import zoneconditions
 from agent.plan import zonediff
-from agent.plan.observed import ZoneObserved
-from agent.plan.rrsetdiff import RRChange
 from agent.reconcile import dnsapply, dnsresult
 from agent.run import dnsrounds
 from tests.test_every_pod import POD_A, POD_B, PRIMARY, _desired, _pods_world

@@ -19,10 +19,11 @@ import pytest
 from agent.clients import endpoints as endpoint_map
 from agent.desired import hierarchy, workloads
 from agent.load import parse, rulechecks
+from agent.model import names
+from agent.model.observed import DnsObserved, Observed
 from agent.model.problems import Problem, Severity
-from agent.observe import dnsobserve, endpoints
-from agent.plan import build, render, rotation
-from agent.plan.observed import DnsObserved, Observed
+from agent.observe import dnsobserve, instancereach
+from agent.plan import build, render
 from tests.conftest import SAMPLE, load_dir
 from tests.test_admission import MARK, _marked_line, cluster, instance
 
@@ -87,7 +88,7 @@ def test_the_refused_keys_are_every_key_of_the_generated_secret_but_the_key_name
     """keyNameKey may not point at anything the agent's own RNDC Secret holds besides the name,
     including the key a rotation keeps the previous secret under."""
     generated = workloads.rndc_secret("s", "ns", {}, "k", "hmac-sha256")["stringData"]
-    assert set(rulechecks.NOT_KEY_NAME_KEYS) == (set(generated) | {rotation.PREVIOUS}) - {rulechecks.KEY_NAME_KEY}
+    assert set(rulechecks.NOT_KEY_NAME_KEYS) == (set(generated) | {names.PREVIOUS_SECRET_KEY}) - {rulechecks.KEY_NAME_KEY}
     assert (rulechecks.KEY_NAME_KEY, rulechecks.SECRET_KEY) == ("key-name", "secret")  # Bindy's defaults
 
 
@@ -131,8 +132,8 @@ def _desired(tmp_path: pathlib.Path, ref: str = "", **bypass: str) -> hierarchy.
 def _observe(tmp_path: pathlib.Path, data: dict[str, str | bytes], ref: str = "",
              **bypass: str) -> tuple[hierarchy.Desired, dict[str, endpoint_map.Endpoint]]:
     desired = _desired(tmp_path, ref, **bypass)
-    eps = endpoints.from_cluster(_Cluster(data), desired, token_file=tmp_path / "none",  # type: ignore[arg-type]
-                                 agent_addresses=[])
+    eps = instancereach.from_cluster(_Cluster(data), desired, token_file=tmp_path / "none",  # type: ignore[arg-type]
+                                     agent_addresses=[])
     return desired, eps
 
 
@@ -230,4 +231,4 @@ def test_a_name_the_secret_leaves_out_is_the_generated_one(tmp_path: pathlib.Pat
     ("a..b", False), ("a-", False), ("a/b", False), ("a=", False), ('k"; };', False),
 ])
 def test_what_passes_for_a_key_name(name: str, ok: bool) -> None:
-    assert endpoints.is_key_name(name) is ok
+    assert instancereach.is_key_name(name) is ok

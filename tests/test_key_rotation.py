@@ -13,9 +13,9 @@ import pytest
 from agent.desired import hierarchy
 from agent.model import names
 from agent.model.infra import RndcKeyConfig
+from agent.model.observed import KubeObserved, Observed
 from agent.model.problems import Severity
 from agent.plan import build, kubechange, rotation
-from agent.plan.observed import KubeObserved, Observed
 from tests.conftest import Repo, load_dir
 from tests.support import clirun
 
@@ -45,7 +45,7 @@ def _secret(created: dt.datetime | None, count: int = 0, previous: bool = False,
     data = {"key-name": _b64("dns-primary-0-rndc-key"), "algorithm": _b64("hmac-sha256"), "secret": _b64("cur"),
             "rndc.key": _b64("x")}
     if previous:
-        data[rotation.PREVIOUS] = _b64("old")
+        data[names.PREVIOUS_SECRET_KEY] = _b64("old")
     return {"metadata": {"annotations": annotations, "creationTimestamp": rotation.stamp(born)}, "data": data}
 
 
@@ -147,7 +147,7 @@ def test_a_due_key_is_replaced_keeping_the_old_one_and_the_pods_roll(repo: Repo)
                                           now=T0 + dt.timedelta(days=1)))
     secret = changes[SECRET].desired.body
     assert secret["stringData"]["secret"] == rotation.NEW_SECRET
-    assert secret["stringData"][rotation.PREVIOUS] == rotation.CURRENT_SECRET
+    assert secret["stringData"][names.PREVIOUS_SECRET_KEY] == rotation.CURRENT_SECRET
     assert secret["stringData"]["key-name"] == "dns-primary-0-rndc-key"  # the name the zones' allow-update names
     assert secret["metadata"]["annotations"][rotation.ROTATION_COUNT] == "1"
     template = changes[DEPLOYMENT].desired.body["spec"]["template"]["metadata"]
@@ -163,8 +163,8 @@ def test_a_key_not_due_plans_nothing_and_a_rolled_out_rotation_drops_the_previou
     done = _live(desired, _secret(T0, count=1, previous=True), _deployment(rolled_at, done=True))
     changes = _changes(build.kube_changes(desired, done, agent=names.DEFAULT_AGENT_NAMESPACE,
                                           now=T0 + dt.timedelta(hours=3)))
-    assert list(changes) == [SECRET] and f"data.{rotation.PREVIOUS}" in changes[SECRET].fields
-    assert rotation.PREVIOUS not in changes[SECRET].desired.body["stringData"]
+    assert list(changes) == [SECRET] and f"data.{names.PREVIOUS_SECRET_KEY}" in changes[SECRET].fields
+    assert names.PREVIOUS_SECRET_KEY not in changes[SECRET].desired.body["stringData"]
 
 
 def test_manual_rotation_takes_the_same_path_or_says_why_not(repo: Repo) -> None:
@@ -172,7 +172,7 @@ def test_manual_rotation_takes_the_same_path_or_says_why_not(repo: Repo) -> None
     observed = _live(desired, _secret(T0), _deployment(None, done=True))
     plan = build.build(desired, Observed(observed, None), rotate_rndc_keys=True, now=T0 + dt.timedelta(hours=2))
     secret = next(c for c in plan.kube or [] if tuple(c.key) == SECRET).desired
-    assert secret is not None and secret.body["stringData"][rotation.PREVIOUS] == rotation.CURRENT_SECRET
+    assert secret is not None and secret.body["stringData"][names.PREVIOUS_SECRET_KEY] == rotation.CURRENT_SECRET
     rolling = _live(desired, _secret(T0, count=1, previous=True), _deployment(rotation.stamp(T0), done=False))
     plan = build.build(desired, Observed(rolling, None), rotate_rndc_keys=True, now=T0 + dt.timedelta(hours=2))
     assert not any(tuple(c.key) == SECRET and c.action == "update" and "data.secret" in c.fields

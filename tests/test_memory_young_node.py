@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from agent.model.observed import KubeObserved, ZoneObserved
 from agent.observe.dnsobserve import DnsMemory
-from agent.plan.observed import KubeObserved, ZoneObserved
 from agent.run import memory as memory_mod
 from agent.run.memory import Memory
 

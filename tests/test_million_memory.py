@@ -22,11 +22,11 @@ from agent.clients.statestore import FileStore
 from agent.desired import hierarchy, nameservers, rrsets
 from agent.desired.memo import NO_MEMO, Memo
 from agent.load import filecache, loader
+from agent.model.observed import DnsObserved, ZoneObserved
 from agent.model.ownership import ZoneOwnership
+from agent.model.servers import instance_id
 from agent.observe import dnsobserve
 from agent.plan import build, rrsetdiff
-from agent.plan.observed import DnsObserved, ZoneObserved
-from agent.plan.zoneplan import instance_id
 from agent.reconcile import dnsapply, insync
 from agent.run import memory
 from agent.sources import gittree

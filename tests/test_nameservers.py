@@ -22,10 +22,12 @@ from agent.desired import hierarchy, nameservers, zonebody
 from agent.desired.placement import Zone
 from agent.desired.rrsets import RRset
 from agent.gate import safety
+from agent.model import servers
+from agent.model.observed import DnsObserved, ZoneObserved
 from agent.model.ownership import Key, ZoneOwnership
+from agent.model.rrchange import RRChange
 from agent.plan import zonediff, zoneplan
-from agent.plan.observed import DnsObserved, ZoneObserved
-from agent.plan.zoneplan import RRChange, RRsetPlan
+from agent.plan.zoneplan import RRsetPlan
 from tests.conftest import SAMPLE, Repo, load_dir
 from tests.support import clirun
 
@@ -131,9 +133,9 @@ def test_the_create_body_carries_the_apex_ns_and_only_ipv4_glue(repo: Repo) -> N
 # -- the plan ----------------------------------------------------------------------------------------
 
 def _world(zone: Zone, seen: dict[Key, RRset] | None, managed: set[Key] | None = None) -> DnsObserved:
-    primary = zoneplan.instance_id(zone.primaries[0])
-    placements = {zoneplan.instance_id(k): r for ks, r in ((zone.secondaries, "secondary"),
-                                                           (zone.primaries, "primary")) for k in ks}
+    primary = servers.instance_id(zone.primaries[0])
+    placements = {servers.instance_id(k): r for ks, r in ((zone.secondaries, "secondary"),
+                                                          (zone.primaries, "primary")) for k in ks}
     owned = {zone.name: ZoneOwnership(zone.name, placements if seen is not None else {}, managed or set())}
     return DnsObserved(owned, {zone.name: {primary: ZoneObserved(seen)}}, set(placements))
 

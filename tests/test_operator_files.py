@@ -15,7 +15,7 @@ import pytest
 from agent.cli import prcontext
 from agent.clients import endpoints, kubeapi
 from agent.errors import AgentError
-from agent.outcome import delivery, signature
+from agent.outcome import delivery, notesignature
 from agent.run import settings as config
 from agent.run import webhook
 from agent.sources import operatorfile
@@ -40,7 +40,7 @@ READERS: dict[str, tuple[Callable[[pathlib.Path, pathlib.Path], object], str]] =
     "Git token": (lambda p, tmp: GitSource("https://example.invalid/r.git", tmp / "cache",
                                            token_file=p)._basic_credentials(), "--token-file"),
     "webhook secret": (lambda p, tmp: webhook.read_secret(p), "webhook secret file"),
-    "report key": (lambda p, tmp: signature.read_key(p), "report key file"),
+    "report key": (lambda p, tmp: notesignature.read_key(p), "report key file"),
     "kubeconfig": (lambda p, tmp: kubeapi._check_kubeconfig(str(p)), "kubeconfig"),
     "CI event": (lambda p, tmp: prcontext._event({"GITHUB_EVENT_PATH": str(p)}), "GITHUB_EVENT_PATH"),
 }

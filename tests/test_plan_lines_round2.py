@@ -16,9 +16,9 @@ from agent.clients import rfc2136
 from agent.desired import hierarchy
 from agent.desired.hierarchy import Desired
 from agent.model import kinds, names, schema
+from agent.model.observed import KubeObserved, Observed
 from agent.plan import build, crddiff, render
 from agent.plan.changes import Plan
-from agent.plan.observed import KubeObserved, Observed
 from agent.plan.zoneplan import ZonePlan
 from agent.reconcile import dnsapply, dnsverify, kubeapply
 from agent.run import crds

@@ -17,7 +17,7 @@ from agent.plan import render_json
 from agent.plan.changes import _shown
 from tests.conftest import ROOT
 
-HEAVY = {"git", "ssl", "httpx", "kubernetes", "agent.run.planning", "agent.clients.kubeapi", "agent.sources.git"}
+HEAVY = {"git", "ssl", "httpx", "kubernetes", "agent.run.planner", "agent.clients.kubeapi", "agent.sources.git"}
 
 
 def test_an_offline_plan_loads_no_client_tls_or_git() -> None:

@@ -11,10 +11,10 @@ from agent.clients import endpoints as endpoint_map
 from agent.clients.endpoints import Endpoint, Server
 from agent.desired.hierarchy import Desired
 from agent.desired.placement import Zone
+from agent.model.observed import DnsObserved, ZoneObserved
 from agent.model.ownership import ZoneOwnership
 from agent.observe import dnsobserve
 from agent.plan import zonediff
-from agent.plan.observed import DnsObserved, ZoneObserved
 from agent.reconcile import dnsapply
 from agent.reconcile.dnsresult import ZoneResult
 from tests.test_every_pod import PRIMARY, SECONDARY, _desired

@@ -17,11 +17,11 @@ from typing import Any
 from agent.desired.hierarchy import Desired
 from agent.desired.memo import Memo
 from agent.model.key import ObjectKey
+from agent.model.observed import KubeObserved
 from agent.outcome import status
 from agent.plan import build, kubechange, kubediff
-from agent.plan.observed import KubeObserved
 from agent.reconcile.kubeapply import KubeResult
-from agent.run import planning
+from agent.run import planner
 from agent.run.memory import Memory
 from agent.run.revisions import GitRevisions
 from agent.sources.git import GitSource
@@ -41,8 +41,8 @@ def _desired(root: pathlib.Path, rev: dnsworld.Revision, memory: Memory) -> Desi
     remote, source = _SOURCES[root]
     dnsworld.push_revision(remote, rev, "a commit")
     snap = source.snapshot()
-    validated = planning.validate(snap.files, planning.Options(default_namespace=AGENT), limits=snap.limits,
-                                  memory=memory)
+    validated = planner.validate(snap.files, planner.Options(default_namespace=AGENT), limits=snap.limits,
+                                 memory=memory)
     assert validated.ok and validated.desired is not None, validated.problems[:3]
     return validated.desired
 

@@ -13,9 +13,9 @@ from typing import Any
 from agent.desired import hierarchy
 from agent.desired.hierarchy import Desired
 from agent.model.key import ObjectKey
+from agent.model.observed import KubeObserved, Observed
 from agent.plan import build as plan_build
 from agent.plan import kubechange, kubediff
-from agent.plan.observed import KubeObserved, Observed
 from tests.conftest import SAMPLE, load_dir
 from tests.support.clirun import main
 

@@ -13,7 +13,7 @@ from agent.model.ownership import RunState
 from agent.reconcile.kubeapply import KubeResult
 from agent.run import orchestrator
 from agent.run.memory import Memory
-from agent.run.planning import Options
+from agent.run.planner import Options
 
 
 def _rerun(kube: KubeResult | None) -> tuple[float, float]:

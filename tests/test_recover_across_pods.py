@@ -8,9 +8,9 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 
+from agent.model.observed import ZoneObserved
 from agent.model.ownership import Intent, digest
 from agent.plan import zonediff
-from agent.plan.observed import ZoneObserved
 from tests.test_every_pod import POD_A, POD_B, _desired, _pods_world
 
 

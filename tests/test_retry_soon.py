@@ -12,21 +12,22 @@ from typing import Any
 
 import pytest
 
-from agent.run import orchestrator, scheduler
+from agent.run import agent as run_agent
+from agent.run import orchestrator
 from agent.run import settings as config
 from tests.support.procs import free_port
 
 
-def _agent(tmp_path: pathlib.Path) -> scheduler.Agent:
+def _agent(tmp_path: pathlib.Path) -> run_agent.Agent:
     settings = config.load_settings({"repo": str(tmp_path / "none"), "cache": str(tmp_path / "cache"),
                                      "listen": f"127.0.0.1:{free_port()}", "interval": 3600}, environ={})
-    return scheduler.Agent(settings)
+    return run_agent.Agent(settings)
 
 
 @pytest.mark.parametrize("outcomes, runs", [((True, True, False), 3), ((False,), 1)])
 def test_a_retryable_run_runs_again_soon_until_one_needs_no_retry(
         tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, outcomes: tuple[bool, ...], runs: int) -> None:
-    monkeypatch.setattr(scheduler, "RETRY_FIRST", 0.1)
+    monkeypatch.setattr(run_agent, "RETRY_FIRST", 0.1)
     agent = _agent(tmp_path)
     seen: list[str] = []
     done = threading.Event()
@@ -61,7 +62,7 @@ def test_the_back_off_doubles_and_stops_at_the_interval(tmp_path: pathlib.Path,
         def start(self) -> None:
             pass
 
-    monkeypatch.setattr(scheduler.threading, "Timer", Timer)
+    monkeypatch.setattr(run_agent.threading, "Timer", Timer)
     failing = orchestrator.RunOutcome("r", None, "unreachable", retryable=True)
     for _ in range(12):
         agent._retry(failing)

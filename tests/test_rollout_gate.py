@@ -20,17 +20,19 @@ from agent.clients.deadline import Deadline
 from agent.clients.endpoints import Endpoint, Server
 from agent.desired import hierarchy
 from agent.desired.hierarchy import Desired
-from agent.model import names
+from agent.model import names, podreadiness
 from agent.model.key import ObjectKey
 from agent.model.ownership import RunState
-from agent.observe import endpoints, podwait
+from agent.observe import instancereach
 from agent.outcome import pods as pod_problems
-from agent.outcome import zonesloaded
-from agent.reconcile import podgate
+from agent.podready import condition as podcondition
+from agent.podready import gates as podgates
+from agent.podready import step as podstep
+from agent.podready import watch as podwatch
 from agent.reconcile.dnsresult import DnsResult, ZoneResult
-from agent.run import orchestrator, podgates, podwatch
+from agent.run import orchestrator
 from agent.run.memory import Memory
-from agent.run.planning import Options
+from agent.run.planner import Options
 from tests.conftest import SAMPLE, load_dir
 
 PRIMARY = "dns-system/dns-primary-0"
@@ -73,13 +75,13 @@ def test_the_generated_pods_are_ready_only_through_the_zones_loaded_gate_and_rol
 
 # -- which pods wait -------------------------------------------------------------------------------
 def test_a_pod_waits_while_it_runs_with_ready_containers_and_its_gate_is_not_true() -> None:
-    assert podwait.is_waiting(_pod("new", "10.1.0.9"))  # no condition yet: the agent has not seen it
-    assert podwait.is_waiting(_pod("failed", "10.1.0.9", gate="False"))  # its zones failed last time
-    assert not podwait.is_waiting(_pod("open", "10.1.0.9", gate="True", ready="True"))
-    assert not podwait.is_waiting(_pod("starting", "10.1.0.9", containers="False"))  # named not up: not written
-    assert not podwait.is_waiting(_pod("leaving", "10.1.0.9", deleting=True))
-    assert not podwait.is_waiting(_pod("old", "10.1.0.9", gated=False))  # a pod of before the gate: Ready as it is
-    assert podwait.waiting_of([_pod("a", "10.1.0.8"), _pod("b", "10.1.0.9", gate="True")]) == {"10.1.0.8": "a"}
+    assert podreadiness.is_waiting(_pod("new", "10.1.0.9"))  # no condition yet: the agent has not seen it
+    assert podreadiness.is_waiting(_pod("failed", "10.1.0.9", gate="False"))  # its zones failed last time
+    assert not podreadiness.is_waiting(_pod("open", "10.1.0.9", gate="True", ready="True"))
+    assert not podreadiness.is_waiting(_pod("starting", "10.1.0.9", containers="False"))  # named not up: not written
+    assert not podreadiness.is_waiting(_pod("leaving", "10.1.0.9", deleting=True))
+    assert not podreadiness.is_waiting(_pod("old", "10.1.0.9", gated=False))  # a pod of before the gate: Ready as it is
+    assert podreadiness.waiting_of([_pod("a", "10.1.0.8"), _pod("b", "10.1.0.9", gate="True")]) == {"10.1.0.8": "a"}
 
 
 class _Api:
@@ -113,20 +115,20 @@ def test_a_waiting_pod_is_a_server_of_its_instance_and_a_starting_one_is_not(tmp
     desired = _desired(tmp_path)
     api = _Api([_pod("ready", "10.1.0.4", gate="True", ready="True"), _pod("new", "10.1.0.7"),
                 _pod("starting", "10.1.0.8", containers="False")])
-    eps = endpoints.from_cluster(api, desired, token_file=tmp_path / "none", agent_addresses=[])  # type: ignore[arg-type]
+    eps = instancereach.from_cluster(api, desired, token_file=tmp_path / "none", agent_addresses=[])  # type: ignore[arg-type]
     primary = eps[PRIMARY]
     assert [(s.name, s.waiting) for s in primary.servers] == [("10.1.0.4", ""), ("10.1.0.7", "new")]
     assert sorted(endpoint_map.by_server({PRIMARY: primary})) == [f"{PRIMARY}@10.1.0.4", f"{PRIMARY}@10.1.0.7"]
     # its secondaries transfer from it, and a waiting secondary is allowed to transfer (per-zone ACLs)
     assert primary.transfer_hosts() == ["10.1.0.4", "10.1.0.7"]
-    assert zonesloaded.waiting(eps) == {f"{PRIMARY}@10.1.0.7": "new"}
+    assert podgates.waiting(eps) == {f"{PRIMARY}@10.1.0.7": "new"}
 
 
 def test_with_every_pod_ready_no_pod_is_listed(tmp_path: pathlib.Path) -> None:
     desired = _desired(tmp_path)
     api = _Api([_pod("ready", "10.1.0.4", gate="True", ready="True")])
-    eps = endpoints.from_cluster(api, desired, token_file=tmp_path / "none", agent_addresses=[])  # type: ignore[arg-type]
-    assert api.lists == 0 and not zonesloaded.waiting(eps)
+    eps = instancereach.from_cluster(api, desired, token_file=tmp_path / "none", agent_addresses=[])  # type: ignore[arg-type]
+    assert api.lists == 0 and not podgates.waiting(eps)
 
 
 # -- the gate after the DNS step -------------------------------------------------------------------
@@ -152,11 +154,11 @@ def _result(desired: Desired, failed: str | None = None) -> DnsResult:
 
 
 def test_the_status_patch_sets_only_the_zones_loaded_condition() -> None:
-    body = podgate.condition_patch(loaded=True, why="", now="2026-11-26T10:00:00Z")
+    body = podcondition.condition_patch(loaded=True, why="", now="2026-11-26T10:00:00Z")
     assert body == {"status": {"conditions": [{
         "type": "bindy.firestoned.io/zones-loaded", "status": "True", "reason": "ZonesLoaded",
         "message": "every zone of its instance is served by this pod", "lastTransitionTime": "2026-11-26T10:00:00Z"}]}}
-    closed = podgate.condition_patch(loaded=False, why="example.com: zone API: 500", now="t")
+    closed = podcondition.condition_patch(loaded=False, why="example.com: zone API: 500", now="t")
     assert closed["status"]["conditions"][0]["status"] == "False"  # type: ignore[index]
     assert closed["status"]["conditions"][0]["message"] == "example.com: zone API: 500"  # type: ignore[index]
 
@@ -171,8 +173,8 @@ def test_a_run_that_wrote_every_zone_to_a_waiting_pod_opens_its_gate(tmp_path: p
         asked.append((endpoint.instance, list(names_)))
         return dict.fromkeys(names_, 7)
 
-    done = podgates.after_dns(api, desired, _world(desired), _result(desired), wait=1,  # type: ignore[arg-type]
-                              deadline=Deadline(10), serials=serials)
+    done = podstep.after_dns(api, desired, _world(desired), _result(desired), wait=1,  # type: ignore[arg-type]
+                             deadline=Deadline(10), serials=serials)
     assert done.opened == ["dns-system/new"] and not done.closed
     assert asked == [(f"{PRIMARY}@10.1.0.7", zones)]  # the waiting pod itself answers every zone's SOA
     (where, kind, patch), = api.patches
@@ -184,8 +186,8 @@ def test_a_waiting_pod_whose_zone_failed_stays_not_ready_and_says_why(tmp_path: 
     desired = _desired(tmp_path)
     failed = _zones_on_primary(desired)[0]
     api = _Api([])
-    done = podgates.after_dns(api, desired, _world(desired), _result(desired, failed=failed), wait=1,  # type: ignore[arg-type]
-                              deadline=Deadline(10), serials=lambda *a, **k: {})
+    done = podstep.after_dns(api, desired, _world(desired), _result(desired, failed=failed), wait=1,  # type: ignore[arg-type]
+                             deadline=Deadline(10), serials=lambda *a, **k: {})
     assert not done.opened
     why = done.closed["dns-system/new"]
     assert why == f"{failed.rstrip('.')}: zone API: 500 boom", why
@@ -201,8 +203,8 @@ def test_a_secondary_pod_that_has_not_transferred_its_zones_yet_is_not_opened(tm
     desired = _desired(tmp_path)
     zones = _zones_on_primary(desired)
     api = _Api([])
-    done = podgates.after_dns(api, desired, _world(desired), _result(desired), wait=0.3,  # type: ignore[arg-type]
-                              deadline=Deadline(10), serials=lambda e, n, **k: {z: None for z in n})
+    done = podstep.after_dns(api, desired, _world(desired), _result(desired), wait=0.3,  # type: ignore[arg-type]
+                             deadline=Deadline(10), serials=lambda e, n, **k: {z: None for z in n})
     assert not done.opened
     assert "not answered by the pod yet" in done.closed["dns-system/new"]
     assert api.patches[0][2]["status"]["conditions"][0]["status"] == "False"
@@ -213,7 +215,7 @@ def test_no_waiting_pod_no_patch(tmp_path: pathlib.Path) -> None:
     desired = _desired(tmp_path)
     eps = {PRIMARY: Endpoint(PRIMARY, "svc", 53, "http://svc", servers=(Server("10.1.0.4", "10.1.0.4", 5353, "x"),))}
     api = _Api([])
-    done = podgates.after_dns(api, desired, eps, _result(desired), wait=1, deadline=Deadline(10))  # type: ignore[arg-type]
+    done = podstep.after_dns(api, desired, eps, _result(desired), wait=1, deadline=Deadline(10))  # type: ignore[arg-type]
     assert not (done.opened or done.closed or done.errors)
     assert not api.patches
 
@@ -221,7 +223,7 @@ def test_no_waiting_pod_no_patch(tmp_path: pathlib.Path) -> None:
 def test_a_run_observes_the_zones_of_an_instance_with_a_waiting_pod_even_when_nothing_changed_in_them(
         tmp_path: pathlib.Path) -> None:
     desired = _desired(tmp_path)
-    assert zonesloaded.zones_of_waiting(desired, _world(desired)) == set(_zones_on_primary(desired))
+    assert podgates.zones_of_waiting(desired, _world(desired)) == set(_zones_on_primary(desired))
 
 
 # -- asking for a run ------------------------------------------------------------------------------

@@ -13,7 +13,8 @@ import pytest
 from agent import cli
 from agent.errors import ConfigError
 from agent.gate import policy
-from agent.run import logs, pushpayload, scheduler, throttle, webhook
+from agent.run import agent as run_agent
+from agent.run import logs, pushpayload, throttle, webhook
 from agent.run import settings as config
 
 
@@ -96,7 +97,7 @@ def test_a_burst_of_triggers_during_a_run_collapses_into_one_more_run(tmp_path: 
 
     settings = config.load_settings({"repo": str(tmp_path / "none"), "cache": str(tmp_path / "cache"),
                                      "listen": f"127.0.0.1:{free_port()}", "interval": 3600}, environ={})
-    agent = scheduler.Agent(settings)
+    agent = run_agent.Agent(settings)
     started, release, runs = threading.Event(), threading.Event(), []
 
     def slow_run(why: str = "schedule") -> None:

@@ -18,10 +18,10 @@ from agent.clients.deadline import Deadline
 from agent.clients.endpoints import Endpoint, Server
 from agent.clients.statestore import FileStore
 from agent.desired import hierarchy
+from agent.model.observed import DnsObserved, ZoneObserved
 from agent.model.ownership import ZoneOwnership
 from agent.observe import dnsobserve
 from agent.plan import zonediff
-from agent.plan.observed import DnsObserved, ZoneObserved
 from agent.reconcile import dnsapply
 from agent.reconcile.dnsresult import ZoneResult
 from tests.conftest import SAMPLE, load_dir

@@ -12,11 +12,11 @@ from typing import Any
 from agent.clients import endpoints as endpoint_map
 from agent.clients.endpoints import Endpoint, Server
 from agent.desired import nameservers
+from agent.model.observed import DnsObserved, ZoneObserved
 from agent.model.ownership import ZoneOwnership
-from agent.observe import dnsobserve, endpoints
+from agent.observe import dnsobserve, instancereach
 from agent.outcome import report, zoneconditions
 from agent.plan import build, changes, zonediff
-from agent.plan.observed import DnsObserved, ZoneObserved
 from agent.reconcile.dnsresult import ZoneResult
 from tests.test_every_pod import POD_A, POD_B, PRIMARY, SECONDARY, _desired
 
@@ -34,11 +34,11 @@ class _Api:
 def test_an_instance_with_no_pod_yet_is_waited_for_not_written_through_its_service(tmp_path: pathlib.Path) -> None:
     desired = _desired(tmp_path)
     ready = {"subsets": [{"addresses": [{"ip": "10.1.0.4"}], "ports": [{"name": "dns-tcp", "port": 5353}]}]}
-    eps = endpoints.from_cluster(_Api({"dns-primary-0": ready}), desired,  # type: ignore[arg-type]
-                                 token_file=tmp_path / "none", agent_addresses=[])
+    eps = instancereach.from_cluster(_Api({"dns-primary-0": ready}), desired,  # type: ignore[arg-type]
+                                     token_file=tmp_path / "none", agent_addresses=[])
     assert eps[PRIMARY].starting == "" and eps[SECONDARY].starting == "waiting for dns-secondary-0 to start"
-    unknown = endpoints.from_cluster(_Api({}), desired, token_file=tmp_path / "none",  # type: ignore[arg-type]
-                                     agent_addresses=[], read_in=lambda key: False)
+    unknown = instancereach.from_cluster(_Api({}), desired, token_file=tmp_path / "none",  # type: ignore[arg-type]
+                                         agent_addresses=[], read_in=lambda key: False)
     assert unknown[PRIMARY].starting == ""  # its Endpoints may not be read: not known to be starting
 
 
@@ -118,7 +118,7 @@ def test_a_new_pods_zone_and_records_are_the_agents_own_work_and_a_zone_gone_by_
 
 def _zone_changes(desired: Any, world: DnsObserved, name: str) -> list[changes.Change]:
     """The plan's lines of zone `name` (the other zones of the revision are not observed here)."""
-    from agent.plan.observed import Observed
+    from agent.model.observed import Observed
 
     plan = build.build(desired, Observed(None, world), revision="r").changes
     return [c for c in plan if getattr(c.target, "zone", None) == name]

@@ -244,10 +244,10 @@ def test_a_dry_run_or_a_plan_reads_an_unreadable_record_as_missing_and_leaves_it
 
 
 def test_sync_dry_run_moves_nothing(tmp_path: pathlib.Path) -> None:
-    from agent.run import compose, planning
+    from agent.run import compose, planner
 
     state = tmp_path / "state"
     state.mkdir()
     (state / "run.json").write_text("{}}")
-    request = compose.Request(planning.Options(dry_run=True), directory=tmp_path, state=state)
+    request = compose.Request(planner.Options(dry_run=True), directory=tmp_path, state=state)
     assert compose.store(request, None).load_run() == RunState() and (state / "run.json").read_text() == "{}}"

@@ -16,10 +16,10 @@ from agent.desired import hierarchy, workloads, zonebody
 from agent.desired.hierarchy import Desired
 from agent.errors import AgentError
 from agent.model.key import ObjectKey
-from agent.observe import dnsobserve, endpoints
+from agent.model.observed import DnsObserved, ZoneObserved
+from agent.observe import dnsobserve, instancereach
 from agent.outcome import conditions, status
 from agent.plan import zonediff
-from agent.plan.observed import DnsObserved, ZoneObserved
 from tests.conftest import SAMPLE, load_dir
 
 PRIMARY, SECONDARY = "dns-system/dns-primary-0", "dns-system/dns-secondary-0"
@@ -104,15 +104,15 @@ def test_in_cluster_endpoints_are_the_ready_pods_of_allowed_namespaces(tmp_path:
     desired = _sample(tmp_path, explicit=False)
     api = _Api({"dns-primary-0": _subset(["10.1.0.5", "10.1.0.4"], ["10.1.0.6"]),
                 "dns-secondary-0": _subset(["10.1.0.7"], [])})
-    eps = endpoints.from_cluster(api, desired, token_file=tmp_path / "none",  # type: ignore[arg-type]
-                                 agent_addresses=["10.1.0.9"])
+    eps = instancereach.from_cluster(api, desired, token_file=tmp_path / "none",  # type: ignore[arg-type]
+                                     agent_addresses=["10.1.0.9"])
     assert eps[PRIMARY].transfer_addresses() == ["10.1.0.4:5353", "10.1.0.5:5353"]  # not the one not ready
     assert eps[SECONDARY].transfer_hosts() == ["10.1.0.7"]
     assert eps[PRIMARY].transfer_acl == ("10.1.0.9",)
     # an instance outside the allowed namespaces: its Endpoints are not read, and it has no address
     api.asked.clear()
-    shut = endpoints.from_cluster(api, desired, token_file=tmp_path / "none",  # type: ignore[arg-type]
-                                  send_token_to=lambda key: False, agent_addresses=[])
+    shut = instancereach.from_cluster(api, desired, token_file=tmp_path / "none",  # type: ignore[arg-type]
+                                      send_token_to=lambda key: False, agent_addresses=[])
     assert ("Endpoints", "dns-system", "dns-primary-0") not in api.asked and shut[PRIMARY].transfer_addresses() == []
 
 
@@ -122,9 +122,9 @@ def test_the_explicit_acl_is_told_from_the_generated_named_conf(tmp_path: pathli
     conf = default.object("ConfigMap", "dns-system", "dns-primary-0-config")
     assert conf is not None
     assert 'allow-transfer { key "dns-primary-0-rndc-key"; none; };' in conf.body["data"]["named.conf"]
-    assert not endpoints.explicit_transfer_acl(default, "dns-system", "dns-primary-0-config")
-    assert endpoints.explicit_transfer_acl(explicit, "dns-system", "dns-primary-0-config")
-    assert endpoints.explicit_transfer_acl(default, "dns-system", "a-configmap-the-user-supplies")
+    assert not instancereach.explicit_transfer_acl(default, "dns-system", "dns-primary-0-config")
+    assert instancereach.explicit_transfer_acl(explicit, "dns-system", "dns-primary-0-config")
+    assert instancereach.explicit_transfer_acl(default, "dns-system", "a-configmap-the-user-supplies")
     assert workloads.DNS_CONTAINER_PORT == 5353
 
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from agent.desired import rrsets
 from agent.gate import safety
+from agent.model.observed import DnsObserved, ZoneObserved
 from agent.model.ownership import ZoneOwnership
 from agent.plan import build, zonediff
 from agent.plan.changes import Plan
-from agent.plan.observed import DnsObserved, ZoneObserved
 
 ZONE = "gone.test."
 P, S = "dns-system/dns-primary-0", "dns-system/dns-secondary-0"

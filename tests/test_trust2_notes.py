@@ -18,7 +18,7 @@ import pytest
 
 from agent.clients import statestore
 from agent.outcome import report
-from agent.run import scheduler
+from agent.run import agent as run_agent
 from agent.run import settings as config
 from tests.support.clirun import Result, main
 from tests.support.gitremote import GitRemote
@@ -359,11 +359,11 @@ def test_a_short_key_is_refused_and_never_printed(world: World) -> None:
     assert "tooshort-secret" not in ran.stdout + ran.stderr
 
 
-def _agent(world: World, **settings: Any) -> scheduler.Agent:
+def _agent(world: World, **settings: Any) -> run_agent.Agent:
     flags = {"repo": world.remote.url, "cache": str(world.tmp / "run-cache"), "endpoints": str(world.endpoints),
              "state": str(world.tmp / "run-state"), "listen": f"127.0.0.1:{free_port()}", "interval": 3600,
              **settings}
-    return scheduler.Agent(config.load_settings(flags, environ={}))
+    return run_agent.Agent(config.load_settings(flags, environ={}))
 
 
 def test_run_signs_with_the_key_from_its_settings(world: World) -> None:

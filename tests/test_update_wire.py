@@ -16,7 +16,7 @@ import dns.update
 from agent.clients import updatewire
 from agent.clients.endpoints import TsigKey
 from agent.desired import rrsets
-from agent.plan.rrsetdiff import RRChange
+from agent.model.rrchange import RRChange
 
 ZONE = "example.com."
 SECRET = "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0IQ=="

@@ -7,8 +7,8 @@ import pathlib
 import time
 
 from agent.clients.statestore import FileStore
+from agent.model.observed import KubeObserved
 from agent.model.ownership import ZoneOwnership
-from agent.plan.observed import KubeObserved
 from agent.run.memory import CLOCK_SKEW, Memory
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import time
 
+from agent.model.observed import KubeObserved
 from agent.model.ownership import RunState
-from agent.plan.observed import KubeObserved
 from agent.run.memory import Memory
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from agent.desired import hierarchy, workloads, zonekeys
 from agent.model.key import ObjectKey
-from agent.outcome import signing
+from agent.outcome import dnssecstatus
 from agent.reconcile import zonekeys as making
 from tests.conftest import Repo, load_dir
 from tests.test_dnssec_render import DS, KSK, ZONE, ZSK, _served
@@ -156,11 +156,11 @@ def test_keys_are_made_once_and_then_kept() -> None:
 def test_the_ds_shown_is_the_one_every_server_serves() -> None:
     repo_zone = hierarchy.build(load_dir(_write(ZONE + "  dnssecPolicy: default\n"))).zones[0]
     other = "257 3 13 " + KSK.split(" ", 3)[3][::-1]  # a second KSK, as a pod with keys of its own would serve
-    assert signing.status(repo_zone, [_served(KSK, ZSK), _served(KSK, ZSK)])["dsRecords"] == [DS]
-    split = signing.status(repo_zone, [_served(KSK, ZSK), _served(other, ZSK)])
+    assert dnssecstatus.status(repo_zone, [_served(KSK, ZSK), _served(KSK, ZSK)])["dsRecords"] == [DS]
+    split = dnssecstatus.status(repo_zone, [_served(KSK, ZSK), _served(other, ZSK)])
     assert split is not None and split["dsRecords"] == []
-    assert signing.differs(repo_zone, [("a", _served(KSK, ZSK)), ("b", _served(KSK, ZSK))]) == ""
-    assert "its servers serve different key-signing keys (a: 55648, b: " in signing.differs(
+    assert dnssecstatus.differs(repo_zone, [("a", _served(KSK, ZSK)), ("b", _served(KSK, ZSK))]) == ""
+    assert "its servers serve different key-signing keys (a: 55648, b: " in dnssecstatus.differs(
         repo_zone, [("a", _served(KSK, ZSK)), ("b", _served(other, ZSK))])
 
 

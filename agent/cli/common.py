@@ -1,7 +1,7 @@
 """What the CLI verbs share: exit codes, the parser, flags, printing problems, the kubeconfig.
 
 The CLI is the only part of the agent that prints. A directory is validated by the orchestrator's
-own first step (`planning.validate`), so `validate` and `plan` check a revision as a sync does.
+own first step (`planner.validate`), so `validate` and `plan` check a revision as a sync does.
 
 The kubeconfig is found the way kubectl finds it: `--kubeconfig FILE`, else `$KUBECONFIG` (a
 ':'-separated list is merged), else `~/.kube/config` if it exists; inside a pod with none of them,
@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # the rest is imported where used: building the parser stays 
     from agent.clients import axfr
     from agent.gate import policy, safety
     from agent.load.sourcefile import SourceFile
-    from agent.run import planning, validation
+    from agent.run import validation
 
 EXIT_OK, EXIT_ERROR = 0, 2  # plan's own: agent/cli/plan.py
 EXIT_INVALID = 1  # validate
@@ -192,16 +192,6 @@ def delete_threshold(args: argparse.Namespace) -> float:
     default (without importing the safety gate, which `validate` does not run)."""
     threshold = getattr(args, "delete_threshold_percent", None)
     return names.DEFAULT_DELETE_THRESHOLD if threshold is None else threshold / 100
-
-
-def options(args: argparse.Namespace) -> planning.Options:
-    """What every verb that validates or plans takes from its flags: the namespace of objects that name
-    none, the policy, the safety gate, and the agent's namespace (where a verb has it)."""
-    from agent.run import planning
-
-    return planning.Options(repo_policy=policy_settings(args), policy=safety_policy(args),
-                                default_namespace=default_namespace(args),
-                                agent_namespace=getattr(args, "agent_namespace", names.DEFAULT_AGENT_NAMESPACE))
 
 
 def default_namespace(args: argparse.Namespace) -> str:

@@ -144,17 +144,17 @@ def _planned(args: argparse.Namespace, report: validation.Progress) -> Planned:
     if not common.cluster_requested(args):
         validated = common.validate(localdir.files(args.directory), args, progress=report)
         return validated, _offline(validated), None
-    from agent.run import compose, planning  # only online: the offline plan never loads the cluster's clients
+    from agent.run import compose, planner  # only online: the offline plan never loads the cluster's clients
 
     built = compose.build(compose.Request(  # as a sync builds it; its store is read only with zone endpoints
         compose.options({**vars(args), "dry_run": True}, common.policy_settings(args)), directory=args.directory,
         limits=common.limits(args), cluster=True, kubeconfig=common.kubeconfig(args.kubeconfig), context=args.context))
-    planned = planning.plan(built.source.snapshot(), built.targets, built.options, progress=report)
+    planned = planner.plan(built.source.snapshot(), built.targets, built.options, progress=report)
     return planned.validated, planned.plan, planned.error
 
 
 def _offline(validated: validation.Validated) -> Plan | None:
-    """`planning.offline` without importing a run's planning (its clients, TLS and Git: 10 MB and a
+    """`planner.offline` without importing a run's planning (its clients, TLS and Git: 10 MB and a
     fifth of a second of every offline plan): the valid revision against the empty world."""
     if not validated.ok or validated.desired is None:
         return None

@@ -15,7 +15,7 @@ from typing import Any
 from agent.cli import common, flagsets, settingflags
 from agent.errors import AgentError
 from agent.model import names
-from agent.outcome import signature
+from agent.outcome import notesignature
 from agent.sources import gitrevs
 from agent.sources.git import NOTES_REF, GitSource, StoredNote
 
@@ -62,7 +62,7 @@ def _git_source(args: argparse.Namespace) -> GitSource:
 
 def _report_key(args: argparse.Namespace) -> bytes | None:
     """The key that signs (sync) or checks (report) the commit reports; None without one."""
-    return signature.read_key(args.report_key_file) if args.report_key_file else None
+    return notesignature.read_key(args.report_key_file) if args.report_key_file else None
 
 
 def report(args: argparse.Namespace) -> int:
@@ -113,7 +113,7 @@ def report(args: argparse.Namespace) -> int:
     return common.EXIT_OK if shown.verified else EXIT_UNVERIFIED
 
 
-def _later_runs(summary: signature.Shown, shown: signature.Shown) -> dict[str, Any]:
+def _later_runs(summary: notesignature.Shown, shown: notesignature.Shown) -> dict[str, Any]:
     """The later runs the note lists (report.py), for the complete report of the commit's first run:
     only from a note at least as trusted as what is shown."""
     doc = summary.doc or {}
@@ -124,10 +124,10 @@ def _later_runs(summary: signature.Shown, shown: signature.Shown) -> dict[str, A
     return later
 
 
-def _checked(note: StoredNote, rev: str, key: bytes | None, kind: signature.Kind) -> signature.Shown:
+def _checked(note: StoredNote, rev: str, key: bytes | None, kind: notesignature.Kind) -> notesignature.Shown:
     if note.unread is not None:
-        return signature.malformed(note.unread)
-    return signature.examine(note.data, sha=rev, key=key, kind=kind)
+        return notesignature.malformed(note.unread)
+    return notesignature.examine(note.data, sha=rev, key=key, kind=kind)
 
 
 def _notes(source: GitSource, revision: str | None, *,
@@ -137,5 +137,5 @@ def _notes(source: GitSource, revision: str | None, *,
     source.repo()
     source.fetch_notes(keep_local=False)  # what the remote holds now, nothing older
     rev = gitrevs.noted_revision(source, revision, NOTES_REF)
-    return (rev, source.note(rev, limit=signature.MAX_NOTE_BYTES),
-            source.note(rev, full=True, limit=signature.MAX_FULL_BYTES) if full else None)
+    return (rev, source.note(rev, limit=notesignature.MAX_NOTE_BYTES),
+            source.note(rev, full=True, limit=notesignature.MAX_FULL_BYTES) if full else None)

@@ -1,4 +1,4 @@
-"""`bindy-agent run`: the long-running agent (agent/run/scheduler.py)."""
+"""`bindy-agent run`: the long-running agent (agent/run/agent.py)."""
 
 from __future__ import annotations
 
@@ -65,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
     import signal
     import threading
 
-    from agent.run import logs, scheduler
+    from agent.run import agent as run_agent
+    from agent.run import logs
 
     flags = {name: getattr(args, name) for name in config.Settings.model_fields}
     if args.print_config:
@@ -77,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         return _fail(exc, common.EXIT_ERROR)
     logs.configure(settings.log_format, logs.level(settings.log_level))
     try:
-        agent = scheduler.Agent(settings)
+        agent = run_agent.Agent(settings)
     except ConfigError as exc:
         return _fail(exc, common.EXIT_ERROR)
     except (AgentError, OSError) as exc:

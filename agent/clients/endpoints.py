@@ -2,7 +2,7 @@
 
 From an explicit endpoint map (runs outside a cluster, tests), or, inside a cluster, from its
 Service, the TSIG key in its RNDC Secret, and an audience-bound token (read by
-agent/observe/endpoints.py).
+agent/observe/instancereach.py).
 
 The endpoint map tells a run outside a cluster (and the tests) how to reach each Bind9Instance:
 
@@ -41,7 +41,7 @@ import yaml
 from agent.desired import workloads
 from agent.errors import ConfigError
 from agent.load import scalars
-from agent.plan.zoneplan import SERVER_SEPARATOR
+from agent.model.servers import SERVER_SEPARATOR
 from agent.sources import operatorfile
 
 _KEY = re.compile(r'key\s+"?(?P<name>[^"\s{]+)"?\s*\{(?P<body>[^}]*)\}', re.S)

@@ -38,7 +38,7 @@ from agent.clients.endpoints import Endpoint, TsigKey
 from agent.errors import DnsUpdateError
 from agent.model import calls
 from agent.model.ownership import Key
-from agent.plan.zoneplan import RRChange
+from agent.model.rrchange import RRChange
 
 PREREQUISITE_FAILED = {dns.rcode.NXRRSET, dns.rcode.YXRRSET, dns.rcode.NXDOMAIN, dns.rcode.YXDOMAIN}
 # what dnspython raises when the server is gone: its own errors, socket errors, and EOFError when

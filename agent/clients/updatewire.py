@@ -27,7 +27,7 @@ import dns.update
 from agent.clients import rfc2136
 from agent.clients.endpoints import TsigKey
 from agent.desired import rrsets
-from agent.plan.zoneplan import RRChange
+from agent.model.rrchange import RRChange
 
 DEFAULT_BATCH = 1000
 

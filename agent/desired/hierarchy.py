@@ -20,7 +20,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from agent.desired import apinames, hints, placement, rrsets, signing, storage, workloads, zonekeys, zoneset
+from agent.desired import apinames, dnssecpolicy, hints, placement, rrsets, storage, workloads, zonekeys, zoneset
 from agent.desired.memo import NO_MEMO, Memo
 from agent.load.loaded import Loaded
 from agent.load.manifest import Manifest
@@ -379,7 +379,7 @@ def build(manifest: Manifest, memo: Memo = NO_MEMO) -> Desired:
                            zonekeys.signing_of(instances, clusters), manifest)  # one key set per signed zone
     problems.items += keys.problems
     objects += [KubeObject(key, body, TIER_CHILD, source=zone) for key, body, zone in keys.secrets]
-    problems.items += signing.builtin_names(manifest)
+    problems.items += dnssecpolicy.builtin_names(manifest)
     per_file = _git_objects(manifest, memo)
     # apply order: parents first, and what a Deployment uses before it; then the DNSZones and the
     # records, each in the files' order (read as one list, not copied into one)

@@ -11,12 +11,12 @@ every DNS provider do, not refused.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from agent.model import syntax
+from agent.model.rrset import RRset as RRset  # where it is defined: below observe/ and plan/, which hold RRsets
 
 if TYPE_CHECKING:
     # dnspython and the record models are imported by the first record (desired/recorddata.py) or host name
@@ -42,26 +42,6 @@ class RecordError(ValueError):
     def __init__(self, path: str, message: str) -> None:
         super().__init__(message)
         self.path = path
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class RRset:
-    zone: str  # "example.com." (lowercase, absolute)
-    name: str  # owner, absolute and lowercase: "www.example.com."
-    rtype: str
-    ttl: int
-    rdatas: tuple[str, ...]  # sorted presentation forms
-    # the parsed values, when known, so an UPDATE needs no second parse (not part of equality)
-    objects: tuple[dns.rdata.Rdata, ...] = dataclasses.field(default=(), compare=False, repr=False)
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.name, self.rtype)
-
-    def relative_name(self) -> str:
-        if self.name == self.zone:
-            return "@"
-        return self.name[: -len(self.zone) - 1]
 
 
 def absolute(name: str) -> str:

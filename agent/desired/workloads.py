@@ -347,7 +347,7 @@ def deployment(instance: str, namespace: str, lbl: dict[str, str], spec: Bind9In
                                                         spec.rndc_key.algorithm if spec.rndc_key and
                                                         spec.rndc_key.secret else None)],
         "volumes": _volumes(instance, spec, settings, secret_name, config_name),
-        "readinessGates": [{"conditionType": ZONES_LOADED_CONDITION}],  # Ready with its zones: reconcile/podgate.py
+        "readinessGates": [{"conditionType": ZONES_LOADED_CONDITION}],  # Ready with its zones: podready/condition.py
     }
     if settings.image_pull_secrets:
         pod_spec["imagePullSecrets"] = [{"name": s} for s in settings.image_pull_secrets]

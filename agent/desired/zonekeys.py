@@ -24,7 +24,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from agent.desired import placement, signing, storage, workloads
+from agent.desired import dnssecpolicy, placement, storage, workloads
 from agent.load.manifest import Manifest
 from agent.model.key import ObjectKey
 from agent.model.names import MANAGED_BY
@@ -86,7 +86,7 @@ def attach(zones: list[placement.Zone], instances: Mapping[ObjectKey, Instance],
            manifest: Manifest) -> Keys:
     """The key Secret of every signed zone, mounted into its primaries' Deployments (`deployments`:
     each Deployment's body, changed in place); the problems of the zones' policies."""
-    problems = signing.zone_policies(zones, policies, manifest)
+    problems = dnssecpolicy.zone_policies(zones, policies, manifest)
     wrong: dict[ObjectKey, str] = {}
     rolled: dict[ObjectKey, str] = {}  # warnings: keys a rollover makes are lost with a pod
     mounts: dict[ObjectKey, list[KeySet]] = {}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
-from agent.load import bounds
+from agent.load import readbudget
 from agent.load.loaded import Loaded
 from agent.load.manifest import Manifest
 from agent.load.sourcefile import SourceFile
@@ -68,7 +68,7 @@ class FileCache:
             self.entries, self._context, self.parts, self._seen = {}, context, [], None
             self.last = Positions()
 
-    def take(self, key: tuple[str, str], budget: bounds.ReadBudget) -> Manifest | None:
+    def take(self, key: tuple[str, str], budget: readbudget.ReadBudget) -> Manifest | None:
         """The cached part of a file, charged to `budget`; None when it is not cached or would not fit."""
         parsed = self.entries.get(key)
         if parsed is None or not budget.afford(parsed.spent):
@@ -131,7 +131,7 @@ class NullFileCache(FileCache):
     def use(self, context: tuple[object, ...]) -> None:
         pass
 
-    def take(self, key: tuple[str, str], budget: bounds.ReadBudget) -> Manifest | None:
+    def take(self, key: tuple[str, str], budget: readbudget.ReadBudget) -> Manifest | None:
         return None
 
     def changed_keys(self, parts: list[Manifest]) -> dict[ObjectKey, Origin] | None:

@@ -71,10 +71,6 @@ _ROTATE_AFTER_WHY = ("it is not a rotation interval Bindy reads (a whole number 
                      "1h..8760h, e.g. 720h, 30d or 4w), so the key is never rotated; write it that way")
 
 
-def _is_true(value: Any) -> bool:
-    return value is True
-
-
 def _is_false(value: Any) -> bool:
     return value is False
 

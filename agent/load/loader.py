@@ -12,7 +12,7 @@ import operator
 from collections.abc import Callable, Sequence
 
 from agent.errors import FileRefused, SourceError
-from agent.load import bounds, combine, parse
+from agent.load import combine, parse, readbudget
 from agent.load.filecache import NO_FILES, FileCache, Parsed, Positions, add_spent
 from agent.load.manifest import Manifest
 from agent.load.sourcefile import SourceFile
@@ -42,7 +42,7 @@ def load_files(files: Sequence[SourceFile], *, default_namespace: str = names.DE
     return combine.combine(parts, cache)
 
 
-def _read(file: SourceFile, budget: bounds.ReadBudget, problems: list[Problem]) -> str | None:
+def _read(file: SourceFile, budget: readbudget.ReadBudget, problems: list[Problem]) -> str | None:
     """The file's text, or None after reporting why it was not read."""
     try:
         problem = budget.admit(file.path, file.size)  # before a byte is read
@@ -65,7 +65,7 @@ def _content_id(file: SourceFile) -> str:
     return str(getattr(file, "blob", "") or "")
 
 
-def _one(file: SourceFile, budget: bounds.ReadBudget, cache: FileCache, default_namespace: str,
+def _one(file: SourceFile, budget: readbudget.ReadBudget, cache: FileCache, default_namespace: str,
          fresh: dict[tuple[str, str], Parsed]) -> tuple[Manifest, tuple[str, str] | None]:
     """One file's part, from the cache or read and parsed, and its cache key (None: not cached)."""
     key = (file.path, _content_id(file))
@@ -90,7 +90,7 @@ def _one(file: SourceFile, budget: bounds.ReadBudget, cache: FileCache, default_
 
 def _load_in_order(files: Sequence[SourceFile], cache: FileCache, limits: Limits, default_namespace: str,
                    progress: Callable[[int, int], None] | None) -> _Loaded:
-    budget = bounds.ReadBudget(limits)
+    budget = readbudget.ReadBudget(limits)
     parts: list[Manifest] = []
     keys: list[tuple[str, str] | None] = []
     fresh: dict[tuple[str, str], Parsed] = {}
@@ -123,7 +123,7 @@ def _reuse(files: Sequence[SourceFile], cache: FileCache, limits: Limits, defaul
         return None
     old = [cache.entries[k] for i in changed if (k := keys[i]) is not None]
     kept = add_spent((o.spent for o in old), -1, last.spent)
-    budget = bounds.ReadBudget(limits)
+    budget = readbudget.ReadBudget(limits)
     if not budget.afford(kept):
         return None
     budget.charge(kept)

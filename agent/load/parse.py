@@ -1,5 +1,5 @@
 """One file's text -> its part of a revision (`load_text`): every YAML document in it composed by the
-C parser, checked against the read budget before it is built (load/bounds.py), built in one pass
+C parser, checked against the read budget before it is built (load/readbudget.py), built in one pass
 when it is a plain tree (load/construct.py) and the general way otherwise, then checked
 (load/document.py). A YAML error or a duplicate key is a problem at its line; a warning that recurs
 in a file is listed once. A document's root node is kept only while it is checked.
@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from agent.load import bounds, construct, document, fieldpath, scalars
+from agent.load import construct, document, fieldpath, readbudget, scalars
 from agent.load.manifest import Manifest
 from agent.load.sourcefile import FileText, SourceFile
 from agent.load.yamlloader import Loader
@@ -22,10 +22,10 @@ from agent.model.problems import Origin, Problem, Severity
 
 
 def load_text(text: str, file: str, *, default_namespace: str = names.DEFAULT_NAMESPACE,
-              budget: bounds.ReadBudget | None = None, source: SourceFile | None = None) -> Manifest:
+              budget: readbudget.ReadBudget | None = None, source: SourceFile | None = None) -> Manifest:
     """Loads one file's text (multi-document), spending `budget` (a fresh default one if None). The
     objects keep `source`, to read their text again, or else the text itself."""
-    budget = budget or bounds.ReadBudget(Limits())
+    budget = budget or readbudget.ReadBudget(Limits())
     manifest = Manifest(objects=[], problems=[], files=1, text=FileText(text if source is None else source))
     refused = budget.precheck(text, file)
     if refused is not None:
@@ -92,7 +92,7 @@ def _fold_repeated_warnings(found: list[Problem], counted: dict[tuple[str, str],
 def _construct(loader: Loader, node: yaml.Node, text: str) -> tuple[Any, int | None]:
     """(data, node count) of a plain document, built in one pass; (None, None) when it must be
     checked for aliases first and built the general way."""
-    if bounds.ReadBudget.plain(node, text):
+    if readbudget.ReadBudget.plain(node, text):
         start = len(loader.duplicates)
         try:
             return construct.tree(node, loader, loader.duplicates, loader.shared)

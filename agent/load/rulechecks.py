@@ -104,7 +104,7 @@ def rndc_algorithm(algorithm: str) -> str | None:
 # is read as the TSIG key *name*, which is no secret and is shown (plans, the zone API's
 # updateKeyName, the commit's note, logs), so it may not be a key that holds a secret or anything
 # but the name. The keys of the Secret the agent generates (desired/workloads.rndc_secret, and
-# plan/rotation.PREVIOUS while a rotation rolls out); a test holds this list to them.
+# model/names.PREVIOUS_SECRET_KEY while a rotation rolls out); a test holds this list to them.
 KEY_NAME_KEY, SECRET_KEY, ALGORITHM_KEY = "key-name", "secret", "algorithm"  # Bindy's defaults
 SECRET_HOLDING_KEYS = (SECRET_KEY, "previous-secret", "rndc.key")
 NOT_KEY_NAME_KEYS = (*SECRET_HOLDING_KEYS, ALGORITHM_KEY)

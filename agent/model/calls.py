@@ -24,11 +24,27 @@ import functools
 import threading
 import time
 from collections.abc import Callable
+from enum import StrEnum
 from typing import Any, ParamSpec, TypeVar
 
 P = ParamSpec("P")
 R = TypeVar("R")
 Listener = Callable[[str, str, str, float], None]  # (target, operation, result, seconds)
+
+
+class CallTarget(StrEnum):
+    """The `target` of a measured call (the table above), and the outgoing HTTP posts."""
+
+    GIT = "git"
+    KUBERNETES = "kubernetes"
+    ZONE_API = "zone_api"
+    DNS_UPDATE = "dns_update"
+    AXFR = "axfr"
+    SOA_QUERY = "soa_query"
+    DNS_QUERY = "dns_query"
+    FORGE = "forge"  # a commit status posted to GitHub, GitLab or Gitea
+    ALERT = "alert"  # an alert posted to a webhook
+
 
 _lock = threading.Lock()
 _listeners: list[Listener] = []

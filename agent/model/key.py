@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
+
+from agent.model import kinds
 
 
 class ObjectKey(NamedTuple):
@@ -20,3 +22,12 @@ class ObjectKey(NamedTuple):
 
     def __repr__(self) -> str:
         return f"ObjectKey(kind={self.kind!r}, namespace={self.namespace!r}, name={self.name!r})"
+
+
+def key_of(body: dict[str, Any]) -> ObjectKey:
+    """The key of an object's body (a cluster-scoped CR's key has no namespace, whatever it says)."""
+    meta = body["metadata"]
+    namespace = meta.get("namespace")
+    if body["kind"] in kinds.KINDS and not kinds.KINDS[body["kind"]].namespaced:
+        namespace = None
+    return ObjectKey(body["kind"], namespace, meta["name"])

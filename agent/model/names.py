@@ -10,7 +10,14 @@ MANAGED_BY_VALUE = "bindy-agent"
 MANAGED_BY = {MANAGED_BY_KEY: MANAGED_BY_VALUE}
 AGENT_LABEL = "bindy.firestoned.io/agent"  # which agent instance (its namespace) owns the object
 HASH_ANNOTATION = "bindy.firestoned.io/applied-hash"
+PREVIOUS_SECRET_KEY = "previous-secret"  # the RNDC Secret's key holding the key the not yet rolled pods still use
 FIELD_MANAGER = "bindy-agent"
+
+
+def selector(agent: str) -> str:
+    """The label selector of the objects one agent (its namespace) owns."""
+    return f"{MANAGED_BY_KEY}={MANAGED_BY_VALUE},{AGENT_LABEL}={agent}"
+
 
 # The hierarchy: which CR generated an object.
 PARENT_KIND_LABEL = "bindy.firestoned.io/managed-by"
@@ -38,7 +45,7 @@ AGENT_APP_LABELS = {"app.kubernetes.io/name": "bindy-agent"}
 CACHE_DIR = pathlib.Path.home() / ".cache" / "bindy-agent"  # clones, local state, locks
 GIT_CACHE = CACHE_DIR / "git"  # where `sync --repo`, `report` and `run` keep their clone
 
-# Defaults of a run, shared by the flags of `sync`, the settings of `run` and planning.Options.
+# Defaults of a run, shared by the flags of `sync`, the settings of `run` and planner.Options.
 DEFAULT_DEADLINE = 300  # seconds one run may take
 DEFAULT_LOCK_WAIT = 30  # seconds a run waits for another run of the same source to finish
 DEFAULT_RESYNC_AFTER = 600  # seconds after which an unchanged revision is reconciled again
@@ -47,7 +54,7 @@ DEFAULT_LEASE_DURATION = 15  # seconds before a silent leader is replaced
 LEADER_LABEL = "bindy.firestoned.io/leader"  # "true" on the Lease holder's pod: the webhook Service selects it
 # The readiness gate of every generated BIND9 pod: the agent sets this pod condition True once the pod
 # serves every zone placed on its instance, so that a pod is Ready (in its Service, and a rollout's old
-# pod kept) only with its zones (agent/reconcile/podgate.py)
+# pod kept) only with its zones (agent/podready/condition.py)
 ZONES_LOADED_CONDITION = "bindy.firestoned.io/zones-loaded"
 
 # Tenancy: the agent's settings decide where a repository may reach, never the repository.

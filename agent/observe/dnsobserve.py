@@ -26,9 +26,9 @@ from agent.desired.hierarchy import Desired
 from agent.desired.rrsets import RRset
 from agent.errors import TransferRefused, ZoneMissing, ZoneTransferError
 from agent.model import names
+from agent.model.observed import DnsObserved, Reach, ZoneObserved
 from agent.model.ownership import Key, ZoneOwnership
-from agent.plan.observed import DnsObserved, Reach, ZoneObserved
-from agent.plan.zoneplan import SERVER_SEPARATOR, instance_id
+from agent.model.servers import SERVER_SEPARATOR, instance_id
 
 log = logging.getLogger(__name__)
 WORKERS = 8  # transfers in flight; named answers them concurrently

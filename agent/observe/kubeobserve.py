@@ -17,9 +17,8 @@ from agent.clients.kubeapi import KubeApi
 from agent.desired.hierarchy import Desired
 from agent.errors import KubeError
 from agent.model import kinds, names
-from agent.model.key import ObjectKey
-from agent.plan import kubechange
-from agent.plan.observed import KubeObserved
+from agent.model.key import ObjectKey, key_of
+from agent.model.observed import KubeObserved
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +72,7 @@ def pods(api: KubeApi, deployments: list[dict[str, Any]]) -> dict[ObjectKey, lis
     status then says only what the Deployment says."""
     out: dict[ObjectKey, list[dict[str, Any]]] = {}
     for body in deployments:
-        key = kubechange.key_of(body)
+        key = key_of(body)
         labels = ((body.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
         if not labels or key.namespace is None or (api.namespaces is not None and key.namespace not in api.namespaces):
             continue
@@ -87,7 +86,7 @@ def pods(api: KubeApi, deployments: list[dict[str, Any]]) -> dict[ObjectKey, lis
 
 def served_crs(api: KubeApi, agent_namespace: str) -> list[dict[str, Any]]:
     """Every Bindy CR this agent manages, as it is live (with its status)."""
-    selector = kubechange.selector(agent_namespace)
+    selector = names.selector(agent_namespace)
     return [{"kind": kind.name, **live} for kind in kinds.KINDS.values()
             for live in api.list(kind.name, label_selector=selector)]
 
@@ -97,14 +96,14 @@ def _managed(api: KubeApi, agent_namespace: str, namespaces: set[str] | None,
     """Everything of the kinds `of` carrying the agent's labels: cluster-wide, or only in `namespaces`
     when the agent may only see those (cluster-scoped kinds are always listed)."""
     live: dict[ObjectKey, dict[str, Any]] = {}
-    selector = kubechange.selector(agent_namespace)
+    selector = names.selector(agent_namespace)
     for kind in of:
         namespaced = kind not in kinds.KINDS or kinds.KINDS[kind].namespaced
         scopes: list[str | None] = [*sorted(namespaces)] if namespaces is not None and namespaced else [None]
         for scope in scopes:
             for item in api.list(kind, label_selector=selector, namespace=scope):
                 if item["metadata"]["name"] != names.INVENTORY_NAME or kind != "ConfigMap":
-                    live[kubechange.key_of(item)] = item
+                    live[key_of(item)] = item
     return live
 
 
@@ -119,7 +118,7 @@ def _conflicts(api: KubeApi, desired: Desired, live: dict[ObjectKey, dict[str, A
                     live[key] = found
         elif ns in existing:
             for item in api.list(kind, namespace=ns):
-                key = kubechange.key_of(item)
+                key = key_of(item)
                 if key in unseen:
                     live[key] = item
 

@@ -14,7 +14,7 @@ prints when it is there:
      "summary": {...}, "changes": [{..., "result": "applied" | "failed: ..."}],
      "problems": [{"file", "line", "object", "path", "message", "severity"}],
      "verification": [{"server", "name", "type", "ok"}], "refusals": [...], "supersededBy": str|null}
-    bindy-agent-signature: v1 hmac-sha256=...   (with a report key: agent/outcome/signature.py)
+    bindy-agent-signature: v1 hmac-sha256=...   (with a report key: agent/outcome/notesignature.py)
 
 Outcomes: applied, partial (some objects or zones failed), rejected (invalid or unsafe: nothing
 applied), superseded (a newer commit arrived before this one was applied). Secrets never appear:
@@ -44,7 +44,7 @@ FORMAT_VERSION = 1
 DRIFT = "drift:"  # how a change that repairs drift gives its reason (agent/plan/changes.py)
 MARKER = "--- bindy-agent report (JSON) ---"
 NOTHING_DONE = ("rejected", "superseded")  # outcomes of a run that applied nothing
-SIGNATURE = "bindy-agent-signature: "  # the last line of a signed note (agent/outcome/signature.py)
+SIGNATURE = "bindy-agent-signature: "  # the last line of a signed note (agent/outcome/notesignature.py)
 OUTCOMES = ("applied", "partial", "rejected", "superseded")
 DETAIL_LIMIT = 200  # items per list in the note's JSON
 DETAIL_LINES = 20  # detail lines in the note's summary
@@ -249,7 +249,7 @@ def json_part(note: str) -> str | None:
 
 
 def split(note: str) -> tuple[str, str | None]:
-    """(the note's body, its signature line (agent/outcome/signature.py) or None)."""
+    """(the note's body, its signature line (agent/outcome/notesignature.py) or None)."""
     head, _, last = note.rstrip("\n").rpartition("\n")
     if last.startswith(SIGNATURE):
         return head + "\n", last

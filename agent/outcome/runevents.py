@@ -24,7 +24,7 @@ from typing import Any
 
 from agent.clients.kubeapi import KubeApi
 from agent.errors import KubeError
-from agent.plan import kubechange
+from agent.model import names
 from agent.reconcile import events
 
 log = logging.getLogger(__name__)
@@ -84,7 +84,7 @@ def emit(api: KubeApi, event: RunEvent, *, agent_namespace: str, limiter: Limite
     emitted = 0
     for kind in EVENT_KINDS:
         try:
-            served: list[dict[str, Any]] = api.list(kind, label_selector=kubechange.selector(agent_namespace))
+            served: list[dict[str, Any]] = api.list(kind, label_selector=names.selector(agent_namespace))
         except KubeError as exc:
             log.warning("no %s Event on the %ss: they cannot be listed: %s", event.reason, kind, exc)
             continue

@@ -14,7 +14,7 @@ from agent.desired.hierarchy import Desired
 from agent.desired.placement import Zone
 from agent.model import kinds
 from agent.model.key import ObjectKey
-from agent.outcome import signing, zoneconditions
+from agent.outcome import dnssecstatus, zoneconditions
 from agent.outcome.conditions import Outcome, conditions, is_ready, readiness
 from agent.plan import rotation
 from agent.plan.changes import Plan
@@ -171,7 +171,7 @@ def _zone_fields(key: ObjectKey, index: _Index) -> dict[str, Any]:
     if placed.selected_by_instance:
         out["selectedByInstance"] = placed.selected_by_instance
     if zr is not None and zr.after:  # what the primaries serve, as observe read it or apply left it
-        dnssec = signing.status(placed, (seen.rrsets or {} for seen in zr.after.values()))
+        dnssec = dnssecstatus.status(placed, (seen.rrsets or {} for seen in zr.after.values()))
         if dnssec is not None:
             out["dnssec"] = dnssec
     return out

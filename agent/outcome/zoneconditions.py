@@ -9,7 +9,7 @@ from typing import Any
 
 from agent.desired.placement import Zone
 from agent.model.key import ObjectKey
-from agent.outcome import signing
+from agent.outcome import dnssecstatus
 from agent.outcome.conditions import Outcome, condition, conditions, is_ready, readiness
 from agent.reconcile.dnsresult import ZoneResult
 
@@ -46,7 +46,7 @@ def signed_alike(zone: Zone | None, zr: ZoneResult | None, conds: list[dict[str,
     """A signed zone whose servers serve different keys is Degraded: no DS would validate on all of them."""
     if zone is None or zr is None or not zr.after or not zone.spec.dnssec_policy:
         return conds
-    differs = signing.differs(zone, ((server, seen.rrsets or {}) for server, seen in zr.after.items()))
+    differs = dnssecstatus.differs(zone, ((server, seen.rrsets or {}) for server, seen in zr.after.items()))
     if not differs:
         return conds
     return [c for c in conds if c["type"] != "Degraded"] + [condition("Degraded", "True", "KeysDiffer", differs)]

@@ -14,11 +14,11 @@ from typing import Any
 
 from agent.desired.hierarchy import Desired
 from agent.desired.memo import NO_MEMO, Memo
-from agent.model import names
+from agent.model import names, servers
 from agent.model.joined import Joined
+from agent.model.observed import DnsObserved, KubeObserved, Observed
 from agent.plan import crddiff, kubechange, kubediff, rotation, zonediff, zoneplan
 from agent.plan.changes import DRIFT, Action, Change, KubeTarget, Plan, RRsetTarget, ZoneTarget
-from agent.plan.observed import DnsObserved, KubeObserved, Observed
 
 NOT_OBSERVED_KUBE = "Kubernetes is not observed without --kubeconfig; only DNS is planned."
 NOT_OBSERVED_DNS = ("DNS (zones and records) is not observed without zone endpoints; only the Kubernetes layer is "
@@ -36,7 +36,7 @@ ZONE_GONE = f"{DRIFT} the zone is gone from a server that had it (deleted by han
 
 def empty_world(desired: Desired) -> Observed:
     """An offline plan's world: no objects, no zones, every instance reachable."""
-    instances = {zoneplan.instance_id(k) for z in desired.zones for k in z.instances}
+    instances = {servers.instance_id(k) for z in desired.zones for k in z.instances}
     return Observed(KubeObserved({}, set(), set()), DnsObserved({}, {}, instances))
 
 
@@ -57,7 +57,7 @@ def kube_changes(desired: Desired, observed: KubeObserved, *, agent: str, rotate
         rotated = objects if infrastructure is None else [
             *infrastructure, *itertools.islice(objects, desired.infra, None)]
         changes = kubediff.diff(rotated, observed.live, observed.inventory, agent=agent, trust_hash=trust_hash)
-    dropped, why = (f"data.{rotation.PREVIOUS}",), "RNDC key rotation rolled out: the previous key is dropped"
+    dropped, why = (f"data.{names.PREVIOUS_SECRET_KEY}",), "RNDC key rotation rolled out: the previous key is dropped"
     drops = {o.key for o in dropping}
     changes = [dataclasses.replace(c, fields=(*c.fields, *dropped), reason=c.reason or why)
                if c.key in drops and c.action == "update" else c for c in changes]
@@ -226,7 +226,7 @@ def _created_why(zp: zoneplan.ZonePlan, server: str, role: str) -> str:
     if zp.recovered:
         return FINISHED
     seen = zp.observed.get(server)
-    had = zp.placements_before.get(zoneplan.instance_of(server)) == role
+    had = zp.placements_before.get(servers.instance_of(server)) == role
     return ZONE_GONE if had and (role == "secondary" or (seen is not None and seen.rrsets is None)) else ""
 
 

@@ -17,11 +17,11 @@ import dataclasses
 from typing import Any
 
 from agent.desired.hierarchy import Desired, KubeObject
-from agent.model import names
+from agent.model import names, servers
+from agent.model.observed import DnsObserved, KubeObserved, Observed, ZoneObserved
 from agent.model.ownership import ZoneOwnership
-from agent.plan import build, kubechange, zonediff, zoneplan
+from agent.plan import build, kubechange, zonediff
 from agent.plan.changes import Action, Change, KubeTarget, Plan, mask_secrets
-from agent.plan.observed import DnsObserved, KubeObserved, Observed, ZoneObserved
 
 
 def _as_applied(obj: KubeObject, agent: str) -> dict[str, Any]:
@@ -43,8 +43,8 @@ def _dns_world(desired: Desired, reachable: set[str]) -> DnsObserved:
     ownership: dict[str, ZoneOwnership] = {}
     zones: dict[str, dict[str, ZoneObserved]] = {}
     for zone in desired.zones:
-        placements = {**{zoneplan.instance_id(k): "secondary" for k in zone.secondaries},
-                      **{zoneplan.instance_id(k): "primary" for k in zone.primaries}}
+        placements = {**{servers.instance_id(k): "secondary" for k in zone.secondaries},
+                      **{servers.instance_id(k): "primary" for k in zone.primaries}}
         annotations = {k: v for k, v in zone.annotations.items() if k in zonediff.GATE_ANNOTATIONS}
         ownership[zone.name] = ZoneOwnership(zone.name, placements, set(zone.rrsets), annotations)
         zones[zone.name] = {instance: ZoneObserved(dict(zone.rrsets)) for instance in placements}
@@ -53,7 +53,7 @@ def _dns_world(desired: Desired, reachable: set[str]) -> DnsObserved:
 
 def instances(*states: Desired) -> set[str]:
     """Every instance id the states place a zone on: offline, each of them is reachable."""
-    return {zoneplan.instance_id(k) for state in states for z in state.zones for k in z.instances}
+    return {servers.instance_id(k) for state in states for z in state.zones for k in z.instances}
 
 
 def would_be(desired: Desired, *, agent: str = names.DEFAULT_AGENT_NAMESPACE,

@@ -29,18 +29,6 @@ def tier_of(kind: str) -> int:
     return TIERS.get(kind, TIER_CHILD)
 
 
-def key_of(body: dict[str, Any]) -> ObjectKey:
-    meta = body["metadata"]
-    namespace = meta.get("namespace")
-    if body["kind"] in kinds.KINDS and not kinds.KINDS[body["kind"]].namespaced:
-        namespace = None
-    return ObjectKey(body["kind"], namespace, meta["name"])
-
-
-def selector(agent: str) -> str:
-    return f"{MANAGED_BY_KEY}={MANAGED_BY_VALUE},{AGENT_LABEL}={agent}"
-
-
 def is_managed(live: dict[str, Any], agent: str) -> bool:
     """Created by this agent: both labels present. Anything else is never changed or pruned."""
     labels = live.get("metadata", {}).get("labels") or {}

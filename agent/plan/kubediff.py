@@ -26,8 +26,8 @@ from agent.desired import workloads
 from agent.desired.hierarchy import CHILD_ORDER, KubeObject
 from agent.desired.memo import NO_MEMO, Memo
 from agent.model.key import ObjectKey
-from agent.model.names import HASH_ANNOTATION
-from agent.plan.kubechange import KubeChange, is_managed, manifest, selector, terminating, tier_of
+from agent.model.names import HASH_ANNOTATION, selector
+from agent.plan.kubechange import KubeChange, is_managed, manifest, terminating, tier_of
 
 CREATE_ONLY = frozenset({"PersistentVolumeClaim"})  # created when absent; never updated, conflicting or pruned
 

@@ -35,12 +35,12 @@ from agent.desired.hierarchy import Desired, KubeObject
 from agent.load import rulechecks
 from agent.model.infra import RndcKeyConfig
 from agent.model.key import ObjectKey
+from agent.model.names import PREVIOUS_SECRET_KEY
 
 CREATED_AT = "bindy.firestoned.io/rndc-created-at"
 ROTATE_AT = "bindy.firestoned.io/rndc-rotate-at"
 ROTATION_COUNT = "bindy.firestoned.io/rndc-rotation-count"
 ROTATED_AT = "bindy.firestoned.io/rndc-rotated-at"  # on the Deployment's pod template: rolls the pods
-PREVIOUS = "previous-secret"  # the Secret's key holding the key the not yet rolled pods still use
 ANNOTATIONS = (CREATED_AT, ROTATE_AT, ROTATION_COUNT)
 MIN_AGE = dt.timedelta(hours=1)  # Bindy's MIN_TIME_BETWEEN_ROTATIONS_HOURS
 
@@ -122,7 +122,7 @@ def decide(config: RndcKeyConfig | None, secret: dict[str, Any] | None, deployme
         after = None
     meta = (secret or {}).get("metadata") or {}
     live = {k: v for k, v in (meta.get("annotations") or {}).items() if k in ANNOTATIONS}
-    has_previous = PREVIOUS in ((secret or {}).get("data") or {})
+    has_previous = PREVIOUS_SECRET_KEY in ((secret or {}).get("data") or {})
     created = _parse(live.get(CREATED_AT))
     count = int(live[ROTATION_COUNT]) if live.get(ROTATION_COUNT, "").isdigit() else 0
     rolled_at = live.get(CREATED_AT) if count > 0 else None
@@ -206,7 +206,7 @@ def rotated_infrastructure(desired: Desired, live: dict[ObjectKey, dict[str, Any
         elif obj.key.kind == "Secret":
             new = dataclasses.replace(obj, content=_secret_body(obj.body_copy(), phase))
             out.append(new)
-            if not phase.keep_previous and PREVIOUS in ((live.get(obj.key) or {}).get("data") or {}):
+            if not phase.keep_previous and PREVIOUS_SECRET_KEY in ((live.get(obj.key) or {}).get("data") or {}):
                 dropping.append(new)
         else:
             out.append(dataclasses.replace(obj, content=_deployment_body(obj.body_copy(), phase))
@@ -220,9 +220,9 @@ def _secret_body(body: dict[str, Any], decision: Decision) -> dict[str, Any]:
     data = body["stringData"]
     if decision.rotate:
         data["secret"] = NEW_SECRET
-        data[PREVIOUS] = CURRENT_SECRET
+        data[PREVIOUS_SECRET_KEY] = CURRENT_SECRET
     elif decision.keep_previous:
-        data[PREVIOUS] = workloads.SECRET_PLACEHOLDER  # kept as it is
+        data[PREVIOUS_SECRET_KEY] = workloads.SECRET_PLACEHOLDER  # kept as it is
     return body
 
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from agent.desired.rrsets import RRset
 from agent.model.ownership import Key
-from agent.plan.zoneplan import RRChange, RRsetPlan
+from agent.model.rrchange import RRChange
+from agent.plan.zoneplan import RRsetPlan
 
 
 def rrset_plan(zone: str, desired: dict[Key, RRset], observed: dict[Key, RRset], managed: set[Key],

@@ -16,7 +16,7 @@ from agent.desired import rrsets
 from agent.desired.placement import Zone
 from agent.desired.rrsets import RRset
 from agent.model.ownership import Key
-from agent.plan.zoneplan import RRChange
+from agent.model.rrchange import RRChange
 
 SERIAL_SPACE = 2**32
 

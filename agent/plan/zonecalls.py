@@ -10,8 +10,9 @@ from typing import Any
 
 from agent.desired import zonebody
 from agent.desired.placement import Zone
-from agent.plan.observed import Reach
-from agent.plan.zoneplan import Transfers, instance_of
+from agent.model.observed import Reach
+from agent.model.servers import instance_of
+from agent.plan.zoneplan import Transfers
 
 
 def transfers(primary: str, secondaries: list[str], servers: Mapping[str, Reach]) -> Transfers:

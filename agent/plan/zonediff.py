@@ -32,10 +32,11 @@ from agent.desired import adopt, nameservers, rrsets
 from agent.desired.placement import Zone
 from agent.desired.rrsets import RRset
 from agent.model.names import FORCE_ANNOTATION, THRESHOLD_ANNOTATION
+from agent.model.observed import DnsObserved, Reach, ZoneObserved
 from agent.model.ownership import Key, ZoneOwnership, digest
+from agent.model.servers import instance_id, instance_of
 from agent.plan import rrsetdiff, soadiff, zonecalls, zoneplan
-from agent.plan.observed import DnsObserved, Reach, ZoneObserved
-from agent.plan.zoneplan import ZonePlan, instance_id, instance_of
+from agent.plan.zoneplan import ZonePlan
 
 GATE_ANNOTATIONS = (FORCE_ANNOTATION, THRESHOLD_ANNOTATION)
 

@@ -11,37 +11,10 @@ import dataclasses
 from typing import Any
 
 from agent.desired.placement import Zone
-from agent.desired.rrsets import RRset
 from agent.model.key import ObjectKey
+from agent.model.observed import ZoneObserved
 from agent.model.ownership import Intent, Key, ZoneOwnership, digest
-from agent.plan.observed import ZoneObserved
-
-
-def instance_id(key: ObjectKey) -> str:
-    return f"{key.namespace}/{key.name}"
-
-
-# A server is one `named` with its zone API: an instance written through one address is its own id,
-# each pod of an instance written pod by pod is "namespace/name@<pod>" (Kubernetes names have no "@").
-SERVER_SEPARATOR = "@"
-
-
-def instance_of(server: str) -> str:
-    """The instance ("namespace/name") of a server id ("namespace/name@pod", or the instance itself)."""
-    return server.partition(SERVER_SEPARATOR)[0]
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class RRChange:
-    action: str  # "create" | "update" | "delete"
-    before: RRset | None
-    after: RRset | None
-
-    @property
-    def key(self) -> Key:
-        rr = self.after or self.before
-        assert rr is not None
-        return rr.key
+from agent.model.rrchange import RRChange
 
 
 @dataclasses.dataclass(frozen=True)

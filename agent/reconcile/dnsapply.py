@@ -41,9 +41,11 @@ from agent.clients.endpoints import Endpoint, by_server
 from agent.clients.statestore import Store
 from agent.desired import nameservers
 from agent.errors import AgentError, ZoneApiError
+from agent.model.observed import ZoneObserved
 from agent.model.ownership import ZoneOwnership
-from agent.plan.observed import ZoneObserved
-from agent.plan.zoneplan import RRChange, RRsetPlan, ZonePlan, instance_of
+from agent.model.rrchange import RRChange
+from agent.model.servers import instance_of
+from agent.plan.zoneplan import RRsetPlan, ZonePlan
 from agent.reconcile import dnsverify, insync
 from agent.reconcile.dnsresult import DnsResult, ZoneResult, landed, served, union
 

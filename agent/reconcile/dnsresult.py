@@ -14,8 +14,10 @@ import dataclasses
 
 from agent.clients import rfc2136
 from agent.model.key import ObjectKey
-from agent.plan.observed import ZoneObserved
-from agent.plan.zoneplan import RRChange, ZonePlan, instance_of
+from agent.model.observed import ZoneObserved
+from agent.model.rrchange import RRChange
+from agent.model.servers import instance_of
+from agent.plan.zoneplan import ZonePlan
 
 
 @dataclasses.dataclass

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from agent.clients import rfc2136
 from agent.clients.endpoints import Endpoint
 from agent.model.ownership import Key
-from agent.plan.zoneplan import RRChange
+from agent.model.rrchange import RRChange
 
 NUDGE_AFTER = 0.5  # seconds: named NOTIFYs its secondaries itself; a later nudge is for one that missed it
 _SERIAL_HALF = 2**31

@@ -32,9 +32,9 @@ from agent.desired.hierarchy import CHILD_ORDER, KubeObject
 from agent.errors import ApplyError, KubeError
 from agent.model import names
 from agent.model.key import ObjectKey
+from agent.model.observed import KubeObserved
 from agent.plan import kubechange, rotation
 from agent.plan.changes import Plan
-from agent.plan.observed import KubeObserved
 from agent.reconcile import crdapply, events
 
 log = logging.getLogger(__name__)
@@ -133,10 +133,11 @@ class _Apply:
         try:
             self.deadline.check(f"applying {obj.key}")
             stored = self.api.apply(body)
-            if obj.key.kind == "Secret" and rotation.PREVIOUS in (stored.get("data") or {}) \
-                    and rotation.PREVIOUS not in body["stringData"]:  # a rolled-out rotation's previous key goes
+            previous = names.PREVIOUS_SECRET_KEY
+            if obj.key.kind == "Secret" and previous in (stored.get("data") or {}) \
+                    and previous not in body["stringData"]:  # a rolled-out rotation's previous key goes
                 stored = self.api.merge_patch("Secret", obj.key.namespace, obj.key.name,
-                                              {"data": {rotation.PREVIOUS: None}})
+                                              {"data": {previous: None}})
         except ApplyError as exc:  # refused by the server, or out of time
             log.warning("apply %s failed: %s", obj.key, exc)
             result.failed[obj.key] = str(exc)

@@ -31,9 +31,9 @@ from agent.errors import ConfigError, KubeError
 from agent.gate import policy, safety
 from agent.model import names
 from agent.model.limits import Limits
-from agent.observe import endpoints as instance_endpoints
-from agent.outcome import forge, notify, signature
-from agent.run import planning, revisions
+from agent.observe import instancereach as instance_endpoints
+from agent.outcome import forge, notesignature, notify
+from agent.run import planner, revisions
 from agent.run import settings as config
 from agent.sources.git import GitSource
 
@@ -58,7 +58,7 @@ class Git:
 class Request:
     """What a run is built from, whichever verb asks. Exactly one of `git` and `directory`."""
 
-    options: planning.Options  # its repo_policy also scopes the cluster client and the zone-API token
+    options: planner.Options  # its repo_policy also scopes the cluster client and the zone-API token
     git: Git | None = None
     directory: pathlib.Path | None = None
     limits: Limits = Limits()
@@ -80,8 +80,8 @@ class Built:
     """A run ready to go: `orchestrator.run(built.source, built.targets, built.options)`."""
 
     source: revisions.RevisionSource
-    targets: planning.Targets
-    options: planning.Options
+    targets: planner.Targets
+    options: planner.Options
 
 
 def build(request: Request) -> Built:
@@ -93,7 +93,7 @@ def build(request: Request) -> Built:
         raise ConfigError("commit statuses go on commits: they need a Git repository (--repo), not a directory")
     api = kube_api(request) if request.cluster else None
     try:
-        targets = planning.Targets(store(request, api), api, zone_endpoints(request, api), request.forge,
+        targets = planner.Targets(store(request, api), api, zone_endpoints(request, api), request.forge,
                                        request.alerts)
         return Built(source(request), targets, request.options)
     except BaseException:
@@ -120,7 +120,7 @@ def store(request: Request, api: kubeapi.KubeApi | None) -> statestore.Store:
     return statestore.FileStore(request.local_state, moves=moves)
 
 
-def zone_endpoints(request: Request, api: kubeapi.KubeApi | None) -> planning.Endpoints | None:
+def zone_endpoints(request: Request, api: kubeapi.KubeApi | None) -> planner.Endpoints | None:
     """How a run reaches each instance: a fixed map, in-cluster Services (the zone-API token only to
     instances in allowed namespaces), or None (no DNS step)."""
     if request.endpoints is not None:
@@ -150,21 +150,21 @@ def source(request: Request) -> revisions.RevisionSource:
     git = GitSource(g.repo, g.cache, branch=g.branch, ref=g.ref, path=g.path, ssh_key=g.ssh_key,
                     known_hosts=g.known_hosts, insecure_ignore_host_key=g.insecure_ignore_host_key,
                     token_file=g.token_file, limits=request.limits)
-    key = signature.read_key(g.report_key_file) if g.report_key_file else None
+    key = notesignature.read_key(g.report_key_file) if g.report_key_file else None
     return revisions.GitRevisions(git, report_key=key)
 
 
-def options(values: Mapping[str, Any], repo_policy: policy.PolicySettings) -> planning.Options:
+def options(values: Mapping[str, Any], repo_policy: policy.PolicySettings) -> planner.Options:
     """The options of a run from values named as run's settings are (sync's flags have the same names);
     a name a verb does not have keeps the default."""
-    default = planning.Options()
+    default = planner.Options()
     threshold = values.get("delete_threshold_percent")
 
     def given(name: str, fallback: Any) -> Any:
         value = values.get(name)
         return fallback if value is None else value
 
-    return planning.Options(
+    return planner.Options(
         dry_run=bool(given("dry_run", default.dry_run)),
         policy=safety.Policy(force=bool(given("force", False)), allow_prune=bool(given("allow_prune", False)),
                              delete_threshold=safety.DELETE_THRESHOLD if threshold is None else threshold / 100),

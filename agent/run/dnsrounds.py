@@ -20,14 +20,14 @@ from agent.clients.statestore import Store
 from agent.desired.hierarchy import Desired
 from agent.errors import AgentError
 from agent.gate import safety
+from agent.model.observed import Observed
+from agent.model.steps import Steps, timed
 from agent.observe import dnsobserve
 from agent.plan import build
 from agent.plan.changes import Plan
-from agent.plan.observed import Observed
 from agent.plan.zoneplan import ZonePlan
 from agent.reconcile import dnsapply, dnsresult, insync
-from agent.run.planning import Options
-from agent.run.steps import Steps, timed
+from agent.run.planner import Options
 from agent.run.validation import Progress
 
 log = logging.getLogger(__name__)

@@ -25,10 +25,10 @@ from agent.clients import statestore
 from agent.clients.deadline import Deadline
 from agent.errors import AgentError
 from agent.run import memorize
-from agent.run.bounds import bounded
 from agent.run.memory import CLOCK_SKEW, Memory
-from agent.run.planning import Options, Targets, plan
+from agent.run.planner import Options, Targets, plan
 from agent.run.revisions import RevisionSource
+from agent.run.runhold import bounded
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ so two replicas racing for an expired Lease cannot both win. Stopping releases t
 
 A warm standby is preferred: a replica's `patience()` is how much longer it lets an expired Lease
 lie before it takes it - none for a standby that has followed the revisions for a while, a lease
-duration for one that has not (a pod just started: agent/run/scheduler.py). While a warm standby is
+duration for one that has not (a pod just started: agent/run/agent.py). While a warm standby is
 alive it takes the Lease first (it looks three times per duration); a cold replica takes it once
 that extra time has passed and nobody did. A Lease that does not exist is taken at once.
 """

@@ -10,11 +10,10 @@ from typing import Any
 
 from agent.clients.statestore import Store
 from agent.desired.hierarchy import Desired
-from agent.model.key import ObjectKey
+from agent.model.key import ObjectKey, key_of
+from agent.model.observed import DnsObserved, KubeObserved, Observed
 from agent.model.ownership import RunState
 from agent.outcome import conditions
-from agent.plan import kubechange
-from agent.plan.observed import DnsObserved, KubeObserved, Observed
 from agent.reconcile.dnsresult import DnsResult
 from agent.reconcile.kubeapply import KubeResult
 from agent.run.memory import Memory
@@ -152,7 +151,7 @@ def rejection_marked(memory: Memory, marks: list[tuple[dict[str, Any], dict[str,
     if not memory.keeps:
         return
     for live, new in marks:
-        key = kubechange.key_of(live)  # (a cluster-scoped CR's key has no namespace)
+        key = key_of(live)  # (a cluster-scoped CR's key has no namespace)
         memory.unsettled.add(key)
         if memory.kube is not None and key in memory.kube.live:
             memory.kube.live[key] = {**memory.kube.live[key], "status": new}

@@ -31,8 +31,8 @@ from agent.desired.memo import NO_MEMO, Memo
 from agent.desired.placement import Zone
 from agent.load.filecache import NO_FILES, FileCache
 from agent.model.key import ObjectKey
+from agent.model.observed import KubeObserved
 from agent.observe.dnsobserve import DnsMemory
-from agent.plan.observed import KubeObserved
 from agent.reconcile import insync
 
 CLOCK_SKEW = 2.0  # seconds two replicas' clocks may differ by
@@ -40,7 +40,7 @@ CLOCK_SKEW = 2.0  # seconds two replicas' clocks may differ by
 
 class Moved:
     """The instances whose pods changed readiness since their statuses were last computed: the pod
-    watch's thread adds them (agent/run/podwatch.py), the run that computes their statuses takes them
+    watch's thread adds them (agent/podready/watch.py), the run that computes their statuses takes them
     off (agent/run/orchestrator.py); either may run at any time."""
 
     def __init__(self) -> None:
@@ -79,9 +79,9 @@ class Memory:
     agent_namespace: str = ""
     keeps: bool = True  # what a run saw and left is kept for the next one (ONE_SHOT: not)
     new_leader: bool = False  # took the Lease since its last run: that run reconciles even an unchanged head
-    # a BIND9 pod waits for its zones (agent/run/podwatch.py): a run reconciles even an unchanged head
+    # a BIND9 pod waits for its zones (agent/podready/watch.py): a run reconciles even an unchanged head
     pods_waiting: bool = False
-    # instances whose pods became ready, not ready or gone (agent/run/podwatch.py): a run writes their
+    # instances whose pods became ready, not ready or gone (agent/podready/watch.py): a run writes their
     # statuses (and their zones') even at an unchanged head
     pods_moved: Moved = dataclasses.field(default_factory=Moved)
     # a start-up or resync reconcile was cut for a push (agent/run/orchestrator.py, "pushes first"): the

@@ -19,6 +19,9 @@ partial.
 Nothing is written before the gate has passed the whole plan: an invalid or refused revision
 changes nothing but the marks on live CRs saying why, and the last good revision keeps serving.
 Every network call is bounded by the run's deadline.
+
+The run's writing steps are in agent/run/execute.py, how it ends (state, reports, marks) in
+agent/run/finish.py; this module decides the path between them.
 """
 
 from __future__ import annotations
@@ -31,22 +34,20 @@ from collections.abc import Callable, Mapping
 
 from agent.clients.deadline import Deadline
 from agent.clients.endpoints import Endpoint
-from agent.desired.hierarchy import Desired
-from agent.errors import AgentError, KubeError
+from agent.errors import AgentError
 from agent.model import names, problems
+from agent.model.observed import Observed
 from agent.model.ownership import RunState
-from agent.observe import kubeobserve
-from agent.outcome import conditions, forge, notify, report, status
-from agent.plan import statusdiff
-from agent.plan.observed import Observed
-from agent.reconcile import events, kubeapply
-from agent.run import dnsrounds, lock, logs, memorize, podgates, pushfirst, runreport
-from agent.run.bounds import bounded
+from agent.model.steps import Steps, timed
+from agent.outcome import forge
+from agent.run import lock, logs, memorize, pushfirst
+from agent.run.finish import Finishing
+from agent.run.finish import serving as serving  # whether the newest good revision serves (re-exported)
 from agent.run.memory import ONE_SHOT, Memory
-from agent.run.planning import Options, Planned, Targets, plan
+from agent.run.planner import Options, Planned, Targets, plan
 from agent.run.revisions import RevisionSource, Snapshot
+from agent.run.runhold import bounded
 from agent.run.runoutcome import RunOutcome as RunOutcome  # what a run returns (re-exported)
-from agent.run.steps import Steps, timed
 from agent.run.validation import Progress, quiet
 
 log = logging.getLogger(__name__)
@@ -55,10 +56,6 @@ SUSPENDED_BY_SETTING = ("suspended by the setting suspend (BINDY_AGENT_SUSPEND, 
 SUSPENDED_BY_MARK = (f"suspended by `bindy-agent suspend` (the annotation {names.SUSPEND_ANNOTATION}: \"true\" on the "
                      "agent's state ConfigMap, or the file `suspended` in its --state directory): nothing is read or "
                      "written; `bindy-agent resume` to continue")
-def serving(state: RunState) -> bool:
-    """Whether the world serves the newest good revision: one was applied, and the newest commit a run
-    looked at was not rejected (while it is, every change after it is blocked)."""
-    return state.applied is not None and state.outcome not in ("rejected", "refused")
 
 
 def _now() -> str:
@@ -87,7 +84,7 @@ def run(source: RevisionSource, targets: Targets, options: Options, *, run_id: s
         return RunOutcome(run_id, None, "busy", message=str(exc))
 
 
-class _Run:
+class _Run(Finishing):
     def __init__(self, source: RevisionSource, targets: Targets, options: Options, run_id: str,
                  memory: Memory, progress: Progress = quiet, yield_to: Callable[[], bool] | None = None,
                  pushed: bool = False) -> None:
@@ -198,41 +195,6 @@ class _Run:
             self.steps[name] = self.steps.get(name, 0.0) + seconds
         return planned
 
-    def _nothing_to_do(self, head: str) -> RunOutcome:
-        """The head was handled: no fetch, no parse, no writes - but a report an earlier run could not
-        push is pushed now (the remote may be back)."""
-        result = RunOutcome(self.run_id, head, "unchanged",
-                            message=f"{head[:12]} was already {self.state.outcome}; nothing to do",
-                            rejected_head=not serving(self.state))
-        if self.state.notes_pending and self.options.push_notes:
-            result.notes_pushed = self._publish([])
-            if result.notes_pushed:
-                self.state.notes_pending = False
-                self._save(self.state, result)
-                result.message += "; pushed the reports an earlier run could not"
-        return result
-
-    @property
-    def writes(self) -> bool:
-        """Whether this run may write (statuses, reports, commit statuses): not a dry run or detection."""
-        return not self.options.dry_run and self.options.mode != "detect"
-
-    def _detect(self, result: RunOutcome) -> RunOutcome:
-        """Detection only: what a sync would change is the drift; it is reported, nothing written but
-        the agent's own status record."""
-        plan = result.plan
-        assert plan is not None
-        s = plan.summary
-        drift = s["create"] + s["update"] + s["delete"] + len(plan.conflicts)
-        result.outcome = "drift" if drift else "in-sync"
-        result.message = (f"drift: {s['create']} to create, {s['update']} to update, {s['delete']} to delete, "
-                          f"{len(plan.conflicts)} conflicts (detect mode: nothing written)" if drift
-                          else "in sync: the world matches the revision")
-        old = self.state
-        self._save(RunState(old.applied, old.seen, result.outcome, old.reconciled_at, old.notes_pending,
-                            result.message, writing_at=old.writing_at), result)
-        return result
-
     def _unchanged(self, head: str) -> bool:
         if self.options.mode == "detect":
             return False  # drift arises in the world, not in Git: look every time
@@ -241,160 +203,3 @@ class _Run:
         fresh = time.time() - self.state.reconciled_at < self.options.resync_after
         done = self.state.outcome in ("applied", "rejected")
         return head == self.state.seen and done and fresh and not self.options.dry_run
-
-    def _apply(self, desired: Desired, result: RunOutcome) -> None:
-        plan, options, api = result.plan, self.options, self.targets.kube_api
-        assert plan is not None
-        lasting = False  # a step failed for a reason a later run would meet again
-        try:
-            if api is not None and plan.kube is not None:  # Bindy's CRDs first: lines of the plan (Plan.crds)
-                kube_options = kubeapply.KubeApplyOptions(options.agent_namespace, options.rotate_rndc_keys)
-                assert self.observed.kube is not None
-                if plan.kube or plan.crds or plan.namespaces:
-                    self._writing()
-                with timed(self.steps, "apply_kubernetes"):
-                    result.kube = kubeapply.apply(api, plan, self.observed.kube, options=kube_options,
-                                                  deadline=self.deadline, progress=lambda done, total: self.progress(
-                                                      "applied", "objects", done, total))
-            if plan.zones is not None and self.endpoints is not None:
-                rounds = dnsrounds.Rounds(self.targets.store, self.endpoints, self.options, result.revision,
-                                          self.deadline, self.steps, self.progress, self.memory.reports())
-                result.dns = rounds.apply(plan.zones, focus=self.observed.dns.focus if self.observed.dns else None)
-                if result.dns.stale:
-                    result.replan = rounds.again(desired, result.dns)
-                result.errors += podgates.after_dns(api, desired, self.endpoints, result.dns, wait=options.verify_wait,
-                                                    deadline=self.deadline, steps=self.steps).errors  # new pods: Ready
-            if api is not None and result.kube is not None:
-                with timed(self.steps, "status"):
-                    self._statuses(desired, result)
-        except AgentError as exc:  # a whole step failed (CRDs, the store, the deadline): the rest waits
-            log.warning("apply stopped: %s", exc)
-            result.errors.append(str(exc))
-            lasting = not exc.retryable
-        result.outcome = "partial" if result.failures or result.conflicts else "applied"
-        # foreign data, a refused zone or a lasting error stay what they are until someone acts
-        refused = result.replan is not None and bool(result.replan.refusals)
-        result.retryable = result.outcome == "partial" and not (lasting or refused or result.conflicts)
-        if result.outcome == "partial":
-            result.message = self._partial(result)
-        memorize.after_run(self.memory, desired, result.kube, result.dns, self.observed,
-                           agent_namespace=self.options.agent_namespace, kube_fast=self.kube_fast,
-                           dns_fast=self.dns_fast, failed=bool(result.errors))
-
-    def _statuses(self, desired: Desired, result: RunOutcome) -> None:
-        api, plan, kube = self.targets.kube_api, result.plan, result.kube
-        assert api is not None and plan is not None and kube is not None
-        only, moved = None, self.memory.pods_moved.peek()  # every CR's, unless the cluster was remembered:
-        if self.kube_fast and not self.memory.statuses_all:  # what this run changed, unsettled, pods moved
-            only = status.affected(desired, plan, kube, result.dns) | self.memory.unsettled | status.served_by(
-                desired, moved)
-        pods = kubeobserve.pods(api, conditions.unready(kube.live, desired.instances))  # why they do not start
-        wanted = status.wanted(desired, kube, revision=result.revision, dns=result.dns, only=only,
-                               changed=status.changed_zones(plan), pods=pods, endpoints=self.endpoints)
-        if self.repairing:  # what serves is reconciled; the head's rejection still shows until a good head
-            wanted = statusdiff.keep_rejection(wanted, kube.live)
-        todo = statusdiff.to_write(wanted, kube.live, kube.conflicts, events.now())
-        if todo:
-            self._writing()
-        memorize.statuses_computed(self.memory, wanted, only, written=False)
-        self.memory.pods_moved.done(moved)
-        kubeapply.write_statuses(api, todo, kube, revision=result.revision, deadline=self.deadline)
-        memorize.statuses_computed(self.memory, wanted, only, written=True, not_written=kube.failed)
-
-    def _writing(self) -> None:
-        """Saved before the run's first Kubernetes write (RunState.writing_at), cleared by its end: a
-        standby lists the cluster again after it, even if this process dies before its end is saved.
-        Raises if it cannot be saved, and then nothing is written."""
-        if not self.state.writing_at:  # else set already: by this run, or by a run whose end was never saved
-            self.state.writing_at = time.time()
-            try:
-                self.targets.store.save_run(self.state)
-            except KubeError as exc:  # the state's namespace does not exist yet (this run creates it): a
-                if exc.reason != "not_found":  # state never saved is trusted by no replica (RunState.wrote_at)
-                    raise
-                self.state.writing_at = 0.0  # saved at the next write, once the namespace exists
-
-    def _partial(self, result: RunOutcome) -> str:
-        """What a partial run tells the user (the CLI prints it; the deadline also goes into the report)."""
-        if self.deadline.expired and result.failures:
-            result.errors.append(f"the run's deadline ({self.deadline.seconds:.0f} s) passed before it finished")
-        why = "; ".join(x for x in (f"{len(result.failures)} failed" if result.failures else "",
-                                    f"{len(result.conflicts)} conflicts" if result.conflicts else "") if x)
-        late = " (the run's deadline passed)" if self.deadline.expired and result.failures else ""
-        return f"partial: {why}{late}; what was applied stays, the rest is tried again on the next run"
-
-    # -- outcomes -----------------------------------------------------------------------------
-    def _reject(self, snap: Snapshot, result: RunOutcome, message: str, *, reason: str = "RevisionRejected",
-                ) -> RunOutcome:
-        result.outcome, result.message, result.rejected_head = "rejected", message, True
-        if self.options.dry_run:
-            return result
-        api = self.targets.kube_api
-        if api is not None:
-            serving = f"; still serving {self.state.applied[:12]}" if self.state.applied else ""
-            first = (problems.sorted_problems(problems.errors(result.problems))[:1] or result.refusals[:1] or [""])[0]
-            why = f"revision {snap.revision[:12]} rejected: {message} (first: {first}){serving}"
-            marks = statusdiff.rejection_marks(kubeobserve.served_crs(api, self.options.agent_namespace),
-                                               reason=reason, message=why, now=events.now())
-            try:
-                if marks:
-                    self._writing()
-            except AgentError as exc:
-                result.errors.append(f"the live CRs were not marked: {exc}")
-                marks = []
-            memorize.rejection_marked(self.memory, marks)
-            events.mark_rejected(api, marks, reason=reason, message=why)
-        return self._finish(snap, result)
-
-    def _next_state(self, snap: Snapshot, result: RunOutcome) -> RunState:
-        old = self.state
-        if self.repairing:  # the rejected head stays what the state says; the revision that serves was reconciled
-            result.rejected_head = True
-            return RunState(old.applied, old.seen, old.outcome, time.time(), old.notes_pending, old.message)
-        message = (result.message or f"{result.outcome} {snap.revision[:12]}")[:300]
-        new = RunState(old.applied, snap.revision, result.outcome, time.time(), message=message)
-        if result.outcome in ("applied", "partial"):
-            new.applied = snap.revision
-        elif result.refusals:
-            new.outcome = "refused"  # looked at again on every run: --force or a new commit may allow it
-        same = (new.applied, new.seen, new.outcome, new.message, old.notes_pending) == (
-            old.applied, old.seen, old.outcome, old.message, False)
-        # a run that wrote Kubernetes objects always records when: a standby trusts its list of the
-        # cluster only if made after the leader's last write (agent/run/memory.py `take_over`)
-        wrote = bool(old.writing_at) or (result.kube is not None and bool(result.kube.applied or result.kube.deleted))
-        if same and not wrote and new.reconciled_at - old.reconciled_at < self.options.resync_after / 2:
-            new.reconciled_at = old.reconciled_at  # nothing new to remember: no write
-        return new
-
-    def _save(self, state: RunState, result: RunOutcome) -> None:
-        try:
-            self.targets.store.save_run(state)
-        except AgentError as exc:
-            result.errors.append(f"the run state was not saved: {exc}")
-
-    def _publish(self, reports: list[report.Report]) -> bool | None:
-        try:
-            return self.source.publish(reports, push=self.options.push_notes)
-        except AgentError as exc:
-            log.warning("the reports could not be written: %s", exc)
-            return False
-
-    def _finish(self, snap: Snapshot, result: RunOutcome) -> RunOutcome:
-        state = self._next_state(snap, result)
-        self._save(state, result)
-        with timed(self.steps, "report"):
-            reports = [runreport.of_run(self.run_id, snap, result, started_at=self.started_at, seconds=time.monotonic()
-                                        - self.started, repeat=self.state.applied == snap.revision)]
-            for sha in result.superseded:
-                reports.append(report.Report(self.run_id, sha, "superseded", self.source.commit(sha), self.started_at,
-                                             0.0, superseded_by=snap.revision))
-        with timed(self.steps, "push"):
-            result.notes_pushed = self._publish(reports)
-        if result.notes_pushed is False:  # kept in the local clone: pushed by the next run, whatever it finds
-            state.notes_pending = True
-            self._save(state, result)
-        doc = reports[0].as_dict()
-        forge.finished(self.targets.forge, doc)
-        if not self.repairing:  # what serves was reconciled again: the head's rejection was alerted, and stays
-            notify.after_run(self.targets.alerts, doc, self.state.outcome, previous_revision=self.state.seen)
-        return result

@@ -8,12 +8,12 @@ import logging
 
 from agent.errors import AgentError
 from agent.model.ownership import RunState
+from agent.model.steps import Steps
 from agent.run import memorize
 from agent.run.memory import Memory
-from agent.run.planning import Options, Planned, Targets, validate
+from agent.run.planner import Options, Planned, Targets, validate
 from agent.run.revisions import RevisionSource, Snapshot
 from agent.run.runoutcome import RunOutcome
-from agent.run.steps import Steps
 
 log = logging.getLogger(__name__)
 

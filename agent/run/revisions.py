@@ -20,7 +20,7 @@ from agent.errors import SourceError
 from agent.load.sourcefile import SourceFile
 from agent.model import names
 from agent.model.limits import Limits
-from agent.outcome import report, signature
+from agent.outcome import notesignature, report
 from agent.sources import git, localdir
 from agent.sources.git import FetchedCommit, GitSource
 
@@ -86,7 +86,7 @@ class DirectoryRevisions:
 class GitRevisions:
     def __init__(self, source: GitSource, *, report_key: bytes | None = None) -> None:
         self.source = source
-        self.report_key = report_key  # signs every note (agent/outcome/signature.py); None: unsigned
+        self.report_key = report_key  # signs every note (agent/outcome/notesignature.py); None: unsigned
         self.label = source.url
         self.lock_path = source.workdir.with_name(source.workdir.name + ".lock")
         self._fetched: FetchedCommit | None = None  # fetched by `head(fetch=True)`, read by the next snapshot
@@ -128,12 +128,12 @@ class GitRevisions:
         return dataclasses.asdict(self.source.commit(self.source.repo(), sha))
 
     def _noted(self, sha: str) -> dict[str, Any] | None:
-        """The agent's note already on `sha`, which a later run adds to (agent/outcome/signature.py
+        """The agent's note already on `sha`, which a later run adds to (agent/outcome/notesignature.py
         `extendable`); None: there is none, or it is not one to build on (it is replaced)."""
-        stored = self.source.note(sha, limit=signature.MAX_NOTE_BYTES)
+        stored = self.source.note(sha, limit=notesignature.MAX_NOTE_BYTES)
         if stored is None:
             return None
-        doc = signature.extendable(stored.data, sha=sha, key=self.report_key) if stored.unread is None else None
+        doc = notesignature.extendable(stored.data, sha=sha, key=self.report_key) if stored.unread is None else None
         if doc is None:
             log.warning("the note on %s is not one the agent can add to (%s): replaced by this run's report",
                         sha[:12], stored.unread or ("it does not verify with the report key" if self.report_key
@@ -155,11 +155,11 @@ class GitRevisions:
                     and item.outcome not in report.NOTHING_DONE:
                 earlier = None  # the commit had done nothing yet (rejected, superseded): this run is what it did
             if earlier is None:
-                self.source.add_note(sha, signature.sign(key, "summary", sha, report.to_note(item)),
-                                     signature.sign(key, "full", sha, report.to_full(item)))
+                self.source.add_note(sha, notesignature.sign(key, "summary", sha, report.to_note(item)),
+                                     notesignature.sign(key, "full", sha, report.to_full(item)))
             elif report.noteworthy(earlier, item):  # the complete report stays the first run's
                 note = report.note_text(report.with_entry(earlier, report.entry(item)))
-                self.source.add_note(sha, signature.sign(key, "summary", sha, note))
+                self.source.add_note(sha, notesignature.sign(key, "summary", sha, note))
         if not push:
             return None
         try:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import dataclasses
 
 from agent.model import problems
+from agent.model.steps import Steps
 from agent.plan.changes import Plan
 from agent.reconcile import dnsresult, kubeapply
-from agent.run.steps import Steps
 
 
 @dataclasses.dataclass

@@ -26,7 +26,7 @@ from agent.run import orchestrator as runner
 log = logging.getLogger("agent.run.scheduler")  # the lines operators already filter on
 TRIGGERS = {"start": "start-up", "leadership": "start-up", "schedule": "schedule", "webhook": "webhook",
             "retry": "retry", "resume": "resync", "push": "webhook",
-            "pods": "pods"}  # agent/run/podwatch.py: a new BIND9 pod waits for its zones
+            "pods": "pods"}  # agent/podready/watch.py: a new BIND9 pod waits for its zones
 RECONCILED = ("applied", "partial", "rejected", "unreachable", "error")  # looked at the revision again
 
 

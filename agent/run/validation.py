@@ -19,8 +19,8 @@ from agent.load.manifest import Manifest
 from agent.load.sourcefile import SourceFile
 from agent.model import problems
 from agent.model.limits import Limits
+from agent.model.steps import Steps, timed
 from agent.run import collector
-from agent.run.steps import Steps, timed
 from agent.sources import kustomize
 
 if TYPE_CHECKING:

@@ -391,7 +391,3 @@ class GitSource:
 
 def _stderr(exc: git.GitCommandError) -> str:
     return " ".join(str(exc.stderr or exc.stdout or exc).replace("stderr:", "").split())[:500]
-
-
-def is_local_repo(value: str) -> bool:
-    return os.path.isdir(value) and (pathlib.Path(value) / ".git").exists()

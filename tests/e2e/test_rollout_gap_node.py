@@ -3,8 +3,8 @@
 A pod of a generated instance keeps its zones in an emptyDir: a new pod starts with none. Without
 a readiness gate it would be Ready as soon as named answers, join the Service and let the old pod go,
 and queries to the Service would get REFUSED until the agent's next run wrote its zones. With the
-zones-loaded gate (agent/desired/workloads.py, agent/observe/podwait.py, agent/run/podwatch.py,
-agent/reconcile/podgate.py) the new pod joins only once it serves every zone.
+zones-loaded gate (agent/desired/workloads.py, agent/model/podreadiness.py, agent/podready/watch.py,
+agent/podready/condition.py) the new pod joins only once it serves every zone.
 
 One installation for the module: sample-repo with a two-pod primary instance `dns-roll`
 (`rndcKey.autoRotate`), the agent with a long interval (60 s: a new pod must not wait for a

@@ -86,7 +86,7 @@ def _ready_pod(api: Any, namespace: str, timeout: float) -> Any:
             if conds.get("Ready") == "True" and pod.status.pod_ip:
                 return pod
             if conds.get("ContainersReady") == "True" and conds.get(names.ZONES_LOADED_CONDITION) != "True":
-                # the agent's part (reconcile/podgate.py): the pod joins its Service once it has its zones
+                # the agent's part (podready/condition.py): the pod joins its Service once it has its zones
                 core.patch_namespaced_pod_status(pod.metadata.name, namespace, {"status": {"conditions": [
                     {"type": names.ZONES_LOADED_CONDITION, "status": "True", "reason": "SmokeTest"}]}})
         time.sleep(0.5)

@@ -12,7 +12,7 @@ import pytest
 from kubernetes import client
 
 from agent.model import names
-from agent.run import scheduler
+from agent.run import agent as run_agent
 from agent.run import settings as config
 from tests.support import clirun
 from tests.support.gitremote import GitRemote
@@ -43,7 +43,7 @@ def _run_once(kube: KubeCluster, git_remote: GitRemote, tmp_path: pathlib.Path, 
         "repo": git_remote.url, "cache": str(tmp_path / "cache"), "kubeconfig": str(kube.kubeconfig),
         "agent_namespace": namespace, "allowed_namespaces": namespace, "leader_election": False,
         "listen": f"127.0.0.1:{free_port()}", **more}, environ={})
-    agent = scheduler.Agent(settings)
+    agent = run_agent.Agent(settings)
     try:
         return agent.run_once()
     finally:

@@ -379,13 +379,13 @@ def test_plan_against_the_cluster_is_the_plan_a_sync_applies_or_refuses(
 
 def test_in_cluster_endpoints_come_from_services_and_rndc_secrets(
         kube: KubeCluster, kube_client: Any, namespace: str, tmp_path: pathlib.Path) -> None:
-    from agent.observe import endpoints
+    from agent.observe import instancereach
     root = _repo(tmp_path, namespace)
     api, _ = _sync(kube, root, namespace)
     token = tmp_path / "token"
     bound = service_account_token(kube_client, namespace, "bind9", audiences=["bindcar"])
     token.write_text(bound + "\n")  # as the kubelet projects it
-    found = endpoints.from_cluster(api, desired.build(load_dir(root)), token_file=token)
+    found = instancereach.from_cluster(api, desired.build(load_dir(root)), token_file=token)
     primary = found[f"{namespace}/dns-primary-0"]
     assert (primary.dns_host, primary.dns_port) == (f"dns-primary-0.{namespace}.svc.cluster.local", 53)
     assert primary.api_url == f"http://dns-primary-0.{namespace}.svc.cluster.local:8080"
@@ -394,9 +394,9 @@ def test_in_cluster_endpoints_come_from_services_and_rndc_secrets(
     rotated = service_account_token(kube_client, namespace, "bind9", audiences=["bindcar"], seconds=3601)
     token.write_text(rotated)
     state = desired.build(load_dir(root))
-    assert endpoints.from_cluster(api, state, token_file=token)[f"{namespace}/dns-primary-0"].token == rotated != bound
+    assert instancereach.from_cluster(api, state, token_file=token)[f"{namespace}/dns-primary-0"].token == rotated != bound
     # the seam that decides which instances get a token at all
-    chosen = endpoints.from_cluster(api, state, token_file=token, send_token_to=lambda key: "primary" in key.name)
+    chosen = instancereach.from_cluster(api, state, token_file=token, send_token_to=lambda key: "primary" in key.name)
     assert (chosen[f"{namespace}/dns-primary-0"].token, chosen[f"{namespace}/dns-secondary-0"].token) == (rotated, "")
     # the agent sends the token only to instances in the allowed namespaces
     from agent.run import compose

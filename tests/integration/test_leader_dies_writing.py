@@ -19,7 +19,7 @@ import pytest
 
 from agent.clients.statestore import ConfigMapStore
 from agent.model.ownership import RunState
-from agent.run import follow, planning, revisions
+from agent.run import follow, planner, revisions
 from agent.run.memory import CLOCK_SKEW, Memory
 from agent.sources.git import GitSource
 from tests.support import agentrun, sampleworld
@@ -67,7 +67,7 @@ def test_a_leader_dying_between_its_writes_and_its_state_save_leaves_no_stale_li
     # the cluster is newer than the leader's last saved run
     time.sleep(CLOCK_SKEW + 0.5)
     standby = Memory()
-    targets = planning.Targets(ConfigMapStore(api, namespace), api, world["endpoints"])
+    targets = planner.Targets(ConfigMapStore(api, namespace), api, world["endpoints"])
     source = revisions.GitRevisions(GitSource(git_remote.url, tmp_path / "standby-cache"))
     options = agentrun.options(agent_namespace=namespace)
     assert not follow.follow(source, targets, options, standby).problem

@@ -18,7 +18,7 @@ import pytest
 
 from agent.clients import endpoints as config
 from agent.clients import rfc2136 as records
-from agent.outcome import report, signature
+from agent.outcome import notesignature, report
 from agent.run import revisions
 from agent.sources.git import GitSource
 from tests.conftest import ROOT
@@ -138,4 +138,4 @@ def test_a_note_the_agent_did_not_sign_is_replaced_not_extended(
     text = shown.stdout
     assert text.index("drift-1") < text.index("Later runs of this commit (1):") < text.index("drift-2")
     note = git_remote.note_seen_by_a_fresh_clone(tmp_path / "fresh", sha)
-    assert signature.examine(note.encode(), sha=sha, key=KEY.encode(), kind="summary").verified
+    assert notesignature.examine(note.encode(), sha=sha, key=KEY.encode(), kind="summary").verified

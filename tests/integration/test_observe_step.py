@@ -15,7 +15,7 @@ from agent.clients import endpoints as config
 from agent.clients.deadline import Deadline
 from agent.clients.statestore import FileStore
 from agent.reconcile import dnsapply
-from agent.run import planning, revisions
+from agent.run import planner, revisions
 from tests.support import agentrun, dnsworld
 from tests.support import bind as bind_support
 
@@ -133,10 +133,10 @@ def test_apply_never_changes_the_plan_it_executes(started: dict[str, Any], monke
                 ("new", "A"): ("192.0.2.202",)}}
     _write(repo, b, zone)
     store = FileStore(started["state"])
-    targets = planning.Targets(store, None, started["endpoints"])
+    targets = planner.Targets(store, None, started["endpoints"])
     options = agentrun.options()
     snap = revisions.DirectoryRevisions(repo).snapshot()
-    planned = planning.plan(snap, targets, options)
+    planned = planner.plan(snap, targets, options)
     assert planned.plan is not None and planned.plan.zones is not None and not planned.plan.refusals
     before = copy.deepcopy(planned.plan.zones)
     world.update(zone, lambda u: u.replace("h0", 300, "A", "203.0.113.9"))  # and someone changes h0 meanwhile

@@ -16,7 +16,7 @@ from kubernetes import client
 
 from agent.clients.kubeapi import KubeApi
 from agent.model import names
-from agent.reconcile import podgate
+from agent.podready import condition as podcondition
 from tests.conftest import ROOT
 from tests.support.kube import KUBECTL, KubeCluster, service_account_token, token_client, token_kubeconfig
 
@@ -71,10 +71,10 @@ def test_the_agents_patch_sets_its_condition_and_keeps_the_kubelets(kube: KubeCl
         {"type": "ContainersReady", "status": "True"}, {"type": "Ready", "status": "False"}]}})
     api = KubeApi(token_client(kube, agent_token))
     try:
-        api.patch_status("Pod", "dns-system", "gated", podgate.condition_patch(loaded=False, why="x: later",
-                                                                                now="2026-11-26T10:00:00Z"))
-        api.patch_status("Pod", "dns-system", "gated", podgate.condition_patch(loaded=True, why="",
-                                                                                now="2026-11-26T10:00:01Z"))
+        api.patch_status("Pod", "dns-system", "gated", podcondition.condition_patch(loaded=False, why="x: later",
+                                                                                    now="2026-11-26T10:00:00Z"))
+        api.patch_status("Pod", "dns-system", "gated", podcondition.condition_patch(loaded=True, why="",
+                                                                                    now="2026-11-26T10:00:01Z"))
     finally:
         api.close()
     live = core.read_namespaced_pod_status("gated", "dns-system")

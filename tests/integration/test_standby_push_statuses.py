@@ -18,7 +18,7 @@ from agent.clients import rfc2136 as records
 from agent.clients.statestore import ConfigMapStore
 from agent.model import kinds
 from agent.model.key import ObjectKey
-from agent.run import follow, planning, revisions
+from agent.run import follow, planner, revisions
 from agent.run.memory import Memory
 from agent.sources.git import GitSource
 from tests.support import agentrun, sampleworld
@@ -40,7 +40,7 @@ def test_a_new_leaders_first_push_writes_the_statuses_it_changed_and_no_other_re
 
     standby, memory = {**world, "cache": tmp_path / "cache-b"}, Memory()
     store = ConfigMapStore(api, namespace)
-    targets = planning.Targets(store, api, world["endpoints"])
+    targets = planner.Targets(store, api, world["endpoints"])
     followed = follow.follow(revisions.GitRevisions(GitSource(world["remote"].url, standby["cache"])), targets,
                              agentrun.options(agent_namespace=namespace), memory)
     assert not followed.problem and followed.zones

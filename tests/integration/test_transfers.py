@@ -31,7 +31,7 @@ from kubernetes import client
 from agent.clients import endpoints as config
 from agent.clients.kubeapi import KubeApi
 from agent.desired.hierarchy import Desired
-from agent.observe import endpoints as instance_endpoints
+from agent.observe import instancereach as instance_endpoints
 from tests.support import agentrun, dnsrepo
 from tests.support import bind as bind_support
 from tests.support import zone_api as zone_api_support

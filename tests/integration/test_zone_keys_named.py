@@ -17,7 +17,7 @@ import dns.zone
 
 from agent.desired import hierarchy, workloads, zonekeys
 from agent.desired.rrsets import RRset, build
-from agent.outcome import signing
+from agent.outcome import dnssecstatus
 from agent.reconcile import zonekeys as making
 from tests.conftest import Repo, load_dir
 from tests.support import bind as bind_support
@@ -121,10 +121,10 @@ def test_two_primaries_and_a_replacement_sign_with_the_zones_one_key_set(tmp_pat
         assert served[0][(ZONE_NAME, "DNSKEY")].rdatas == served[1][(ZONE_NAME, "DNSKEY")].rdatas
         tags = {int(filled[f"{role}-file"].rsplit("+", 1)[1]) for role in ("ksk", "zsk")}
         dnskeys = served[0][(ZONE_NAME, "DNSKEY")].rdatas
-        assert len(dnskeys) == 2 and {signing.dns.dnssec.key_id(signing.dns.rdata.from_text(
+        assert len(dnskeys) == 2 and {dnssecstatus.dns.dnssec.key_id(dnssecstatus.dns.rdata.from_text(
             "IN", "DNSKEY", k)) for k in dnskeys} == tags  # the Secret's keys, no key of the servers' own
         zone = desired.zones[0]
-        shown = signing.status(zone, served)
+        shown = dnssecstatus.status(zone, served)
         assert shown is not None and shown["signed"] is True and len(shown["dsRecords"]) == 1
         xfr, _ = _served(servers[0])
         xfr.to_file(str(tmp_path / "keys.zone"), relativize=False)
@@ -142,7 +142,7 @@ def test_two_primaries_and_a_replacement_sign_with_the_zones_one_key_set(tmp_pat
         assert _served(servers[1])[1][(ZONE_NAME, "DNSKEY")].rdatas == dnskeys
         answer = _delv(servers[1], shown["dsRecords"], tmp_path)
         assert "; fully validated" in answer, answer
-        assert signing.differs(zone, [(s.name, _served(s)[1]) for s in servers]) == ""
+        assert dnssecstatus.differs(zone, [(s.name, _served(s)[1]) for s in servers]) == ""
     finally:
         for server in servers:
             server.stop()

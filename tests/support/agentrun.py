@@ -8,16 +8,16 @@ from typing import Any
 from agent.clients.kubeapi import KubeApi
 from agent.clients.statestore import FileStore, Store
 from agent.gate import policy, safety
-from agent.run import orchestrator, planning, revisions
+from agent.run import orchestrator, planner, revisions
 from agent.run.memory import ONE_SHOT, Memory
 from agent.sources.git import GitSource
 
 
-def options(*, force: bool = False, allow_prune: bool = False, **kwargs: Any) -> planning.Options:
+def options(*, force: bool = False, allow_prune: bool = False, **kwargs: Any) -> planner.Options:
     """Tests run in namespaces of their own: any namespace is allowed unless a test says otherwise."""
     kwargs.setdefault("repo_policy", policy.PolicySettings.of(allowed_namespaces="*"))
     kwargs.setdefault("policy", safety.Policy(force=force, allow_prune=allow_prune))
-    return planning.Options(**kwargs)
+    return planner.Options(**kwargs)
 
 
 def sync_dir(root: pathlib.Path, *, store: Store | None = None, state: pathlib.Path | None = None,
@@ -26,7 +26,7 @@ def sync_dir(root: pathlib.Path, *, store: Store | None = None, state: pathlib.P
     """`bindy-agent sync DIR`: `state` is a FileStore directory when no `store` is given."""
     store = store or FileStore(state or root.parent / "state")
     source = revisions.DirectoryRevisions(root, revision=revision)
-    return orchestrator.run(source, planning.Targets(store, kube_api, endpoints), options(**kwargs))
+    return orchestrator.run(source, planner.Targets(store, kube_api, endpoints), options(**kwargs))
 
 
 def sync_git(source: GitSource, *, store: Store, kube_api: KubeApi | None = None, endpoints: Any = None,
@@ -34,7 +34,7 @@ def sync_git(source: GitSource, *, store: Store, kube_api: KubeApi | None = None
              **kwargs: Any) -> orchestrator.RunOutcome:
     """`bindy-agent sync --repo URL`, or with `memory` (and `yield_to`: whether a push waits) one run of
     `bindy-agent run` (statuses, alerts)."""
-    targets = planning.Targets(store, kube_api, endpoints, forge, alerts)
+    targets = planner.Targets(store, kube_api, endpoints, forge, alerts)
     try:
         return orchestrator.run(revisions.GitRevisions(source), targets, options(**kwargs), memory=memory,
                                 yield_to=yield_to)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from agent.desired.rrsets import RRset
 from agent.model.key import ObjectKey
 from agent.model.ownership import Key, ZoneOwnership
+from agent.model.rrset import RRset
 
 
 @dataclasses.dataclass

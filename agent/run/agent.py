@@ -26,6 +26,7 @@ from agent.clients import statestore
 from agent.clients.kubeapi import KubeApi
 from agent.errors import AgentError
 from agent.model import ownership
+from agent.podready import watch as podwatch
 from agent.run import (
     compose,
     follow,
@@ -34,7 +35,6 @@ from agent.run import (
     lease,
     memory,
     metrics,
-    podwatch,
     pushpayload,
     runtrace,
     throttle,
@@ -43,7 +43,7 @@ from agent.run import (
 from agent.run import orchestrator as runner
 from agent.run import settings as config
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("agent.run.scheduler")  # the lines operators already filter on
 RETRY_FIRST = 5.0  # seconds before the first retry of a run that may succeed later
 
 

@@ -1,8 +1,8 @@
-"""The pods of an instance that wait for their zones (part of observing).
+"""Whether a BIND9 pod waits for its zones, read from the pod's body (pure).
 
 A generated BIND9 pod carries the readiness gate `bindy.firestoned.io/zones-loaded`
 (agent/desired/workloads.py): it is Ready, and in its Service, only once the agent has set that
-condition True (agent/reconcile/podgate.py). A pod *waits* while it runs with every container ready
+condition True (agent/podready/condition.py). A pod *waits* while it runs with every container ready
 (`ContainersReady`: named answers, the zone API is up) and its gate is not True, and is not being
 deleted. Such a pod is written like any Ready pod - every zone and record of its instance - and its
 gate is opened once it serves them all. A pod whose containers are not ready yet cannot be written:
@@ -11,15 +11,10 @@ it is not a server until they are.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agent.clients.kubeapi import KubeApi
-from agent.errors import KubeError
 from agent.model import names
-
-log = logging.getLogger(__name__)
 
 
 def _conditions(pod: Mapping[str, Any]) -> dict[str, str]:
@@ -44,15 +39,3 @@ def waiting_of(pods: Sequence[Mapping[str, Any]]) -> dict[str, str]:
 def selector(instance: str) -> str:
     """The labels every pod of a generated instance carries (its Deployment's selector)."""
     return f"app.kubernetes.io/instance={instance},app.kubernetes.io/name=bind9"
-
-
-def waiting(api: KubeApi, namespace: str, instance: str) -> dict[str, str]:
-    """Address -> name of the instance's pods that wait for their zones; none when its pods cannot
-    be listed (said in the log: they stay not Ready until they can)."""
-    try:
-        pods = api.list("Pod", label_selector=selector(instance), namespace=namespace)
-    except KubeError as exc:
-        log.warning("%s/%s: cannot list its pods, so a new pod waiting for its zones is not written yet and "
-                    "stays not Ready (allow `list pods` there: deploy/target/role.yaml): %s", namespace, instance, exc)
-        return {}
-    return waiting_of(pods)

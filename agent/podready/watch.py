@@ -2,7 +2,7 @@
 ready or gone - not at the next interval.
 
 A new pod of an instance (a rollout, a drain, a scale-up) is Ready only once the agent gave it every
-zone (agent/observe/podwait.py, agent/run/podgates.py); until then a rollout keeps the old pod
+zone (agent/model/podreadiness.py, agent/podready/step.py); until then a rollout keeps the old pod
 serving. This poller lists the generated BIND9 pods of the target namespaces every POLL seconds (one
 list per namespace: the agent's Role may `list pods` there, not `watch`), and when a pod starts
 waiting, asks the worker for a run (trigger "pods"). A pod that still waits after that run (its
@@ -25,11 +25,10 @@ from collections.abc import Callable
 
 from agent.clients.kubeapi import KubeApi
 from agent.errors import KubeError
-from agent.model import names
+from agent.model import names, podreadiness
 from agent.model.key import ObjectKey
-from agent.observe import podwait
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("agent.run.podwatch")  # the lines operators already filter on
 POLL = 2.0  # seconds between two looks at the pods
 RETRY_FIRST = 5.0  # seconds before a pod that still waits after a run is asked for again
 TRIGGER = "pods"
@@ -77,7 +76,8 @@ class PodWatch:
             self.warned = True
             return False
         now = self.clock()
-        waiting = {str(p["metadata"].get("uid") or p["metadata"]["name"]): p for p in pods if podwait.is_waiting(p)}
+        waiting = {str(p["metadata"].get("uid") or p["metadata"]["name"]): p
+                   for p in pods if podreadiness.is_waiting(p)}
         self.waiting(bool(waiting))
         self.due = {uid: self.due[uid] for uid in waiting if uid in self.due}
         asked = False

@@ -3,10 +3,10 @@
 A generated BIND9 pod is Ready only once its condition `bindy.firestoned.io/zones-loaded` is True
 (agent/desired/workloads.py): until then its Service sends it nothing and a rollout keeps the old
 pod. After the DNS step, for each waiting pod the run wrote every zone to
-(agent/outcome/zonesloaded.py decides which), the pod itself is asked for every zone's SOA until it
+(agent/podready/gates.py decides which), the pod itself is asked for every zone's SOA until it
 answers them all (a secondary transfers its zones after they are created) or `wait` runs out; then
 its condition is set True (PATCH pods/status). A pod that does not serve them all gets the
-condition False with why, and stays not Ready: the next run (agent/run/podwatch.py asks for one)
+condition False with why, and stays not Ready: the next run (agent/podready/watch.py asks for one)
 tries again.
 """
 
@@ -23,28 +23,12 @@ from agent.clients.endpoints import Endpoint
 from agent.clients.kubeapi import KubeApi
 from agent.errors import AgentError
 from agent.model import names
+from agent.podready.gates import SHOWN, Gate
 from agent.reconcile import events
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("agent.reconcile.podgate")  # the lines operators already filter on
 POLL = 0.25  # seconds between two SOA sweeps of a pod that does not answer every zone yet
-SHOWN = 3  # zones named in a condition's message
 MESSAGE_LIMIT = 1000  # characters of a condition's message
-
-
-@dataclasses.dataclass(frozen=True)
-class Gate:
-    """One waiting pod: its server id (`namespace/name@ip`), the zones it must answer, and, when it
-    cannot be opened, why (`why`: "" when every zone was written to it)."""
-
-    namespace: str
-    pod: str
-    server: str
-    zones: tuple[str, ...]
-    why: str = ""
-
-    @property
-    def loaded(self) -> bool:
-        return not self.why
 
 
 LOADED = "ZonesLoaded"  # the condition's reason when True

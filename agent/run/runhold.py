@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 from agent.clients.deadline import UNBOUNDED, Deadline
 from agent.run import lock
-from agent.run.planning import Targets
+from agent.run.planner import Targets
 from agent.run.revisions import RevisionSource
 
 

@@ -28,13 +28,13 @@ from agent.desired import workloads
 from agent.desired.hierarchy import Desired
 from agent.errors import KubeError, ReadError
 from agent.load import rulechecks
-from agent.model import names
+from agent.model import names, podreadiness
 from agent.model.base import HmacAlgorithm
 from agent.model.key import ObjectKey
-from agent.observe import keyprobe, podwait
-from agent.plan import rotation
+from agent.observe import keyprobe
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("agent.observe.endpoints")  # the lines operators already filter on
+pods_log = logging.getLogger("agent.observe.podwait")  # likewise: the lines of the pods that wait
 
 
 def from_cluster(api: KubeApi, desired: Desired, *, token_file: pathlib.Path = ZONE_API_TOKEN,
@@ -89,7 +89,7 @@ def from_cluster(api: KubeApi, desired: Desired, *, token_file: pathlib.Path = Z
 @dataclasses.dataclass(frozen=True)
 class Ready:
     """An instance's ready pods as its Service's Endpoints list them, with their DNS and zone API ports,
-    and the pods that wait for their zones (agent/observe/podwait.py): address -> pod name."""
+    and the pods that wait for their zones (agent/model/podreadiness.py): address -> pod name."""
 
     ips: tuple[str, ...]
     dns_port: int
@@ -116,7 +116,7 @@ def agent_addresses(api: KubeApi, namespace: str) -> list[str]:
 def ready_pods(api: KubeApi, namespace: str, name: str) -> Ready:
     """The ready pods' addresses of the instance's Service (its Endpoints object's addresses), their
     DNS and zone API ports, and the pods among its not-ready addresses that wait for their zones
-    (agent/observe/podwait.py: the pods are listed only when it has one); none when it cannot be
+    (agent/model/podreadiness.py: the pods are listed only when it has one); none when it cannot be
     read (said in the log: the instance is then written through its Service, and transfers wait)."""
     try:
         found = api.get("Endpoints", namespace, name)
@@ -133,7 +133,7 @@ def ready_pods(api: KubeApi, namespace: str, name: str) -> Ready:
                           if a.get("ip") and (a.get("targetRef") or {}).get("kind") == "Pod"})
         for p in subset.get("ports") or []:
             ports.setdefault(p.get("name", ""), p.get("port", 0))
-    waiting = podwait.waiting(api, namespace, name) if not_ready else {}  # a pods list only when one may wait
+    waiting = pods_waiting(api, namespace, name) if not_ready else {}  # a pods list only when one may wait
     return Ready(tuple(sorted(set(ips))), ports.get("dns-tcp", 0), ports.get("http", 0),
                  {ip: pod for ip, pod in waiting.items() if not_ready.get(ip) == pod and ip not in ips})
 
@@ -249,5 +249,18 @@ def _tsig(api: KubeApi, desired: Desired, key: ObjectKey, secret_name: str) -> t
                        ALGORITHMS.__contains__)
     current = TsigKey(key_name or workloads.rndc_key_name(name), algorithm or (ref.algorithm if ref else "hmac-sha256"),
                       _value(data, secret_field, where, "a TSIG secret (base64)", _is_secret))
-    previous = _value(data, rotation.PREVIOUS, where, "a TSIG secret (base64)", _is_secret) if not ref else ""
+    previous = _value(data, names.PREVIOUS_SECRET_KEY, where, "a TSIG secret (base64)", _is_secret) if not ref else ""
     return current, dataclasses.replace(current, secret=previous) if previous else None
+
+
+def pods_waiting(api: KubeApi, namespace: str, instance: str) -> dict[str, str]:
+    """Address -> name of the instance's pods that wait for their zones; none when its pods cannot
+    be listed (said in the log: they stay not Ready until they can)."""
+    try:
+        pods = api.list("Pod", label_selector=podreadiness.selector(instance), namespace=namespace)
+    except KubeError as exc:
+        pods_log.warning("%s/%s: cannot list its pods, so a new pod waiting for its zones is not written yet and "
+                         "stays not Ready (allow `list pods` there: deploy/target/role.yaml): %s", namespace, instance,
+                         exc)
+        return {}
+    return podreadiness.waiting_of(pods)

@@ -21,16 +21,17 @@ from agent.gate import safety
 from agent.load.sourcefile import SourceFile
 from agent.model import names
 from agent.model.limits import Limits
+from agent.model.observed import KubeObserved, Observed
+from agent.model.servers import instance_id
+from agent.model.steps import Steps, timed
 from agent.observe import dnsobserve, kubeobserve
-from agent.outcome import forge, notify, zonesloaded
+from agent.outcome import forge, notify
 from agent.plan import build
 from agent.plan.changes import Plan
-from agent.plan.observed import KubeObserved, Observed
-from agent.plan.zoneplan import instance_id
+from agent.podready import gates as podgates
 from agent.run import collector, validation
 from agent.run.memory import ONE_SHOT, Memory
 from agent.run.revisions import Snapshot
-from agent.run.steps import Steps, timed
 from agent.run.validation import Progress, Validated, quiet
 
 Endpoints = Mapping[str, Endpoint] | Callable[[Desired], Mapping[str, Endpoint]]
@@ -208,8 +209,8 @@ def _observe(planned: Planned, desired: Desired, targets: Targets, options: Opti
         observed.dns = dnsobserve.observe(
             desired, targets.store, planned.endpoints, deadline=deadline,
             memory=memory.dns if recalled else dnsobserve.NOTHING_SEEN, refresh=not planned.dns_fast,
-            # and a new pod's zones: it has none (agent/outcome/zonesloaded.py)
-            focus=memory.dns.changed(desired) | zonesloaded.zones_of_waiting(desired, planned.endpoints)
+            # and a new pod's zones: it has none (agent/podready/gates.py)
+            focus=memory.dns.changed(desired) | podgates.zones_of_waiting(desired, planned.endpoints)
             if focused else None,
             progress=lambda done, total: progress("observed", "zones", done, total), limits=options.transfer,
             stop=stop)

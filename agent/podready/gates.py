@@ -1,11 +1,11 @@
 """Which pods waiting for their zones now have them, and why the others do not (pure).
 
 A pod *waits* while its containers are ready and its zones-loaded readiness gate is not True
-(agent/observe/podwait.py); the run writes it every zone and record of its instance like any pod.
+(agent/model/podreadiness.py); the run writes it every zone and record of its instance like any pod.
 After the DNS step, a waiting pod has its zones when, for every zone placed on its instance, the
 zone's result says the pod is configured (a primary: the zone created and every RRset written; a
 secondary: the zone created with its primaries), no verification on the pod failed, and the zone
-did not stop (a primary error, a stale zone). The writer (agent/reconcile/podgate.py) then asks
+did not stop (a primary error, a stale zone). The writer (agent/podready/condition.py) then asks
 the pod itself for every zone's SOA - a secondary must have transferred it - before it sets the
 condition True. A pod that does not have its zones keeps its gate closed, with the reason as the
 condition's message (the instance's status shows it, agent/outcome/pods.py).
@@ -13,13 +13,31 @@ condition's message (the instance's status shows it, agent/outcome/pods.py).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 from agent.clients.endpoints import Endpoint
 from agent.desired.hierarchy import Desired
-from agent.plan.zoneplan import SERVER_SEPARATOR, instance_id, instance_of
+from agent.model.servers import SERVER_SEPARATOR, instance_id, instance_of
 from agent.reconcile.dnsresult import DnsResult, ZoneResult
-from agent.reconcile.podgate import SHOWN, Gate
+
+SHOWN = 3  # zones named in a condition's message
+
+
+@dataclasses.dataclass(frozen=True)
+class Gate:
+    """One waiting pod: its server id (`namespace/name@ip`), the zones it must answer, and, when it
+    cannot be opened, why (`why`: "" when every zone was written to it)."""
+
+    namespace: str
+    pod: str
+    server: str
+    zones: tuple[str, ...]
+    why: str = ""
+
+    @property
+    def loaded(self) -> bool:
+        return not self.why
 
 
 def placed(desired: Desired) -> dict[str, list[str]]:

@@ -1,0 +1,31 @@
+"""How a run reads the world before it plans: Kubernetes listed, recalled from memory or not read;
+DNS by zone transfers, by every zone's serial, by the serials of a few zones, or not at all. Observe
+reads what it is told; the run's decision (agent/run/decision.py) says what."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class KubeRead(StrEnum):
+    LIST = "list"  # list the cluster
+    RECALL = "recall"  # what the last run read and wrote, remembered
+    NONE = "none"  # not read (push-first: Kubernetes is left to the reconcile)
+
+
+class DnsRead(StrEnum):
+    TRANSFER = "transfer"  # nothing remembered: zone transfers, ownership records read again
+    SERIALS = "serials"  # remembered zones, every zone's serial asked
+    FOCUSED = "focused"  # remembered zones, only the serials of the scope's, changed and waiting zones asked
+    NONE = "none"
+
+
+@dataclass(frozen=True)
+class Reading:
+    kube: KubeRead
+    dns: DnsRead
+    remembered: bool  # start from the DNS world remembered (else from nothing seen)
+    refresh_ownership: bool  # read the zones' ownership records again
+    zones_first: bool  # a reconcile that may yield reads the zones, then Kubernetes
+    plan_memo: bool  # reuse the zone plans of unchanged zones (trusting the remembered cluster)

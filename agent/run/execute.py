@@ -1,0 +1,140 @@
+"""The writing half of a run, once the gate has passed its plan: Kubernetes applied, then the zones
+and RRsets (a second round for the zones found stale while written), the pods waiting for their zones,
+then the CRs' statuses; the write-ahead mark saved before the first Kubernetes write. A part of the
+orchestrator's run (agent/run/orchestrator.py `_Run`), apart so that each half reads on its own."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+
+from agent.clients.deadline import Deadline
+from agent.clients.endpoints import Endpoint
+from agent.desired.hierarchy import Desired
+from agent.errors import AgentError, KubeError
+from agent.model.observed import Observed
+from agent.model.ownership import RunState
+from agent.model.steps import Steps, timed
+from agent.observe import kubeobserve
+from agent.outcome import conditions, status
+from agent.plan import statusdiff
+from agent.podready import step as podstep
+from agent.reconcile import events, kubeapply
+from agent.run import dnsrounds, memorize
+from agent.run.memory import Memory
+from agent.run.planner import Options, Targets
+from agent.run.revisions import RevisionSource
+from agent.run.runoutcome import RunOutcome
+from agent.run.validation import Progress
+
+log = logging.getLogger("agent.run.orchestrator")  # the lines operators already filter on
+
+
+class Executing:
+    """What a run holds (set by the orchestrator's `_Run`), and its writing steps."""
+
+    source: RevisionSource
+    targets: Targets
+    options: Options
+    run_id: str
+    memory: Memory
+    progress: Progress
+    yield_to: Callable[[], bool] | None
+    pushed: bool
+    kube_fast: bool
+    dns_fast: bool
+    repairing: bool  # reconciling the revision that serves, not the (rejected) head
+    endpoints: Mapping[str, Endpoint] | None
+    started: float
+    started_at: str
+    deadline: Deadline
+    state: RunState
+    observed: Observed
+    steps: Steps
+
+    @property
+    def writes(self) -> bool:
+        """Whether this run may write (statuses, reports, commit statuses): not a dry run or detection."""
+        return not self.options.dry_run and self.options.mode != "detect"
+
+    def _apply(self, desired: Desired, result: RunOutcome) -> None:
+        plan, options, api = result.plan, self.options, self.targets.kube_api
+        assert plan is not None
+        lasting = False  # a step failed for a reason a later run would meet again
+        try:
+            if api is not None and plan.kube is not None:  # Bindy's CRDs first: lines of the plan (Plan.crds)
+                kube_options = kubeapply.KubeApplyOptions(options.agent_namespace, options.rotate_rndc_keys)
+                assert self.observed.kube is not None
+                if plan.kube or plan.crds or plan.namespaces:
+                    self._writing()
+                with timed(self.steps, "apply_kubernetes"):
+                    result.kube = kubeapply.apply(api, plan, self.observed.kube, options=kube_options,
+                                                  deadline=self.deadline, progress=lambda done, total: self.progress(
+                                                      "applied", "objects", done, total))
+            if plan.zones is not None and self.endpoints is not None:
+                rounds = dnsrounds.Rounds(self.targets.store, self.endpoints, self.options, result.revision,
+                                          self.deadline, self.steps, self.progress, self.memory.reports())
+                result.dns = rounds.apply(plan.zones, focus=self.observed.dns.focus if self.observed.dns else None)
+                if result.dns.stale:
+                    result.replan = rounds.again(desired, result.dns)
+                result.errors += podstep.after_dns(api, desired, self.endpoints, result.dns, wait=options.verify_wait,
+                                                    deadline=self.deadline, steps=self.steps).errors  # new pods: Ready
+            if api is not None and result.kube is not None:
+                with timed(self.steps, "status"):
+                    self._statuses(desired, result)
+        except AgentError as exc:  # a whole step failed (CRDs, the store, the deadline): the rest waits
+            log.warning("apply stopped: %s", exc)
+            result.errors.append(str(exc))
+            lasting = not exc.retryable
+        result.outcome = "partial" if result.failures or result.conflicts else "applied"
+        # foreign data, a refused zone or a lasting error stay what they are until someone acts
+        refused = result.replan is not None and bool(result.replan.refusals)
+        result.retryable = result.outcome == "partial" and not (lasting or refused or result.conflicts)
+        if result.outcome == "partial":
+            result.message = self._partial(result)
+        memorize.after_run(self.memory, desired, result.kube, result.dns, self.observed,
+                           agent_namespace=self.options.agent_namespace, kube_fast=self.kube_fast,
+                           dns_fast=self.dns_fast, failed=bool(result.errors))
+
+    def _statuses(self, desired: Desired, result: RunOutcome) -> None:
+        api, plan, kube = self.targets.kube_api, result.plan, result.kube
+        assert api is not None and plan is not None and kube is not None
+        only, moved = None, self.memory.pods_moved.peek()  # every CR's, unless the cluster was remembered:
+        if self.kube_fast and not self.memory.statuses_all:  # what this run changed, unsettled, pods moved
+            only = status.affected(desired, plan, kube, result.dns) | self.memory.unsettled | status.served_by(
+                desired, moved)
+        pods = kubeobserve.pods(api, conditions.unready(kube.live, desired.instances))  # why they do not start
+        wanted = status.wanted(desired, kube, revision=result.revision, dns=result.dns, only=only,
+                               changed=status.changed_zones(plan), pods=pods, endpoints=self.endpoints)
+        if self.repairing:  # what serves is reconciled; the head's rejection still shows until a good head
+            wanted = statusdiff.keep_rejection(wanted, kube.live)
+        todo = statusdiff.to_write(wanted, kube.live, kube.conflicts, events.now())
+        if todo:
+            self._writing()
+        memorize.statuses_computed(self.memory, wanted, only, written=False)
+        self.memory.pods_moved.done(moved)
+        kubeapply.write_statuses(api, todo, kube, revision=result.revision, deadline=self.deadline)
+        memorize.statuses_computed(self.memory, wanted, only, written=True, not_written=kube.failed)
+
+    def _writing(self) -> None:
+        """Saved before the run's first Kubernetes write (RunState.writing_at), cleared by its end: a
+        standby lists the cluster again after it, even if this process dies before its end is saved.
+        Raises if it cannot be saved, and then nothing is written."""
+        if not self.state.writing_at:  # else set already: by this run, or by a run whose end was never saved
+            self.state.writing_at = time.time()
+            try:
+                self.targets.store.save_run(self.state)
+            except KubeError as exc:  # the state's namespace does not exist yet (this run creates it): a
+                if exc.reason != "not_found":  # state never saved is trusted by no replica (RunState.wrote_at)
+                    raise
+                self.state.writing_at = 0.0  # saved at the next write, once the namespace exists
+
+    def _partial(self, result: RunOutcome) -> str:
+        """What a partial run tells the user (the CLI prints it; the deadline also goes into the report)."""
+        if self.deadline.expired and result.failures:
+            result.errors.append(f"the run's deadline ({self.deadline.seconds:.0f} s) passed before it finished")
+        why = "; ".join(x for x in (f"{len(result.failures)} failed" if result.failures else "",
+                                    f"{len(result.conflicts)} conflicts" if result.conflicts else "") if x)
+        late = " (the run's deadline passed)" if self.deadline.expired and result.failures else ""
+        return f"partial: {why}{late}; what was applied stays, the rest is tried again on the next run"
