@@ -20,7 +20,9 @@ from agent.clients.statestore import Store
 from agent.desired.hierarchy import Desired
 from agent.errors import AgentError
 from agent.gate import safety
-from agent.model.observed import Observed
+from agent.model import reading
+from agent.model.observed import DnsObserved, Observed
+from agent.model.scope import Scope
 from agent.model.steps import Steps, timed
 from agent.observe import dnsobserve
 from agent.plan import build
@@ -37,6 +39,8 @@ AGAIN = "observed and planned again, it changed again; the next run tries again"
 STILL_REFUSED = ("zone {zone}: {servers} still refuses the agent's zone transfer after its allow-transfer was set to "
                  "the agent's addresses ({acl}): the transfers reach named from another address (a NAT, a proxy, a "
                  "sidecar); add that address to the instance's allowTransfer, or set POD_IP to it")
+# the zones found stale are read again in full: transferred, their ownership (the intent left) read back
+AGAIN_READ = dataclasses.replace(reading.IN_FULL, kube=reading.KubeRead.NONE)
 
 
 @dataclasses.dataclass
@@ -50,13 +54,13 @@ class Rounds:
     progress: Progress
     reported: insync.Reported | None = None  # a long-running agent's zones in sync (dnsapply.apply)
 
-    def apply(self, zones: list[ZonePlan], *, focus: set[str] | None) -> dnsresult.DnsResult:
+    def apply(self, zones: list[ZonePlan], *, observed: DnsObserved | None) -> dnsresult.DnsResult:
         options, endpoints = self.options, self.endpoints
         dns_options = dnsapply.DnsApplyOptions(options.batch, options.verify_wait, self.revision)
         with timed(self.steps, "apply_dns"):
             done = dnsapply.apply(zones, endpoints, self.store, options=dns_options, deadline=self.deadline,
-                                  progress=lambda n, total: self.progress("applied", "zones", n, total), focus=focus,
-                                  reported=self.reported)
+                                  observed=observed, reported=self.reported,
+                                  progress=lambda n, total: self.progress("applied", "zones", n, total))
         self.steps["apply_dns"] -= done.verify_seconds  # verification is a step of its own
         self.steps["verify"] = self.steps.get("verify", 0.0) + done.verify_seconds
         return done
@@ -70,8 +74,8 @@ class Rounds:
                     ", ".join(sorted(stale)))
         try:
             with timed(self.steps, "observe"):
-                dns = dnsobserve.observe(desired, self.store, self.endpoints, deadline=self.deadline,
-                                         limits=self.options.transfer, only=stale)
+                dns = dnsobserve.observe(desired, self.store, self.endpoints, AGAIN_READ, deadline=self.deadline,
+                                         scope=Scope.stale(frozenset(stale)), limits=self.options.transfer)
         except AgentError as exc:
             first.errors.append(f"zones that changed while being written could not be observed again: {exc}")
             for zone in (z for z in first.zones if z.stale):
@@ -88,7 +92,7 @@ class Rounds:
                                                           acl=", ".join(zp.allow_transfer or []))
                             for zp in again.zones or [] if zp.reopen and zp.name not in refused})
             again.refusals = list(refused.values())
-        second = self.apply([zp for zp in again.zones or [] if zp.name not in refused], focus=None)
+        second = self.apply([zp for zp in again.zones or [] if zp.name not in refused], observed=dns)
         _merge(first, second, refused)
         return again
 

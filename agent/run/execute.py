@@ -75,7 +75,7 @@ class Executing:
             if plan.zones is not None and self.endpoints is not None:
                 rounds = dnsrounds.Rounds(self.targets.store, self.endpoints, self.options, result.revision,
                                           self.deadline, self.steps, self.progress, self.memory.reports())
-                result.dns = rounds.apply(plan.zones, focus=self.observed.dns.focus if self.observed.dns else None)
+                result.dns = rounds.apply(plan.zones, observed=self.observed.dns)
                 if result.dns.stale:
                     result.replan = rounds.again(desired, result.dns)
                 result.errors += podstep.after_dns(api, desired, self.endpoints, result.dns, wait=options.verify_wait,

@@ -22,13 +22,14 @@ from agent.load.sourcefile import SourceFile
 from agent.model import names
 from agent.model.limits import Limits
 from agent.model.observed import KubeObserved, Observed
+from agent.model.reading import DnsRead, KubeRead, Reading
+from agent.model.scope import Scope, ScopeRule
 from agent.model.servers import instance_id
 from agent.model.steps import Steps, timed
 from agent.observe import dnsobserve, kubeobserve
 from agent.outcome import forge, notify
 from agent.plan import build
 from agent.plan.changes import Plan
-from agent.podready import gates as podgates
 from agent.run import collector, validation
 from agent.run.memory import ONE_SHOT, Memory
 from agent.run.revisions import Snapshot
@@ -189,8 +190,11 @@ def _observe_first(planned: Planned, desired: Desired, targets: Targets, options
     if found is None or only is None:
         return None
     planned.dns_fast = True  # not a full comparison: the reconcile that follows is
-    planned.observed.dns = dnsobserve.observe(desired, targets.store, found, deadline=deadline, memory=memory.dns,
-                                              refresh=False, focus=only, only=only, limits=options.transfer)
+    reading = Reading(KubeRead.NONE, DnsRead.FOCUSED, remembered=True, refresh_ownership=False, zones_first=False,
+                      plan_memo=True)
+    scope = Scope(frozenset(only), False, ScopeRule.CHANGED_ZONES)
+    planned.observed.dns = dnsobserve.observe(desired, targets.store, found, reading, deadline=deadline,
+                                              memory=memory.dns, scope=scope, limits=options.transfer)
     return only
 
 
@@ -201,23 +205,32 @@ def _observe(planned: Planned, desired: Desired, targets: Targets, options: Opti
     observed, api, namespace = planned.observed, targets.kube_api, options.agent_namespace
     planned.kube_fast = memory.kube_fresh(options.resync_after, namespace)
     planned.dns_fast = memory.dns_fresh(options.sweep_after)
-    recalled = planned.dns_fast or memory.reconcile_pending
+    reading = _reading(planned, options, memory, zones_first=api is not None and stop is not None)
     if api is not None and stop is None:
         observed.kube = _kube(api, desired, options, memory, fast=planned.kube_fast)
     if planned.endpoints is not None:
-        focused = (planned.dns_fast and options.mode != "detect" and memory.serials_fresh(options.resync_after))
         observed.dns = dnsobserve.observe(
-            desired, targets.store, planned.endpoints, deadline=deadline,
-            memory=memory.dns if recalled else dnsobserve.NOTHING_SEEN, refresh=not planned.dns_fast,
-            # and a new pod's zones: it has none (agent/podready/gates.py)
-            focus=memory.dns.changed(desired) | podgates.zones_of_waiting(desired, planned.endpoints)
-            if focused else None,
-            progress=lambda done, total: progress("observed", "zones", done, total), limits=options.transfer,
-            stop=stop)
+            desired, targets.store, planned.endpoints, reading, deadline=deadline, memory=memory.dns,
+            progress=lambda done, total: progress("observed", "zones", done, total), stop=stop,
+            limits=options.transfer)
     if api is not None and stop is not None:  # a reconcile that may yield reads the zones first: they take long
         if observed.dns is not None and stop():
             raise dnsobserve.Cut(observed.dns)
         observed.kube = _kube(api, desired, options, memory, fast=planned.kube_fast)
+
+
+def _reading(planned: Planned, options: Options, memory: Memory, *, zones_first: bool) -> Reading:
+    """How a run reads the world (model/reading.py), from what memory holds: the zones remembered
+    while fresh (and, after a reconcile cut for a push, what that reconcile read: asked by serial,
+    not transferred); only the serials of the zones the revision touches between resyncs."""
+    if planned.dns_fast:
+        focused = options.mode != "detect" and memory.serials_fresh(options.resync_after)
+        dns = DnsRead.FOCUSED if focused else DnsRead.SERIALS
+    else:
+        dns = DnsRead.SERIALS if memory.reconcile_pending else DnsRead.TRANSFER
+    kube = KubeRead.RECALL if planned.kube_fast and memory.kube is not None else KubeRead.LIST
+    return Reading(kube, dns, remembered=dns is not DnsRead.TRANSFER, refresh_ownership=not planned.dns_fast,
+                   zones_first=zones_first, plan_memo=planned.dns_fast)
 
 
 def _kube(api: KubeApi, desired: Desired, options: Options, memory: Memory, *, fast: bool) -> KubeObserved:
