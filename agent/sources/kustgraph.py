@@ -4,7 +4,7 @@
 Each kustomization directory is read once (`Graph.node`, memoized): its kustomization strictly
 (agent/sources/kustomization.py), then every reference resolved against its directory. A reference must
 stay inside the repository and name what is there: a file, or for `resources`/`bases`/`components` a
-directory holding a kustomization, or for a generator's `files` a directory of files. A node knows every
+directory holding a kustomization. A node knows every
 file its build reads (written into the build directory, kustomizations as their checked data), the first
 refusal met (a kustomization file, a line, why), how deep its bases go, and an estimate of its output's size
 that counts a base as often as kustomize builds it (kustomize does not share a base included twice): the
@@ -42,6 +42,7 @@ class Node(NamedTuple):
     estimate: int  # bytes its output is expected to weigh, its bases counted as often as they are built
     documents: int  # objects it is expected to build, counted so too
     height: int  # 1 + how deep its bases go
+    complete: bool = True  # False: a file it names could not be read (so what it holds is not known)
 
 
 class Graph:
@@ -52,7 +53,6 @@ class Graph:
         self.data: dict[str, bytes] = {}  # what is written into a build directory, by path
         self._nodes: dict[str, Node] = {}
         self._open: set[str] = set()  # the directories being read (a cycle comes back to one)
-        self._dirs: dict[str, list[str]] | None = None
         self._read_bytes = 0
 
     def kustomization_of(self, directory: str) -> str | None:
@@ -89,9 +89,9 @@ class Graph:
         except kustomization.Invalid as exc:
             return Node((path, exc.line, exc.message), frozenset(), 0, 0, 0)
         except (SourceError, OSError) as exc:
-            return Node((path, 1, f"not read: {exc}"), frozenset(), 0, 0, 0)
+            return Node((path, 1, f"not read: {exc}"), frozenset(), 0, 0, 0, complete=False)
         self.data[path] = parsed.canonical
-        files, refusal, estimate, documents, height = {path}, None, 0, 0, 1
+        files, refusal, estimate, documents, height, complete = {path}, None, 0, 0, 1, True
         for ref in parsed.refs:
             try:
                 found = self._resolve(directory, ref, depth)
@@ -100,9 +100,11 @@ class Graph:
                 continue
             except (SourceError, OSError) as exc:
                 refusal = refusal or (path, ref.line, f"{ref.where} {ref.entry!r}: not read: {exc}")
+                complete = False
                 continue
             if isinstance(found, Node):
                 refusal, height = refusal or found.refusal, max(height, found.height + 1)
+                complete = complete and found.complete
                 files |= found.files
                 estimate, documents = estimate + found.estimate, documents + found.documents
             elif ref.kind in (BASE, FILES):
@@ -113,7 +115,7 @@ class Graph:
                 files.update(found)
         if height > MAX_DEPTH and refusal is None:
             refusal = (path, 1, f"kustomizations nest more than {MAX_DEPTH} deep below it: flatten the chain")
-        return Node(refusal, frozenset(files), estimate, documents, height)
+        return Node(refusal, frozenset(files), estimate, documents, height, complete)
 
     def _resolve(self, directory: str, ref: Ref, depth: int) -> Node | list[str]:
         """The node or the files a reference names; _Refused saying why it may not be built."""
@@ -133,9 +135,6 @@ class Graph:
             return [self._add(target)]
         if ref.kind == BASE and self.kustomization_of(target) is not None:
             return self.node(target, depth + 1)
-        children = self._children(target) if ref.kind == FILES else []
-        if children:
-            return [self._add(child) for child in children]
         if _HOST.search(entry):
             raise _Refused(_REMOTE)
         what = "a file or a directory with a kustomization" if ref.kind == BASE else "a file"
@@ -149,13 +148,6 @@ class Graph:
             raise _Refused("is outside the repository (the Git work tree or commit of the directory read; a "
                            "directory outside Git is a repository of its own)")
         return "" if target == "." else target
-
-    def _children(self, directory: str) -> list[str]:
-        if self._dirs is None:
-            self._dirs = {}
-            for path in self.files:
-                self._dirs.setdefault(posixpath.dirname(path), []).append(path)
-        return sorted(self._dirs.get(directory, []))
 
     def _add(self, path: str) -> str:
         if path not in self.data:

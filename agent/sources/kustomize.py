@@ -148,7 +148,7 @@ def render(files: Sequence[Any], *, max_bytes: int) -> Sequence[Any]:
             start = posixpath.join(prefix, top) if prefix else top
             node = graph.node(start)
             own = _relative(graph.kustomization_of(start) or posixpath.join(start, NAMES[0]), prefix)
-            if top and not _holds_bindy(graph, node):
+            if top and node.complete and not _holds_bindy(graph, node):
                 skipped[own] = Refused(own, "skipped: a kustomization whose files hold no Bindy object "
                                        "(bindy.firestoned.io): not built; the files of its directory are read one by "
                                        "one", warning=True)
