@@ -67,8 +67,8 @@ class Ref(NamedTuple):
     where: str  # the field, e.g. resources[2] or patches[0].path
     entry: str  # as written
     line: int
-    kind: str  # BASE: a file or a kustomization's directory; PATH: a file;
-    # FILES: [key=]a file; SMP: a strategic merge patch entry: a file, or (inline: `entry` is its YAML) a patch, still checked as a path
+    kind: str  # BASE: a file or a kustomization's directory; PATH: a file; FILES: [key=]a file;
+    # SMP: a strategic merge patch entry: a file, or (inline: `entry` is its YAML) a patch, still checked as a path
 
 
 class Parsed(NamedTuple):
