@@ -28,7 +28,6 @@ from waitress.parser import HTTPRequestParser, ParsingError
 from waitress.receiver import ChunkedReceiver
 from waitress.utilities import BadRequest
 
-
 _VERSION = re.compile(rb"HTTP/[0-9]\.[0-9]")
 
 
