@@ -36,7 +36,7 @@ from typing import Any
 from agent.errors import FileRefused, SourceError
 from agent.sources import kustbuild
 from agent.sources.kustgraph import Graph, Node, Refusal
-from agent.sources.kustomization import NAMES
+from agent.sources.kustomization import NAMES as NAMES  # re-exported (links.py)
 
 BUILT = "(kustomize build)"  # the file name of a directory's built output
 # objects one build may make: kustomize's time grows with their square (4,096 take ~17 s on one busy core, 8,192
