@@ -160,3 +160,12 @@ def test_a_pull_request_cannot_copy_a_file_of_the_ci_machine_into_the_comment(tm
     assert "aHVudGVyMi1mcm9tLWFub3RoZXItcmVwbw" not in result.stdout  # the password, base64
     assert "hunter2" not in result.stdout + result.stderr
     assert "is outside the repository" in result.stdout + result.stderr
+
+
+def test_a_kustomization_that_links_out_of_the_repository_is_not_read(tmp_path: pathlib.Path) -> None:
+    repo = _repo(tmp_path / "repo")
+    where = _elsewhere(tmp_path)
+    (repo / "kustomization.yaml").symlink_to(where / "kustomization.yaml")
+    result = clirun.main("plan", str(repo), "-o", "text")
+    assert result.returncode == 1 and "SUPERSECRET" not in result.stdout + result.stderr
+    assert f"{repo}/kustomization.yaml:1: not read: a symbolic link pointing outside the repository" in result.stderr

@@ -81,6 +81,10 @@ class Graph:
 
     def _read(self, directory: str, path: str, depth: int) -> Node:
         names = [p for p in (posixpath.join(directory, n) if directory else n for n in NAMES) if p in self.files]
+        if not names:  # its kustomization is listed but may not be read (a link out of the repository, ...)
+            return Node((posixpath.join(directory, NAMES[0]) if directory else NAMES[0], 1, "not read: the "
+                         "kustomization of this directory is not a regular file of the repository"), frozenset(), 0,
+                        0, 0, complete=False)
         if len(names) > 1:
             return Node((names[1], 1, f"a second kustomization in {directory or '.'} ({', '.join(names)}): kustomize "
                                       "refuses to choose; keep one"), frozenset(), 0, 0, 0)

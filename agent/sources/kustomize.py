@@ -146,6 +146,8 @@ def render(files: Sequence[Any], *, max_bytes: int) -> Sequence[Any]:
     with tempfile.TemporaryDirectory(prefix="bindy-kustomize-") as tmp:
         for top in tops:
             start = posixpath.join(prefix, top) if prefix else top
+            if graph.kustomization_of(start) is None:  # listed, not readable (a link out): the loader says why
+                continue
             node = graph.node(start)
             own = _relative(graph.kustomization_of(start) or posixpath.join(start, NAMES[0]), prefix)
             if top and node.complete and not _holds_bindy(graph, node):
