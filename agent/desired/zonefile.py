@@ -7,7 +7,7 @@
                        names no other file the agent would read); the records are bounded: a
                        $GENERATE range is summed up front where it is written on one line, and every
                        record is counted as it is made, so no form of $GENERATE (in parentheses, over
-                       several lines) makes more than the limit before the read stops.
+                       several lines) makes more than twice the limit before the read stops.
     render(zone)       a placed zone -> the master file named would load: $ORIGIN, $TTL, the SOA of
                        the DNSZone, its apex NS and glue, and every RRset of its records.
 """
@@ -86,14 +86,15 @@ def parse(text: str, zone: str, *, filename: str, max_records: int) -> dict[Key,
 
 
 def _counted(filename: str, max_records: int) -> Callable[[Any], None]:
-    """A transaction_setup counting every record as dnspython stores it: past `max_records`, the read stops."""
-    made = [0]
+    """A transaction_setup counting every record as dnspython stores it: past twice `max_records` the read
+    stops (below that, the file is read whole and refused with the number of records it holds)."""
+    made, stop = [0], 2 * max_records + 1000
 
     def count(txn: Any, name: Any, rdataset: Any) -> None:
         made[0] += 1
-        if made[0] > max_records:
-            raise ZoneFileError(f"{filename}: more than {max_records:,} records (with what its $GENERATE lines make), "
-                                "more than an import reads (--max-transfer-records)")
+        if made[0] > stop:
+            raise ZoneFileError(f"{filename}: more than {stop:,} records (with what its $GENERATE lines make), more "
+                                f"than the {max_records:,} an import reads (--max-transfer-records)")
 
     return lambda txn: txn.check_put_rdataset(count)
 
