@@ -12,7 +12,6 @@ cannot smuggle a field past the check.
 
 from __future__ import annotations
 
-import json
 from typing import Any, NamedTuple
 
 import yaml
@@ -88,6 +87,8 @@ def read(text: bytes) -> Parsed:
         return Parsed([], b"{}\n")
     if not isinstance(node, yaml.MappingNode):
         raise Invalid("not a kustomization (a mapping of fields)", _line(node))
+    import json  # only for a kustomization
+
     refs: list[Ref] = []
     data = _walk(node, FIELDS, "", refs)
     return Parsed(refs, json.dumps(data, ensure_ascii=False, indent=1).encode("utf-8") + b"\n")
@@ -153,6 +154,7 @@ def _fields(node: yaml.Node, schema: dict[str, Any], where: str, refs: list[Ref]
 
 
 def _unknown(key: yaml.Node, schema: dict[str, Any], where: str) -> str:
+    import json
     shown = json.dumps(key.value if isinstance(key, yaml.ScalarNode) else "<not a name>", ensure_ascii=True)
     place = f" in {where}" if where else ""
     folded = [name for name in schema if isinstance(key, yaml.ScalarNode) and name.casefold() ==

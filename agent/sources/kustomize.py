@@ -31,19 +31,27 @@ import functools
 import os
 import posixpath
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.errors import FileRefused, SourceError
-from agent.sources import kustbuild
-from agent.sources.kustgraph import Graph, Node, Refusal
 from agent.sources.kustomization import NAMES as NAMES  # re-exported (links.py)
+
+if TYPE_CHECKING:  # the building modules are imported only for a kustomization: `validate` starts without them
+    from agent.sources import kustbuild
+    from agent.sources.kustgraph import Graph, Node, Refusal
 
 BUILT = "(kustomize build)"  # the file name of a directory's built output
 # objects one build may make: kustomize's time grows with their square (4,096 take ~17 s on one busy core, 8,192
 # over a minute): far more cannot be built within the time all the builds of a revision may take, on any machine
 MAX_BUILT_OBJECTS = 20_000
 _BINDY = b"bindy.firestoned.io"
-kubectl = kustbuild.kubectl
+
+
+def kubectl() -> str | None:
+    """The kubectl that carries kustomize (agent/sources/kustbuild.py)."""
+    from agent.sources import kustbuild
+
+    return kustbuild.kubectl()
 
 
 class Built:
@@ -135,7 +143,10 @@ def render(files: Sequence[Any], *, max_bytes: int) -> Sequence[Any]:
     tops = roots(files)
     if not tops:
         return files
-    import tempfile  # only for a kustomization: a plain repository's `validate` starts without it
+    import tempfile  # only for a kustomization: a plain repository's `validate` starts without them
+
+    from agent.sources import kustbuild
+    from agent.sources.kustgraph import Graph
 
     repository = getattr(files, "repository", None)
     prefix = repository.prefix if repository is not None else ""
@@ -170,6 +181,8 @@ def _holds_bindy(graph: Graph, node: Node) -> bool:
 
 def _built(top: str, start: str, own: str, node: Node, graph: Graph, tmp: str, budget: kustbuild.Budget,
            prefix: str) -> Built | Refused:
+    from agent.sources import kustbuild
+
     if node.refusal is not None:
         return _refused(node.refusal, prefix)
     if node.documents > MAX_BUILT_OBJECTS:
