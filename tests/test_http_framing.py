@@ -1,7 +1,7 @@
 """HTTP/1.1 framing per RFC 9112 on the agent's listener (webhook, health, metrics), over raw sockets:
 a request whose length is ambiguous - Content-Length with Transfer-Encoding, Content-Length twice or
-in conflict, a chunk size over the body limit, a folded header line, Transfer-Encoding in HTTP/1.0 -
-is answered 400 and its connection closed, so that bytes one reading would count as body are never
+in conflict, a chunk size over the body limit, a folded header line, Transfer-Encoding in HTTP/1.0,
+an HTTP/1.1 request without exactly one Host, a request line without an HTTP version - is answered 400 and its connection closed, so that bytes one reading would count as body are never
 read as a second request (request smuggling behind a proxy that frames differently)."""
 
 from __future__ import annotations
@@ -89,6 +89,10 @@ AMBIGUOUS = {
                                      b"Connection: keep-alive\r\n\r\n0\r\n\r\n" + SMUGGLED,
     "Transfer-Encoding twice": b"POST /hooks/git HTTP/1.1\r\nHost: agent\r\nTransfer-Encoding: chunked\r\n"
                                b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + SMUGGLED,
+    "HTTP/1.1 without Host": b"POST /hooks/git HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}" + SMUGGLED,
+    "Host twice": b"POST /hooks/git HTTP/1.1\r\nHost: agent\r\nHost: other\r\nContent-Length: 2\r\n\r\n{}" + SMUGGLED,
+    "a request line without a version (HTTP/0.9)": b"GET /hooks/git\r\n\r\n" + SMUGGLED,
+    "a request line with a bare version word": b"GET /hooks/git HTTP\r\nHost: agent\r\n\r\n" + SMUGGLED,
 }
 
 

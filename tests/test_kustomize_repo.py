@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from agent.sources import kustomize, localdir
+from agent.sources import kustbuild, kustomize, localdir
 from tests.conftest import SAMPLE
 from tests.support import clirun
 from tests.support.gitremote import GitRemote
@@ -129,8 +129,8 @@ REFUSED = {
     "a Helm chart": ("helmCharts:\n  - {name: bind, repo: https://charts.example}\n", 1, "a Helm chart is refused"),
     "a path outside": ("resources: [../../../../etc]\n", 1, "resources[0] '../../../../etc' is outside the "
                                                                "repository"),
-    "a file outside": ("configMapGenerator:\n  - name: x\n    files: [/etc/passwd]\n", 2,
-                       "configMapGenerator[0] '/etc/passwd' is outside the repository"),
+    "a file outside": ("configMapGenerator:\n  - name: x\n    files: [/etc/passwd]\n", 3,
+                       "configMapGenerator[0].files[0] '/etc/passwd' is outside the repository"),
 }
 
 
@@ -164,7 +164,7 @@ def test_a_plain_repository_is_read_as_before(tmp_path: pathlib.Path) -> None:
 def test_without_kubectl_the_overlay_is_refused_with_what_to_install(tmp_path: pathlib.Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     repo = _overlays(tmp_path / "repo")
-    monkeypatch.setattr(kustomize, "kubectl", lambda: None)
+    monkeypatch.setattr(kustbuild, "kubectl", lambda: None)
     result = clirun.main("validate", str(repo / "overlays" / "prod"))
     assert result.returncode == 1
     assert "overlays/prod/kustomization.yaml:1: this directory is a kustomize overlay, and building it needs " \

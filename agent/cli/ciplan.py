@@ -9,8 +9,9 @@ The one script behind the GitHub Action (action.yml) and the GitLab CI template
    it (that one commit, no history);
 3. the delta base -> head, as `plan --base --head -o markdown` makes it, its problems as annotations
    (--error-format github or gitlab) on the files;
-4. the Markdown on stdout and, on GitHub, in the job summary; with a token, the comment that starts
-   with the hidden marker of DIR is updated, or created once.
+4. the Markdown on stdout and, on GitHub, in the job summary; with a token, the bot's own comment that
+   starts with the hidden marker of DIR is updated, or created once (a comment someone else wrote
+   starting with the marker is never edited).
 
 Exit 0 planned (with or without changes; --detailed-exitcode: 2 with changes), 1 error (an invalid
 revision, a base that cannot be fetched, a comment that cannot be posted).
@@ -62,6 +63,8 @@ def build(add: common.AddVerb) -> None:
                    "commit the job checked out)")
     c.add_argument("--no-comment", dest="comment", action="store_false",
                    help="print the comment's Markdown; post nothing")
+    c.add_argument("--comment-author", metavar="LOGIN", help="the login the token writes comments as, whose comment "
+                   "is updated (default: the token's own user; with a workflow's GITHUB_TOKEN, github-actions[bot])")
     c.add_argument("--token-env", metavar="NAME", help="the environment variable holding the API token (default: "
                    "GITHUB_TOKEN on GitHub, GITLAB_TOKEN on GitLab)")
     c.add_argument("--detailed-exitcode", action="store_true",
@@ -106,7 +109,7 @@ def ci_plan(args: argparse.Namespace) -> int:
     prcontext.summarize(body, plan, os.environ)
     if args.comment:
         try:
-            prcontext.post(where, marker(args.directory), body, args.token_env, os.environ)
+            prcontext.post(where, marker(args.directory), body, args.token_env, os.environ, args.comment_author)
         except AgentError as exc:
             print(f"bindy-agent ci-plan: error: {exc}", file=sys.stderr)
             return plan_verb.EXIT_FAILED

@@ -103,8 +103,10 @@ def summarize(body: str, plan: Plan, env: Mapping[str, str]) -> None:
                 out.write(text)
 
 
-def post(where: Where, marker: str, body: str, token_env: str | None, env: Mapping[str, str]) -> None:
-    """The comment of `marker` updated to `body`, or created."""
+def post(where: Where, marker: str, body: str, token_env: str | None, env: Mapping[str, str],
+         author: str | None = None) -> None:
+    """The bot's comment of `marker` (`author`: the bot's login, default the token's user) updated to `body`,
+    or created."""
     from agent.clients import stickycomment
 
     assert where.forge is not None and where.number is not None
@@ -114,6 +116,6 @@ def post(where: Where, marker: str, body: str, token_env: str | None, env: Mappi
         raise ConfigError(f"no API token in ${name}: set it (GitHub: GITHUB_TOKEN, given to the step; GitLab: a "
                           "project access token with the api scope in a masked CI/CD variable), or give "
                           "--no-comment")
-    thread = stickycomment.Thread(where.forge, where.api_url, where.project, where.number, token)
+    thread = stickycomment.Thread(where.forge, where.api_url, where.project, where.number, token, author)
     posted = stickycomment.upsert(thread, marker, body)
     print(f"comment {posted.action}: {posted.url or f'#{posted.comment_id}'}", file=sys.stderr)

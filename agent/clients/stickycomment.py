@@ -1,8 +1,13 @@
 """One comment on a pull request (GitHub) or merge request (GitLab), kept up to date in place.
 
 The comment is found by a hidden marker (an HTML comment at the start of its body, invisible once
-rendered): the first comment that starts with it is updated; without one, a comment is created.
-A second run therefore edits the same comment, and a pull request never collects one per push.
+rendered) and by its author: the first comment that starts with the marker and was written by the bot
+itself is updated; without one, a comment is created. A second run therefore edits the same comment,
+and a pull request never collects one per push; a comment someone else wrote starting with the marker
+is left alone (the job's token may edit any comment: it must never write its plan into a comment its
+author can edit afterwards). The bot is the token's own user: on GitHub `GET /user` when the token may
+ask (a personal access token), else `github-actions[bot]`, the user of a workflow's GITHUB_TOKEN; on
+GitLab `GET /user` (a project access token's bot user); or the login given (`Thread.author`).
 
     GitHub  GET/POST {api}/repos/{owner/repo}/issues/{number}/comments, PATCH .../issues/comments/{id}
             (Authorization: Bearer TOKEN; the workflow's GITHUB_TOKEN with pull-requests: write)
@@ -22,6 +27,7 @@ from agent.errors import CommentError
 
 MAX_PAGES = 50  # 5,000 comments: a pull request with more is not looked through further
 FORGES = ("github", "gitlab")
+GITHUB_ACTIONS_BOT = "github-actions[bot]"  # who writes with a workflow's GITHUB_TOKEN
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +39,7 @@ class Thread:
     project: str  # owner/repo (GitHub), a project id or path (GitLab)
     number: int  # the pull request's number, the merge request's iid
     token: str = dataclasses.field(repr=False)
+    author: str | None = None  # the login whose comment is kept up to date (None: the token's own user)
 
     def comments_url(self) -> str:
         if self.forge == "github":
@@ -81,8 +88,41 @@ def _call(client: httpx.Client, method: str, url: str, thread: Thread, what: str
     return response
 
 
+def author_of(comment: dict[str, Any], forge: str) -> str:
+    """Who wrote a comment: GitHub's user.login, GitLab's author.username."""
+    who = comment.get("user" if forge == "github" else "author")
+    return str(who.get("login" if forge == "github" else "username") or "") if isinstance(who, dict) else ""
+
+
+def bot(client: httpx.Client, thread: Thread) -> str:
+    """The login of the user the token writes as (see the module)."""
+    if thread.author:
+        return thread.author
+    url = f"{thread.api_url.rstrip('/')}/user"
+    if thread.forge == "github":
+        try:
+            response = client.request("GET", url, headers=thread.headers())
+        except httpx.HTTPError as exc:
+            raise CommentError(f"github: finding the token's user: {exc}", retryable=True) from exc
+        login = response.json().get("login") if response.status_code == 200 else None
+        return str(login) if isinstance(login, str) and login else GITHUB_ACTIONS_BOT
+    me = _call(client, "GET", url, thread, "finding the token's user").json()
+    if not isinstance(me, dict) or not isinstance(me.get("username"), str):
+        raise CommentError("gitlab: finding the token's user: no username in GET /user")
+    return str(me["username"])
+
+
 def find(client: httpx.Client, thread: Thread, marker: str) -> dict[str, Any] | None:
-    """The first comment whose body starts with `marker`, looked through page by page."""
+    """The first comment whose body starts with `marker` and whose author is the bot, looked through page by
+    page (the bot is asked for only when a comment starts with the marker)."""
+    known: list[str] = []
+
+    def mine(comment: dict[str, Any]) -> bool:
+        if not str(comment.get("body") or "").startswith(marker):
+            return False
+        known[:] = known or [bot(client, thread)]
+        return author_of(comment, thread.forge) == known[0]
+
     url: str | None = thread.comments_url()
     params: dict[str, str] | None = {"per_page": "100", **({"sort": "asc", "order_by": "created_at"}
                                                            if thread.forge == "gitlab" else {})}
@@ -93,7 +133,7 @@ def find(client: httpx.Client, thread: Thread, marker: str) -> dict[str, Any] | 
         page = response.json()
         if not isinstance(page, list):
             raise CommentError(f"{thread.forge}: listing the comments: not a list of comments")
-        found = next((c for c in page if isinstance(c, dict) and str(c.get("body") or "").startswith(marker)), None)
+        found = next((c for c in page if isinstance(c, dict) and mine(c)), None)
         if found is not None:
             return found
         url, params = _next_page(response, thread, params), None
@@ -116,8 +156,8 @@ def _link(comment: dict[str, Any]) -> str:
 
 def upsert(thread: Thread, marker: str, body: str, *, client: httpx.Client | None = None,
            timeout: float = 30) -> Posted:
-    """Updates the comment that starts with `marker` to `body` (which starts with it; a comment that says it
-    already is left alone), or creates it."""
+    """Updates the bot's comment that starts with `marker` to `body` (which starts with it; a comment that says
+    it already is left alone), or creates it."""
     if not body.startswith(marker):
         body = marker + "\n" + body
     own = client or httpx.Client(timeout=timeout, follow_redirects=False)

@@ -82,6 +82,7 @@ class Fleet:
     instances: list[InstanceView]
     by_cluster: dict[tuple[str | None, str], list[InstanceView]]
     providers: dict[str, list[ObjectKey]]
+    budget: hints.Budget = dataclasses.field(default_factory=hints.Budget)  # this run's did-you-mean hints
 
     @classmethod
     def of(cls, clusters: dict[ObjectKey, ClusterView], instances: list[InstanceView]) -> Fleet:
@@ -118,8 +119,9 @@ def _select_instances(zone: Zone, obj: Loaded, fleet: Fleet, out: Findings) -> N
     zone.primaries = [x.key for x in ordered if x.role == "primary"]
     zone.secondaries = [x.key for x in ordered if x.role == "secondary"]
     if not ordered and not out.failed(zone.key):
-        hint = hints.label_for(zone.labels, [(f"the zonesFrom of {x.key}", s.selector) for x in fleet.instances
-                                             if x.key.namespace == ns for s in x.zones_from])
+        hint = fleet.budget.hint("zone label", lambda: hints.label_for(zone.labels, [
+            (f"the zonesFrom of {x.key}", s.selector) for x in fleet.instances if x.key.namespace == ns
+            for s in x.zones_from]))
         out.add(obj, "metadata.labels" if hint else "spec",
                 f"selects no Bind9Instance; the zone will not be served{hint}", Severity.WARNING)
     elif ordered and not zone.primaries:
@@ -142,20 +144,24 @@ def _by_reference(zone: Zone, obj: Loaded, fleet: Fleet, out: Findings) -> dict[
         elif spec.cluster_ref in fleet.providers:
             from_provider(spec.cluster_ref)
         else:
-            known = [k.name for k in fleet.clusters if k.namespace == ns] + list(fleet.providers)
+            ref = spec.cluster_ref
+            hint = fleet.budget.hint("cluster", lambda: hints.did_you_mean(ref, [
+                k.name for k in fleet.clusters if k.namespace == ns] + list(fleet.providers)))
             out.add(obj, "spec.clusterRef", f"no Bind9Cluster {spec.cluster_ref!r} in namespace {ns} and no "
-                    f"ClusterBind9Provider {spec.cluster_ref!r}{hints.did_you_mean(spec.cluster_ref, known)}")
+                    f"ClusterBind9Provider {spec.cluster_ref!r}{hint}")
     if spec.cluster_provider_ref:
         if spec.cluster_provider_ref in fleet.providers:
             from_provider(spec.cluster_provider_ref)
         else:
-            hint = hints.did_you_mean(spec.cluster_provider_ref, fleet.providers)
+            provider = spec.cluster_provider_ref
+            hint = fleet.budget.hint("provider", lambda: hints.did_you_mean(provider, fleet.providers))
             out.add(obj, "spec.clusterProviderRef", f"no ClusterBind9Provider {spec.cluster_provider_ref!r}{hint}")
     for i, source in enumerate(spec.bind9_instances_from or []):
         matched = [x for x in fleet.instances if x.key.namespace == ns and source.selector.matches(x.labels)]
         if not matched:
-            hint = hints.selector_for(source.selector, [(str(x.key), x.labels) for x in fleet.instances
-                                                        if x.key.namespace == ns])
+            selector = source.selector
+            hint = fleet.budget.hint("instance selector", lambda: hints.selector_for(selector, [  # noqa: B023
+                (str(x.key), x.labels) for x in fleet.instances if x.key.namespace == ns]))
             out.add(obj, f"spec.bind9InstancesFrom[{i}]",
                     f"selects no Bind9Instance in this namespace{hint}", Severity.WARNING)
         chosen.update((x.key, x) for x in matched)

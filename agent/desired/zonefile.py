@@ -4,7 +4,10 @@
                        that file gives them (`rrsets_of`, shared with clients/axfr.py), so that
                        `bindy-agent import --zone-file` writes the CRs the AXFR import writes. $ORIGIN,
                        $TTL and $GENERATE are read as BIND reads them; $INCLUDE is refused (a file
-                       names no other file the agent would read); the records are bounded.
+                       names no other file the agent would read); the records are bounded: a
+                       $GENERATE range is summed up front where it is written on one line, and every
+                       record is counted as it is made, so no form of $GENERATE (in parentheses, over
+                       several lines) makes more than twice the limit before the read stops.
     render(zone)       a placed zone -> the master file named would load: $ORIGIN, $TTL, the SOA of
                        the DNSZone, its apex NS and glue, and every RRset of its records.
 """
@@ -12,7 +15,8 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import dns.exception
 import dns.name
@@ -27,6 +31,7 @@ if TYPE_CHECKING:
 
 DIRECTIVES = ("$ORIGIN", "$TTL", "$GENERATE")  # what BIND reads that a single file may hold
 _GENERATE = re.compile(r"^\$GENERATE\s+(\d+)-(\d+)(?:/(\d+))?", re.IGNORECASE | re.MULTILINE)
+_STEP_ZERO = re.compile(r"^\$GENERATE[\s(]+\d+-\d+/0+\b", re.IGNORECASE | re.MULTILINE)
 
 
 class ZoneFileError(ValueError):
@@ -50,13 +55,14 @@ def parse(text: str, zone: str, *, filename: str, max_records: int) -> dict[Key,
     """The RRsets of a master file for `zone` (absolute), at most `max_records` records; ZoneFileError
     saying where and why otherwise."""
     generated = sum((int(stop) - int(start)) // int(step or 1) + 1 for start, stop, step in _GENERATE.findall(text)
-                    if int(stop) >= int(start))
+                    if int(stop) >= int(start) and int(step or 1) > 0)
     if generated > max_records:
         raise ZoneFileError(f"{filename}: its $GENERATE lines make {generated:,} records, more than the "
                             f"{max_records:,} an import reads (--max-transfer-records)")
     try:
         found = dns.zone.from_text(text, origin=zone, relativize=True, filename=filename, allow_include=False,
-                                   check_origin=True, allow_directives=DIRECTIVES)
+                                   check_origin=True, allow_directives=DIRECTIVES,
+                                   transaction_setup=_counted(filename, max_records))
     except dns.zone.NoSOA:
         raise ZoneFileError(f"{filename}: no SOA record at the zone's origin {zone}: is this the file of "
                             f"{zone}? (its $ORIGIN, or --zone)") from None
@@ -64,6 +70,9 @@ def parse(text: str, zone: str, *, filename: str, max_records: int) -> dict[Key,
         raise ZoneFileError(f"{filename}: no NS records at the zone's origin {zone}") from None
     except dns.exception.DNSException as exc:
         message = str(exc)
+        if message.endswith("Text input is malformed.") and _STEP_ZERO.search(text):
+            message = message.rpartition(" Text input")[0] + " a $GENERATE range with a step of 0 (start-stop/step): " \
+                "give a step of 1 or more"
         if "$INCLUDE" in message.upper():
             message = message.split(": zone file directive")[0] + (": $INCLUDE is refused: an import reads one "
                                                                     "file; write what it includes into it")
@@ -74,6 +83,20 @@ def parse(text: str, zone: str, *, filename: str, max_records: int) -> dict[Key,
         raise ZoneFileError(f"{filename}: {records:,} records, more than the {max_records:,} an import reads "
                             "(--max-transfer-records)")
     return out
+
+
+def _counted(filename: str, max_records: int) -> Callable[[Any], None]:
+    """A transaction_setup counting every record as dnspython stores it: past twice `max_records` the read
+    stops (below that, the file is read whole and refused with the number of records it holds)."""
+    made, stop = [0], 2 * max_records + 1000
+
+    def count(txn: Any, name: Any, rdataset: Any) -> None:
+        made[0] += 1
+        if made[0] > stop:
+            raise ZoneFileError(f"{filename}: more than {stop:,} records (with what its $GENERATE lines make), more "
+                                f"than the {max_records:,} an import reads (--max-transfer-records)")
+
+    return lambda txn: txn.check_put_rdataset(count)
 
 
 def _soa(zone: Zone) -> str:

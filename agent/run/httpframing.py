@@ -12,6 +12,8 @@ request (request smuggling behind a proxy that frames otherwise).
     a chunk size over the body limit                 400 (7.1: a recipient must guard against huge
                                                      chunk sizes) - read from its digits, before a byte
                                                      of the chunk is
+    a request line without an HTTP version           400 (3: method SP target SP version; no HTTP/0.9)
+    HTTP/1.1 without Host, or Host more than once    400 (3.2: "MUST respond with a 400")
 
 waitress answers a parser error 400 and closes the connection (agent/run/httpserver.py lingers so the
 client reads the reply). Everything else is waitress's own parsing.
@@ -19,11 +21,14 @@ client reads the reply). Everything else is waitress's own parsing.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from waitress.parser import HTTPRequestParser, ParsingError
 from waitress.receiver import ChunkedReceiver
 from waitress.utilities import BadRequest
+
+_VERSION = re.compile(rb"HTTP/[0-9]\.[0-9]")
 
 
 def _lines(header_plus: bytes) -> tuple[bytes, list[bytes]]:
@@ -34,6 +39,9 @@ def _lines(header_plus: bytes) -> tuple[bytes, list[bytes]]:
 def check(header_plus: bytes) -> None:
     """ParsingError (a 400) when the request's framing is ambiguous (see the module's table)."""
     first, lines = _lines(header_plus)
+    parts = first.split(b" ")
+    if len(parts) != 3 or not _VERSION.fullmatch(parts[2]):
+        raise ParsingError("a request line without an HTTP version (method, target, HTTP/1.x)")
     if any(line[:1] in (b" ", b"\t") for line in lines):
         raise ParsingError("a folded header line (obsolete line folding) is not accepted")
     names = [line.partition(b":")[0].strip().lower() for line in lines]
@@ -42,6 +50,8 @@ def check(header_plus: bytes) -> None:
         raise ParsingError("both Content-Length and Transfer-Encoding: the request's length is ambiguous")
     if lengths > 1:
         raise ParsingError("more than one Content-Length")
+    if parts[2] == b"HTTP/1.1" and names.count(b"host") != 1:
+        raise ParsingError("an HTTP/1.1 request needs exactly one Host header")
     if encodings > 1:
         raise ParsingError("more than one Transfer-Encoding")
     if encodings and first.endswith(b" HTTP/1.0"):

@@ -9,11 +9,18 @@ environment variable, or the settings file and its key).
                         or the interval, an hour for HTTP timeouts and the lease, 30 days for resync)
     limits              within a range that can work (connections, body sizes, read limits)
     names               Kubernetes names where they name Kubernetes objects (namespaces, the Lease)
+    path                a directory inside the repository: no absolute path, no `..` (written `a/b`;
+                        `./a/` is read as `a`)
+    cache, state        directories: one that exists but is not a directory (a file, a FIFO) is refused
+                        at start, not at the first run
 """
 
 from __future__ import annotations
 
+import os
 import pathlib
+import posixpath
+import stat
 from collections.abc import Mapping
 
 import pydantic
@@ -42,6 +49,34 @@ def printable(value: object) -> None:
 def port(text: str) -> None:
     if not text.isdigit() or not 1 <= int(text) <= 65535:
         raise ValueError(f"the port {text} is not a port number: give one from 1 to 65535")
+
+
+def repository_path(text: str) -> str:
+    """The `path` setting, normalized (`./a/` -> `a`, `.` -> ``); ValueError when it leaves the repository."""
+    if text.startswith("/"):
+        raise ValueError(f"{syntax.brief(text)} is an absolute path: give the directory's path inside the "
+                         "repository (e.g. clusters/prod)")
+    if ".." in text.split("/"):
+        raise ValueError(f"{syntax.brief(text)} climbs out with '..': give the directory's path inside the "
+                         "repository, from its top (e.g. clusters/prod)")
+    normal = posixpath.normpath(text) if text else ""
+    return "" if normal == "." else normal
+
+
+def directory(path: pathlib.Path | None, setting: str) -> str | None:
+    """Why `path` cannot be the directory a setting names (it exists and is not one), or None."""
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None  # made when first needed
+    except OSError as exc:
+        return f"{setting} {path}: cannot be looked at: {exc.strerror}"
+    if not stat.S_ISDIR(st.st_mode):
+        return (f"{setting} {path}: exists and is not a directory; give a directory (it is made "
+                "when missing)")
+    return None
 
 
 def namespaces(values: list[str]) -> None:

@@ -202,6 +202,11 @@ class Settings(pydantic.BaseModel):
         checks.printable(value)
         return value
 
+    @pydantic.field_validator("path")
+    @classmethod
+    def _inside(cls, value: str) -> str:
+        return checks.repository_path(value)
+
     @pydantic.field_validator("listen")
     @classmethod
     def _port(cls, value: str) -> str:
@@ -295,6 +300,9 @@ def check_runnable(settings: Settings) -> None:
         path = getattr(settings, name)
         if path is not None:
             operatorfile.check(path, setting="--" + name.replace("_", "-"))
+    for problem in (checks.directory(settings.cache, "--cache"), checks.directory(settings.state, "--state")):
+        if problem is not None:
+            raise ConfigError(problem)
     cluster = settings.kubeconfig is not None or settings.in_cluster
     if settings.in_cluster_dns and not cluster:
         raise ConfigError("--in-cluster-dns finds the DNS servers through the cluster: it needs --kubeconfig "

@@ -1,6 +1,7 @@
 """The rules every source applies to the entries of a revision before anything is read.
 
-Only `*.yaml` / `*.yml` files outside hidden directories are candidates. A candidate is read only
+Only `*.yaml` / `*.yml` files (and kustomize's `Kustomization`) outside hidden directories are
+candidates. A candidate is read only
 when it is a regular file (or a symbolic link resolving to one) inside the directory the CRs are
 read from; its name must be printable UTF-8 so that `file:line: ...` lines cannot be forged or
 broken by a file name. Everything else becomes a `FileRefused` naming the file, raised on read.
@@ -25,7 +26,12 @@ def is_hidden(rel: str) -> bool:
 
 def is_candidate(rel: str) -> bool:
     """A YAML file outside hidden files and directories (rel is '/'-separated)."""
-    return rel.endswith((".yaml", ".yml")) and not is_hidden(rel)
+    return (rel.endswith((".yaml", ".yml")) or rel.rpartition("/")[2] == "Kustomization") and not is_hidden(rel)
+
+
+def is_repository_file(rel: str) -> bool:
+    """Any file a kustomization may name (an `.env`, a `.json` schema, a hidden file), outside `.git`."""
+    return ".git" not in rel.split("/")
 
 
 def order(rel: str) -> tuple[tuple[str, ...], str]:

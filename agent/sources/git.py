@@ -34,7 +34,7 @@ import git
 from agent.errors import ConfigError, SourceError
 from agent.model import calls
 from agent.model.limits import Limits
-from agent.sources import gitlocal, gittree, kustomize, operatorfile
+from agent.sources import boundary, gitlocal, gittree, kustomize, operatorfile
 
 log = logging.getLogger(__name__)
 NOTES_REF = "refs/notes/bindy-agent"
@@ -85,7 +85,8 @@ class FetchedCommit:
         if (repo := self.repo) is None:
             raise SourceError(f"{self.revision[:12]}: no repository to read the files from")
         found = gittree.files(repo, f"{self.revision}:{self.path}" if self.path else self.revision, self.listing)
-        return kustomize.within(found, self.path, lambda: gittree.files(repo, self.revision))
+        every = boundary.is_repository_file  # a kustomization may name any file of the commit
+        return kustomize.within(found, self.path, lambda: gittree.files(repo, self.revision, candidate=every))
 
 
 def option_like(value: str | None, what: str) -> str | None:

@@ -19,7 +19,7 @@ import re
 import git
 
 from agent.errors import SourceError
-from agent.sources import gittree, kustomize
+from agent.sources import boundary, gittree, kustomize
 from agent.sources.git import GitSource
 
 
@@ -141,7 +141,9 @@ class Revisions:
         treeish = f"{sha}:{path}" if path else sha
         if self._kind(treeish) != ("tree" if path else "commit"):
             raise SourceError(f"{self.label}@{sha[:12]}: no directory {path!r} in the commit")
-        return kustomize.within(gittree.files(self.repo, treeish), path, lambda: gittree.files(self.repo, sha))
+        every = boundary.is_repository_file  # a kustomization may name any file of the commit
+        return kustomize.within(gittree.files(self.repo, treeish), path,
+                                lambda: gittree.files(self.repo, sha, candidate=every))
 
     def holds(self, sha: str, path: str) -> bool:
         """Whether the commit has the directory `path` ("" : its top)."""

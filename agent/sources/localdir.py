@@ -122,21 +122,24 @@ def _walk(root: pathlib.Path) -> Iterator[tuple[str, list[str], list[str]]]:
         todo.extend(os.path.join(top, d) for d in reversed(dirs) if not os.path.islink(os.path.join(top, d)))
 
 
-def files(root: pathlib.Path) -> kustomize.Revision:
-    """*.yaml / *.yml below root in a stable order, skipping hidden files and directories; each
-    either readable or refused (read() raises FileRefused naming the reason). A kustomization may build
-    from the YAML files of the Git work tree holding root (else of root alone): agent/sources/kustomize.py."""
+def files(root: pathlib.Path, *, every: bool = False) -> kustomize.Revision:
+    """*.yaml / *.yml below root in a stable order, skipping hidden files and directories (`every`: every
+    file but .git's); each either readable or refused (read() raises FileRefused naming the reason). A
+    kustomization may build from the files of the Git work tree holding root (else of root alone):
+    agent/sources/kustomize.py."""
     base = os.path.realpath(root)
+    candidate = boundary.is_repository_file if every else boundary.is_candidate
     out = []
     for dirpath, dirnames, filenames in _walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        dirnames[:] = sorted(d for d in dirnames if d != ".git" if every or not d.startswith("."))
         links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]  # never descended
         for name in sorted(filenames + links):
             full = os.path.join(dirpath, name)
             rel = pathlib.Path(full).relative_to(root).as_posix()
-            if boundary.is_candidate(rel):
+            if candidate(rel):
                 out.append(_inspect(root, base, rel, full))
-    return kustomize.Revision(out, kustomize.Repository(lambda: _place(root)[1], lambda: files(_place(root)[0])))
+    return kustomize.Revision(out, kustomize.Repository(lambda: _place(root)[1],
+                                                        lambda: files(_place(root)[0], every=True)))
 
 
 @functools.lru_cache(maxsize=16)

@@ -1,6 +1,8 @@
 """A small stand-in for the comments API of GitHub (issue comments of a pull request) and GitLab (notes
 of a merge request), on loopback: the forge itself cannot run here. It keeps the comments in memory,
-pages its lists as the forge does (GitHub: a Link header; GitLab: X-Next-Page), checks the token, and
+pages its lists as the forge does (GitHub: a Link header; GitLab: X-Next-Page), checks the token, answers
+`GET /user` as the forge does for the token (GitHub: 403 for a workflow's GITHUB_TOKEN, whose comments are
+github-actions[bot]'s; GitLab: the project access token's bot user), writes comments as that user, and
 records every request, so a test sees what a CI job would have done to the pull request."""
 
 from __future__ import annotations
@@ -28,9 +30,15 @@ class ForgeApi:
     project: str  # owner/repo (GitHub) or a numeric project id (GitLab)
     number: int
     per_page_max: int = 100
+    user: str | None = None  # the token's user as GET /user tells it (GitHub, None: a GITHUB_TOKEN, which may not ask)
     comments: list[Comment] = dataclasses.field(default_factory=list)
     requests: list[tuple[str, str]] = dataclasses.field(default_factory=list)
     _server: http.server.ThreadingHTTPServer | None = None
+
+    @property
+    def login(self) -> str:
+        """Whom the comments the token writes are by."""
+        return self.user or ("github-actions[bot]" if self.forge == "github" else "project_42_bot_0123abcd")
 
     @property
     def url(self) -> str:
@@ -87,10 +95,14 @@ class ForgeApi:
         listing, one = self._paths()
         length = int(handler.headers.get("Content-Length") or 0)
         body = json.loads(handler.rfile.read(length)) if length else {}
+        if url.path in ("/user", "/api/v4/user") and method == "GET":
+            if self.forge == "github" and self.user is None:
+                return self._reply(handler, 403, {"message": "Resource not accessible by integration"})
+            return self._reply(handler, 200, {"login" if self.forge == "github" else "username": self.login})
         if url.path == listing and method == "GET":
             return self._list(handler, urllib.parse.parse_qs(url.query))
         if url.path == listing and method == "POST":
-            comment = Comment(1000 + len(self.comments), str(body["body"]))
+            comment = Comment(1000 + len(self.comments), str(body["body"]), self.login)
             self.comments.append(comment)
             return self._reply(handler, 201, self._json(comment))
         found = one.match(url.path)

@@ -60,6 +60,8 @@ class Recorder:
                 except OSError:  # the client gave up waiting
                     pass
 
+            do_GET = do_POST  # a GET is recorded and answered the same way
+
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="recorder", daemon=True)
