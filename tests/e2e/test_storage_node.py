@@ -7,8 +7,8 @@ instances, one Bind9Instance `kept-0` whose `storage` asks for a claim of that c
 (`persistentVolumeClaim: {size, storageClassName}`), and a signed zone kept.example on it. Then, test
 after test: the agent creates the claim, kube-controller-manager's binder binds it to the volume, the
 pod runs with it and serves the signed zone, whose keys BIND wrote on the volume; the pod deleted, its
-replacement serves the same DNSSEC keys (same DNSKEY set, same key tags: without the claim a new pod
-makes new keys, tests/e2e/test_bindy_fields_node.py); the instance removed from Git, its Deployment
+replacement serves the same DNSSEC keys (same DNSKEY set, same key tags, the ones BIND keeps on the
+claim); the instance removed from Git, its Deployment
 goes and the claim stays, bound, with the keys on it, and so does the zone's key Secret (the zone has
 no primary now, and its keys are kept as they are); the instance back in Git, its new pod serves the
 same keys again. Every check is a DNS query at the pod IP, kubectl, or the volume's directory.

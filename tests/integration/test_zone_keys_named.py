@@ -225,3 +225,34 @@ def test_the_keys_outlive_the_zones_primary_and_the_zone_leaving_git_and_come_ba
     assert _keys(core, namespace) == (uid, made)  # the same Secret, the same keys
     again = _serve(tmp_path, "pod-b", "127.0.0.65", repo, _keys(core, namespace)[1], namespace)
     assert again == first, "the returning primary serves other keys: the DS published for the zone no longer matches"
+
+
+def test_keys_named_keeps_in_its_key_directory_win_over_the_secrets(tmp_path: pathlib.Path) -> None:
+    """A pod on a claim where named signed the zone with keys of its own (a rollover's successors, or
+    keys from before the agent kept the zone's): the init container copies none of the Secret's, and
+    named restarted serves the keys it had."""
+    repo = Repo(tmp_path / "repo")
+    repo.add("cluster.yaml", _cluster(primaries=1))
+    repo.add("zone.yaml", ZONE + "  dnssecPolicy: shared\n")
+    desired = hierarchy.build(load_dir(repo.root))
+    secret = desired.object("Secret", "dns", "secure-dnssec-keys")
+    assert secret is not None
+    filled = making.fill(secret.body["stringData"], None)
+    mount = tmp_path / "mount"
+    init = _pod_volume(desired, filled, mount)
+    conf = desired.object("ConfigMap", "dns", "dns-primary-0-config").body["data"]["named.conf"]
+    server = _start(tmp_path, "claim", "127.0.0.66", bind_support.Keys(), conf[conf.index('dnssec-policy "shared"'):],
+                    ":", mount)  # no copy: named makes the zone's keys itself
+    try:
+        until("named signing with keys of its own", lambda: _signed(server), 30)
+        own = _served(server)[1][(ZONE_NAME, "DNSKEY")].rdatas
+        server.stop()
+        script = init.replace(zonekeys.MOUNT, str(mount)).replace(workloads.KEY_DIRECTORY, str(server.dir))
+        done = subprocess.run(["sh", "-c", script], check=True, capture_output=True, text=True)
+        assert "the key directory has keys of its own" in done.stdout, done.stdout + done.stderr
+        assert not [p for p in server.dir.iterdir() if p.name.startswith(filled["ksk-file"])]
+        server.restart()
+        until("named serving the zone again", lambda: _signed(server), 30)
+        assert _served(server)[1][(ZONE_NAME, "DNSKEY")].rdatas == own
+    finally:
+        server.stop()
