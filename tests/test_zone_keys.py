@@ -8,13 +8,17 @@ from __future__ import annotations
 import base64
 import datetime
 import pathlib
+import subprocess
 from typing import Any
 
 import pytest
 
 from agent.desired import hierarchy, workloads, zonekeys
+from agent.model import names
 from agent.model.key import ObjectKey
+from agent.model.observed import KubeObserved, Observed
 from agent.outcome import dnssecstatus
+from agent.plan import build, changes, kubechange, kubediff
 from agent.reconcile import zonekeys as making
 from tests.conftest import Repo, load_dir
 from tests.test_dnssec_render import DS, KSK, ZONE, ZSK, _served
@@ -23,12 +27,12 @@ HEAD = "apiVersion: bindy.firestoned.io/v1beta1\n"
 P = workloads.SECRET_PLACEHOLDER
 
 
-def _cluster(signing_: str = "{enabled: true, policy: shared}", primaries: int = 2) -> str:
+def _cluster(signing_: str = "{enabled: true, policy: shared}", primaries: int = 2, secondaries: int = 1) -> str:
     return HEAD + f"""kind: Bind9Cluster
 metadata: {{name: dns, namespace: dns}}
 spec:
   primary: {{replicas: {primaries}}}
-  secondary: {{replicas: 1}}
+  secondary: {{replicas: {secondaries}}}
   global:
     dnssec:
       signing: {signing_}
@@ -171,3 +175,100 @@ def _write(zone: str) -> pathlib.Path:
     (root / "cluster.yaml").write_text(_cluster(primaries=1))
     (root / "zone.yaml").write_text(zone)
     return root
+
+
+AGENT = "dns-system"
+SECRET = ObjectKey("Secret", "dns", "secure-dnssec-keys")
+
+
+def _applied(desired: hierarchy.Desired) -> dict[ObjectKey, dict[str, Any]]:
+    """The cluster as the agent leaves it after applying `desired`, the zone's keys filled."""
+    live = {o.key: kubechange.manifest(o, AGENT) for o in desired.objects}
+    live[SECRET]["data"] = _live(making.fill(live[SECRET].pop("stringData"), None))["data"]
+    return live
+
+
+def _plan(desired: hierarchy.Desired, live: dict[ObjectKey, dict[str, Any]]) -> changes.Plan:
+    return build.build(desired, Observed(kube=KubeObserved(live, set(live), {"dns", AGENT})), agent=AGENT)
+
+
+@pytest.mark.parametrize("change", ["no primaries", "zone leaves Git", "policy removed"])
+def test_the_key_secret_is_never_pruned_and_the_same_keys_come_back(repo: Repo, change: str) -> None:
+    live = _applied(_desired(repo))
+    keys = dict(live[SECRET]["data"])
+    if change == "no primaries":  # the zone's only primaries scaled to 0 (as its instance leaving Git)
+        repo.add("cluster.yaml", _cluster(primaries=0, secondaries=0))
+    elif change == "zone leaves Git":
+        (repo.root / "zone.yaml").unlink()
+    else:
+        repo.add("zone.yaml", ZONE)
+    desired = hierarchy.build(load_dir(repo.root))
+    assert not [p for p in desired.problems if p.severity.value == "error"], _problems(desired)
+    assert desired.object("Secret", "dns", "secure-dnssec-keys") is None  # no primaries: no algorithm to ask for
+    plan = _plan(desired, live)
+    deletes = [c.key for c in plan.kube or [] if c.action == "delete"]
+    assert SECRET not in deletes, deletes
+    if change != "policy removed":  # the rest of what left Git goes; the keys stay
+        assert deletes, plan.kube
+        # the prune gate's base: what the agent may delete, which a key Secret never is (nor counted)
+        assert plan.kube_managed == len(live) - 1
+    left = {k: v for k, v in live.items() if k not in deletes}
+    back = _desired(repo)  # the primaries, the zone, its policy back in Git: the live keys kept, no change
+    assert [c for c in _plan(back, left).kube or [] if c.key == SECRET] == []
+    want = back.object("Secret", "dns", "secure-dnssec-keys")
+    assert want is not None and making.fill(want.body["stringData"], left[SECRET]) == {
+        k: base64.b64decode(v).decode() for k, v in keys.items()}
+
+
+def test_only_the_agents_own_key_secrets_are_kept() -> None:
+    ours = {"metadata": {"labels": {**names.MANAGED_BY, names.AGENT_LABEL: AGENT, zonekeys.LABEL: "true"}}}
+    rndc = {"metadata": {"labels": {**names.MANAGED_BY, names.AGENT_LABEL: AGENT}}}
+    assert not kubediff.prunable(SECRET, ours, AGENT)
+    assert kubediff.prunable(ObjectKey("Secret", "dns", "dns-primary-0-rndc-key"), rndc, AGENT)
+    assert not kubediff.zone_keys(ObjectKey("ConfigMap", "dns", "x"), ours)
+
+
+def _copy(secret: dict[str, str], keys: pathlib.Path, mount: pathlib.Path) -> str:
+    """The init container's command with the Secret as the kubelet projects it: what it prints."""
+    zone = mount / secret["zone"].rstrip(".")
+    zone.mkdir(parents=True, exist_ok=True)
+    for name, text in secret.items():
+        (zone / name).write_text(text)
+    keys.mkdir(exist_ok=True)
+    script = zonekeys.COPY.replace(zonekeys.MOUNT, str(mount)).replace(workloads.KEY_DIRECTORY, str(keys))
+    return subprocess.run(["sh", "-c", script], check=True, capture_output=True, text=True).stdout
+
+
+def _files(keys: pathlib.Path) -> dict[str, str]:
+    return {p.name: p.read_text() for p in sorted(keys.iterdir())}
+
+
+def _bind_names(secret: dict[str, str]) -> dict[str, str]:
+    return {f"{secret[f'{r}-file']}.{ext}": secret[f"{r}.{ext}"] for r in secret["roles"].split()
+            for ext in ("key", "private", "state")}
+
+
+def test_the_init_container_copies_the_zones_keys_and_never_replaces_what_named_keeps(tmp_path: pathlib.Path) -> None:
+    secret = making.fill(_want(), None)
+    keys, mount = tmp_path / "keys", tmp_path / "mount"
+    _copy(secret, keys, mount)  # an empty key directory (a new pod, a new claim): the Secret's keys
+    assert _files(keys) == _bind_names(secret)
+    # named rewrote a state file, and a copy was cut short (a file missing): the rest is finished, named's kept
+    ksk = keys / f"{secret['ksk-file']}.state"
+    ksk.write_text(ksk.read_text() + "DSPublish: 20261207184507\n")
+    (keys / f"{secret['zsk-file']}.key").unlink()
+    _copy(secret, keys, mount)
+    assert _files(keys) == {**_bind_names(secret), ksk.name: ksk.read_text()} and "DSPublish" in ksk.read_text()
+    # a rollover on the claim: named's successor keys there, and the Secret's keys purged since - none come back
+    successor = making.fill(_want(), None)
+    for name in list(_files(keys)):
+        (keys / name).unlink()
+    for name, text in _bind_names(successor).items():
+        (keys / name).write_text(text)
+    said = _copy(secret, keys, mount)
+    assert _files(keys) == _bind_names(successor), "the init container brought back keys named had retired"
+    assert "the key directory has keys of its own" in said and successor["ksk-file"] in said
+    # keys of another algorithm (the policy's algorithm changed): the Secret's new keys are copied beside them
+    rsa = making.fill(_want(algorithm="8"), None)
+    _copy(rsa, keys, mount)
+    assert _files(keys) == {**_bind_names(successor), **_bind_names(rsa)}

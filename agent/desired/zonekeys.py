@@ -15,6 +15,15 @@ up), and the keys outlive any pod. What this cannot make consistent, `validate` 
 line: key lifetimes that are not unlimited on a zone served by more than one primary pod (each named
 would roll its own successor keys), a primary in another namespace than the zone (a pod can mount
 only its own namespace's Secrets), and one policy name meaning different keys on two primaries.
+
+The DS a user publishes in the parent zone points at these keys for as long as it stays there, so the
+Secret outlives everything but a deliberate deletion: the agent never deletes it (plan/kubediff.py
+`prunable`). A zone with no primary for a while (its only instance left Git, scaled to 0, moved)
+has no key set here - its policy and algorithm are those of primaries it does not have - and its
+Secret is kept as it is; when primaries return, the same keys are mounted again. Neither the zone
+leaving Git nor its `dnssecPolicy` removed deletes it: a zone restored signs with the same keys.
+Where an instance's key directory already holds keys of the zone (its claim: a rollover's successors,
+or keys named made before the agent kept the zone's keys), those win over the Secret's (`COPY`).
 """
 
 from __future__ import annotations
@@ -44,10 +53,32 @@ ALGORITHMS = {"RSASHA256": 8, "RSASHA512": 10, "ECDSAP256SHA256": 13, "ECDSAP384
 UNLIMITED = frozenset({None, "unlimited"})
 FILES = ("file", "key", "private", "state")  # per role: the base name (K<zone>+<alg>+<tag>), .key, .private, .state
 # The init container: each zone's key files under their BIND names, into the key directory (an
-# emptyDir kept across container restarts: files already there are left as named last wrote them).
-COPY = (f'set -eu; for zone in {MOUNT}/*/; do [ -d "$zone" ] || continue; for role in $(cat "$zone/roles"); do '
-        f'base=$(cat "$zone/$role-file"); to="{workloads.KEY_DIRECTORY}/$base"; for ext in key private state; do '
-        '[ -e "$to.$ext" ] || cp "$zone/$role.$ext" "$to.$ext"; done; done; done')
+# emptyDir kept across container restarts, or the instance's claim). A file already there is left as
+# named last wrote it, and a zone whose key directory holds a key of its algorithm that is not one of
+# the Secret's (named's own: a rollover's successor, or keys it made before the agent kept the zone's
+# keys) gets nothing copied: the keys on the claim win. Each file is copied whole (a temporary name,
+# then a rename), so a copy cut short is finished by the next start.
+COPY = f"""set -eu
+keys={workloads.KEY_DIRECTORY}
+for zone in {MOUNT}/*/; do
+  [ -d "$zone" ] || continue
+  ours=" "
+  for role in $(cat "$zone/roles"); do base=$(cat "$zone/$role-file"); ours="$ours$base "; done
+  own=""
+  for found in "$keys/${{base%+*}}"+*.key; do
+    [ -e "$found" ] || continue
+    found=${{found##*/}}
+    case "$ours" in *" ${{found%.key}} "*) ;; *) own="$own ${{found%.key}}";; esac
+  done
+  if [ -n "$own" ]; then echo "$zone: the key directory has keys of its own:$own; none copied"; continue; fi
+  for role in $(cat "$zone/roles"); do
+    to="$keys/$(cat "$zone/$role-file")"
+    for ext in private state key; do
+      [ -e "$to.$ext" ] || {{ cp "$zone/$role.$ext" "$keys/.dnssec-copy"; mv "$keys/.dnssec-copy" "$to.$ext"; }}
+    done
+  done
+done
+"""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,7 +124,7 @@ def attach(zones: list[placement.Zone], instances: Mapping[ObjectKey, Instance],
     out = Keys(problems, [])
     for zone in zones:
         policy = zone.spec.dnssec_policy
-        if policy is None or policy in UNSIGNED or not zone.primaries:
+        if policy is None or policy in UNSIGNED or not zone.primaries:  # a live key Secret is kept as it is
             continue
         found = _key_set(zone, policy, instances, policies)
         if isinstance(found, str):

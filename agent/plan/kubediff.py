@@ -14,6 +14,9 @@ desired one but whose fields differ was edited by hand, which the plan calls dri
 
 A PersistentVolumeClaim is created when absent and otherwise left alone, whoever made it: never
 updated (a resize or a new class is the claim owner's decision), never deleted (it holds data).
+A signed zone's DNSSEC key Secret is never deleted either: the DS published in the parent zone
+points at its keys, so it outlives the zone's primaries leaving Git, and the zone itself (a zone
+restored from Git signs with the same keys); see agent/desired/zonekeys.py.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import base64
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from agent.desired import workloads
+from agent.desired import workloads, zonekeys
 from agent.desired.hierarchy import CHILD_ORDER, KubeObject
 from agent.desired.memo import NO_MEMO, Memo
 from agent.model.key import ObjectKey
@@ -149,11 +152,18 @@ def _absent_why(current: dict[str, Any] | None, listed: bool) -> str:
 
 def prunable(key: ObjectKey, body: dict[str, Any], agent: str) -> bool:
     """Made by this agent, not already being deleted, and removed when the revision no longer has it
-    (a claim never is). The prune gate's base counts these: a claim is live after a run remembered it
-    and absent after a full observe (its kind is not listed), and an object a finalizer holds after
-    its delete is listed but not remembered, so counting either made the same revision pass or be
-    refused depending on how the run saw the cluster."""
-    return key.kind not in CREATE_ONLY and is_managed(body, agent) and not terminating(body)
+    (a claim never is, nor a zone's DNSSEC key Secret). The prune gate's base counts these: a claim is
+    live after a run remembered it and absent after a full observe (its kind is not listed), and an
+    object a finalizer holds after its delete is listed but not remembered, so counting either made
+    the same revision pass or be refused depending on how the run saw the cluster; a key Secret is
+    never deleted, so counting it would let a prune pass that the same revision without it refuses."""
+    return (key.kind not in CREATE_ONLY and not zone_keys(key, body) and is_managed(body, agent)
+            and not terminating(body))
+
+
+def zone_keys(key: ObjectKey, body: dict[str, Any]) -> bool:
+    """A signed zone's DNSSEC key Secret (agent/desired/zonekeys.py), which the agent never deletes."""
+    return key.kind == "Secret" and ((body.get("metadata") or {}).get("labels") or {}).get(zonekeys.LABEL) == "true"
 
 
 def _diff_into(changes: list[KubeChange], wanted: list[ObjectKey], desired: Iterable[KubeObject],

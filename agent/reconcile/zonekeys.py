@@ -6,8 +6,8 @@ files - `K<zone>+<alg>+<tag>.key` (the DNSKEY) and `.private` (format v1.3) - wh
 its key directory as `dnssec-keygen` would have made them. Once there, the keys are kept: a later run
 writes the live values back unchanged, so every pod, today's and every replacement, signs with them.
 New keys are made only when the Secret lacks one of them, or the zone's algorithm or key roles
-changed (then the DS changes too, as with any algorithm change). The key material never reaches a
-plan, a log or a report.
+changed (then the DS changes too, as with any algorithm change). The agent never deletes the Secret
+(plan/kubediff.py `prunable`). The key material never reaches a plan, a log or a report.
 """
 
 from __future__ import annotations

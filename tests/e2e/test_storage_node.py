@@ -7,9 +7,10 @@ instances, one Bind9Instance `kept-0` whose `storage` asks for a claim of that c
 (`persistentVolumeClaim: {size, storageClassName}`), and a signed zone kept.example on it. Then, test
 after test: the agent creates the claim, kube-controller-manager's binder binds it to the volume, the
 pod runs with it and serves the signed zone, whose keys BIND wrote on the volume; the pod deleted, its
-replacement serves the same DNSSEC keys (same DNSKEY set, same key tags: without the claim a new pod
-makes new keys, tests/e2e/test_bindy_fields_node.py); the instance removed from Git, its Deployment
-goes and the claim stays, bound, with the keys on it; the instance back in Git, its new pod serves the
+replacement serves the same DNSSEC keys (same DNSKEY set, same key tags, the ones BIND keeps on the
+claim); the instance removed from Git, its Deployment
+goes and the claim stays, bound, with the keys on it, and so does the zone's key Secret (the zone has
+no primary now, and its keys are kept as they are); the instance back in Git, its new pod serves the
 same keys again. Every check is a DNS query at the pod IP, kubectl, or the volume's directory.
 """
 
@@ -35,13 +36,11 @@ from tests.support.node import Node
 
 FIRST_SYNC_TIMEOUT = int(os.environ.get("BINDY_E2E_FIRST_SYNC", "420"))
 PUSH_TIMEOUT = 120
-# the instance leaving Git prunes 6 of the 9 objects the agent may prune here (its claim is not one):
-# under the gate's prune limit (30% from 10 objects), however the run observed the cluster
-# The instance leaving Git prunes most of the objects the agent manages (its Bind9Instance and children;
-# the signed zone's key Secret stays with the zone): the prune gate's 30% rule refuses that by default,
-# and this test is about the claim and the keys, not the gate.
-AGENT_ENV = {"BINDY_AGENT_INTERVAL": "10", "BINDY_AGENT_JITTER": "1", "BINDY_AGENT_RESYNC_AFTER": "20",
-             "BINDY_AGENT_ALLOW_PRUNE": "true"}
+# the instance leaving Git prunes 6 of the 9 objects the agent may prune here (its claim is not one, nor
+# the signed zone's key Secret: the agent deletes neither): under the gate's prune limit (30% from 10
+# objects), however the run observed the cluster - with no --allow-prune
+AGENT_ENV = {"BINDY_AGENT_INTERVAL": "10", "BINDY_AGENT_JITTER": "1", "BINDY_AGENT_RESYNC_AFTER": "20"}
+KEYS = "kept-dnssec-keys"  # the zone's key Secret (agent/desired/zonekeys.py)
 RESYNC = 20 + 10 + 1
 CLASS = "bindy-e2e-local"
 VOLUME = "bindy-e2e-kept"
@@ -276,6 +275,7 @@ def test_the_claim_stays_when_the_instance_leaves_git_and_serves_its_keys_when_i
     from kubernetes import client
 
     apps = client.AppsV1Api(inst.api)
+    keys = inst.core().read_namespaced_secret(KEYS, DNS_NS)
     inst.push({"infrastructure/kept.yaml": None}, f"{INSTANCE} leaves Git")
     assert inst.webhook() in (200, 202)
     started = time.monotonic()
@@ -292,6 +292,8 @@ def test_the_claim_stays_when_the_instance_leaves_git_and_serves_its_keys_when_i
     # a later run (the resync) still leaves it
     time.sleep(RESYNC)
     assert _bound(inst) and _claim(inst).metadata.uid == claim.metadata.uid
+    kept = inst.core().read_namespaced_secret(KEYS, DNS_NS)  # the zone's keys, though no primary signs it now
+    assert (kept.metadata.uid, kept.data) == (keys.metadata.uid, keys.data), "the zone's key Secret was replaced"
 
     inst.push({"infrastructure/kept.yaml": _instance()}, f"{INSTANCE} back in Git")
     back = time.monotonic()
@@ -300,5 +302,6 @@ def test_the_claim_stays_when_the_instance_leaves_git_and_serves_its_keys_when_i
     tags = _wait(lambda: _key_tags(pod.ip), RESYNC + PUSH_TIMEOUT, f"{ZONE} DNSKEY on {pod.name}", inst, pause=0.3)
     assert tags == inst.key_tags, f"the returning instance serves other keys: {tags} (before: {inst.key_tags})"
     inst.wait_served(inst.desired(), RESYNC + PUSH_TIMEOUT)
+    assert inst.core().read_namespaced_secret(KEYS, DNS_NS).data == keys.data
     print(f"\n[e2e] {INSTANCE} out of Git -> pruned {pruned - started:.1f} s, claim kept (uid {claim.metadata.uid}); "
           f"back in Git -> serving the same key tags {tags} {time.monotonic() - back:.1f} s later")

@@ -3,23 +3,32 @@ agent fills it, laid out as the kubelet mounts it, copied into each server's key
 init container's own command - then two primaries ("pods") sign the zone with the same keys, serve
 the same DNSKEY set, `dnssec-verify` passes on both, `delv` validates answers from each against the
 DS the DNSZone status would show (also BIND's own `dnssec-dsfromkey`), and a server started afresh
-in place of one of them (a replaced pod) serves the same keys and still validates."""
+in place of one of them (a replaced pod) serves the same keys and still validates. Against the real
+kube-apiserver: the zone's only primary instance leaves Git, then the zone itself, then both come
+back - the agent keeps the key Secret throughout, and the returning primary serves the DNSKEY set
+the first one served."""
 
 from __future__ import annotations
 
+import base64
 import pathlib
 import subprocess
+import textwrap
+from typing import Any
 
 import dns.query
 import dns.rdataclass
 import dns.rdatatype
 import dns.zone
+from kubernetes import client
 
+from agent.clients.kubeapi import KubeApi
 from agent.desired import hierarchy, workloads, zonekeys
 from agent.desired.rrsets import RRset, build
 from agent.outcome import dnssecstatus
 from agent.reconcile import zonekeys as making
 from tests.conftest import Repo, load_dir
+from tests.support import agentrun
 from tests.support import bind as bind_support
 from tests.support.procs import require, until
 from tests.test_dnssec_render import ZONE
@@ -28,9 +37,11 @@ from tests.test_zone_keys import _cluster
 ZONE_NAME = "example.net."
 
 
-def _pod_volume(desired: hierarchy.Desired, filled: dict[str, str], root: pathlib.Path) -> str:
-    """The key volume of dns-primary-0's pod as the kubelet projects it under `root`; the init command."""
-    pod = desired.object("Deployment", "dns", "dns-primary-0").body["spec"]["template"]["spec"]
+def _pod_volume(desired: hierarchy.Desired, filled: dict[str, str], root: pathlib.Path,
+                deployment: tuple[str, str] = ("dns", "dns-primary-0")) -> str:
+    """The key volume of `deployment`'s pod (namespace, name) as the kubelet projects it under `root`;
+    the init command."""
+    pod = desired.object("Deployment", *deployment).body["spec"]["template"]["spec"]
     [volume] = [v for v in pod["volumes"] if v["name"] == zonekeys.VOLUME]
     for source in volume["projected"]["sources"]:
         for item in source["secret"]["items"]:
@@ -146,3 +157,102 @@ def test_two_primaries_and_a_replacement_sign_with_the_zones_one_key_set(tmp_pat
     finally:
         for server in servers:
             server.stop()
+
+
+def _instance(namespace: str) -> str:
+    return textwrap.dedent(f"""\
+        apiVersion: bindy.firestoned.io/v1beta1
+        kind: Bind9Instance
+        metadata: {{name: kept-0, namespace: {namespace}}}
+        spec: {{clusterRef: dns, role: primary}}
+        """)
+
+
+def _keys(core: client.CoreV1Api, namespace: str) -> tuple[str, dict[str, str]]:
+    """The zone's key Secret as the cluster has it: its uid and its data."""
+    secret = core.read_namespaced_secret("secure-dnssec-keys", namespace)
+    return secret.metadata.uid, {k: base64.b64decode(v).decode() for k, v in (secret.data or {}).items()}
+
+
+def _serve(tmp: pathlib.Path, name: str, address: str, repo: Repo, keys: dict[str, str], namespace: str) -> Any:
+    """A pod of kept-0 as the revision in `repo` makes it, its key volume from the Secret's `keys`:
+    the DNSKEY set it serves once it has signed the zone."""
+    desired = hierarchy.build(load_dir(repo.root))
+    mount = tmp / f"{name}-mount"
+    init = _pod_volume(desired, keys, mount, (namespace, "kept-0"))
+    conf = desired.object("ConfigMap", namespace, "kept-0-config").body["data"]["named.conf"]
+    server = _start(tmp, name, address, bind_support.Keys(), conf[conf.index('dnssec-policy "shared"'):], init, mount)
+    try:
+        until(f"{name} serving the signed zone", lambda: _signed(server), 30)
+        return _served(server)[1][(ZONE_NAME, "DNSKEY")].rdatas
+    finally:
+        server.stop()
+
+
+def test_the_keys_outlive_the_zones_primary_and_the_zone_leaving_git_and_come_back_with_them(
+        tmp_path: pathlib.Path, kube_client: Any, namespace: str) -> None:
+    repo = Repo(tmp_path / "repo")
+    cluster = _cluster("{enabled: true, policy: shared, nsec3: true, nsec3Iterations: 0}", primaries=0, secondaries=0)
+    repo.add("cluster.yaml", cluster.replace("namespace: dns}", f"namespace: {namespace}}}"))
+    repo.add("kept.yaml", _instance(namespace))
+    zone = (ZONE + "  dnssecPolicy: shared\n").replace("namespace: dns}", f"namespace: {namespace}}}")
+    repo.add("zone.yaml", zone)
+    api, core = KubeApi(kube_client), client.CoreV1Api(kube_client)
+    apps = client.AppsV1Api(kube_client)
+
+    def sync(what: str) -> None:
+        done = agentrun.sync_dir(repo.root, state=tmp_path / "state", kube_api=api, agent_namespace=namespace,
+                                 allow_prune=True)
+        assert done.outcome == "applied" and done.kube is not None and not done.kube.failed, (what, done.message)
+
+    sync("a signed zone on kept-0")
+    uid, made = _keys(core, namespace)
+    assert made["zone"] == ZONE_NAME and made["roles"] == "ksk zsk"
+    first = _serve(tmp_path, "pod-a", "127.0.0.64", repo, made, namespace)
+
+    (repo.root / "kept.yaml").unlink()  # the zone's only primary leaves Git: nothing signs the zone now
+    sync("kept-0 leaves Git")
+    assert "kept-0" not in {d.metadata.name for d in apps.list_namespaced_deployment(namespace).items}
+    assert _keys(core, namespace) == (uid, made)
+    (repo.root / "zone.yaml").unlink()  # the zone too (a mistake, undone below)
+    sync("the zone leaves Git")
+    sync("a later run")
+    assert _keys(core, namespace) == (uid, made)
+
+    repo.add("kept.yaml", _instance(namespace))
+    repo.add("zone.yaml", zone)
+    sync("both back in Git")
+    assert _keys(core, namespace) == (uid, made)  # the same Secret, the same keys
+    again = _serve(tmp_path, "pod-b", "127.0.0.65", repo, _keys(core, namespace)[1], namespace)
+    assert again == first, "the returning primary serves other keys: the DS published for the zone no longer matches"
+
+
+def test_keys_named_keeps_in_its_key_directory_win_over_the_secrets(tmp_path: pathlib.Path) -> None:
+    """A pod on a claim where named signed the zone with keys of its own (a rollover's successors, or
+    keys from before the agent kept the zone's): the init container copies none of the Secret's, and
+    named restarted serves the keys it had."""
+    repo = Repo(tmp_path / "repo")
+    repo.add("cluster.yaml", _cluster(primaries=1))
+    repo.add("zone.yaml", ZONE + "  dnssecPolicy: shared\n")
+    desired = hierarchy.build(load_dir(repo.root))
+    secret = desired.object("Secret", "dns", "secure-dnssec-keys")
+    assert secret is not None
+    filled = making.fill(secret.body["stringData"], None)
+    mount = tmp_path / "mount"
+    init = _pod_volume(desired, filled, mount)
+    conf = desired.object("ConfigMap", "dns", "dns-primary-0-config").body["data"]["named.conf"]
+    server = _start(tmp_path, "claim", "127.0.0.66", bind_support.Keys(), conf[conf.index('dnssec-policy "shared"'):],
+                    ":", mount)  # no copy: named makes the zone's keys itself
+    try:
+        until("named signing with keys of its own", lambda: _signed(server), 30)
+        own = _served(server)[1][(ZONE_NAME, "DNSKEY")].rdatas
+        server.stop()
+        script = init.replace(zonekeys.MOUNT, str(mount)).replace(workloads.KEY_DIRECTORY, str(server.dir))
+        done = subprocess.run(["sh", "-c", script], check=True, capture_output=True, text=True)
+        assert "the key directory has keys of its own" in done.stdout, done.stdout + done.stderr
+        assert not [p for p in server.dir.iterdir() if p.name.startswith(filled["ksk-file"])]
+        server.restart()
+        until("named serving the zone again", lambda: _signed(server), 30)
+        assert _served(server)[1][(ZONE_NAME, "DNSKEY")].rdatas == own
+    finally:
+        server.stop()
