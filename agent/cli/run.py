@@ -6,7 +6,9 @@ import argparse
 import json
 import logging
 import pathlib
+import signal
 import sys
+import threading
 
 from agent.cli import common, flagsets, settingflags
 from agent.errors import AgentError, ConfigError
@@ -61,10 +63,26 @@ def _with_found_kubeconfig(settings: config.Settings) -> config.Settings:
     return settings.model_copy(update={"kubeconfig": pathlib.Path(found)})
 
 
-def run(args: argparse.Namespace) -> int:
-    import signal
-    import threading
+def stop_requested() -> threading.Event:
+    """An event SIGTERM and SIGINT set (installed from the main thread, before the agent's threads start)."""
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    signal.signal(signal.SIGINT, lambda *_: done.set())
+    return done
 
+
+def wait_until(stop: threading.Event, *, tick: float = 0.25) -> None:
+    """Block the main thread until `stop` is set.
+
+    Python runs a signal's handler in the main thread, but the kernel may deliver SIGTERM to any of the
+    agent's threads; a main thread blocked in a wait without a timeout is then never woken to run the
+    handler and the agent ignores the signal. Waking every `tick` lets the handler run within a tick.
+    """
+    while not stop.wait(tick):
+        pass
+
+
+def run(args: argparse.Namespace) -> int:
     from agent.run import agent as run_agent
     from agent.run import logs
 
@@ -83,11 +101,9 @@ def run(args: argparse.Namespace) -> int:
         return _fail(exc, common.EXIT_ERROR)
     except (AgentError, OSError) as exc:
         return _fail(exc, common.EXIT_UNREACHABLE)
-    done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
-    signal.signal(signal.SIGINT, lambda *_: done.set())
+    stop = stop_requested()
     agent.start()
-    done.wait()
+    wait_until(stop)
     logging.getLogger("agent").info("stopping: finishing the current run")
     agent.stop()
     return common.EXIT_OK
