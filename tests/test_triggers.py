@@ -17,7 +17,8 @@ def _requested() -> set[str]:
     """Every string literal the agent passes to `trigger(...)`, `request(...)`, `run_once(...)`, to a
     Timer or a scheduled job calling `trigger` (`args=[...]`)."""
     words: set[str] = set()
-    for path in AGENT.rglob("*.py"):
+    paths = [*(AGENT / "run").rglob("*.py"), *(AGENT / "podready").rglob("*.py")]  # the agent's loop: clients'
+    for path in paths:  # `request("GET", ...)` are HTTP
         for node in ast.walk(ast.parse(path.read_text())):
             if not isinstance(node, ast.Call):
                 continue
