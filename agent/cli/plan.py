@@ -18,6 +18,7 @@ with the errors; the text form prints them on stderr only.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import pathlib
 import sys
@@ -122,7 +123,7 @@ def show_plan(args: argparse.Namespace) -> int:
     where = {links.HEAD: links.directory(args.directory, localdir.revision(args.directory))} \
         if args.output == "markdown" and args.link_base else {}
     assert validated.desired is not None
-    plan.sources = links.sources(args, validated.desired, None, where)
+    plan = dataclasses.replace(plan, sources=links.sources(args, validated.desired, None, where))
     emit(plan, args)
     return status(args, plan)
 

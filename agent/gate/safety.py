@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 
 from agent.gate import overrides
+from agent.model.findings import Refusal
 from agent.model.names import DEFAULT_DELETE_THRESHOLD, THRESHOLD_ANNOTATION
 from agent.model.ownership import Key
 from agent.plan import zoneplan
@@ -124,8 +125,9 @@ def _may_refuse(zp: ZonePlan) -> bool:
     return not zp.in_sync or THRESHOLD_ANNOTATION in zp.annotations
 
 
-def check(plan: Plan, policy: Policy) -> list[str]:
-    """Every reason to refuse this plan (empty: it may be applied)."""
-    refusals = [r for zp in plan.zones or [] if _may_refuse(zp) and (r := zone_refusal(zp, policy))]
+def check(plan: Plan, policy: Policy) -> list[Refusal]:
+    """Every reason to refuse this plan (empty: it may be applied); agent/gate/verdict.py `approve` is
+    how a plan is gated."""
+    refusals = [Refusal(zp.name, r) for zp in plan.zones or [] if _may_refuse(zp) and (r := zone_refusal(zp, policy))]
     prune = prune_refusal(plan, policy)
-    return refusals + ([prune] if prune else [])
+    return refusals + ([Refusal(None, prune)] if prune else [])

@@ -19,8 +19,9 @@ from agent.clients.endpoints import Endpoint
 from agent.clients.statestore import Store
 from agent.desired.hierarchy import Desired
 from agent.errors import AgentError
-from agent.gate import safety
+from agent.gate import verdict
 from agent.model.observed import Observed
+from agent.model.scope import Scope
 from agent.model.steps import Steps, timed
 from agent.observe import dnsobserve
 from agent.plan import build
@@ -32,11 +33,6 @@ from agent.run.validation import Progress
 
 log = logging.getLogger(__name__)
 AGAIN = "observed and planned again, it changed again; the next run tries again"
-# a primary that refused the agent's AXFR once more after its allow-transfer was given the agent's
-# addresses in this run: not written again (one PATCH per zone per run), said as what it likely is
-STILL_REFUSED = ("zone {zone}: {servers} still refuses the agent's zone transfer after its allow-transfer was set to "
-                 "the agent's addresses ({acl}): the transfers reach named from another address (a NAT, a proxy, a "
-                 "sidecar); add that address to the instance's allowTransfer, or set POD_IP to it")
 
 
 @dataclasses.dataclass
@@ -78,16 +74,13 @@ class Rounds:
                 zone.stale += dnsresult.landed(zone.written)
             first.stale = {}
             return None
+        scope = Scope.stale(frozenset(stale))
         with timed(self.steps, "plan"):
             again = build.build(desired, Observed(None, dns), revision=self.revision,
-                                agent=self.options.agent_namespace, force=self.options.policy.force, only=stale)
+                                agent=self.options.agent_namespace, force=self.options.policy.force, scope=scope)
         with timed(self.steps, "gate"):
-            policy = self.options.policy
-            refused = {zp.name: why for zp in again.zones or [] if (why := safety.zone_refusal(zp, policy))}
-            refused.update({zp.name: STILL_REFUSED.format(zone=zp.name, servers=", ".join(zp.reopen),
-                                                          acl=", ".join(zp.allow_transfer or []))
-                            for zp in again.zones or [] if zp.reopen and zp.name not in refused})
-            again.refusals = list(refused.values())
+            again = verdict.approve(again, self.options.policy, scope)
+            refused = {r.zone or "": r.text for r in again.refused}
         second = self.apply([zp for zp in again.zones or [] if zp.name not in refused], focus=None)
         _merge(first, second, refused)
         return again

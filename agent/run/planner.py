@@ -17,11 +17,12 @@ from agent.desired.hierarchy import Desired
 from agent.desired.memo import NO_MEMO
 from agent.errors import AgentError
 from agent.gate import policy as repo_rules
-from agent.gate import safety
+from agent.gate import safety, verdict
 from agent.load.sourcefile import SourceFile
 from agent.model import names
 from agent.model.limits import Limits
 from agent.model.observed import KubeObserved, Observed
+from agent.model.scope import ALL, Scope, ScopeRule
 from agent.model.servers import instance_id
 from agent.model.steps import Steps, timed
 from agent.observe import dnsobserve, kubeobserve
@@ -132,18 +133,14 @@ def plan(snap: Snapshot, targets: Targets, options: Options, *, memory: Memory =
     except AgentError as exc:
         planned.error = str(exc)
         return planned
+    scope = ALL if only is None else Scope(frozenset(only), False, ScopeRule.CHANGED_ZONES)
     with collector.long_lived(), timed(planned.steps, "plan"):
-        planned.plan = build.build(desired, planned.observed, revision=snap.revision,
-                                   agent=options.agent_namespace, rotate_rndc_keys=options.rotate_rndc_keys,
-                                   trust_hash=planned.kube_fast,
-                                   memo=memory.plans if planned.dns_fast else NO_MEMO,
-                                   force=options.policy.force, create_namespaces=options.create_namespaces,
-                                   only=only, kube_memo=memory.desired)
-    if only is not None:
-        planned.plan.notes = [n for n in planned.plan.notes if n != build.NOT_OBSERVED_KUBE]
-        planned.plan.notes.append(FIRST.format(zones=len(only)))
+        plan = build.build(desired, planned.observed, revision=snap.revision, agent=options.agent_namespace,
+                           rotate_rndc_keys=options.rotate_rndc_keys, trust_hash=planned.kube_fast,
+                           memo=memory.plans if planned.dns_fast else NO_MEMO, force=options.policy.force,
+                           create_namespaces=options.create_namespaces, scope=scope, kube_memo=memory.desired)
     with timed(planned.steps, "gate"):
-        planned.plan.refusals = safety.check(planned.plan, options.policy)
+        planned.plan = verdict.approve(plan, options.policy, scope)
     return planned
 
 
@@ -156,10 +153,6 @@ def offline(validated: Validated) -> Planned:
         with collector.long_lived():
             planned.plan = build.offline(validated.desired)
     return planned
-
-
-FIRST = ("pushes first: this run applies the {zones} zone(s) the push changed; the reconcile of the whole "
-         "revision it cut short follows at once (Kubernetes objects, statuses, every other zone)")
 
 
 def _first_zones(memory: Memory, desired: Desired, endpoints: Mapping[str, Endpoint]) -> set[str] | None:
