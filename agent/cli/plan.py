@@ -145,12 +145,15 @@ def _planned(args: argparse.Namespace, report: validation.Progress) -> Planned:
     if not common.cluster_requested(args):
         validated = common.validate(localdir.files(args.directory), args, progress=report)
         return validated, _offline(validated), None
-    from agent.run import compose, planner  # only online: the offline plan never loads the cluster's clients
+    from agent.model.scope import ALL  # only online: the offline plan never loads the cluster's clients
+    from agent.run import compose, planner
+    from agent.run import options as run_options
 
     built = compose.build(compose.Request(  # as a sync builds it; its store is read only with zone endpoints
-        compose.options({**vars(args), "dry_run": True}, common.policy_settings(args)), directory=args.directory,
+        run_options.of({**vars(args), "dry_run": True}, common.policy_settings(args)), directory=args.directory,
         limits=common.limits(args), cluster=True, kubeconfig=common.kubeconfig(args.kubeconfig), context=args.context))
-    planned = planner.plan(built.source.snapshot(), built.targets, built.options, progress=report)
+    planned = planner.plan(built.source.snapshot(), ALL, planner.WHOLE, targets=built.targets, options=built.options,
+                           progress=report)
     return planned.validated, planned.plan, planned.error
 
 

@@ -142,11 +142,11 @@ def compute(args: argparse.Namespace) -> tuple[Plan | None, bool]:
         print("nothing planned", file=sys.stderr)
         return Plan([], head_found, head_side.revision, base=base_side.revision, base_problems=base_found,
                     invalid=invalid, labels=_labels(base_side, head_side)), False
-    from agent.gate import verdict
+    from agent.gate import safety, verdict
     from agent.plan import delta
 
     result = delta.delta(base, head, base_revision=base_side.revision, head_revision=head_side.revision,
                          agent=args.agent_namespace)
-    result = verdict.approve(result, common.safety_policy(args))
+    result = verdict.approve(result, safety.Policy.of(vars(args)))
     return dataclasses.replace(result, labels=_labels(base_side, head_side), sources=links.sources(
         args, head, base, {links.HEAD: head_side.repo, links.BASE: base_side.repo})), True

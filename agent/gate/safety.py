@@ -19,6 +19,8 @@ had when last applied); allow-unsafe-plan relaxes nothing (agent/gate/overrides.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import Any
 
 from agent.gate import overrides
 from agent.model.findings import Refusal
@@ -42,6 +44,14 @@ class Policy:
     min_managed: int = MIN_MANAGED
     prune_threshold: float = PRUNE_THRESHOLD
     prune_min: int = PRUNE_MIN
+
+    @classmethod
+    def of(cls, values: Mapping[str, Any]) -> Policy:
+        """The operator's gate from values named as `run`'s settings and `sync`'s flags are: `force`,
+        `allow_prune`, `delete_threshold_percent` (None or absent: the default)."""
+        percent = values.get("delete_threshold_percent")
+        return cls(force=bool(values.get("force")), allow_prune=bool(values.get("allow_prune")),
+                   delete_threshold=DELETE_THRESHOLD if percent is None else percent / 100)
 
 
 FORCE_HOW = ("the operator can allow it for one run with `bindy-agent sync --force` (for `bindy-agent run`: the "
