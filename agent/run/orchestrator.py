@@ -127,7 +127,7 @@ class _Run(Finishing):
         planned = self._plan(snap)
         if planned.cut:
             return pushfirst.cut(self.run_id, snap, planned, self.memory)
-        self.observed, self.endpoints = planned.observed, planned.endpoints
+        self.observed, self.endpoints, self.validated = planned.observed, planned.endpoints, planned.validated
         self.kube_fast, self.dns_fast = planned.kube_fast, planned.dns_fast
         found, desired = planned.validated.problems, planned.validated.desired
         result = RunOutcome(self.run_id, snap.revision, "rejected", found, superseded=skipped, parsed=True)

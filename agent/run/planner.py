@@ -72,10 +72,20 @@ def reading_of(memory: Memory, options: Options, *, zones_first: bool = False) -
 def validate(files: Sequence[SourceFile], options: Options, *, limits: Limits,
              kube_api: KubeApi | None = None, memory: Memory = ONE_SHOT,
              progress: Progress = quiet) -> Validated:
-    """load -> desired -> policy (agent/run/validation.py) with a run's options."""
-    return validation.validate(files, default_namespace=options.default_namespace, repo_policy=options.repo_policy,
-                               delete_threshold=options.policy.delete_threshold, limits=limits, kube_api=kube_api,
-                               files_cache=memory.files, memo=memory.desired, progress=progress)
+    """load -> desired -> policy (agent/run/validation.py) with a run's options; with a cluster, the live
+    labels of the Secrets the revision references are read between (metadata only): what the policy
+    checks them against. Without one, such references are only warned about."""
+    validated = validation.load(files, default_namespace=options.default_namespace, limits=limits,
+                                files_cache=memory.files, memo=memory.desired, progress=progress)
+    if validated.desired is None:
+        return validated
+    labels = None
+    if kube_api is not None:
+        with timed(validated.steps, "validate"):
+            labels = kubeobserve.secret_labels(kube_api, validation.secrets_to_observe(validated))
+    validation.check(validated, repo_policy=options.repo_policy, delete_threshold=options.policy.delete_threshold,
+                     secret_labels=labels)
+    return validated
 
 
 @dataclasses.dataclass
