@@ -28,7 +28,6 @@ from agent.clients import kubeapi, statestore
 from agent.errors import ConfigError, KubeError
 from agent.model import names
 from agent.model.limits import Limits
-from agent.observe import instancereach as instance_endpoints
 from agent.outcome import forge, notesignature, notify
 from agent.run import options as run_options
 from agent.run import revisions
@@ -119,25 +118,19 @@ def store(request: Request, api: kubeapi.KubeApi | None) -> statestore.Store:
 
 
 def zone_endpoints(request: Request, api: kubeapi.KubeApi | None) -> run_options.Endpoints | None:
-    """How a run reaches each instance: a fixed map, in-cluster Services (the zone-API token only to
-    instances in allowed namespaces), or None (no DNS step)."""
+    """How a run reaches each instance: a map file, in-cluster Services, or None (no DNS step); each
+    run's observe step reads it (agent/run/options.py)."""
     if request.endpoints is not None:
         if request.in_cluster_dns:
             raise ConfigError("--endpoints and --in-cluster-dns exclude each other")
-        path = request.endpoints
-        endpoint_map.load_endpoints(path)  # a map that cannot be read stops the start, not every run
-        return lambda desired: endpoint_map.load_endpoints(path)  # read again each run: keys, tokens rotate
+        endpoint_map.load_endpoints(request.endpoints)  # a map that cannot be read stops the start, not every run
+        return run_options.EndpointMap(request.endpoints)
     if not request.in_cluster_dns:
         return None
     if api is None:
         raise ConfigError("--in-cluster-dns finds the DNS servers through the cluster: it needs one "
                           "(--kubeconfig, --context or --in-cluster)")
-    cluster, token, audience = api, request.zone_api_token_file, request.zone_api_audience
-    allowed = request.options.repo_policy.namespace_allowed
-    agents = request.options.agent_namespace
-    return lambda desired: instance_endpoints.from_cluster(
-        cluster, desired, token_file=token, audience=audience, send_token_to=lambda key: allowed(key.namespace or ""),
-        agent_addresses=instance_endpoints.agent_addresses(cluster, agents))
+    return run_options.InCluster(request.zone_api_token_file, request.zone_api_audience)
 
 
 def source(request: Request) -> revisions.RevisionSource:

@@ -5,10 +5,12 @@ one builder of Options from values named as `run`'s settings are (`of`): `sync`'
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+import pathlib
+from collections.abc import Mapping
 from typing import Any
 
 from agent.clients import axfr
+from agent.clients import endpoints as endpoint_map
 from agent.clients.endpoints import Endpoint
 from agent.clients.kubeapi import KubeApi
 from agent.clients.statestore import Store
@@ -16,9 +18,47 @@ from agent.desired.hierarchy import Desired
 from agent.gate import policy as repo_rules
 from agent.gate import safety
 from agent.model import names
+from agent.observe import instancereach
 from agent.outcome import forge, notify
 
-Endpoints = Mapping[str, Endpoint] | Callable[[Desired], Mapping[str, Endpoint]]
+
+@dataclasses.dataclass(frozen=True)
+class EndpointMap:
+    """The DNS servers of each instance from a map file (--endpoints), read again by each run's observe
+    step: keys and tokens rotate."""
+
+    path: pathlib.Path
+
+    def read(self, desired: Desired, api: KubeApi | None, options: Options) -> Mapping[str, Endpoint]:
+        return endpoint_map.load_endpoints(self.path)
+
+
+@dataclasses.dataclass(frozen=True)
+class InCluster:
+    """The DNS servers of each instance found in the cluster (--in-cluster-dns): its Service's pods and
+    RNDC Secret; the zone-API token (from `token_file`, for `audience`) goes only to instances in the
+    namespaces the repository policy allows, the others are reached without one."""
+
+    token_file: pathlib.Path = endpoint_map.ZONE_API_TOKEN
+    audience: str = endpoint_map.ZONE_API_AUDIENCE
+
+    def read(self, desired: Desired, api: KubeApi | None, options: Options) -> Mapping[str, Endpoint]:
+        assert api is not None  # agent/run/compose.py: in-cluster DNS needs a cluster
+        allowed = options.repo_policy.namespace_allowed
+        return instancereach.from_cluster(
+            api, desired, token_file=self.token_file, audience=self.audience,
+            send_token_to=lambda key: allowed(key.namespace or ""),
+            agent_addresses=instancereach.agent_addresses(api, options.agent_namespace))
+
+
+# How a run reaches the DNS servers: a fixed map (tests, a caller that read it), or read by the
+# run's observe step (agent/run/planner.py)
+Endpoints = Mapping[str, Endpoint] | EndpointMap | InCluster
+
+
+def endpoints(dns: Endpoints, desired: Desired, api: KubeApi | None, options: Options) -> Mapping[str, Endpoint]:
+    """The DNS servers of each instance the revision places a zone on, as this run reaches them."""
+    return dns if isinstance(dns, Mapping) else dns.read(desired, api, options)
 
 
 @dataclasses.dataclass

@@ -34,6 +34,7 @@ from agent.plan import build
 from agent.plan.changes import Plan
 from agent.podready import gates as podgates
 from agent.run import collector, validation
+from agent.run import options as run_options
 from agent.run.memory import ONE_SHOT, Memory
 from agent.run.options import Endpoints as Endpoints
 from agent.run.options import Options as Options
@@ -150,9 +151,8 @@ def _plan(planned: Planned, scope: Scope, reading: Reading, *, revision: str | N
     assert desired is not None
     try:
         with timed(planned.steps, "observe"):
-            if planned.endpoints is None:
-                endpoints = targets.endpoints  # read once, whichever way the revision is observed
-                planned.endpoints = endpoints(desired) if callable(endpoints) else endpoints
+            if planned.endpoints is None and targets.endpoints is not None:  # read once, however observed
+                planned.endpoints = run_options.endpoints(targets.endpoints, desired, targets.kube_api, options)
             scope, reading = _resolved(scope, reading, desired, planned.endpoints, memory)
             planned.scope, planned.reading = scope, reading
             planned.kube_fast, planned.dns_fast = reading.kube is KubeRead.RECALL, reading.plan_memo
