@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import hashlib
 import pathlib
 import sys
@@ -181,7 +180,7 @@ def request(args: argparse.Namespace) -> compose.Request:
     """What this sync was given, said as every verb says it (agent/run/compose.py)."""
     given = _given(args)
     source_key = args.repo or str(args.directory.resolve())
-    git = compose.Git(**{f.name: getattr(args, f.name) for f in dataclasses.fields(compose.Git)}) if args.repo else None
+    git = compose.Git.of(vars(args)) if args.repo else None
     return compose.Request(
         run_options.of(vars(args), common.policy_settings(args)), git, None if args.repo else args.directory,
         limits=common.limits(args), cluster=_wants_cluster(args), kubeconfig=common.kubeconfig(args.kubeconfig),

@@ -29,26 +29,10 @@ from agent.errors import ConfigError, KubeError
 from agent.model import names
 from agent.model.limits import Limits
 from agent.outcome import forge, notesignature, notify
+from agent.run import gitsource, revisions
 from agent.run import options as run_options
-from agent.run import revisions
 from agent.run import settings as config
-from agent.sources.git import GitSource
-
-
-@dataclasses.dataclass(frozen=True)
-class Git:
-    """A Git source: the repository and how to reach it."""
-
-    repo: str
-    cache: pathlib.Path = names.GIT_CACHE
-    branch: str = "main"
-    ref: str | None = None
-    path: str = ""
-    ssh_key: pathlib.Path | None = None
-    known_hosts: pathlib.Path | None = None
-    insecure_ignore_host_key: bool = False
-    token_file: pathlib.Path | None = None
-    report_key_file: pathlib.Path | None = None  # signs the commit reports
+from agent.run.gitsource import Git as Git  # a Git source as every verb names it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,17 +122,14 @@ def source(request: Request) -> revisions.RevisionSource:
         assert request.directory is not None
         return revisions.DirectoryRevisions(request.directory, limits=request.limits)
     g = request.git
-    git = GitSource(g.repo, g.cache, branch=g.branch, ref=g.ref, path=g.path, ssh_key=g.ssh_key,
-                    known_hosts=g.known_hosts, insecure_ignore_host_key=g.insecure_ignore_host_key,
-                    token_file=g.token_file, limits=request.limits)
     key = notesignature.read_key(g.report_key_file) if g.report_key_file else None
-    return revisions.GitRevisions(git, report_key=key)
+    return revisions.GitRevisions(gitsource.source(g, request.limits), report_key=key)
 
 
 def from_settings(settings: config.Settings) -> Request:
     """What `bindy-agent run` was given. Its cluster is --kubeconfig or --in-cluster (the pod's account)."""
     values = dict(settings)
-    git = Git(**{f.name: values[f.name] for f in dataclasses.fields(Git)})
+    git = Git.of(values)
     return Request(run_options.of(values, settings.policy_settings()), git, limits=settings.limits(),
                    cluster=settings.kubeconfig is not None or settings.in_cluster,
                    kubeconfig=str(settings.kubeconfig) if settings.kubeconfig else None,
