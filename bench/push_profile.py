@@ -34,7 +34,7 @@ WRAPPED = [("agent.sources.git.GitSource", "remote_head"), ("agent.sources.git.G
            ("agent.sources.gittree", "list_tree"), ("agent.sources.gittree", "_unsound"),
            ("agent.load.loader", "load_files"), ("agent.desired.zoneset", "place"),
            ("agent.desired.hierarchy", "build"), ("agent.observe.dnsobserve", "observe"),
-           ("agent.podready.gates", "zones_of_waiting"), ("agent.plan.build", "build"),
+           ("agent.observe.dnsobserve", "zones_of_waiting"), ("agent.plan.build", "build"),
            ("agent.reconcile.dnsapply", "apply"), ("agent.run.memorize", "after_run"),
            ("agent.run.orchestrator._Run", "_finish"), ("agent.run.runtrace.RunTrace", "finish"),
            ("agent.run.orchestrator._Run", "_next_state")]

@@ -24,6 +24,7 @@ from agent.desired.memo import NO_MEMO, Memo
 from agent.load import filecache, loader
 from agent.model.observed import DnsObserved, ZoneObserved
 from agent.model.ownership import ZoneOwnership
+from agent.model.reading import IN_FULL
 from agent.model.servers import instance_id
 from agent.observe import dnsobserve
 from agent.plan import build, rrsetdiff
@@ -83,7 +84,7 @@ def test_observe_holds_the_desired_rrsets_a_zone_transfer_read_back_unchanged(tm
                         lambda endpoint, name, **kw: _read_back(next(z for z in desired.zones if z.name == name),
                                                                 {key: off} if name == zone.name else {}))
     eps = {PRIMARY: Endpoint(PRIMARY, "127.0.0.1", 53, "http://127.0.0.1:1")}
-    observed = dnsobserve.observe(desired, FileStore(tmp_path / "state"), eps, deadline=Deadline(30))
+    observed = dnsobserve.observe(desired, FileStore(tmp_path / "state"), eps, IN_FULL, deadline=Deadline(30))
     seen = observed.zones[zone.name][PRIMARY].rrsets
     assert seen is not None and seen[key] is off
     held = [k for k in seen if k != key and k in zone.rrsets]
@@ -166,7 +167,7 @@ def test_a_push_checks_the_name_servers_of_the_zones_it_changed_only(tmp_path: p
 
 
 # -- DNS apply: a push reports the zones it left unasked from their last result ---------------------------
-def _in_sync_plans(tmp_path: pathlib.Path) -> tuple[list[Any], dict[str, Endpoint]]:
+def _in_sync_plans(tmp_path: pathlib.Path) -> tuple[list[Any], dict[str, Endpoint], DnsObserved]:
     """The sample's zone plans, each found in sync (the plan's decision), on one primary each."""
     desired = hierarchy.build(load_dir(SAMPLE))
     eps = {i: Endpoint(i, "127.0.0.1", 1, "http://127.0.0.1:1")
@@ -176,12 +177,12 @@ def _in_sync_plans(tmp_path: pathlib.Path) -> tuple[list[Any], dict[str, Endpoin
              for z in desired.zones}
     seen = {z.name: {instance_id(k): ZoneObserved(dict(z.rrsets), serial=1) for k in z.primaries} for z in desired.zones}
     world = DnsObserved(owned, seen, set(eps), focus=set(), servers=dnsobserve.reach(eps))
-    return [dataclasses.replace(zp, in_sync=True) for zp in build.zone_plans(desired, world)], eps
+    return [dataclasses.replace(zp, in_sync=True) for zp in build.zone_plans(desired, world)], eps, world
 
 
 def test_a_push_reports_the_zones_it_left_unasked_from_their_last_result(tmp_path: pathlib.Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    plans, eps = _in_sync_plans(tmp_path)
+    plans, eps, world = _in_sync_plans(tmp_path)
     assert len(plans) == 3
     store, options = FileStore(tmp_path / "state"), dnsapply.DnsApplyOptions()
     reported: insync.Reported = {}
@@ -192,10 +193,11 @@ def test_a_push_reports_the_zones_it_left_unasked_from_their_last_result(tmp_pat
 
     def run(zones: list[Any], focus: set[str]) -> list[Any]:
         walked.clear()
-        return dnsapply.apply(zones, eps, store, options=options, deadline=Deadline(30), focus=focus,
+        asked = dataclasses.replace(world, focus=focus)  # only these zones were asked
+        return dnsapply.apply(zones, eps, store, options=options, deadline=Deadline(30), observed=asked,
                               reported=reported).zones
 
-    cold = dnsapply.apply(plans, eps, store, options=options, deadline=Deadline(30), focus=set()).zones
+    cold = dnsapply.apply(plans, eps, store, options=options, deadline=Deadline(30), observed=world).zones
     first = run(plans, set())
     assert sorted(walked) == sorted(zp.name for zp in plans) and first == cold
     again = run(plans, set())

@@ -23,7 +23,7 @@ from agent.desired.hierarchy import Desired
 from agent.model import names, podreadiness
 from agent.model.key import ObjectKey
 from agent.model.ownership import RunState
-from agent.observe import instancereach
+from agent.observe import dnsobserve, instancereach
 from agent.outcome import pods as pod_problems
 from agent.podready import condition as podcondition
 from agent.podready import gates as podgates
@@ -223,7 +223,7 @@ def test_no_waiting_pod_no_patch(tmp_path: pathlib.Path) -> None:
 def test_a_run_observes_the_zones_of_an_instance_with_a_waiting_pod_even_when_nothing_changed_in_them(
         tmp_path: pathlib.Path) -> None:
     desired = _desired(tmp_path)
-    assert podgates.zones_of_waiting(desired, _world(desired)) == set(_zones_on_primary(desired))
+    assert dnsobserve.zones_of_waiting(desired, _world(desired)) == set(_zones_on_primary(desired))
 
 
 # -- asking for a run ------------------------------------------------------------------------------

@@ -29,3 +29,8 @@ class Reading:
     refresh_ownership: bool  # read the zones' ownership records again
     zones_first: bool  # a reconcile that may yield reads the zones, then Kubernetes
     plan_memo: bool  # reuse the zone plans of unchanged zones (trusting the remembered cluster)
+
+
+# what a one-shot run reads (the CLI, a sweep): the cluster listed, every zone transferred, nothing remembered
+IN_FULL = Reading(KubeRead.LIST, DnsRead.TRANSFER, remembered=False, refresh_ownership=True, zones_first=False,
+                  plan_memo=False)

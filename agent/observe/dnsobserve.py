@@ -28,6 +28,8 @@ from agent.errors import TransferRefused, ZoneMissing, ZoneTransferError
 from agent.model import names
 from agent.model.observed import DnsObserved, Reach, ZoneObserved
 from agent.model.ownership import Key, ZoneOwnership
+from agent.model.reading import DnsRead, Reading
+from agent.model.scope import ALL, Scope
 from agent.model.servers import SERVER_SEPARATOR, instance_id
 
 log = logging.getLogger(__name__)
@@ -140,20 +142,24 @@ class Cut(Exception):
         self.observed = observed
 
 
-def observe(desired: Desired, store: Store, endpoints: Mapping[str, Endpoint], *, deadline: Deadline,
-            memory: DnsMemory = NOTHING_SEEN, refresh: bool = True, focus: set[str] | None = None,
-            progress: Callable[[int, int], None] | None = None,
-            limits: axfr.TransferLimits = axfr.DEFAULT_LIMITS, only: set[str] | None = None,
-            stop: Callable[[], bool] | None = None) -> DnsObserved:
-    """Only zones whose serial moved since `memory` saw them (or that it has not seen) are transferred; with a
-    `focus` too (the zones the revision touches), the serials of the other zones are not even asked:
-    they are what the agent left there (hand-made drift in them is found by the next run without a
-    focus, every resync). `refresh` reads the ownership records back from the store; `progress`
-    hears (zones observed, zones to observe) as each zone's transfers finish. `only`: just these zones
-    (the second round for zones found stale while applying: read in full, ownership read back). `stop`,
-    asked as each zone finishes: when it says so, the transfers not started are dropped and `Cut`
-    carries what was read of the zones finished."""
-    ownership = store.load_zones(refresh=refresh)
+def observe(desired: Desired, store: Store, endpoints: Mapping[str, Endpoint], reading: Reading, *,
+            deadline: Deadline, memory: DnsMemory = NOTHING_SEEN, progress: Callable[[int, int], None] | None = None,
+            stop: Callable[[], bool] | None = None, scope: Scope = ALL,
+            limits: axfr.TransferLimits = axfr.DEFAULT_LIMITS) -> DnsObserved:
+    """The zones of `scope` as `reading` says. `memory` is what the agent last saw (used when the
+    reading starts from it, `reading.remembered`): only zones whose serial moved since (or that it has
+    not seen) are transferred. A FOCUSED reading asks the serials of the scope's zones, or, with every
+    zone in scope, of those the revision touches and those of an instance with a pod waiting for its
+    zones: the other zones are what the agent left there (hand-made drift in them is found by the next
+    run that asks every serial, every resync). `reading.refresh_ownership` reads the ownership records
+    back from the store; `progress` hears (zones observed, zones to observe) as each zone's transfers
+    finish. A scope of some zones (push-first, or the second round for zones found stale while
+    applying) reads just those. `stop`, asked as each zone finishes: when it says so, the transfers
+    not started are dropped and `Cut` carries what was read of the zones finished."""
+    only = set(scope.zones) if scope.zones is not None else None
+    memory = memory if reading.remembered else NOTHING_SEEN
+    focus = _focus(desired, endpoints, reading, memory, only)
+    ownership = store.load_zones(refresh=reading.refresh_ownership)
     endpoints, starting, fresh = _with_pods(endpoints)
     if only is not None:
         ownership = {zone: owned for zone, owned in ownership.items() if zone in only}
@@ -167,7 +173,6 @@ def observe(desired: Desired, store: Store, endpoints: Mapping[str, Endpoint], *
             for inst, role in sorted({**(owned.pending.place if owned.pending else {}), **owned.placements}.items())
             if role == "primary" and inst in endpoints for server in pods.get(inst, (inst,))]
     known = _unmoved(jobs, servers, memory, deadline, focus)
-    left, finished = collections.Counter(zone for zone, _ in jobs), 0  # transfers left per zone
     zones: dict[str, dict[str, ZoneObserved]] = {}
     for zone, server in _secondaries_without(desired, ownership, servers, pods, deadline, focus, only):
         zones.setdefault(zone, {})[server] = ZoneObserved(None)
@@ -177,19 +182,51 @@ def observe(desired: Desired, store: Store, endpoints: Mapping[str, Endpoint], *
                    for job in [*jobs, *gone] if job not in known}
         for zone, inst in gone:
             zones.setdefault(zone, {})[inst] = futures[(zone, inst)].result()
-        for job in jobs:
-            zone, inst = job
-            zones.setdefault(zone, {})[inst] = known[job] if job in known else futures[job].result()
-            left[zone] -= 1
-            finished += not left[zone]
-            if progress is not None and not left[zone]:
-                progress(finished, len(left))
-            if stop is not None and not left[zone] and stop():
-                for future in futures.values():
-                    future.cancel()  # the transfers in flight finish (bounded); the rest never start
-                done = {z: s for z, s in zones.items() if not left[z]}
-                raise Cut(_observed(ownership, done, endpoints, focus, pods, starting, fresh))
+        done = _collect(jobs, known, futures, zones, progress, stop)
+        if done is not None:
+            raise Cut(_observed(ownership, done, endpoints, focus, pods, starting, fresh))
     return _observed(ownership, zones, endpoints, focus, pods, starting, fresh)
+
+
+def _collect(jobs: list[tuple[str, str]], known: Mapping[tuple[str, str], ZoneObserved],
+             futures: Mapping[tuple[str, str], concurrent.futures.Future[ZoneObserved]],
+             zones: dict[str, dict[str, ZoneObserved]], progress: Callable[[int, int], None] | None,
+             stop: Callable[[], bool] | None) -> dict[str, dict[str, ZoneObserved]] | None:
+    """Each job's observation into `zones`, zone after zone; when `stop` says so as a zone finishes,
+    the transfers not started are dropped and the zones finished are returned (else None)."""
+    left, finished = collections.Counter(zone for zone, _ in jobs), 0  # transfers left per zone
+    for job in jobs:
+        zone, inst = job
+        zones.setdefault(zone, {})[inst] = known[job] if job in known else futures[job].result()
+        left[zone] -= 1
+        finished += not left[zone]
+        if progress is not None and not left[zone]:
+            progress(finished, len(left))
+        if stop is not None and not left[zone] and stop():
+            for future in futures.values():
+                future.cancel()  # the transfers in flight finish (bounded); the rest never start
+            return {z: s for z, s in zones.items() if not left[z]}
+    return None
+
+
+def _focus(desired: Desired, endpoints: Mapping[str, Endpoint], reading: Reading, memory: DnsMemory,
+           only: set[str] | None) -> set[str] | None:
+    """The zones whose serials a FOCUSED reading asks (None: every zone's): the scope's, or the
+    zones the revision touches and those of a pod waiting for its zones (a new pod has none)."""
+    if reading.dns is not DnsRead.FOCUSED:
+        return None
+    if only is not None:
+        return set(only)
+    return memory.changed(desired) | zones_of_waiting(desired, endpoints)
+
+
+def zones_of_waiting(desired: Desired, endpoints: Mapping[str, Endpoint]) -> set[str]:
+    """The zones placed on an instance with a pod waiting for its zones: those a run observes and
+    writes even when nothing changed in them (a new pod has none)."""
+    instances = {i for i, e in endpoints.items() if any(s.waiting for s in e.servers)}
+    if not instances:  # the usual case: no walk of the revision's zones
+        return set()
+    return {z.name for z in desired.zones for key in z.instances if instance_id(key) in instances}
 
 
 def _observed(ownership: dict[str, ZoneOwnership], zones: dict[str, dict[str, ZoneObserved]],

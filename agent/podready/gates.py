@@ -55,21 +55,6 @@ def waiting(endpoints: Mapping[str, Endpoint]) -> dict[str, str]:
             for s in endpoint.servers if s.waiting}
 
 
-def waiting_instances(endpoints: Mapping[str, Endpoint]) -> set[str]:
-    """The instances with a pod that waits for its zones."""
-    return {i for i, e in endpoints.items() if any(s.waiting for s in e.servers)}
-
-
-def zones_of_waiting(desired: Desired, endpoints: Mapping[str, Endpoint]) -> set[str]:
-    """The zones placed on an instance with a waiting pod: those a run observes and writes even when
-    nothing changed in them (a new pod has none)."""
-    instances = waiting_instances(endpoints)
-    if not instances:  # the usual case: no walk of the revision's zones
-        return set()
-    on = placed(desired)
-    return {z for i in instances for z in on.get(i, ())}
-
-
 def _why_not(server: str, result: ZoneResult | None) -> str:
     if result is None:
         return "not written in this run"

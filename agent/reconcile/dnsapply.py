@@ -41,7 +41,7 @@ from agent.clients.endpoints import Endpoint, by_server
 from agent.clients.statestore import Store
 from agent.desired import nameservers
 from agent.errors import AgentError, ZoneApiError
-from agent.model.observed import ZoneObserved
+from agent.model.observed import DnsObserved, ZoneObserved
 from agent.model.ownership import ZoneOwnership
 from agent.model.rrchange import RRChange
 from agent.model.servers import instance_of
@@ -349,14 +349,16 @@ def _ownership_reached(zp: ZonePlan, result: ZoneResult, revision: str | None) -
 
 
 def apply(zones: list[ZonePlan], endpoints: Mapping[str, Endpoint], store: Store, *, options: DnsApplyOptions,
-          deadline: Deadline, progress: Callable[[int, int], None] | None = None,
-          focus: set[str] | None = None, reported: insync.Reported | None = None) -> DnsResult:
+          deadline: Deadline, observed: DnsObserved | None = None, progress: Callable[[int, int], None] | None = None,
+          reported: insync.Reported | None = None) -> DnsResult:
     """Executes every zone's plan; ownership is stored as it goes. `progress` hears (zones done, zones).
-    `focus`: only these zones were observed (dnsobserve.observe); only they are checked for a
-    secondary left behind, the others wait for the next run without a focus. `reported`: a long-running
+    `observed`: what the plans were made from (dnsobserve.observe); when only some zones were asked
+    (its `focus`), only they are checked for a secondary left behind, the others wait for the next
+    run that asks every zone. `reported`: a long-running
     agent's zones found in sync, with their plans: one left unasked with the very same plan takes its
     last result (agent/reconcile/insync.py), so a push walks the zones it changes, not all 10,000."""
     runner = DnsApply(endpoints, store, options, deadline)
+    focus = observed.focus if observed is not None else None
     in_sync = [zp.in_sync for zp in zones]
     work = [(i, zp) for i, zp in enumerate(zones) if not in_sync[i]]
     done: dict[int, ZoneResult] = {}

@@ -13,7 +13,7 @@ from agent.clients.deadline import Deadline
 from agent.clients.endpoints import Endpoint
 from agent.desired.hierarchy import Desired
 from agent.errors import AgentError, KubeError
-from agent.model.observed import Observed
+from agent.model.observed import DnsObserved, Observed
 from agent.model.ownership import RunState
 from agent.model.scope import Scope
 from agent.model.steps import Steps, timed
@@ -79,7 +79,7 @@ class Executing:
                                                       "applied", "objects", done, total))
             if plan.zones is not None and self.endpoints is not None:
                 result.dns = self._apply_dns(plan.zones, result.revision, reported=self.memory.reports(),
-                                             focus=self.observed.dns.focus if self.observed.dns else None)
+                                             observed=self.observed.dns)
                 if result.dns.stale:
                     result.replan = self._again(result.revision, result.dns)
                 result.errors += podstep.after_dns(api, desired, self.endpoints, result.dns, wait=options.verify_wait,
@@ -102,14 +102,14 @@ class Executing:
                            dns_fast=self.dns_fast, failed=bool(result.errors))
 
     def _apply_dns(self, zones: list[ZonePlan], revision: str | None, *, reported: insync.Reported | None,
-                   focus: set[str] | None) -> dnsresult.DnsResult:
+                   observed: DnsObserved | None) -> dnsresult.DnsResult:
         """The zones and RRsets of a plan (reconcile/dnsapply.py); verification is a step of its own."""
         assert self.endpoints is not None
         options = dnsapply.DnsApplyOptions(self.options.batch, self.options.verify_wait, revision)
         with timed(self.steps, "apply_dns"):
             done = dnsapply.apply(zones, self.endpoints, self.targets.store, options=options, deadline=self.deadline,
-                                  progress=lambda n, total: self.progress("applied", "zones", n, total), focus=focus,
-                                  reported=reported)
+                                  observed=observed, reported=reported,
+                                  progress=lambda n, total: self.progress("applied", "zones", n, total))
         self.steps["apply_dns"] -= done.verify_seconds
         self.steps["verify"] = self.steps.get("verify", 0.0) + done.verify_seconds
         return done
@@ -136,7 +136,7 @@ class Executing:
             return None
         refused = {r.zone or "": r.text for r in again.plan.refused}
         second = self._apply_dns([zp for zp in again.plan.zones or [] if zp.name not in refused], revision,
-                                 reported=self.memory.reports(), focus=None)
+                                 reported=self.memory.reports(), observed=again.observed.dns)
         dnsresult.merge_round(first, second, refused)
         return again.plan
 

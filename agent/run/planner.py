@@ -23,6 +23,7 @@ from agent.desired.memo import NO_MEMO
 from agent.errors import AgentError
 from agent.gate import verdict
 from agent.load.sourcefile import SourceFile
+from agent.model import reading as reading_in
 from agent.model.limits import Limits
 from agent.model.observed import DnsObserved, KubeObserved, Observed
 from agent.model.reading import DnsRead, KubeRead, Reading
@@ -32,7 +33,6 @@ from agent.model.steps import Steps, timed
 from agent.observe import dnsobserve, kubeobserve
 from agent.plan import build
 from agent.plan.changes import Plan
-from agent.podready import gates as podgates
 from agent.run import collector, validation
 from agent.run import options as run_options
 from agent.run.memory import ONE_SHOT, Memory
@@ -42,16 +42,13 @@ from agent.run.options import Targets as Targets
 from agent.run.revisions import Snapshot
 from agent.run.validation import Progress, Validated, quiet
 
-# A one-shot run reads everything: the cluster listed, every zone transferred, nothing remembered.
-WHOLE = Reading(KubeRead.LIST, DnsRead.TRANSFER, remembered=False, refresh_ownership=True, zones_first=False,
-                plan_memo=False)
+WHOLE = reading_in.IN_FULL  # a one-shot run: the cluster listed, every zone transferred, nothing remembered
 # How a push's zones are read once known (scope CHANGED_ZONES): their serials against memory, the
 # cluster not at all (the reconcile the push cut applies it), the zone plans of unchanged zones reused.
 PUSH_FIRST = Reading(KubeRead.NONE, DnsRead.FOCUSED, remembered=True, refresh_ownership=False, zones_first=False,
                      plan_memo=True)
 # The second DNS round (scope STALE): the zones as they are now, in full, their ownership read back.
-AGAIN = Reading(KubeRead.NONE, DnsRead.TRANSFER, remembered=False, refresh_ownership=True, zones_first=False,
-                plan_memo=False)
+AGAIN = dataclasses.replace(reading_in.IN_FULL, kube=KubeRead.NONE)
 
 
 def reading_of(memory: Memory, options: Options, *, zones_first: bool = False) -> Reading:
@@ -237,19 +234,10 @@ def _observe(planned: Planned, desired: Desired, scope: Scope, reading: Reading,
 def _dns(desired: Desired, targets: Targets, endpoints: Mapping[str, Endpoint], scope: Scope, reading: Reading,
          options: Options, *, memory: Memory, deadline: Deadline, progress: Progress,
          stop: Callable[[], bool] | None) -> DnsObserved:
-    """The zones of `scope`, as `reading` says: from what memory saw (`remembered`), asking the serials of
-    the zones in scope, or of the zones the revision touches and of a pod waiting for its zones (a new
-    pod has none) when FOCUSED."""
-    only = None if scope.zones is None else set(scope.zones)
-    focus = None
-    if reading.dns is DnsRead.FOCUSED:
-        focus = set(only) if only is not None else (memory.dns.changed(desired)
-                                                    | podgates.zones_of_waiting(desired, endpoints))
-    return dnsobserve.observe(
-        desired, targets.store, endpoints, deadline=deadline,
-        memory=memory.dns if reading.remembered else dnsobserve.NOTHING_SEEN, refresh=reading.refresh_ownership,
-        focus=focus, progress=lambda done, total: progress("observed", "zones", done, total), limits=options.transfer,
-        only=only, stop=stop)
+    """The zones of `scope`, as `reading` says (agent/observe/dnsobserve.py)."""
+    return dnsobserve.observe(desired, targets.store, endpoints, reading, deadline=deadline, memory=memory.dns,
+                              progress=lambda done, total: progress("observed", "zones", done, total), stop=stop,
+                              scope=scope, limits=options.transfer)
 
 
 def _kube(api: KubeApi, desired: Desired, options: Options, memory: Memory, reading: Reading) -> KubeObserved:
