@@ -24,9 +24,10 @@ import time
 from agent.clients import statestore
 from agent.clients.deadline import Deadline
 from agent.errors import AgentError
+from agent.model.scope import ALL
 from agent.run import memorize
 from agent.run.memory import CLOCK_SKEW, Memory
-from agent.run.planner import Options, Targets, plan
+from agent.run.planner import Options, Targets, plan, reading_of
 from agent.run.revisions import RevisionSource
 from agent.run.runhold import bounded
 
@@ -50,7 +51,8 @@ def follow(source: RevisionSource, targets: Targets, options: Options, memory: M
                 memory.kube_at = 0.0  # the leader wrote since it was listed (or writes now): list it again
             listed = time.time()  # before the cluster is listed: a write of the leader after it is not in the list
             snap = source.snapshot()
-            planned = plan(snap, targets, dataclasses.replace(options, mode="detect"), memory=memory,
+            options = dataclasses.replace(options, mode="detect")
+            planned = plan(snap, ALL, reading_of(memory, options), targets=targets, options=options, memory=memory,
                            deadline=deadline)
     except AgentError as exc:
         return Followed(None, problem=str(exc))

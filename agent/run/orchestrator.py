@@ -38,13 +38,14 @@ from agent.errors import AgentError
 from agent.model import names, problems
 from agent.model.observed import Observed
 from agent.model.ownership import RunState
+from agent.model.scope import ALL, Scope
 from agent.model.steps import Steps, timed
 from agent.outcome import forge
-from agent.run import lock, logs, memorize, pushfirst
+from agent.run import lock, logs, memorize, planner, pushfirst
 from agent.run.finish import Finishing
 from agent.run.finish import serving as serving  # whether the newest good revision serves (re-exported)
 from agent.run.memory import ONE_SHOT, Memory
-from agent.run.planner import Options, Planned, Targets, plan
+from agent.run.planner import Options, Planned, Targets
 from agent.run.revisions import RevisionSource, Snapshot
 from agent.run.runhold import bounded
 from agent.run.runoutcome import RunOutcome as RunOutcome  # what a run returns (re-exported)
@@ -126,7 +127,7 @@ class _Run(Finishing):
         planned = self._plan(snap)
         if planned.cut:
             return pushfirst.cut(self.run_id, snap, planned, self.memory)
-        self.observed, self.endpoints = planned.observed, planned.endpoints
+        self.observed, self.endpoints, self.validated = planned.observed, planned.endpoints, planned.validated
         self.kube_fast, self.dns_fast = planned.kube_fast, planned.dns_fast
         found, desired = planned.validated.problems, planned.validated.desired
         result = RunOutcome(self.run_id, snap.revision, "rejected", found, superseded=skipped, parsed=True)
@@ -189,8 +190,10 @@ class _Run(Finishing):
             pushfirst.baseline(self.source, self.state, self.targets, self.options, self.memory, self.steps)
         # (once the push's zones went, its revision is the applied one: the next run reconciles it whole)
         first = self.writes and self.memory.reconcile_pending and snap.revision != self.state.applied
-        planned = plan(snap, self.targets, self.options, memory=self.memory, deadline=self.deadline,
-                       progress=self.progress, yield_to=self.yield_to if again else None, first=first)
+        planned = planner.plan(snap, Scope.changed_zones() if first else ALL,
+                               planner.reading_of(self.memory, self.options, zones_first=again),
+                               targets=self.targets, options=self.options, memory=self.memory,
+                               deadline=self.deadline, progress=self.progress, stop=self.yield_to if again else None)
         for name, seconds in planned.steps.items():
             self.steps[name] = self.steps.get(name, 0.0) + seconds
         return planned
