@@ -24,7 +24,10 @@ import time
 from agent.clients import statestore
 from agent.clients.deadline import Deadline
 from agent.errors import AgentError
-from agent.run import memorize
+from agent.model.reading import KubeRead
+from agent.run import decide, memorize
+from agent.run import decideshadow as shadow
+from agent.run.decision import Head, Now
 from agent.run.memory import CLOCK_SKEW, Memory
 from agent.run.planner import Options, Targets, plan
 from agent.run.revisions import RevisionSource
@@ -46,12 +49,19 @@ def follow(source: RevisionSource, targets: Targets, options: Options, memory: M
     targets = dataclasses.replace(targets, store=statestore.ReadOnly(targets.store))  # the leader alone writes
     try:
         with bounded(source, targets, deadline, lock_wait=options.lock_wait):
-            if memory.kube_listed <= targets.store.load_run().wrote_at + CLOCK_SKEW:
+            state = targets.store.load_run()
+            decision = decide.decide(state, memory.phase(standby=True), Head(None), options,
+                                     Now(time.time(), time.monotonic()))
+            if memory.kube_listed <= state.wrote_at + CLOCK_SKEW:
                 memory.kube_at = 0.0  # the leader wrote since it was listed (or writes now): list it again
             listed = time.time()  # before the cluster is listed: a write of the leader after it is not in the list
             snap = source.snapshot()
             planned = plan(snap, targets, dataclasses.replace(options, mode="detect"), memory=memory,
                            deadline=deadline)
+            reading, dns = decision.reading, planned.observed.dns
+            shadow.check((planned.kube_fast, planned.dns_fast) == (reading.kube is KubeRead.RECALL, reading.plan_memo)
+                         or planned.plan is None, f"follow fast {planned.kube_fast} {planned.dns_fast}", decision)
+            shadow.check(dns is None or dns.focus is None, "follow focus", decision)
     except AgentError as exc:
         return Followed(None, problem=str(exc))
     desired = planned.validated.desired

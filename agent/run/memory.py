@@ -34,8 +34,8 @@ from agent.model.key import ObjectKey
 from agent.model.observed import KubeObserved
 from agent.observe.dnsobserve import DnsMemory
 from agent.reconcile import insync
-
-CLOCK_SKEW = 2.0  # seconds two replicas' clocks may differ by
+from agent.run.decide import CLOCK_SKEW as CLOCK_SKEW  # seconds two replicas' clocks may differ by
+from agent.run.decision import Phase, Standing
 
 
 class Moved:
@@ -120,6 +120,17 @@ class Memory:
         So is one whose reconcile was cut for a push (`reconcile_pending`), until a run reconciled whole.
         A one-shot run is never blank (it stops at an unchanged head)."""
         return self.keeps and (not self.files.loaded or self.new_leader or self.reconcile_pending)
+
+    def phase(self, *, yields: bool = False, standby: bool = False) -> Phase:
+        """What this memory holds that decides the next run (agent/run/decide.py). `yields`: a push may
+        wait for the run (pushes first); `standby`: this replica does not hold the Lease."""
+        standing = (Standing.STANDBY if standby else Standing.NEW_LEADER if self.new_leader
+                    else Standing.WARM if self.files.loaded else Standing.COLD)
+        return Phase(standing, self.keeps, yields, owed=self.reconcile_pending, statuses_owed=self.statuses_all,
+                     pods_waiting=self.pods_waiting, pods_moved=self.pods_moved.peek(), kube_at=self.kube_at,
+                     kube_listed=self.kube_listed, kube_ns=self.agent_namespace, has_kube=self.kube is not None,
+                     dns_at=self.dns_at, has_dns=bool(self.dns.zones), serials_at=self.serials_at,
+                     served_at=self.served_at)
 
     def kube_fresh(self, resync_after: float, agent_namespace: str) -> bool:
         return (self.kube is not None and self.agent_namespace == agent_namespace

@@ -35,12 +35,15 @@ from collections.abc import Callable, Mapping
 from agent.clients.deadline import Deadline
 from agent.clients.endpoints import Endpoint
 from agent.errors import AgentError
-from agent.model import names, problems
+from agent.model import problems
 from agent.model.observed import Observed
 from agent.model.ownership import RunState
+from agent.model.reading import DnsRead, KubeRead
 from agent.model.steps import Steps, timed
 from agent.outcome import forge
-from agent.run import lock, logs, memorize, pushfirst
+from agent.run import decide, lock, logs, memorize, pushfirst
+from agent.run import decideshadow as shadow
+from agent.run.decision import Decision, Head, Now, Phase, RunKind, StatusScope, Why
 from agent.run.finish import Finishing
 from agent.run.finish import serving as serving  # whether the newest good revision serves (re-exported)
 from agent.run.memory import ONE_SHOT, Memory
@@ -51,11 +54,7 @@ from agent.run.runoutcome import RunOutcome as RunOutcome  # what a run returns 
 from agent.run.validation import Progress, quiet
 
 log = logging.getLogger(__name__)
-SUSPENDED_BY_SETTING = ("suspended by the setting suspend (BINDY_AGENT_SUSPEND, --suspend or the config file): nothing "
-                        "is read or written; set it to false to continue")
-SUSPENDED_BY_MARK = (f"suspended by `bindy-agent suspend` (the annotation {names.SUSPEND_ANNOTATION}: \"true\" on the "
-                     "agent's state ConfigMap, or the file `suspended` in its --state directory): nothing is read or "
-                     "written; `bindy-agent resume` to continue")
+SUSPENDED_BY_SETTING, SUSPENDED_BY_MARK = decide.SUSPENDED_BY_SETTING, decide.SUSPENDED_BY_MARK
 
 
 def _now() -> str:
@@ -98,31 +97,56 @@ class _Run(Finishing):
         self.state = RunState()
         self.observed = Observed()
         self.steps: Steps = {}  # the wall time of each step (RunOutcome.steps)
+        self.decision: Decision | None = None  # what kind of run this is, and why (agent/run/decide.py)
+        self.statuses_owed = False
+
+    def _decide(self, head: Head) -> Decision:
+        self.decision = decide.decide(self.state, self._phase(), head, self.options, Now(time.time(), time.monotonic()))
+        return self.decision
+
+    def _phase(self) -> Phase:
+        return self.memory.phase(yields=self.yield_to is not None)
 
     # -- the steps ----------------------------------------------------------------------------
     def go(self) -> RunOutcome:
         result = self._go()
         result.steps = {**self.steps, **result.steps}
+        result.decision = result.decision or self.decision
+        if self.decision is not None and result.outcome not in ("unreachable", "preempted"):
+            self._shadow_end(self.decision, result)
         return result
+
+    def _shadow_end(self, d: Decision, result: RunOutcome) -> None:
+        kinds = {"planned": (RunKind.DRY_RUN,), "drift": (RunKind.DETECT,), "in-sync": (RunKind.DETECT,),
+                 "unchanged": (RunKind.SKIP,), "suspended": (RunKind.SKIP,),
+                 "applied": (*decide.APPLIES_KUBE, RunKind.PUSH_FIRST),
+                 "partial": (*decide.APPLIES_KUBE, RunKind.PUSH_FIRST)}
+        shadow.check(d.kind in kinds.get(result.outcome, tuple(RunKind)), f"outcome {result.outcome}", d)
+        shadow.check(self.repairing == (d.kind is RunKind.REPAIR), f"repairing {self.repairing}", d)
+        if result.kube is not None and self.targets.kube_api is not None:
+            want = StatusScope.AFFECTED if self.kube_fast and not self.statuses_owed else StatusScope.ALL
+            shadow.check(d.statuses is want, f"statuses {want}", d)
 
     def _go(self) -> RunOutcome:
         try:
             with timed(self.steps, "fetch"):
                 self.state = memorize.load_run(self.targets.store, self.memory)
-            if self.options.suspend or self.state.suspended:
-                why = SUSPENDED_BY_SETTING if self.options.suspend else SUSPENDED_BY_MARK
-                return RunOutcome(self.run_id, None, "suspended", message=why)
+            suspended = self._suspended()
+            if suspended is not None:
+                return suspended
             with timed(self.steps, "fetch"):
                 head = self.source.head(fetch=self.pushed)
             logs.revision.set(head or "")
-            if head is not None and self._unchanged(head):
-                return self._nothing_to_do(head)
+            if self._shadow_unchanged(head, self._decide(Head(head))):
+                return self._nothing_to_do(head or "")
             with timed(self.steps, "fetch"):
                 snap = self._snapshot(head)
         except AgentError as exc:
             return RunOutcome(self.run_id, None, "unreachable", message=str(exc), retryable=exc.retryable)
         logs.revision.set(snap.revision)
+        d = self.decision if self.repairing and self.decision else self._decide(Head(snap.revision, read=True))
         skipped = self.source.superseded(self.state.seen, snap.revision) if self.writes and not self.repairing else []
+        shadow.check(bool(self.writes and not self.repairing) == d.names_superseded, "superseded", d)
         planned = self._plan(snap)
         if planned.cut:
             return pushfirst.cut(self.run_id, snap, planned, self.memory)
@@ -150,13 +174,34 @@ class _Run(Finishing):
         self._apply(desired, result)
         return self._finish(snap, result)
 
+    def _shadow_unchanged(self, head: str | None, d: Decision) -> bool:
+        self.statuses_owed = self.memory.statuses_all
+        if head is not None and self._unchanged(head):
+            shadow.check(d.why is Why.UNCHANGED, "unchanged", d)
+            shadow.check(d.publish_pending_notes == (self.state.notes_pending and self.options.push_notes),
+                         "pending reports", d)
+            return True
+        shadow.check(d.kind is not RunKind.SKIP, "not unchanged", d)
+        return False
+
+    def _suspended(self) -> RunOutcome | None:
+        self.decision = decide.suspension(self.state, self.options)
+        if self.options.suspend or self.state.suspended:
+            why = SUSPENDED_BY_SETTING if self.options.suspend else SUSPENDED_BY_MARK
+            shadow.check(self.decision is not None and self.decision.message == why, "suspended", self.decision)
+            return RunOutcome(self.run_id, None, "suspended", message=why)
+        shadow.check(self.decision is None, "not suspended", self.decision)
+        return None
+
     def _snapshot(self, head: str | None) -> Snapshot:
         """The head; but while the head is rejected, the revision that still serves (`state.applied`)
         when a push cut its reconcile, a new pod waits for its zones, pods moved, or a resync is due (the
         state keeps the head's rejection: `repairing`)."""
-        s, memory = self.state, self.memory
+        s, memory, d = self.state, self.memory, self.decision
         due = self._repair_due(head)
         if self._stuck(head) and (memory.reconcile_pending or memory.pods_waiting or memory.pods_moved or due):
+            why = Why.REPAIR_AFTER_CUT if memory.reconcile_pending else Why.REPAIR_DUE if due else Why.REPAIR_FOR_PODS
+            shadow.check(d is None or d.why is why, f"repair {why}", d)
             if due and not memory.reconcile_pending:  # a resync of what serves: the world is read in full
                 memory.kube_at, memory.serials_at, memory.served_at = 0.0, None, time.monotonic()  # once per resync
             memory.reconcile_pending = False
@@ -164,6 +209,9 @@ class _Run(Finishing):
             if base is not None:
                 self.repairing = True
                 return base
+            self._decide(Head(head, serving_gone=True))
+        else:
+            shadow.check(d is None or d.kind is not RunKind.REPAIR, "no repair", d)
         return self.source.snapshot()
 
     def _stuck(self, head: str | None) -> bool:
@@ -184,15 +232,31 @@ class _Run(Finishing):
         # yields once: a reconcile already cut for a push (`reconcile_pending`) goes to its end
         again = (self.writes and snap.revision == self.state.applied and self.state.outcome == "applied"
                  and not self.memory.reconcile_pending)
-        if (self.writes and not again and self.yield_to is not None and self.memory.blank
-                and not self.memory.reconcile_pending and self.state.outcome == "applied"):
+        d = self.decision
+        assert d is not None
+        reads = (self.writes and not again and self.yield_to is not None and self.memory.blank
+                 and not self.memory.reconcile_pending and self.state.outcome == "applied")
+        shadow.check(reads == d.baseline, f"baseline {reads}", d)
+        if reads:
             pushfirst.baseline(self.source, self.state, self.targets, self.options, self.memory, self.steps)
         # (once the push's zones went, its revision is the applied one: the next run reconciles it whole)
         first = self.writes and self.memory.reconcile_pending and snap.revision != self.state.applied
+        shadow.check(first == (d.kind is RunKind.PUSH_FIRST) or (d.baseline and not first), f"first {first}", d)
+        shadow.check((again and self.yield_to is not None) == d.may_yield, f"yields {again}", d)
+        phase, now = self._phase(), Now(time.time(), time.monotonic())
         planned = plan(snap, self.targets, self.options, memory=self.memory, deadline=self.deadline,
                        progress=self.progress, yield_to=self.yield_to if again else None, first=first)
         for name, seconds in planned.steps.items():
             self.steps[name] = self.steps.get(name, 0.0) + seconds
+        if d.kind is RunKind.PUSH_FIRST and not planned.first:  # its zones cannot go alone: the whole revision
+            d = self.decision = decide.widen(self.state, phase, snap.revision, self.options, now)
+        if not planned.cut and planned.validated.ok and planned.error is None and not planned.first:
+            r = d.reading
+            shadow.check((planned.kube_fast, planned.dns_fast) == (r.kube is KubeRead.RECALL, r.plan_memo),
+                         f"fast {planned.kube_fast} {planned.dns_fast}", d)
+            dns = planned.observed.dns
+            shadow.check(dns is None or (dns.focus is not None) == (r.dns is DnsRead.FOCUSED),
+                         f"focus {dns.focus if dns else None}", d)
         return planned
 
     def _unchanged(self, head: str) -> bool:
