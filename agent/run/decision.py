@@ -141,3 +141,8 @@ class Decision:
     alerts: bool
     publish_pending_notes: bool  # a skipped run with notes still to push
     message: str = ""  # a skip's reason, as the run outcome tells it
+
+    @property
+    def told(self) -> str:
+        """The kind and why as an Event says them: "reconcile: resync", "push-first" (when they are one)."""
+        return self.kind.value if self.kind.value == self.why.value else f"{self.kind}: {self.why}"
