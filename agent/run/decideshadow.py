@@ -28,4 +28,8 @@ def check(agrees: bool, what: str, decision: Decision | None) -> None:
         return
     said = f"{decision.kind}/{decision.why}" if decision is not None else "nothing"
     log.error("decide shadow mismatch: %s; decided %s (%s)", what, said, decision)
+    journal = os.environ.get(f"{ENV}_LOG")  # where a test run collects the mismatches of agents it started
+    if journal:
+        with open(journal, "a", encoding="utf-8") as out:
+            out.write(f"{what}; decided {said} ({decision})\n")
     raise Mismatch(f"decide shadow mismatch: {what}; decided {said}")
