@@ -10,7 +10,7 @@ Nothing is written: no object, zone, record, status, Event, state record or comm
 run is not counted as a run. The cluster is listed again after every run of the leader that wrote
 (the shared state's `reconciled_at`) and while one writes (its `writing_at`, saved before its first
 write: a leader that died writing leaves it set), so that a standby that followed since can trust its list.
-On taking over, `Memory.take_over` keeps the zones but asks every zone's SOA serial again (a zone
+On taking over, `memorize.take_over` keeps the zones but asks every zone's SOA serial again (a zone
 the old leader wrote since is transferred again; the others are not), and reads the cluster in full
 once unless the standby listed it after the old leader's last run that wrote.
 """
@@ -24,11 +24,8 @@ import time
 from agent.clients import statestore
 from agent.clients.deadline import Deadline
 from agent.errors import AgentError
-from agent.model.reading import KubeRead
-from agent.run import decide, memorize
-from agent.run import decideshadow as shadow
-from agent.run.decision import Head, Now
-from agent.run.memory import CLOCK_SKEW, Memory
+from agent.run import memorize
+from agent.run.memory import Memory
 from agent.run.planner import Options, Targets, plan
 from agent.run.revisions import RevisionSource
 from agent.run.runhold import bounded
@@ -49,19 +46,12 @@ def follow(source: RevisionSource, targets: Targets, options: Options, memory: M
     targets = dataclasses.replace(targets, store=statestore.ReadOnly(targets.store))  # the leader alone writes
     try:
         with bounded(source, targets, deadline, lock_wait=options.lock_wait):
-            state = targets.store.load_run()
-            decision = decide.decide(state, memory.phase(standby=True), Head(None), options,
-                                     Now(time.time(), time.monotonic()))
-            if memory.kube_listed <= state.wrote_at + CLOCK_SKEW:
-                memory.kube_at = 0.0  # the leader wrote since it was listed (or writes now): list it again
+            # the leader wrote since the cluster was listed (or writes now): it is listed again
+            memorize.following(memory, targets.store.load_run())
             listed = time.time()  # before the cluster is listed: a write of the leader after it is not in the list
             snap = source.snapshot()
             planned = plan(snap, targets, dataclasses.replace(options, mode="detect"), memory=memory,
                            deadline=deadline)
-            reading, dns = decision.reading, planned.observed.dns
-            shadow.check((planned.kube_fast, planned.dns_fast) == (reading.kube is KubeRead.RECALL, reading.plan_memo)
-                         or planned.plan is None, f"follow fast {planned.kube_fast} {planned.dns_fast}", decision)
-            shadow.check(dns is None or dns.focus is None, "follow focus", decision)
     except AgentError as exc:
         return Followed(None, problem=str(exc))
     desired = planned.validated.desired
