@@ -25,6 +25,7 @@ from agent.plan.zoneplan import ZonePlan
 from agent.podready import step as podstep
 from agent.reconcile import dnsapply, dnsresult, events, insync, kubeapply
 from agent.run import memorize, planner
+from agent.run.decision import Decision, StatusScope
 from agent.run.memory import Memory
 from agent.run.planner import Options, Targets
 from agent.run.revisions import RevisionSource
@@ -49,6 +50,7 @@ class Executing:
     kube_fast: bool
     dns_fast: bool
     repairing: bool  # reconciling the revision that serves, not the (rejected) head
+    decision: Decision  # what kind of run this is, and why (agent/run/decide.py)
     endpoints: Mapping[str, Endpoint] | None
     started: float
     started_at: str
@@ -57,11 +59,6 @@ class Executing:
     observed: Observed
     validated: Validated  # the revision planned (the second DNS round plans from it again)
     steps: Steps
-
-    @property
-    def writes(self) -> bool:
-        """Whether this run may write (statuses, reports, commit statuses): not a dry run or detection."""
-        return not self.options.dry_run and self.options.mode != "detect"
 
     def _apply(self, desired: Desired, result: RunOutcome) -> None:
         plan, options, api = result.plan, self.options, self.targets.kube_api
@@ -143,8 +140,8 @@ class Executing:
     def _statuses(self, desired: Desired, result: RunOutcome) -> None:
         api, plan, kube = self.targets.kube_api, result.plan, result.kube
         assert api is not None and plan is not None and kube is not None
-        only, moved = None, self.memory.pods_moved.peek()  # every CR's, unless the cluster was remembered:
-        if self.kube_fast and not self.memory.statuses_all:  # what this run changed, unsettled, pods moved
+        only, moved = None, self.memory.pods_moved  # every CR's, unless the cluster was remembered:
+        if self.decision.statuses is StatusScope.AFFECTED:  # what this run changed, unsettled, pods moved
             only = status.affected(desired, plan, kube, result.dns) | self.memory.unsettled | status.served_by(
                 desired, moved)
         pods = kubeobserve.pods(api, conditions.unready(kube.live, desired.instances))  # why they do not start
@@ -155,8 +152,7 @@ class Executing:
         todo = statusdiff.to_write(wanted, kube.live, kube.conflicts, events.now())
         if todo:
             self._writing()
-        memorize.statuses_computed(self.memory, wanted, only, written=False)
-        self.memory.pods_moved.done(moved)
+        memorize.statuses_computed(self.memory, wanted, only, written=False, moved=moved)
         kubeapply.write_statuses(api, todo, kube, revision=result.revision, deadline=self.deadline)
         memorize.statuses_computed(self.memory, wanted, only, written=True, not_written=kube.failed)
 

@@ -26,7 +26,7 @@ from agent.load.sourcefile import SourceFile
 from agent.model import reading as reading_in
 from agent.model.limits import Limits
 from agent.model.observed import DnsObserved, KubeObserved, Observed
-from agent.model.reading import DnsRead, KubeRead, Reading
+from agent.model.reading import KubeRead, Reading
 from agent.model.scope import ALL, Scope, ScopeRule
 from agent.model.servers import instance_id
 from agent.model.steps import Steps, timed
@@ -43,28 +43,10 @@ from agent.run.revisions import Snapshot
 from agent.run.validation import Progress, Validated, quiet
 
 WHOLE = reading_in.IN_FULL  # a one-shot run: the cluster listed, every zone transferred, nothing remembered
-# How a push's zones are read once known (scope CHANGED_ZONES): their serials against memory, the
-# cluster not at all (the reconcile the push cut applies it), the zone plans of unchanged zones reused.
-PUSH_FIRST = Reading(KubeRead.NONE, DnsRead.FOCUSED, remembered=True, refresh_ownership=False, zones_first=False,
-                     plan_memo=True)
+# How a push's zones are read once known (scope CHANGED_ZONES): agent/model/reading.py
+PUSH_FIRST = reading_in.PUSHED_ZONES
 # The second DNS round (scope STALE): the zones as they are now, in full, their ownership read back.
 AGAIN = dataclasses.replace(reading_in.IN_FULL, kube=KubeRead.NONE)
-
-
-def reading_of(memory: Memory, options: Options, *, zones_first: bool = False) -> Reading:
-    """How a run reads the world by what `memory` holds and how fresh it is: the cluster recalled while
-    its last full list is younger than `resync_after`, else listed; the zones checked by their serials
-    while their last full comparison is younger than `sweep_after` (only the serials of the zones the
-    revision touches while every serial was asked within `resync_after`, unless detecting), else
-    transferred, from what a reconcile cut for a push read when there is one. `zones_first`: a reconcile
-    that may yield to a push reads the zones, then Kubernetes."""
-    kube_fast = memory.kube_fresh(options.resync_after, options.agent_namespace)
-    dns_fast = memory.dns_fresh(options.sweep_after)
-    remembered = dns_fast or memory.reconcile_pending
-    focused = dns_fast and options.mode != "detect" and memory.serials_fresh(options.resync_after)
-    dns = DnsRead.FOCUSED if focused else DnsRead.SERIALS if remembered else DnsRead.TRANSFER
-    return Reading(KubeRead.RECALL if kube_fast else KubeRead.LIST, dns, remembered=remembered,
-                   refresh_ownership=not dns_fast, zones_first=zones_first, plan_memo=dns_fast)
 
 
 def validate(files: Sequence[SourceFile], options: Options, *, limits: Limits,
