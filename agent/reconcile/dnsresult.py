@@ -61,6 +61,8 @@ class DnsResult:
     # nothing more was written there, its intent stays stored: observe, plan, gate and apply it again
     stale: dict[str, str] = dataclasses.field(default_factory=dict)
     verify_seconds: float = 0.0  # of the apply's wall time, how long verification took
+    # server -> the zones it answered an SOA for after the writes (a waiting pod is not asked again)
+    answered: dict[str, set[str]] = dataclasses.field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
