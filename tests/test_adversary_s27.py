@@ -21,7 +21,7 @@ from agent.clients.deadline import Deadline
 from agent.clients.endpoints import Endpoint
 from agent.model.key import ObjectKey
 from agent.model.ownership import RunState
-from agent.observe import dnsobserve
+from agent.observe import soaserials
 from agent.run import memorize, orchestrator
 from agent.run.decision import Head, Why
 from agent.run.memory import Memory
@@ -108,8 +108,10 @@ def _lost(rcode: int, held: tuple[str, ...]) -> list[tuple[str, str]]:
         zones = ["a.example.", "b.example."]
         desired: Any = types.SimpleNamespace(zones=[_zone(z) for z in zones])
         owned = types.SimpleNamespace(placements={"ns/sec": "secondary"})
-        return dnsobserve._secondaries_without(desired, {z: owned for z in zones},  # type: ignore[arg-type]
-                                               {"ns/sec": endpoint}, {}, Deadline(30), None, None)
+        questions = soaserials.Questions()
+        soaserials.secondaries(questions, desired, {z: owned for z in zones},  # type: ignore[arg-type]
+                               {"ns/sec": endpoint}, {}, None, None)
+        return soaserials.without(questions, soaserials.ask(questions, {"ns/sec": endpoint}, Deadline(30)))
     finally:
         sock.close()
 

@@ -64,6 +64,8 @@ class DnsResult:
     # nothing more was written there, its intent stays stored: observe, plan, gate and apply it again
     stale: dict[str, str] = dataclasses.field(default_factory=dict)
     verify_seconds: float = 0.0  # of the apply's wall time, how long verification took
+    # server -> the zones it answered an SOA for after the writes (a waiting pod is not asked again)
+    answered: dict[str, set[str]] = dataclasses.field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -129,6 +131,8 @@ def merge_round(first: DnsResult, second: DnsResult, refused: dict[str, str]) ->
     placed = {z.name for z in first.zones}
     first.deleted = sorted(set(first.deleted) | set(second.deleted))
     first.updates_sent += second.updates_sent
+    for server, zones in second.answered.items():  # answered after the second round's writes too
+        first.answered.setdefault(server, set()).update(zones)
     first.errors += second.errors
     first.errors += [f"zone {name}: refused after it changed while being written: {why}"
                      for name, why in refused.items() if name not in placed]
