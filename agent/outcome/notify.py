@@ -21,6 +21,8 @@ import pathlib
 import urllib.parse
 from typing import Any
 
+from agent.clients import httppost
+from agent.model.calls import CallTarget
 from agent.outcome import delivery, report
 
 NOT_APPLIED = ("partial", "rejected", "refused")  # "refused": the state's name for a gate refusal
@@ -128,8 +130,8 @@ def _send_webhook(settings: NotifySettings, url: str, body: bytes, name: str) ->
             return False
         headers["X-Signature-256"] = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
     host = urllib.parse.urlsplit(url).hostname or "?"
-    return delivery.post(f"{name} alert to the webhook on {host}", url, body=body, headers=headers,
-                         budget=settings.budget)
+    return httppost.post(CallTarget.ALERT, f"{name} alert to the webhook on {host}", url, body=body,
+                         headers=headers, budget=settings.budget)
 
 
 def after_run(settings: NotifySettings | None, report_doc: dict[str, Any], previous_outcome: str | None, *,
@@ -144,7 +146,8 @@ def after_run(settings: NotifySettings | None, report_doc: dict[str, Any], previ
     if settings.slack_url_file is not None:
         slack = delivery.read_secret(settings.slack_url_file, "Slack alert")
         if slack is not None:
-            delivery.post(f"{name} alert to Slack", slack, body=slack_body(report_doc, name, previous_outcome, link),
+            httppost.post(CallTarget.ALERT, f"{name} alert to Slack", slack,
+                          body=slack_body(report_doc, name, previous_outcome, link),
                           headers={"Content-Type": "application/json"}, budget=settings.budget)
     return name
 
