@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 def rdatas(record: records.AnyRecord) -> list[dns.rdata.Rdata]:
     """The rdata values of a record CR (raises RecordError on a bad value)."""
     try:
-        return recordtypes.of_kind(record.kind).rdatas(record.spec)
+        return (_TYPES.get(record.kind) or recordtypes.of_kind(record.kind)).rdatas(record.spec)
     except (dns.exception.DNSException, ValueError) as exc:
         if isinstance(exc, RecordError):
             raise
@@ -30,6 +30,7 @@ def rdatas(record: records.AnyRecord) -> list[dns.rdata.Rdata]:
 Rendered = tuple[dict[str, dns.rdata.Rdata], tuple[str, ...], tuple[dns.rdata.Rdata, ...]]
 _VALUES: dict[tuple[object, ...], Rendered] = {}
 _VALUES_MAX = 100_000  # entries; the cache is emptied when it is full
+_TYPES = recordtypes.REGISTRY
 
 
 def rendered(record: records.AnyRecord) -> Rendered:
@@ -37,8 +38,8 @@ def rendered(record: records.AnyRecord) -> Rendered:
     of this record alone holds: the forms sorted, the rdata in the mapping's order. Rdata are
     immutable and the same values recur across records (targets, SPF texts, CAA), so they are
     built and rendered once per distinct value, and such RRsets share their tuples."""
-    record_type = recordtypes.of_kind(record.kind)
-    key = (record_type.rtype, *record_type.identity(record.spec))
+    record_type = _TYPES.get(record.kind) or recordtypes.of_kind(record.kind)
+    key = record_type.identity(record.spec)
     found = _VALUES.get(key)
     if found is None:
         by_text = {d.to_text(): d for d in rdatas(record)}

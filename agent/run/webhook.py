@@ -19,13 +19,14 @@ from wsgiref.types import StartResponse, WSGIEnvironment
 import prometheus_client
 
 from agent.clients import forges
+from agent.clients.forges import base
 from agent.outcome import delivery
 
 log = logging.getLogger(__name__)
 
 MIN_SECRET_LENGTH = 32
 TEXT = "text/plain; charset=utf-8"
-BRANCH_PREFIX = forges.base.BRANCH_PREFIX
+BRANCH_PREFIX = base.BRANCH_PREFIX
 TAG_PREFIX = "refs/tags/"
 COMMIT = re.compile(r"[0-9a-fA-F]{7,64}")
 

@@ -46,7 +46,7 @@ class SVCB(recordtypes.RecordType):
         return [dns.rdata.from_text(dns.rdataclass.IN, dns.rdatatype.SVCB, f"{spec.priority} {target}")]
 
     def identity(self, spec: SVCBRecordSpec) -> tuple[object, ...]:
-        return (spec.priority, spec.target)
+        return ("SVCB", spec.priority, spec.target)
 
     def from_rdata(self, values: list[Any]) -> list[dict[str, Any]]:
         return [{"priority": r.priority, "target": r.target.to_text()} for r in values]
@@ -133,6 +133,7 @@ def test_the_built_in_types_are_the_kinds_and_the_import_table() -> None:
     for module, record_type in zip(recordtypes.BUILT_IN, types, strict=True):
         assert (record_type.short, record_type.rtype) == (module, module.upper())
         assert record_type.model.__module__ == f"agent.model.recordtypes.{module}"
+        assert recordtypes.REGISTRY[record_type.kind] is record_type
     modules = {p.stem for p in (ROOT / "agent/model/recordtypes").glob("*.py")} - {"__init__", "values", "addresses"}
     assert modules == set(recordtypes.BUILT_IN), "a type's module is listed in recordtypes.BUILT_IN"
     assert {t.kind: t.targets for t in types if t.targets} == {

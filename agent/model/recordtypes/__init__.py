@@ -8,7 +8,8 @@ srv.py, caa.py), each holding everything the agent knows of its kind, as a `Reco
     integrity_field      the host field BIND's check-integrity wants an address for, inside the zone
     shorthand            the seeds' older field names, rewritten to Bindy's (load/shorthand.py)
     rdatas(spec)         the spec's values as dnspython rdata, each checked (desired/recorddata.py)
-    identity(spec)       everything `rdatas` reads, as a hashable key (its values are rendered once)
+    identity(spec)       its DNS type and everything `rdatas` reads, as a hashable key (its values are
+                         rendered once)
     from_rdata(rdatas)   the specs of the CRs that say what a live RRset says (`import`: desired/adopt.py)
 
 Everything else about records is derived from these: the kinds table (model/kinds.py), the import
@@ -56,7 +57,7 @@ class RecordType:
         raise NotImplementedError
 
     def identity(self, spec: Any) -> tuple[object, ...]:
-        """Everything `rdatas` reads from `spec`, hashable."""
+        """The type's `rtype`, then everything `rdatas` reads from `spec`: hashable, and no other type's."""
         raise NotImplementedError
 
     def from_rdata(self, values: list[Any]) -> list[dict[str, Any]]:
@@ -64,7 +65,7 @@ class RecordType:
         raise NotImplementedError
 
 
-_REGISTRY: dict[str, RecordType] = {}  # by kind: the types imported or registered so far
+REGISTRY: dict[str, RecordType] = {}  # by kind: the types imported or registered so far (`of_kind`: any)
 _ADDED: dict[str, RecordType] = {}  # by kind: types registered by `registered`, not in BUILT_IN
 
 
@@ -79,19 +80,19 @@ def register(record_type: RecordType) -> RecordType:
     if kind != record_type.rtype + SUFFIX:
         raise ValueError(f"record type {record_type.rtype}: its kind must be {record_type.rtype + SUFFIX}, "
                          f"not {kind}")
-    _REGISTRY[kind] = record_type
+    REGISTRY[kind] = record_type
     return record_type
 
 
 def of_kind(kind: str) -> RecordType:
     """The type of a record kind, its module imported when first asked for; KeyError for another kind."""
-    found = _REGISTRY.get(kind)
+    found = REGISTRY.get(kind)
     if found is None:
         module = kind.removesuffix(SUFFIX).lower()
         if kind_of(module) != kind or module not in BUILT_IN:
             raise KeyError(kind)
         importlib.import_module(f"{__name__}.{module}")
-        found = _REGISTRY[kind]
+        found = REGISTRY[kind]
     return found
 
 
@@ -120,4 +121,4 @@ def registered(record_type: RecordType) -> Iterator[RecordType]:
     try:
         yield record_type
     finally:
-        del kinds.KINDS[record_type.kind], _ADDED[record_type.kind], _REGISTRY[record_type.kind]
+        del kinds.KINDS[record_type.kind], _ADDED[record_type.kind], REGISTRY[record_type.kind]

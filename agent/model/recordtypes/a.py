@@ -38,7 +38,7 @@ class A(RecordType):
                 for a in addresses(spec.ipv4_addresses, "ipv4Addresses", ipaddress.IPv4Address)]
 
     def identity(self, spec: ARecordSpec) -> tuple[object, ...]:
-        return tuple(spec.ipv4_addresses)
+        return ("A", *spec.ipv4_addresses)
 
     def from_rdata(self, values: list[Any]) -> list[dict[str, Any]]:
         return [{"ipv4Addresses": sorted(r.address for r in values)}]

@@ -38,7 +38,7 @@ class AAAA(RecordType):
                 for a in addresses(spec.ipv6_addresses, "ipv6Addresses", ipaddress.IPv6Address)]
 
     def identity(self, spec: AAAARecordSpec) -> tuple[object, ...]:
-        return tuple(spec.ipv6_addresses)
+        return ("AAAA", *spec.ipv6_addresses)
 
     def from_rdata(self, values: list[Any]) -> list[dict[str, Any]]:
         return [{"ipv6Addresses": sorted(r.address for r in values)}]

@@ -49,7 +49,7 @@ class CAA(RecordType):
                                         spec.value.encode())]
 
     def identity(self, spec: CAARecordSpec) -> tuple[object, ...]:
-        return (spec.flags, spec.tag, spec.value)
+        return ("CAA", spec.flags, spec.tag, spec.value)
 
     def from_rdata(self, values: list[Any]) -> list[dict[str, Any]]:
         return [{"flags": r.flags, "tag": r.tag.decode(), "value": r.value.decode()} for r in values]

@@ -37,7 +37,7 @@ class CNAME(RecordType):
         return [dns.rdtypes.ANY.CNAME.CNAME(dns.rdataclass.IN, dns.rdatatype.CNAME, target)]
 
     def identity(self, spec: CNAMERecordSpec) -> tuple[object, ...]:
-        return (spec.target,)
+        return ("CNAME", spec.target)
 
     def from_rdata(self, values: list[Any]) -> list[dict[str, Any]]:
         return [{"target": r.target.to_text()} for r in values]

@@ -39,7 +39,7 @@ class MX(RecordType):
         return [dns.rdtypes.ANY.MX.MX(dns.rdataclass.IN, dns.rdatatype.MX, spec.priority, exchange)]
 
     def identity(self, spec: MXRecordSpec) -> tuple[object, ...]:
-        return (spec.priority, spec.mail_server)
+        return ("MX", spec.priority, spec.mail_server)
 
     def from_rdata(self, values: list[Any]) -> list[dict[str, Any]]:
         return [{"priority": r.preference, "mailServer": r.exchange.to_text()} for r in values]

@@ -37,7 +37,7 @@ class NS(RecordType):
         return [dns.rdtypes.ANY.NS.NS(dns.rdataclass.IN, dns.rdatatype.NS, ns)]
 
     def identity(self, spec: NSRecordSpec) -> tuple[object, ...]:
-        return (spec.nameserver,)
+        return ("NS", spec.nameserver)
 
     def from_rdata(self, values: list[Any]) -> list[dict[str, Any]]:
         return [{"nameserver": r.target.to_text()} for r in values]

@@ -42,7 +42,7 @@ class SRV(RecordType):
                                        target)]
 
     def identity(self, spec: SRVRecordSpec) -> tuple[object, ...]:
-        return (spec.priority, spec.weight, spec.port, spec.target)
+        return ("SRV", spec.priority, spec.weight, spec.port, spec.target)
 
     def from_rdata(self, values: list[Any]) -> list[dict[str, Any]]:
         return [{"priority": r.priority, "weight": r.weight, "port": r.port, "target": r.target.to_text()}

@@ -49,7 +49,7 @@ class TXT(RecordType):
         return [dns.rdtypes.ANY.TXT.TXT(dns.rdataclass.IN, dns.rdatatype.TXT, chunks)]
 
     def identity(self, spec: TXTRecordSpec) -> tuple[object, ...]:
-        return tuple(spec.text)
+        return ("TXT", *spec.text)
 
     def from_rdata(self, values: list[Any]) -> list[dict[str, Any]]:
         return [{"text": [s.decode() for s in r.strings]} for r in values]
