@@ -28,6 +28,7 @@ from typing import Any
 from agent.clients import forges, httppost
 from agent.errors import ConfigError
 from agent.model.calls import CallTarget
+from agent.model.outcomes import Outcome
 from agent.outcome import delivery
 
 FORGES = forges.STATUSES
@@ -90,9 +91,9 @@ def description(doc: dict[str, Any]) -> str:
     k = s["kubernetes"]
     counts = (f"{k['create']} created, {k['update']} updated, {k['delete']} deleted, "
               f"{s['rrsetChanges']} RRset changes")
-    if doc["outcome"] == "applied":
+    if doc["outcome"] == Outcome.APPLIED:
         text = f"applied: {counts}, {s['errors']} errors"
-    elif doc["outcome"] == "partial":
+    elif doc["outcome"] == Outcome.PARTIAL:
         text = f"partial: {s['failures']} failed; {counts}"
     elif doc.get("refusals"):
         zones = len(doc["refusals"])
@@ -124,7 +125,7 @@ def pending(settings: ForgeSettings | None, revision: str) -> bool:
     world; False if not posted."""
     if settings is None:
         return False
-    return _post(settings, revision, "pending", "applying this commit")
+    return _post(settings, revision, Outcome.PENDING, "applying this commit")
 
 
 def finished(settings: ForgeSettings | None, report_doc: dict[str, Any]) -> bool:

@@ -23,9 +23,10 @@ from typing import Any
 
 from agent.clients import httppost
 from agent.model.calls import CallTarget
+from agent.model.outcomes import Outcome
 from agent.outcome import delivery, report
 
-NOT_APPLIED = ("partial", "rejected", "refused")  # "refused": the state's name for a gate refusal
+NOT_APPLIED = (Outcome.PARTIAL, Outcome.REJECTED, Outcome.REFUSED)  # REFUSED: the state's name for a gate refusal
 MAX_ITEMS = 10  # failures, refusals and errors listed in one alert
 MAX_ITEM_CHARS = 500
 MAX_BODY_BYTES = 16_384
@@ -47,14 +48,14 @@ def event(report_doc: dict[str, Any], previous_outcome: str | None,
           previous_revision: str | None = None) -> str | None:
     """failure / refusal / recovery, or None when nothing is worth an alert."""
     outcome = report_doc["outcome"]
-    if outcome == "applied":
+    if outcome == Outcome.APPLIED:
         return "recovery" if previous_outcome in NOT_APPLIED else None
-    if outcome not in ("partial", "rejected"):
+    if outcome not in (Outcome.PARTIAL, Outcome.REJECTED):
         return None
-    same = (previous_outcome or "").replace("refused", "rejected") == outcome
+    same = (previous_outcome or "").replace(Outcome.REFUSED, Outcome.REJECTED) == outcome
     if same and previous_revision == report_doc["revision"]:
         return None
-    return "failure" if outcome == "partial" else "refusal"
+    return "failure" if outcome == Outcome.PARTIAL else "refusal"
 
 
 def _clip(text: str, limit: int = MAX_ITEM_CHARS) -> str:

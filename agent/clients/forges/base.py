@@ -75,7 +75,7 @@ class Forge:
     event_header: ClassVar[str] = ""  # none: every delivery is a push (a generic sender)
     push_events: ClassVar[frozenset[str]] = frozenset()  # lowercase
     ping_events: ClassVar[frozenset[str]] = frozenset()
-    states: ClassVar[Mapping[str, str]] = {}  # outcome ("pending" too) -> the status state; none: no statuses
+    states: ClassVar[Mapping[str, str]] = {}  # Outcome (PENDING too) -> the status state; none: no statuses
     status_name: ClassVar[str] = "context"  # the body's key naming the status
 
     def signed(self, secret: bytes, body: bytes, value: str) -> bool:

@@ -8,6 +8,7 @@ import hmac
 from typing import ClassVar
 
 from agent.clients.forges.base import Forge, ForgeName, hmac_sha256, owner_repo
+from agent.model.outcomes import Outcome
 
 
 class GitHub(Forge):
@@ -16,7 +17,8 @@ class GitHub(Forge):
     event_header = "X-GitHub-Event"
     push_events = frozenset({"push"})
     ping_events = frozenset({"ping"})
-    states = {"pending": "pending", "applied": "success", "partial": "failure", "rejected": "error"}
+    states = {Outcome.PENDING: "pending", Outcome.APPLIED: "success", Outcome.PARTIAL: "failure",
+              Outcome.REJECTED: "error"}
     auth_scheme: ClassVar[str] = "Bearer"
 
     def signed(self, secret: bytes, body: bytes, value: str) -> bool:

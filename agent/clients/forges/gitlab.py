@@ -10,6 +10,7 @@ import urllib.parse
 from typing import TYPE_CHECKING
 
 from agent.clients.forges.base import Forge, ForgeName
+from agent.model.outcomes import Outcome
 
 if TYPE_CHECKING:
     import httpx
@@ -20,7 +21,8 @@ class GitLab(Forge):
     signature_header = "X-Gitlab-Token"
     event_header = "X-Gitlab-Event"
     push_events = frozenset({"push hook", "tag push hook"})
-    states = {"pending": "running", "applied": "success", "partial": "failed", "rejected": "failed"}
+    states = {Outcome.PENDING: "running", Outcome.APPLIED: "success", Outcome.PARTIAL: "failed",
+              Outcome.REJECTED: "failed"}
     status_name = "name"
 
     def signed(self, secret: bytes, body: bytes, value: str) -> bool:
