@@ -9,7 +9,7 @@ HTTP (agent/run/httpserver.py, agent/run/webhook.py): GET /healthz (the worker i
 (the newest good revision serves: one was applied and the newest commit is not rejected), GET /metrics
 (Prometheus text), POST /hooks/git (GitHub X-Hub-Signature-256, GitLab X-Gitlab-Token, Gitea X-Gitea-Signature, or a
 generic X-Signature-256: sha256=<HMAC of the body>; pushes of refs other than the followed branch start nothing:
-agent/run/pushpayload.py). SIGTERM finishes the current run, then stops.
+agent/clients/forges/). SIGTERM finishes the current run, then stops.
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ from agent.run import (
     memorize,
     memory,
     metrics,
-    pushpayload,
     runtrace,
     throttle,
     webhook,
@@ -99,7 +98,7 @@ class Agent:
                                       secret=self.secret, deliveries=self.metrics.deliveries,
                                       on_delivery=lambda: self.trigger(throttle.WEBHOOK),
                                       leading=lambda: self.elector is None or self.elector.leader,
-                                      followed=pushpayload.followed(s.branch, s.ref))
+                                      followed=webhook.followed(s.branch, s.ref))
         host, _, port = s.listen.rpartition(":")
         limits = httpserver.HttpLimits(max_body=s.webhook_max_body, header_timeout=s.http_header_timeout,
                                    body_timeout=s.http_body_timeout, connection_limit=s.http_connection_limit)
