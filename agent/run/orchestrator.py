@@ -158,8 +158,8 @@ class _Run(Finishing):
             return result
         if self.decision.kind is RunKind.DETECT:
             return self._detect(result)
-        if result.plan.refusals:
-            return self._reject(snap, result, f"the safety gate refused the plan ({len(result.plan.refusals)} "
+        if result.plan.refused:  # the gate's (agent/gate/verdict.py)
+            return self._reject(snap, result, f"the safety gate refused the plan ({len(result.plan.refused)} "
                                 "reasons); nothing applied", reason="PlanRefused")
         forge.pending(self.targets.forge, snap.revision)  # the gate passed: the first write to the world is next
         if self.decision.scope.kubernetes:  # the whole revision passed the gate: the reconcile a push cut is this one
