@@ -103,3 +103,7 @@ class DnsUpdateError(ApplyError):
 
 class CommentError(ApplyError):
     """A forge refused or failed to list, create or update the plan's comment on a pull/merge request."""
+
+
+class DeliveryError(AgentError):
+    """A commit status or an alert was not delivered within its budget (logged; never fatal to a run)."""

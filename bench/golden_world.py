@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 
 _records: list[dict[str, Any]] = []
+_calls: list[dict[str, int]] = []  # per run: external calls "target operation result" -> how many
 _out: pathlib.Path | None = None
 
 TIME = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:?\d\d)?")
@@ -62,7 +63,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from tests.support import clirun
 
     print(f"golden_world: agent from {pathlib.Path(agent.__file__).parent}", file=sys.stderr)
-    orchestrator.run = _wrap(orchestrator.run, _run_record)  # type: ignore[assignment]
+    orchestrator.run = _calls_around(_wrap(orchestrator.run, _run_record))  # type: ignore[assignment]
     runreport.of_run = _wrap(runreport.of_run, lambda args, kwargs, r: {"report": _plain(r.as_dict())})  # type: ignore[assignment]
     clirun.main = _wrap(clirun.main, _cli_record)  # type: ignore[assignment]
 
@@ -91,13 +92,43 @@ def _run_record(args: tuple[Any, ...], kwargs: dict[str, Any], run: Any) -> dict
     doc["replan"] = json.loads(render.render_json(run.replan)) if run.replan is not None else None
     if run.dns is not None:
         doc["dns"] = {"zones": sorted(z.name for z in run.dns.zones), "updates_sent": run.dns.updates_sent,
-                      "stale": sorted(run.dns.stale)}
+                      "stale": sorted(run.dns.stale), "results": [_zone_result(z) for z in run.dns.zones]}
     if run.kube is not None:
         doc["kube"] = {k: sorted(str(x) for x in v) for k, v in (("applied", run.kube.applied),
                                                                  ("deleted", run.kube.deleted),
                                                                  ("failed", run.kube.failed),
                                                                  ("statuses_written", run.kube.statuses_written))}
     return {"run": doc}
+
+
+def _zone_result(zone: Any) -> dict[str, Any]:
+    """What a zone's result says (reports and statuses are made of it) and what it leaves the next
+    run: each primary's serial after the run (`after`, the next run's unmoved check)."""
+    doc = {name: _plain(getattr(zone, name, None)) for name in (
+        "name", "servers", "served", "primary_error", "secondary_error", "refused", "stale", "conflicts",
+        "applied_on", "created_on", "deleted_from", "revision")}
+    doc["checks"] = sorted([c.server, c.name, c.rtype, c.ok] for c in zone.checks)
+    doc["after"] = {server: {"serial": seen.serial, "remembered": seen.remembered, "error": seen.error,
+                             "rrsets": None if seen.rrsets is None else len(seen.rrsets)}
+                    for server, seen in sorted(zone.after.items())}
+    return doc
+
+
+def _calls_around(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Each run's external calls by target and operation (calls.totals before and after), written
+    apart from the records (OUT/calls/): fewer calls is a change a comparison may allow."""
+    from agent.model import calls
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        before = calls.totals()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            after = calls.totals()
+            _calls.append({f"{t} {op} {r}": n - before.get((t, op, r), 0)
+                           for (t, op, r), n in sorted(after.items()) if n != before.get((t, op, r), 0)})
+    return call
 
 
 def _cli_record(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> dict[str, Any]:
@@ -151,6 +182,7 @@ class Normal:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     _records.clear()
+    _calls.clear()
     outcomes: list[str] = []
     item.stash[_OUTCOMES] = outcomes
     yield
@@ -160,7 +192,10 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     name = re.sub(r"[^\w.-]+", "_", item.nodeid)[:200]
     plain = json.loads(json.dumps(doc, default=str))
     (_out / f"{name}.json").write_text(json.dumps(Normal()(plain), indent=1) + "\n")
+    (_out / "calls").mkdir(exist_ok=True)
+    (_out / "calls" / f"{name}.json").write_text(json.dumps(_calls, indent=1) + "\n")
     _records.clear()
+    _calls.clear()
 
 
 _OUTCOMES = pytest.StashKey[list[str]]()

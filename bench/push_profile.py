@@ -63,7 +63,7 @@ def main() -> int:
     from agent.run import agent as run_agent
     from agent.run import settings as config
     from tests.support import bind as bind_support
-    from tests.support import dnsworld
+    from tests.support import dnsworld, procs
     from tests.support import zone_api as zone_api_support
     from tests.support.gitremote import GitRemote
 
@@ -82,7 +82,7 @@ def main() -> int:
             scale_bench.first_sync(world)
             print(f"first sync {time.perf_counter() - t:.1f} s", file=sys.stderr)
             argv = ["run", "--repo", world.remote.url, *world.cli_targets, "--interval", "86400", "--jitter", "0",
-                    "--listen", "127.0.0.1:0", "--no-push-notes", "--webhook-min-interval", "0",
+                    "--listen", f"127.0.0.1:{procs.free_port()}", "--no-push-notes", "--webhook-min-interval", "0",
                     "--deadline", "3600", "--allowed-namespaces", "*"]
             ns = _parser(argv).parse_args(argv)
             flags = {name: getattr(ns, name) for name in config.Settings.model_fields}

@@ -331,7 +331,12 @@ def test_every_bindy_rule_is_enforced() -> None:
     assert f"{len(enforced)} of {len(table)} Bindy rules enforced" == "25 of 25 Bindy rules enforced"
 
 
-@pytest.mark.parametrize("fields", sorted(admission.FINE), ids=lambda i: admission._FIELDS[i][0])
+def _fields_id(i: int) -> str:
+    fields = admission._FIELDS[i]
+    return fields.__name__ if callable(fields) else fields[0]
+
+
+@pytest.mark.parametrize("fields", sorted(admission.FINE), ids=_fields_id)
 def test_a_value_taken_as_fine_passes_every_rule_of_its_fields(fields: int) -> None:
     """The shortcut for common names and targets never hides a violation: 20,000 random strings built
     from the characters the rules care about (dots, dashes, digits, unsafe characters), plus edge

@@ -16,7 +16,7 @@ import pytest
 from agent.clients.statestore import FileStore
 from agent.model.observed import KubeObserved, Observed
 from agent.model.ownership import RunState
-from agent.run import follow
+from agent.run import follow, memorize
 from agent.run import memory as memory_mod
 from agent.run.memory import Memory
 from agent.run.planner import Options, Targets
@@ -59,7 +59,7 @@ def test_s24_a_list_made_before_the_old_leaders_last_write_is_not_trusted_on_tak
     memory = Memory()
     done = follow.follow(_Source(tmp_path), Targets(store), Options(lock_wait=1), memory)
     assert not done.problem and memory.kube is stale
-    memory.take_over(applied_at=store.load_run().reconciled_at)
+    memorize.take_over(memory, applied_at=store.load_run().reconciled_at)
     assert not memory.kube_fresh(600, memory.agent_namespace)  # the cluster is read again
 
 
@@ -215,5 +215,5 @@ def test_s24_a_new_leader_reconciles_the_head_the_old_leader_applied() -> None:
     memory = Memory()
     memory.files.loaded = True  # the standby followed the head (agent/run/follow.py)
     assert not memory.blank
-    memory.take_over(applied_at=0.0)
-    assert memory.blank  # orchestrator._unchanged: the first run as the leader reconciles
+    memorize.take_over(memory, applied_at=0.0)
+    assert memory.blank  # decide.unchanged: the first run as the leader reconciles

@@ -21,8 +21,9 @@ from agent.clients.deadline import Deadline
 from agent.clients.endpoints import Endpoint
 from agent.model.key import ObjectKey
 from agent.model.ownership import RunState
-from agent.observe import dnsobserve
-from agent.run import orchestrator
+from agent.observe import soaserials
+from agent.run import memorize, orchestrator
+from agent.run.decision import Head, Why
 from agent.run.memory import Memory
 from agent.run.planner import Options
 from agent.run.revisions import GitRevisions
@@ -60,13 +61,13 @@ class _Source:
 
 def test_a_pod_waiting_for_its_zones_while_the_head_is_rejected_gets_the_revision_that_serves() -> None:
     memory = Memory()
-    memory.pods_waiting = True
+    memorize.pods_seen(memory, True, frozenset())
     memory.served_at = time.monotonic()  # the last resync was just now: none is due
     memory.serials_at = 123.0
     source = _Source()
     run = orchestrator._Run(source, None, Options(resync_after=3600), "r1", memory)  # type: ignore[arg-type]
     run.state = RunState("a" * 40, "b" * 40, "rejected", time.time() - 60, message="rejected")
-    assert not run._unchanged("b" * 40)
+    assert run._decide(Head("b" * 40)).why is Why.REPAIR_FOR_PODS  # not unchanged, not a resync
     run._snapshot("b" * 40)
     assert source.read == ["at aaaa"] and run.repairing
     assert memory.serials_at == 123.0  # not a resync: what the agent knows of the servers is kept
@@ -107,8 +108,10 @@ def _lost(rcode: int, held: tuple[str, ...]) -> list[tuple[str, str]]:
         zones = ["a.example.", "b.example."]
         desired: Any = types.SimpleNamespace(zones=[_zone(z) for z in zones])
         owned = types.SimpleNamespace(placements={"ns/sec": "secondary"})
-        return dnsobserve._secondaries_without(desired, {z: owned for z in zones},  # type: ignore[arg-type]
-                                               {"ns/sec": endpoint}, {}, Deadline(30), None, None)
+        questions = soaserials.Questions()
+        soaserials.secondaries(questions, desired, {z: owned for z in zones},  # type: ignore[arg-type]
+                               {"ns/sec": endpoint}, {}, None, None)
+        return soaserials.without(questions, soaserials.ask(questions, {"ns/sec": endpoint}, Deadline(30)))
     finally:
         sock.close()
 

@@ -8,6 +8,7 @@ modules a command line loaded, and that what is loaded late is still what a repo
 
 from __future__ import annotations
 
+import importlib
 import json
 import pathlib
 import subprocess
@@ -15,7 +16,7 @@ import sys
 
 import pytest
 
-from agent.model import infra, kinds, records, zone
+from agent.model import infra, kinds, recordtypes, zone
 from tests.test_cli_startup import ZONE
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -32,7 +33,7 @@ metadata: {name: dns, namespace: dns-system}
 spec: {version: "9.18", primary: {replicas: 1}}
 """
 LATE = ("agent.model.infra", "agent.model.records", "agent.desired.recorddata", "dns.rdtypes.ANY.TXT",
-        "dns.rdtypes.IN.A")
+        "dns.rdtypes.IN.A", *(f"agent.model.recordtypes.{m}" for m in recordtypes.BUILT_IN))
 NEVER_FOR_VALIDATE = ("agent.gate.safety", "agent.plan", "agent.model.ownership", "logging", "difflib")
 
 
@@ -67,8 +68,11 @@ def test_records_and_infrastructure_load_their_models_when_the_repository_has_th
     status, err, loaded = _validate(_repo(tmp_path, ZONE, RECORD, CLUSTER))
     assert status == 0, err
     assert f"{tmp_path}: 3 objects in 3 files: valid" in err
-    assert {"agent.model.records", "agent.model.infra", "agent.desired.recorddata", "dns.rdtypes.ANY.TXT"} <= loaded
+    assert {"agent.model.records", "agent.model.infra", "agent.desired.recorddata", "dns.rdtypes.ANY.TXT",
+            "agent.model.recordtypes.txt"} <= loaded
     assert not loaded & set(NEVER_FOR_VALIDATE)
+    # only the record types the repository holds: one TXT record defines no other record kind's model
+    assert not loaded & {f"agent.model.recordtypes.{m}" for m in recordtypes.BUILT_IN if m != "txt"}
 
 
 def test_a_record_loaded_late_is_still_checked(tmp_path: pathlib.Path) -> None:
@@ -94,6 +98,6 @@ def test_no_distribution_is_searched_for_pydantic_plugins() -> None:
 @pytest.mark.parametrize("kind", list(kinds.KINDS.values()), ids=list(kinds.KINDS))
 def test_each_kind_still_names_its_model(kind: kinds.Kind) -> None:
     """The registry names the module of each kind's model; the model is the class of the kind's name there."""
-    module = {"infra": infra, "records": records, "zone": zone}[kind.module]
+    module = {"infra": infra, "zone": zone}.get(kind.module) or importlib.import_module(f"agent.model.{kind.module}")
     assert kind.model is getattr(module, kind.name)
     assert kinds.KINDS[kind.name].model is kind.model  # the same class every time

@@ -18,6 +18,7 @@ from agent.clients import statestore
 from agent.desired import hierarchy
 from agent.run import agent as run_agent
 from agent.run import compose
+from agent.run import options as run_options
 from agent.run import settings as config
 from tests.conftest import load_dir
 from tests.support.procs import free_port
@@ -66,8 +67,9 @@ def _run_request(**settings: Any) -> compose.Request:
 
 def _tokens(request: compose.Request) -> dict[str, str]:
     reach = compose.zone_endpoints(request, NoCluster())  # type: ignore[arg-type]
-    assert callable(reach)
-    return {name: e.token for name, e in reach(hierarchy.build(load_dir(SAMPLE))).items()}
+    assert isinstance(reach, run_options.InCluster)
+    found = run_options.endpoints(reach, hierarchy.build(load_dir(SAMPLE)), NoCluster(), request.options)  # type: ignore[arg-type]
+    return {name: e.token for name, e in found.items()}
 
 
 @pytest.mark.parametrize("allowed", ["dns-system", "elsewhere"])

@@ -23,7 +23,6 @@ from agent.model.rrchange import RRChange
 from agent.outcome import zoneconditions
 from agent.plan import zonediff
 from agent.reconcile import dnsapply, dnsresult
-from agent.run import dnsrounds
 from tests.test_every_pod import POD_A, POD_B, PRIMARY, _desired, _pods_world
 
 ZONE = "example.com."
@@ -96,7 +95,7 @@ def test_a_zone_refused_in_the_second_round_says_what_the_first_round_wrote(tmp_
     first = plan.records[POD_A].changes[0]
     assert result.stale and result.written == [first] and result.changes == [first]
     done = dnsresult.DnsResult([result], [], stale={result.name: result.stale})
-    dnsrounds._merge(done, dnsresult.DnsResult([], []), {result.name: "refusing to delete 4 of 12 managed RRsets"})
+    dnsresult.merge_round(done, dnsresult.DnsResult([], []), {result.name: "refusing to delete 4 of 12 managed RRsets"})
     (zone,) = done.zones
     assert zone.refused.startswith("refusing to delete 4 of 12") and f"{first.key[0]} A (create)" in zone.refused
     assert zone.written == [first] and not zone.stale
@@ -110,6 +109,6 @@ def test_the_second_round_keeps_what_the_first_wrote_on_the_zones_result(tmp_pat
     first, rest = plan.records[POD_A].changes[0], plan.records[POD_A].changes[1:]
     again = dataclasses.replace(result, stale="", written=[], changes=list(rest))
     done = dnsresult.DnsResult([result], [], stale={result.name: result.stale})
-    dnsrounds._merge(done, dnsresult.DnsResult([again], []), {})
+    dnsresult.merge_round(done, dnsresult.DnsResult([again], []), {})
     (zone,) = done.zones
     assert zone.changes == [first, *rest] and zone.written == [first] and zone.ok

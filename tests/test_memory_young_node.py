@@ -9,6 +9,7 @@ import pytest
 
 from agent.model.observed import KubeObserved, ZoneObserved
 from agent.observe.dnsobserve import DnsMemory
+from agent.run import memorize
 from agent.run import memory as memory_mod
 from agent.run.memory import Memory
 
@@ -19,7 +20,7 @@ def test_never_is_not_fresh_on_a_node_booted_a_minute_ago(monkeypatch: pytest.Mo
     memory.kube, memory.agent_namespace = KubeObserved({}, set(), set()), "bindy-agent"
     memory.dns = DnsMemory()
     memory.dns.remember("example.com.", "ns/primary", ZoneObserved({}, serial=1))
-    memory.take_over(applied_at=0.0)  # a new leader: list the cluster again
+    memorize.take_over(memory, applied_at=0.0)  # a new leader: list the cluster again
     assert not memory.kube_fresh(600, "bindy-agent")
     assert not memory.dns_fresh(3600)  # zones read, but never compared in full
     memory.kube_at = memory.dns_at = 30.0  # read 30 s after boot: fresh

@@ -22,10 +22,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from agent.errors import KubeError
 from agent.model import calls
 from agent.model.key import ObjectKey
+from agent.model.ownership import RunState
 from agent.outcome import runevents
 from agent.plan import build
 from agent.plan import changes as plan_model
-from agent.run import logs, metrics, orchestrator, runtrace, settings
+from agent.run import decide, logs, metrics, orchestrator, runtrace, settings
+from agent.run.decision import Head, Now, Phase, Standing
+from agent.run.planner import Options
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 MONITORING = ROOT / "deploy" / "monitoring"
@@ -92,7 +95,8 @@ def _samples(m: metrics.Metrics) -> dict[tuple[str, tuple[tuple[str, str], ...]]
 
 
 def _value(m: metrics.Metrics, name: str, **labels: str) -> float:
-    return _samples(m).get((name, tuple(sorted(labels.items()))), 0.0)
+    """The sum of the samples of `name` with these labels (and any others)."""
+    return sum(v for (n, have), v in _samples(m).items() if n == name and labels.items() <= dict(have).items())
 
 
 def _change(layer: str, name: str = "www", reason: str | None = None) -> plan_model.Change:
@@ -118,8 +122,14 @@ def test_a_run_is_counted_by_outcome_and_trigger_with_each_steps_duration() -> N
     assert _value(m, "bindy_agent_step_duration_seconds_sum", step="fetch") == pytest.approx(0.2)
     assert _value(m, "bindy_agent_step_duration_seconds_count", step="verify") == 0  # every step has a series
     assert _value(m, "bindy_agent_revision_info", applied="a" * 40, seen="a" * 40) == 1
+    assert _value(m, "bindy_agent_runs_total", kind="none", why="none") == 1  # not decided (a direct call)
+    decided = _run("applied", decision=decide.decide(RunState(), Phase(Standing.WARM, keeps=True), Head("b" * 40),
+                                                     Options(), Now(0.0, 0.0)))
+    m.record(decided, 1.0, {}, trigger="webhook")
+    assert _value(m, "bindy_agent_runs_total", outcome="applied", trigger="webhook", kind="reconcile",
+                  why="new-head") == 1
     m.failed("schedule")
-    assert _value(m, "bindy_agent_runs_total", outcome="error", trigger="schedule") == 1
+    assert _value(m, "bindy_agent_runs_total", outcome="error", trigger="schedule", kind="none", why="none") == 1
 
 
 def test_external_calls_become_counters_and_latency_histograms_by_target_operation_and_result() -> None:
@@ -247,6 +257,8 @@ def test_runs_that_write_or_fail_leave_an_event_on_each_cluster_and_provider_at_
                              changes=0)
     assert event == runevents.RunEvent("Warning", "ValidationFailed",
                                        f"revision {'c' * 12} rejected: 2 validation errors; nothing applied")
+    told = runevents.decide(outcome="applied", revision="c" * 40, message="", changes=2, ran="reconcile: resync")
+    assert told is not None and told.message == f"applied revision {'c' * 12}: 2 changes (reconcile: resync)"
     assert runevents.emit(api, event, agent_namespace="bindy-agent", limiter=limiter) == 2  # type: ignore[arg-type]
     assert [(e["involvedObject"]["kind"], e["involvedObject"]["name"], e["reason"], e["type"])
             for e in api.created] == [("Bind9Cluster", "main", "ValidationFailed", "Warning"),
@@ -287,7 +299,9 @@ def test_a_run_has_a_start_and_an_end_line_and_a_scheduled_run_of_the_seen_revis
     with caplog.at_level(logging.INFO, logger="agent"):
         run_id, trigger = trace.start("start")
         assert trigger == "start-up" and logs.run_id.get() == run_id
-        run = _run("applied", "e" * 40, plan=plan_model.Plan([_change("records")]))
+        start_up = decide.decide(RunState("e" * 40, "e" * 40, "applied"), Phase(Standing.COLD, keeps=True),
+                                 Head("e" * 40), Options(), Now(0.0, 0.0))
+        run = _run("applied", "e" * 40, plan=plan_model.Plan([_change("records")]), decision=start_up)
         run.steps = {"fetch": 0.5}  # type: ignore[attr-defined]
         trace.finish(run, trigger)
         _, trigger = trace.start("schedule")
@@ -297,11 +311,14 @@ def test_a_run_has_a_start_and_an_end_line_and_a_scheduled_run_of_the_seen_revis
     lines = [(r.getMessage(), getattr(r, "fields", {})) for r in caplog.records]
     assert lines[0] == (f"run started by start-up (last seen {'e' * 12})", {"trigger": "start-up"})
     assert re.fullmatch(r"sync applied: e{12}, 1 changes in 0\.\d s", lines[1][0]), lines[1][0]
-    assert {k: lines[1][1][k] for k in ("trigger", "outcome", "steps", "changes")} == {
-        "trigger": "start-up", "outcome": "applied", "steps": {"fetch": 0.5}, "changes": 1}
+    assert {k: lines[1][1][k] for k in ("trigger", "kind", "why", "outcome", "steps", "changes")} == {
+        "trigger": "start-up", "kind": "reconcile", "why": "start-up", "outcome": "applied", "steps": {"fetch": 0.5},
+        "changes": 1}
+    assert (lines[3][1]["kind"], lines[3][1]["why"]) == ("none", "none")  # a run made without a decision
     assert lines[3][1]["trigger"] == "resync"  # the revision it had seen, reconciled again
     assert lines[5][1]["trigger"] == "schedule"  # nothing was looked at again
     assert _value(m, "bindy_agent_runs_total", outcome="applied", trigger="resync") == 1
+    assert _value(m, "bindy_agent_runs_total", outcome="applied", kind="reconcile", why="start-up") == 1
     assert _value(m, "bindy_agent_drift_found_total", layer="records") == 1  # the start-up run found drift
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from agent.desired import hierarchy
 from agent.desired.hierarchy import Desired
-from agent.gate import safety
+from agent.gate import safety, verdict
 from agent.plan import build, delta, render
 from agent.plan.changes import Action, Change, KubeTarget, Plan, RRsetTarget, ZoneTarget
 from tests.conftest import SAMPLE, load_dir
@@ -106,7 +106,7 @@ def test_the_gate_sees_a_delta_as_a_sync_would(pair: tuple[pathlib.Path, pathlib
                    f"  ipv4Addresses: [192.0.2.{i + 100}]\n" for i in range(12))
     (base / "records" / "example-com" / "many.yaml").write_text(many)
     plan = delta.delta(_state(base), _state(head))
-    plan.refusals = safety.check(plan, safety.Policy())
+    plan = verdict.approve(plan, safety.Policy())
     assert plan.summary["delete"] == 24  # 12 ARecord CRs, 12 RRsets
     assert len(plan.refusals) == 1 and "refusing to delete 12 of" in plan.refusals[0]
     assert "### The safety gate would refuse this plan (1): a sync applies nothing" in render.render_markdown(plan)

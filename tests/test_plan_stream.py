@@ -23,6 +23,7 @@ from agent import cli
 from agent.desired import hierarchy
 from agent.desired.rrsets import RRset
 from agent.model import printable
+from agent.model.findings import Refusal
 from agent.model.problems import Origin, Problem, Severity
 from agent.plan import build, delta, render, render_markdown, render_text
 from agent.plan.changes import FORMAT_VERSION, LAYERS, SYMBOL, Action, Change, KubeTarget, Plan, RRsetTarget, ZoneTarget
@@ -152,7 +153,7 @@ def _odd_plan() -> Plan:
     problems = [Problem(Origin("a.yaml", 3), "ARecord/ns/a", "spec.name", "required field is missing"),
                 Problem(None, "", "", "a warning `with` <b>markup</b>", Severity.WARNING)]
     return Plan(changes, problems, "b" * 40, conflicts=["ARecord ns/x: not ours"], notes=["a note\twith a tab"],
-                refusals=["deletes 100% of zone b.example."], unplanned=["c.example. on dns-system/p-0"],
+                refused=(Refusal("b.example.", "deletes 100% of zone b.example."),), unplanned=["c.example. on dns-system/p-0"],
                 base="a" * 40, base_problems=problems[:1], invalid=(), labels={"a" * 40: "main (aaaa)"})
 
 

@@ -30,7 +30,8 @@ from agent.podready import gates as podgates
 from agent.podready import step as podstep
 from agent.podready import watch as podwatch
 from agent.reconcile.dnsresult import DnsResult, ZoneResult
-from agent.run import orchestrator
+from agent.run import decide, memorize, orchestrator, throttle
+from agent.run.decision import Head, Now, Why
 from agent.run.memory import Memory
 from agent.run.planner import Options
 from tests.conftest import SAMPLE, load_dir
@@ -243,20 +244,31 @@ def _deployment(name: str, want: int, ready: int) -> dict[str, Any]:
                        "availableReplicas": ready}}
 
 
+def _seen(queue: throttle.Triggers, memory: Memory) -> frozenset[ObjectKey]:
+    """What the sync worker hands the memory before a run (agent/run/agent.py)."""
+    memorize.pods_seen(memory, *queue.pods_seen())
+    return memory.pods_moved
+
+
+def _unchanged(memory: Memory, state: RunState, head: str) -> bool:
+    decision = decide.decide(state, memory.phase(), Head(head), Options(), Now(time.time(), time.monotonic()))
+    return decision.why is Why.UNCHANGED
+
+
 def test_pods_that_become_ready_or_go_ask_for_a_run_that_writes_their_instances_status() -> None:
-    api, memory = _Pods(), Memory()
+    api, memory, queue = _Pods(), Memory(), throttle.Triggers(0)
     triggers: list[str] = []
     watch = podwatch.PodWatch(api, trigger=triggers.append, waiting=lambda w: None,  # type: ignore[arg-type]
-                              leading=lambda: True, moved=memory.pods_moved.add)
+                              leading=lambda: True, moved=queue.pods_moved)
     api.deployments = [_deployment("dns-primary-0", 1, 0), _deployment("dns-secondary-0", 1, 1)]
     assert not watch.look() and not triggers  # the first look takes note (a new leader computes every status)
-    assert not watch.look() and not memory.pods_moved
+    assert not watch.look() and not _seen(queue, memory)
     api.deployments[0] = _deployment("dns-primary-0", 1, 1)  # its pod became Ready (the agent opened its gate)
     assert watch.look() and triggers == ["pods"]
-    assert memory.pods_moved.peek() == {ObjectKey("Bind9Instance", "dns", "dns-primary-0")}
-    memory.pods_moved.done(memory.pods_moved.peek())  # the run wrote its status
+    assert _seen(queue, memory) == {ObjectKey("Bind9Instance", "dns", "dns-primary-0")}
+    memorize.statuses_computed(memory, {}, set(), written=False, moved=memory.pods_moved)  # the run wrote its status
     api.deployments[1] = _deployment("dns-secondary-0", 0, 0)  # scaled to 0
-    assert watch.look() and memory.pods_moved.peek() == {ObjectKey("Bind9Instance", "dns", "dns-secondary-0")}
+    assert watch.look() and _seen(queue, memory) == {ObjectKey("Bind9Instance", "dns", "dns-secondary-0")}
     api.deployments = api.deployments[:1]  # gone
     assert watch.look() and len(triggers) == 3
     assert not watch.look() and len(triggers) == 3  # nothing moved since
@@ -265,29 +277,28 @@ def test_pods_that_become_ready_or_go_ask_for_a_run_that_writes_their_instances_
 def test_a_run_while_pods_moved_does_not_stop_at_an_unchanged_head() -> None:
     memory = Memory()
     memory.files.loaded = True
-    run = orchestrator._Run(None, None, Options(), "r1", memory)  # type: ignore[arg-type]
-    run.state = RunState("abc", "abc", "applied", time.time(), message="applied abc")
-    assert run._unchanged("abc")
-    memory.pods_moved.add({ObjectKey("Bind9Instance", "dns", "dns-primary-0")})
-    assert not run._unchanged("abc")  # its status is written by this run
+    state = RunState("abc", "abc", "applied", time.time(), message="applied abc")
+    assert _unchanged(memory, state, "abc")
+    memorize.pods_seen(memory, None, frozenset({ObjectKey("Bind9Instance", "dns", "dns-primary-0")}))
+    assert not _unchanged(memory, state, "abc")  # its status is written by this run
 
 
 def test_a_new_waiting_pod_asks_for_a_run_at_once_and_again_later_while_it_waits() -> None:
     api, now = _Pods(), [100.0]
     triggers: list[str] = []
-    memory = Memory()
+    memory, queue = Memory(), throttle.Triggers(0)
     watch = podwatch.PodWatch(api, trigger=triggers.append,  # type: ignore[arg-type]
-                              waiting=lambda w: setattr(memory, "pods_waiting", w), leading=lambda: True,
-                              clock=lambda: now[0])
-    assert not watch.look() and not triggers and not memory.pods_waiting
+                              waiting=queue.pods_waiting, leading=lambda: True, clock=lambda: now[0])
+    assert not watch.look() and not triggers and not _seen(queue, memory) and not memory.pods_waiting
     api.pods = [_pod("new", "10.1.0.7")]
-    assert watch.look() and triggers == ["pods"] and memory.pods_waiting
+    assert watch.look() and triggers == ["pods"] and not _seen(queue, memory) and memory.pods_waiting
     now[0] += podwatch.POLL
     assert not watch.look()  # asked already; the run is on its way
     now[0] += podwatch.RETRY_FIRST
     assert watch.look() and triggers == ["pods", "pods"]  # still waiting (its zones failed): asked again
     api.pods = [_pod("new", "10.1.0.7", gate="True", ready="True")]
-    assert not watch.look() and not memory.pods_waiting
+    assert not watch.look() and not _seen(queue, memory) and not memory.pods_waiting
+    assert not _seen(queue, memory) and not memory.pods_waiting  # not looked at since: as last seen
 
 
 def test_a_standby_does_not_ask() -> None:
@@ -302,11 +313,10 @@ def test_a_standby_does_not_ask() -> None:
 def test_a_run_while_a_pod_waits_does_not_stop_at_an_unchanged_head() -> None:
     memory = Memory()
     memory.files.loaded = True  # not a fresh process
-    run = orchestrator._Run(None, None, Options(), "r1", memory)  # type: ignore[arg-type]
-    run.state = RunState("abc", "abc", "applied", time.time(), message="applied abc")
-    assert run._unchanged("abc")  # a scheduled run with nothing new stops there
-    memory.pods_waiting = True
-    assert not run._unchanged("abc")  # a new pod waits for its zones: this run gives them
+    state = RunState("abc", "abc", "applied", time.time(), message="applied abc")
+    assert _unchanged(memory, state, "abc")  # a scheduled run with nothing new stops there
+    memorize.pods_seen(memory, True, frozenset())
+    assert not _unchanged(memory, state, "abc")  # a new pod waits for its zones: this run gives them
 
 
 def test_pods_that_moved_while_the_head_is_rejected_get_their_statuses_from_the_revision_that_serves() -> None:
@@ -315,10 +325,10 @@ def test_pods_that_moved_while_the_head_is_rejected_get_their_statuses_from_the_
     memory = Memory()
     memory.files.loaded = True
     memory.served_at = time.monotonic()  # no resync is due
-    memory.pods_moved.add({ObjectKey("Bind9Instance", "dns", "dns-primary-0")})
+    memorize.pods_seen(memory, None, frozenset({ObjectKey("Bind9Instance", "dns", "dns-primary-0")}))
     source = _Source()
     run = orchestrator._Run(source, None, Options(resync_after=3600), "r1", memory)  # type: ignore[arg-type]
     run.state = RunState("a" * 40, "b" * 40, "rejected", time.time() - 60, message="rejected")
-    assert not run._unchanged("b" * 40)
+    assert run._decide(Head("b" * 40)).why is Why.REPAIR_FOR_PODS
     run._snapshot("b" * 40)
     assert source.read == ["at aaaa"] and run.repairing  # not the rejected head again

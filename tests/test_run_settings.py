@@ -11,10 +11,11 @@ import pathlib
 import pytest
 
 from agent import cli
+from agent.clients import forges
 from agent.errors import ConfigError
 from agent.gate import policy
 from agent.run import agent as run_agent
-from agent.run import logs, pushpayload, throttle, webhook
+from agent.run import logs, throttle, webhook
 from agent.run import settings as config
 
 
@@ -64,7 +65,7 @@ def test_webhook_signatures(headers: dict[str, str], ok: bool) -> None:
     ("main", "0123abcd" * 5, "refs/heads/main", False),  # a pinned commit: no push moves it
 ])
 def test_the_refs_whose_pushes_start_a_run(branch: str, pinned: str | None, ref: str, started: bool) -> None:
-    assert (ref in pushpayload.followed(branch, pinned)) is started
+    assert (ref in webhook.followed(branch, pinned)) is started
 
 
 @pytest.mark.parametrize("body, ref", [
@@ -75,7 +76,7 @@ def test_the_refs_whose_pushes_start_a_run(branch: str, pinned: str | None, ref:
     (b"payload=%7B%22ref%22%3A+%22refs%2Ftags%2Fv1%22%7D", "refs/tags/v1"),  # GitHub's form content type
 ])
 def test_the_ref_a_delivery_names(body: bytes, ref: str | None) -> None:
-    assert pushpayload.ref_of(body) == ref
+    assert forges.ref_of(body) == ref
 
 
 def test_json_log_lines_carry_run_id_and_revision() -> None:

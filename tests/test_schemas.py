@@ -1,15 +1,18 @@
-"""The committed schemas/ are exactly what the models generate, and our CRDs accept every spec
-field path of Bindy's CRDs (the list in tests/data was extracted once from Bindy's CRD YAML)."""
+"""The committed schemas/ and the lists of kinds in deploy/'s RBAC are exactly what the models generate,
+and our CRDs accept every spec field path of Bindy's CRDs (the list in tests/data was extracted once
+from Bindy's CRD YAML)."""
 
 from __future__ import annotations
 
 import json
 import pathlib
+import shutil
 
+import pytest
 import yaml
 
 from agent import cli
-from agent.model import kinds, schema
+from agent.model import kinds, rbac, schema
 from tests.conftest import ROOT
 
 DATA = pathlib.Path(__file__).parent / "data" / "bindy_spec_paths.txt"
@@ -27,6 +30,30 @@ def test_schemas_check_fails_on_drift(tmp_path: pathlib.Path) -> None:
     target = tmp_path / "crds" / "arecords.bindy.firestoned.io.yaml"
     target.write_text(target.read_text().replace("minItems: 1", "minItems: 2"))
     assert cli.main(["schemas", "--check", "--dir", str(tmp_path)]) == 1
+
+
+def test_committed_rbac_lists_every_kind_as_the_models_generate() -> None:
+    for rel in rbac.FILES:
+        text = (ROOT / "deploy" / rel).read_text()
+        assert rbac.render(text) == text, f"deploy/{rel}: run `bindy-agent schemas` and commit the result"
+    role = (ROOT / "deploy/target/role.yaml").read_text()
+    for kind in kinds.KINDS.values():
+        assert f'"{kind.crd_name}"' in (ROOT / "deploy/rbac-crds.yaml").read_text()
+        assert (f'"{kind.plural}"' in role and f'"{kind.plural}/status"' in role) is kind.namespaced
+
+
+def test_schemas_check_fails_when_a_list_of_kinds_in_deploy_drifts(tmp_path: pathlib.Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    deploy = tmp_path / "deploy"
+    shutil.copytree(ROOT / "deploy", deploy)
+    role = deploy / "target" / "role.yaml"
+    role.write_text(role.read_text().replace(' "txtrecords/status",', ""))  # a kind's status forgotten
+    argv = ["schemas", "--dir", str(ROOT / "schemas"), "--deploy", str(deploy)]
+    assert cli.main([*argv, "--check"]) == 1
+    assert f"{role}: its lists of kinds differ from the models; run `bindy-agent schemas`" in capsys.readouterr().err
+    assert cli.main(argv) == 0
+    assert role.read_text() == (ROOT / "deploy/target/role.yaml").read_text()
+    assert cli.main([*argv, "--check"]) == 0
 
 
 def _our_paths() -> dict[str, set[str]]:

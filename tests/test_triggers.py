@@ -7,7 +7,8 @@ import ast
 import pathlib
 
 from agent.podready import watch as podwatch
-from agent.run import runtrace, throttle
+from agent.run import decide, runtrace, throttle
+from agent.run.decision import Phase, Standing
 from agent.run.triggers import LABELS, Trigger
 
 AGENT = pathlib.Path(__file__).resolve().parent.parent / "agent"
@@ -36,7 +37,9 @@ def _requested() -> set[str]:
 
 
 def test_every_trigger_the_agent_asks_for_is_a_trigger_value() -> None:
-    asked = _requested() | {throttle.WEBHOOK, podwatch.TRIGGER}
+    owed = Phase(Standing.WARM, keeps=True, owed=True)  # a cut reconcile asks for its push, then itself
+    follow_ups = {decide.next_phase(owed, decide.RunEnded(None, outcome))[1] for outcome in ("preempted", "applied")}
+    asked = _requested() | {throttle.WEBHOOK, podwatch.TRIGGER} | {t.value for t in follow_ups if t is not None}
     assert asked == {t.value for t in Trigger}
 
 

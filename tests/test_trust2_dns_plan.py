@@ -10,7 +10,6 @@ from agent.gate import safety
 from agent.model.observed import DnsObserved, ZoneObserved
 from agent.model.ownership import ZoneOwnership
 from agent.plan import build, zonediff
-from agent.plan.changes import Plan
 
 ZONE = "gone.test."
 P, S = "dns-system/dns-primary-0", "dns-system/dns-secondary-0"
@@ -47,9 +46,9 @@ def test_a_zone_with_foreign_data_stays_and_only_the_agents_rrsets_are_deleted()
     assert plan.kept == (f"zone kept on 2 server(s) although it left Git: it holds 1 RRset(s) the agent did not "
                          f"write (_acme-challenge.{ZONE} TXT); the agent's own RRsets in it are deleted; `--force` "
                          "deletes the zone with them")
-    whole = Plan([], [], zones=[plan])
-    build._zone_view(whole, [plan])
-    assert whole.conflicts == [f"{ZONE}: {plan.kept}"]
+    conflicts: list[str] = []
+    build._zone_view([], conflicts, [], [plan])
+    assert conflicts == [f"{ZONE}: {plan.kept}"]
     assert safety.zone_refusal(plan, safety.Policy()) is None  # 2 managed RRsets: under the gate's minimum
 
 

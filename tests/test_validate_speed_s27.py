@@ -19,7 +19,10 @@ import pytest
 from agent.desired import hierarchy as desired
 from agent.desired import recorddata
 from agent.model.problems import Severity
-from agent.model.records import AAAARecord, ARecord, SRVRecord
+from agent.model.recordtypes import addresses
+from agent.model.recordtypes.a import ARecord
+from agent.model.recordtypes.aaaa import AAAARecord
+from agent.model.recordtypes.srv import SRVRecord
 from tests.conftest import Repo, load_dir
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -73,7 +76,7 @@ def test_an_address_renders_as_dnspython_renders_its_text(text: str) -> None:
     expected = dns.rdtypes.IN.AAAA.AAAA(dns.rdataclass.IN, dns.rdatatype.AAAA, text)
     assert recorddata.rdatas(record) == [expected]  # type: ignore[arg-type]
     assert list(recorddata.values(record)) == [expected.to_text()]  # type: ignore[arg-type]
-    assert isinstance(recorddata._addresses([text], "ipv6Addresses", ipaddress.IPv6Address)[0], ipaddress.IPv6Address)
+    assert isinstance(addresses.addresses([text], "ipv6Addresses", ipaddress.IPv6Address)[0], ipaddress.IPv6Address)
 
 
 def test_a_refused_target_is_refused_every_time_with_the_same_words() -> None:

@@ -9,6 +9,7 @@ import time
 from agent.clients.statestore import FileStore
 from agent.model.observed import KubeObserved
 from agent.model.ownership import ZoneOwnership
+from agent.run import memorize
 from agent.run.memory import CLOCK_SKEW, Memory
 
 
@@ -22,7 +23,7 @@ def _followed(listed: float) -> Memory:
 
 def test_the_cluster_listed_after_the_old_leaders_last_write_is_trusted() -> None:
     memory = _followed(listed=1000.0)
-    memory.take_over(applied_at=1000.0 - CLOCK_SKEW - 1)
+    memorize.take_over(memory, applied_at=1000.0 - CLOCK_SKEW - 1)
     assert memory.kube_fresh(600, memory.agent_namespace)  # not listed again
     assert memory.serials_at is None and not memory.dns.sources  # every zone's serial is asked
 
@@ -30,7 +31,7 @@ def test_the_cluster_listed_after_the_old_leaders_last_write_is_trusted() -> Non
 def test_the_cluster_listed_before_the_old_leaders_last_write_is_read_again() -> None:
     for applied_at in (1000.0 - CLOCK_SKEW, 1000.0, 2000.0):  # within the clock margin counts as before
         memory = _followed(listed=1000.0)
-        memory.take_over(applied_at=applied_at)
+        memorize.take_over(memory, applied_at=applied_at)
         assert not memory.kube_fresh(600, memory.agent_namespace), applied_at
 
 

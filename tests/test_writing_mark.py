@@ -8,6 +8,7 @@ import time
 
 from agent.model.observed import KubeObserved
 from agent.model.ownership import RunState
+from agent.run import memorize
 from agent.run.memory import Memory
 
 
@@ -23,7 +24,7 @@ def test_while_a_run_writes_no_list_of_the_cluster_is_trusted_by_a_replica_that_
                                                                    False)):
         memory = Memory()
         memory.kube, memory.kube_at, memory.kube_listed = KubeObserved({}, set(), set()), time.monotonic(), 500.0
-        memory.take_over(applied_at=state.wrote_at)
+        memorize.take_over(memory, applied_at=state.wrote_at)
         assert memory.kube_fresh(600, memory.agent_namespace) is trusted, state
 
 
@@ -33,5 +34,5 @@ def test_before_any_runs_end_was_saved_no_list_of_the_cluster_is_trusted() -> No
     assert RunState().wrote_at == float("inf")
     memory = Memory()
     memory.kube, memory.kube_at, memory.kube_listed = KubeObserved({}, set(), set()), time.monotonic(), 500.0
-    memory.take_over(applied_at=RunState().wrote_at)
+    memorize.take_over(memory, applied_at=RunState().wrote_at)
     assert not memory.kube_fresh(600, memory.agent_namespace)

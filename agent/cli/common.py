@@ -25,7 +25,7 @@ from agent.model import names, problems
 
 if TYPE_CHECKING:  # the rest is imported where used: building the parser stays cheap (tests/test_cli_startup.py)
     from agent.clients import axfr
-    from agent.gate import policy, safety
+    from agent.gate import policy
     from agent.load.sourcefile import SourceFile
     from agent.run import validation
 
@@ -179,17 +179,10 @@ def percent(value: str) -> int:
     return number
 
 
-def safety_policy(args: argparse.Namespace) -> safety.Policy:
-    """The safety gate's limits from the operator's flags (a repository can only make them stricter)."""
-    from agent.gate import safety
-
-    return safety.Policy(force=getattr(args, "force", False), allow_prune=getattr(args, "allow_prune", False),
-                         delete_threshold=delete_threshold(args))
-
-
 def delete_threshold(args: argparse.Namespace) -> float:
-    """The share of a zone's records one plan may delete unless forced: --delete-threshold-percent, else the
-    default (without importing the safety gate, which `validate` does not run)."""
+    """The share of a zone's records one plan may delete unless forced, for `validate` (a DNSZone's
+    annotation may only be stricter): --delete-threshold-percent, else the default, as the gate takes it
+    (agent/gate/safety.py `Policy.of`), without importing the gate, which `validate` does not run."""
     threshold = getattr(args, "delete_threshold_percent", None)
     return names.DEFAULT_DELETE_THRESHOLD if threshold is None else threshold / 100
 

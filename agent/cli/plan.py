@@ -18,6 +18,7 @@ with the errors; the text form prints them on stderr only.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import pathlib
 import sys
@@ -122,7 +123,7 @@ def show_plan(args: argparse.Namespace) -> int:
     where = {links.HEAD: links.directory(args.directory, localdir.revision(args.directory))} \
         if args.output == "markdown" and args.link_base else {}
     assert validated.desired is not None
-    plan.sources = links.sources(args, validated.desired, None, where)
+    plan = dataclasses.replace(plan, sources=links.sources(args, validated.desired, None, where))
     emit(plan, args)
     return status(args, plan)
 
@@ -144,12 +145,15 @@ def _planned(args: argparse.Namespace, report: validation.Progress) -> Planned:
     if not common.cluster_requested(args):
         validated = common.validate(localdir.files(args.directory), args, progress=report)
         return validated, _offline(validated), None
-    from agent.run import compose, planner  # only online: the offline plan never loads the cluster's clients
+    from agent.model.scope import ALL  # only online: the offline plan never loads the cluster's clients
+    from agent.run import compose, planner
+    from agent.run import options as run_options
 
     built = compose.build(compose.Request(  # as a sync builds it; its store is read only with zone endpoints
-        compose.options({**vars(args), "dry_run": True}, common.policy_settings(args)), directory=args.directory,
+        run_options.of({**vars(args), "dry_run": True}, common.policy_settings(args)), directory=args.directory,
         limits=common.limits(args), cluster=True, kubeconfig=common.kubeconfig(args.kubeconfig), context=args.context))
-    planned = planner.plan(built.source.snapshot(), built.targets, built.options, progress=report)
+    planned = planner.plan(built.source.snapshot(), ALL, planner.WHOLE, targets=built.targets, options=built.options,
+                           progress=report)
     return planned.validated, planned.plan, planned.error
 
 

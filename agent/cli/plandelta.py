@@ -69,12 +69,13 @@ def _git_side(revs: gitrevs.Revisions, rev: str, path: str, *, base: bool = Fals
 def _sides(args: argparse.Namespace) -> tuple[Side, Side]:
     if args.base_dir is not None:
         return _dir_side(args.base_dir, args), _dir_side(args.directory, args)
+    from agent.run import gitsource
     from agent.sources import gitrevs
-    from agent.sources.git import GitSource
 
-    if args.repo:
-        source = GitSource(args.repo, args.cache, ssh_key=args.ssh_key, known_hosts=args.known_hosts,
-                           insecure_ignore_host_key=args.insecure_ignore_host_key, token_file=args.token_file)
+    if args.repo:  # the branches and tags the delta names are fetched: no branch, ref or path of its own
+        git = gitsource.Git(args.repo, args.cache, ssh_key=args.ssh_key, known_hosts=args.known_hosts,
+                            insecure_ignore_host_key=args.insecure_ignore_host_key, token_file=args.token_file)
+        source = gitsource.source(git, common.limits(args))
         revs, path = gitrevs.Revisions.remote(source), args.path.strip("/")
     else:
         revs, rel = gitrevs.Revisions.local(args.directory or pathlib.Path.cwd())
@@ -142,12 +143,11 @@ def compute(args: argparse.Namespace) -> tuple[Plan | None, bool]:
         print("nothing planned", file=sys.stderr)
         return Plan([], head_found, head_side.revision, base=base_side.revision, base_problems=base_found,
                     invalid=invalid, labels=_labels(base_side, head_side)), False
-    from agent.gate import safety
+    from agent.gate import safety, verdict
     from agent.plan import delta
 
     result = delta.delta(base, head, base_revision=base_side.revision, head_revision=head_side.revision,
                          agent=args.agent_namespace)
-    result.labels = _labels(base_side, head_side)
-    result.refusals = safety.check(result, common.safety_policy(args))
-    result.sources = links.sources(args, head, base, {links.HEAD: head_side.repo, links.BASE: base_side.repo})
-    return result, True
+    result = verdict.approve(result, safety.Policy.of(vars(args)))
+    return dataclasses.replace(result, labels=_labels(base_side, head_side), sources=links.sources(
+        args, head, base, {links.HEAD: head_side.repo, links.BASE: base_side.repo})), True

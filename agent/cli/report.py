@@ -16,6 +16,7 @@ from agent.cli import common, flagsets, settingflags
 from agent.errors import AgentError
 from agent.model import names
 from agent.outcome import notesignature
+from agent.run import gitsource
 from agent.sources import gitrevs
 from agent.sources.git import NOTES_REF, GitSource, StoredNote
 
@@ -55,9 +56,7 @@ def build(add: common.AddVerb) -> None:
 
 
 def _git_source(args: argparse.Namespace) -> GitSource:
-    return GitSource(args.repo, args.cache, branch=args.branch, ref=args.ref, path=args.path, ssh_key=args.ssh_key,
-                     known_hosts=args.known_hosts, insecure_ignore_host_key=args.insecure_ignore_host_key,
-                     token_file=args.token_file, limits=common.limits(args))
+    return gitsource.source(gitsource.Git.of(vars(args)), common.limits(args))
 
 
 def _report_key(args: argparse.Namespace) -> bytes | None:

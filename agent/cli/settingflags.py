@@ -100,7 +100,7 @@ def _threshold_help() -> str:
 
 def policy_flags(parser: argparse.ArgumentParser) -> None:
     """The policy settings (agent/gate/policy.py) as flags, named and described like `run`'s. Unset, a flag
-    is None: the policy's own default applies (common.policy_settings, common.safety_policy)."""
+    is None: the policy's own default applies (common.policy_settings, safety.Policy.of)."""
     group = parser.add_argument_group("policy", "what the repository may do; the agent's settings, which "
                                       "the repository cannot change")
     for name in POLICY_FLAGS:

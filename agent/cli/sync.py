@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import hashlib
 import pathlib
 import sys
@@ -17,6 +16,7 @@ from agent.errors import AgentError, ConfigError
 from agent.model import names, printable
 from agent.plan import render
 from agent.run import compose, orchestrator
+from agent.run import options as run_options
 from agent.run import settings as config
 
 UNPUSHED = "the report could not be pushed (kept in the local clone; pushed on a later run)"
@@ -180,9 +180,9 @@ def request(args: argparse.Namespace) -> compose.Request:
     """What this sync was given, said as every verb says it (agent/run/compose.py)."""
     given = _given(args)
     source_key = args.repo or str(args.directory.resolve())
-    git = compose.Git(**{f.name: getattr(args, f.name) for f in dataclasses.fields(compose.Git)}) if args.repo else None
+    git = compose.Git.of(vars(args)) if args.repo else None
     return compose.Request(
-        compose.options(vars(args), common.policy_settings(args)), git, None if args.repo else args.directory,
+        run_options.of(vars(args), common.policy_settings(args)), git, None if args.repo else args.directory,
         limits=common.limits(args), cluster=_wants_cluster(args), kubeconfig=common.kubeconfig(args.kubeconfig),
         context=args.context, endpoints=args.endpoints, in_cluster_dns=args.in_cluster_dns,
         zone_api_token_file=given.zone_api_token_file, zone_api_audience=given.zone_api_audience, state=args.state,

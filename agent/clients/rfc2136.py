@@ -330,6 +330,24 @@ def holds(endpoint: Endpoint, zones: Sequence[str], *, timeout: float = 2) -> di
     return {z: held for (z, _), held in answers.items()}
 
 
+NOT_HELD = -1  # `soa`: the server answered without the zone (no such zone, REFUSED, NOTAUTH)
+
+
+def _soa(wire: bytes, question: Question) -> int | None:
+    serial = _raw_serial(wire, question)
+    if serial is not None:
+        return serial
+    return None if _holds(wire, question) is None else NOT_HELD
+
+
+@calls.measured("soa_query", "soa")
+def soa(endpoint: Endpoint, zones: Sequence[str], *, timeout: float = 2) -> dict[str, int | None]:
+    """`serials` and `holds` in one exchange: each zone's SOA serial on `endpoint`, NOT_HELD when it
+    answers without the zone, None without an answer (down, too slow; or SERVFAIL: held, not loaded)."""
+    answers = _exchange(endpoint, [(z, "SOA") for z in zones], _soa, timeout=timeout, window=WINDOW)
+    return {z: s for (z, _), s in answers.items()}
+
+
 def serial_of(values: Iterable[str]) -> int | None:
     """The serial of an SOA in presentation form ("mname rname serial refresh ...")."""
     for value in values:

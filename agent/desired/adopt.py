@@ -11,6 +11,8 @@ The inverse of placement + rrsets, to adopt a zone that exists today:
                               one name and type into one RRset again)
     anything else          -> skipped, with the reason (DNSSEC data BIND signs itself, or no Bindy kind)
 
+(each record type says how its RRsets become CRs: model/recordtypes/)
+
 The zone's TTL is the SOA's; a record states `ttl` only where it differs. Records are selected by the
 DNSZone's `recordsFrom` (the label `bindy.firestoned.io/zone`), as Bindy does. Names are Kubernetes
 names: `<zone>-<owner>-<type>[-<n>]`, made unique and short enough.
@@ -32,13 +34,11 @@ import yaml
 from agent.desired import hierarchy
 from agent.desired.rrsets import RRset, absolute
 from agent.load import parse, scalars
-from agent.model import kinds
+from agent.model import kinds, recordtypes
 from agent.model.ownership import Key
 from agent.model.problems import Problem, Severity
 
 ZONE_LABEL = "bindy.firestoned.io/zone"
-KIND_OF_TYPE = {"A": "ARecord", "AAAA": "AAAARecord", "CNAME": "CNAMERecord", "MX": "MXRecord", "TXT": "TXTRecord",
-         "NS": "NSRecord", "SRV": "SRVRecord", "CAA": "CAARecord"}
 DNSSEC = {"RRSIG", "NSEC", "NSEC3", "NSEC3PARAM", "DNSKEY", "CDS", "CDNSKEY", "TYPE65534"}
 _MAX_NAME = 253
 
@@ -68,27 +68,9 @@ def _rdatas(rr: RRset) -> list[Any]:
     return [dns.rdata.from_text(dns.rdataclass.IN, rr.rtype, text) for text in rr.rdatas]
 
 
-def _specs(rr: RRset) -> list[dict[str, Any]]:
+def _specs(rr: RRset, record_type: recordtypes.RecordType) -> list[dict[str, Any]]:
     """The spec fields (without name and ttl) of the CRs that together say what `rr` says."""
-    values = _rdatas(rr)
-    if rr.rtype == "A":
-        return [{"ipv4Addresses": sorted(r.address for r in values)}]
-    if rr.rtype == "AAAA":
-        return [{"ipv6Addresses": sorted(r.address for r in values)}]
-    if rr.rtype == "CNAME":
-        return [{"target": r.target.to_text()} for r in values]
-    if rr.rtype == "MX":
-        return [{"priority": r.preference, "mailServer": r.exchange.to_text()} for r in values]
-    if rr.rtype == "NS":
-        return [{"nameserver": r.target.to_text()} for r in values]
-    if rr.rtype == "SRV":
-        return [{"priority": r.priority, "weight": r.weight, "port": r.port, "target": r.target.to_text()}
-                for r in values]
-    if rr.rtype == "CAA":
-        return [{"flags": r.flags, "tag": r.tag.decode(), "value": r.value.decode()} for r in values]
-    if rr.rtype == "TXT":
-        return [{"text": [s.decode() for s in r.strings]} for r in values]
-    raise ValueError(rr.rtype)
+    return record_type.from_rdata(_rdatas(rr))
 
 
 def _metadata(name: str, namespace: str, labels: dict[str, str]) -> dict[str, Any]:
@@ -143,7 +125,7 @@ def _skip_reason(key: Key, zone: str) -> str | None:
         return None
     if rtype in DNSSEC:
         return f"{owner} {rtype}: DNSSEC data, which BIND makes itself when it signs the zone"
-    if rtype not in KIND_OF_TYPE:
+    if recordtypes.of_rtype(rtype) is None:
         return f"{owner} {rtype}: no Bindy record kind for {rtype}"
     return None
 
@@ -154,13 +136,14 @@ def _records(zone: str, rrsets: dict[Key, RRset], namespace: str, skipped: list[
     labels = {ZONE_LABEL: slug(zone)}
     for key in sorted(rrsets, key=lambda k: (k[0].count("."), k)):
         owner, rtype = key
-        if rtype not in KIND_OF_TYPE or (rtype == "NS" and owner == zone):
+        record_type = recordtypes.of_rtype(rtype)
+        if record_type is None or (rtype == "NS" and owner == zone):
             continue
         rr = rrsets[key]
         try:
-            specs = _specs(rr)
+            specs = _specs(rr, record_type)
         except (dns.exception.DNSException, UnicodeDecodeError, ValueError) as exc:
-            skipped.append(f"{owner} {rtype}: cannot be written as a {KIND_OF_TYPE[rtype]} ({exc})")
+            skipped.append(f"{owner} {rtype}: cannot be written as a {record_type.kind} ({exc})")
             continue
         for i, fields in enumerate(specs):
             spec: dict[str, Any] = {"name": relative(owner, zone)}
@@ -168,7 +151,7 @@ def _records(zone: str, rrsets: dict[Key, RRset], namespace: str, skipped: list[
                 spec["ttl"] = rr.ttl
             base = f"{slug(zone)}-{relative(owner, zone).replace('@', 'apex')}-{rtype.lower()}"
             name = names.take(base + (f"-{i + 1}" if len(specs) > 1 else ""))
-            out.append({"apiVersion": kinds.API_VERSION, "kind": KIND_OF_TYPE[rtype],
+            out.append({"apiVersion": kinds.API_VERSION, "kind": record_type.kind,
                         "metadata": _metadata(name, namespace, labels), "spec": {**spec, **fields}})
     return out
 

@@ -16,6 +16,13 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from agent.model import syntax
+from agent.model.recordtypes.values import CONFIG_UNSAFE as CONFIG_UNSAFE
+from agent.model.recordtypes.values import CONTROL as CONTROL
+from agent.model.recordtypes.values import LABEL as _LABEL
+from agent.model.recordtypes.values import MAX_RDATA as MAX_RDATA
+from agent.model.recordtypes.values import RecordError as RecordError
+from agent.model.recordtypes.values import absolute as absolute
+from agent.model.recordtypes.values import check_hostname as check_hostname
 from agent.model.rrset import RRset as RRset  # where it is defined: below observe/ and plan/, which hold RRsets
 
 if TYPE_CHECKING:
@@ -27,52 +34,9 @@ if TYPE_CHECKING:
     from agent.model import records
 
 DEFAULT_TTL = 300  # Bindy's DEFAULT_DNS_RECORD_TTL_SECS: a record (or zone) without `ttl`
-_LABEL = re.compile(r"\*|[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
-MAX_RDATA = 65535  # octets of one record's data (RDLENGTH is 16 bits)
 # An UPDATE changing an RRset carries the old one (prerequisite) and the new one in one DNS message of
 # at most 65,535 octets: an RRset of at most half that always fits.
 MAX_RRSET_OCTETS = 32_000
-CONFIG_UNSAFE = re.compile(r'["{};]')
-CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
-class RecordError(ValueError):
-    """A record value that cannot be published; `path` is the spec field at fault."""
-
-    def __init__(self, path: str, message: str) -> None:
-        super().__init__(message)
-        self.path = path
-
-
-def absolute(name: str) -> str:
-    """Lowercase absolute form of a domain name, with the trailing dot."""
-    name = name.lower()
-    return name if name.endswith(".") else name + "."
-
-
-def check_hostname(value: str, path: str, *, require_fqdn: bool) -> dns.name.Name:
-    """A host name target (CNAME, MX, NS, SRV): valid labels, and absolute when Bindy needs it."""
-    import dns.exception
-    import dns.name
-
-    if CONTROL.search(value) or CONFIG_UNSAFE.search(value) or " " in value:
-        raise RecordError(path, f"{value!r} contains a character not allowed in a host name")
-    if value == ".":
-        return dns.name.root
-    if require_fqdn and not value.endswith("."):
-        raise RecordError(path, f"{value!r} must be fully qualified with a trailing dot "
-                          f"(write '{value}.'); without it a DNS server appends the zone name")
-    labels = value.rstrip(".").split(".")
-    for label in labels:
-        if not _LABEL.fullmatch(label) or label == "*":
-            too_long = " is longer than 63 octets" if len(label) > 63 else ""
-            raise RecordError(path, f"{value!r} is not a valid host name (label {label[:63]!r}{too_long})")
-    if error := syntax.dns_name_error(value):
-        raise RecordError(path, f"{syntax.brief(value)} {error}")
-    try:
-        return dns.name.from_text(absolute(value))
-    except dns.exception.DNSException as exc:
-        raise RecordError(path, f"{value!r} is not a valid host name: {exc}") from exc
 
 
 def owner_name(name: str, zone: str) -> str:

@@ -18,6 +18,7 @@ from agent.desired.findings import Findings
 from agent.desired.memo import Memo
 from agent.desired.placement import Zone
 from agent.load.loaded import Loaded
+from agent.model import recordtypes
 from agent.model.key import ObjectKey
 from agent.model.problems import Problem, Severity
 
@@ -126,22 +127,20 @@ def _cname_conflict(zone: Zone, owner: str, group: list[_Entry], groups: dict[tu
                 "other records (RFC 1034 3.6.2): remove one of them, or give it another name")
 
 
-_TARGET_FIELD = {"MX": "spec.mailServer", "SRV": "spec.target", "NS": "spec.nameserver"}
-
-
 def _check_targets(zone: Zone, groups: dict[tuple[str, str], list[_Entry]], types_at: dict[str, set[str]],
                    out: Findings) -> None:
     """BIND's check-integrity refuses a whole UPDATE whose MX, SRV or NS record points at a name
     inside the zone that has no A/AAAA record; catch it here, where the file and line are known."""
-    for (_, rtype), group in groups.items():
-        if rtype not in _TARGET_FIELD:
+    for group in groups.values():
+        field = recordtypes.of_kind(group[0][0].key.kind).integrity_field
+        if field is None:
             continue
         for r, (_, texts, _), _ in group:
             for value in texts:  # sorted
                 target = value.split()[-1]
                 inside = target == zone.name or target.endswith("." + zone.name)
                 if inside and target != "." and not types_at.get(target, set()) & {"A", "AAAA"}:
-                    out.add(r, _TARGET_FIELD[rtype], f"{target} is inside zone {zone.name} but has no A or AAAA "
+                    out.add(r, field, f"{target} is inside zone {zone.name} but has no A or AAAA "
                             "record; BIND refuses such an update (check-integrity). Add an ARecord for it")
 
 

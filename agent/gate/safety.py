@@ -19,8 +19,11 @@ had when last applied); allow-unsafe-plan relaxes nothing (agent/gate/overrides.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import Any
 
 from agent.gate import overrides
+from agent.model.findings import Refusal
 from agent.model.names import DEFAULT_DELETE_THRESHOLD, THRESHOLD_ANNOTATION
 from agent.model.ownership import Key
 from agent.plan import zoneplan
@@ -41,6 +44,14 @@ class Policy:
     min_managed: int = MIN_MANAGED
     prune_threshold: float = PRUNE_THRESHOLD
     prune_min: int = PRUNE_MIN
+
+    @classmethod
+    def of(cls, values: Mapping[str, Any]) -> Policy:
+        """The operator's gate from values named as `run`'s settings and `sync`'s flags are: `force`,
+        `allow_prune`, `delete_threshold_percent` (None or absent: the default)."""
+        percent = values.get("delete_threshold_percent")
+        return cls(force=bool(values.get("force")), allow_prune=bool(values.get("allow_prune")),
+                   delete_threshold=DELETE_THRESHOLD if percent is None else percent / 100)
 
 
 FORCE_HOW = ("the operator can allow it for one run with `bindy-agent sync --force` (for `bindy-agent run`: the "
@@ -124,8 +135,9 @@ def _may_refuse(zp: ZonePlan) -> bool:
     return not zp.in_sync or THRESHOLD_ANNOTATION in zp.annotations
 
 
-def check(plan: Plan, policy: Policy) -> list[str]:
-    """Every reason to refuse this plan (empty: it may be applied)."""
-    refusals = [r for zp in plan.zones or [] if _may_refuse(zp) and (r := zone_refusal(zp, policy))]
+def check(plan: Plan, policy: Policy) -> list[Refusal]:
+    """Every reason to refuse this plan (empty: it may be applied); agent/gate/verdict.py `approve` is
+    how a plan is gated."""
+    refusals = [Refusal(zp.name, r) for zp in plan.zones or [] if _may_refuse(zp) and (r := zone_refusal(zp, policy))]
     prune = prune_refusal(plan, policy)
-    return refusals + ([prune] if prune else [])
+    return refusals + ([Refusal(None, prune)] if prune else [])

@@ -9,24 +9,30 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterator
 from typing import Any
 
 from agent.load import fieldvalues, rulechecks
 from agent.load.fieldvalues import Found, Loc
-from agent.model import kinds
+from agent.model import kinds, recordtypes
 from agent.model.base import Model
 
 RuleCheck = Callable[[Found], Iterator[tuple[Loc, str]]]  # yields (location, message) per violation
+
+
+Fields = tuple[str, ...] | Callable[[str], tuple[str, ...]]  # Bindy's field paths, or those of a kind
 
 
 @dataclasses.dataclass(frozen=True)
 class Rule:
     policy: str  # Bindy's ValidatingAdmissionPolicy (metadata.name)
     name: str  # which of its validations
-    kinds: frozenset[str]
-    fields: tuple[str, ...]  # Bindy's field paths; "[*]" is every list item
+    kinds: Container[str]
+    fields: Fields  # Bindy's field paths ("[*]" is every list item), or the function giving a kind's
     check: RuleCheck
+
+    def fields_of(self, kind: str) -> tuple[str, ...]:
+        return self.fields(kind) if callable(self.fields) else self.fields
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,8 +56,21 @@ def _each(test: Callable[[str], str | None]) -> RuleCheck:
 
 
 INFRA = frozenset({"ClusterBind9Provider", "Bind9Cluster", "Bind9Instance"})
-NAMED = frozenset({"DNSZone", *(k.name for k in kinds.RECORD_KINDS)})
-TARGETS = frozenset({"CNAMERecord", "MXRecord", "NSRecord", "SRVRecord"})
+
+
+class _Kinds(Container[str]):
+    """Some kinds, and every record kind (model/recordtypes/: a type registered later too)."""
+
+    def __init__(self, *others: str) -> None:
+        self.others = frozenset(others)
+
+    def __contains__(self, kind: object) -> bool:
+        found = kinds.KINDS.get(kind) if isinstance(kind, str) else None
+        return kind in self.others or (found is not None and found.record_type is not None)
+
+
+RECORDS = _Kinds()
+NAMED = _Kinds("DNSZone")
 ACLS = ("spec.global.allowQuery[*]", "spec.global.allowTransfer[*]", "spec.primary.allowTransfer[*]",
         "spec.secondary.allowTransfer[*]", "spec.config.allowQuery[*]", "spec.config.allowTransfer[*]")
 NAMES = ("spec.zoneName", "spec.zoneRef.zoneName", "spec.recordName", "spec.name",
@@ -67,7 +86,12 @@ MOUNTS = ("spec.volumeMounts[*].mountPath",)
 SIGNING = ("spec.global.dnssec.signing", "spec.config.dnssec.signing")
 BIND9_IMAGES = ("spec.image.image",)
 BINDCAR = ("spec.bindcarConfig", "spec.config.bindcarConfig", "spec.global.bindcarConfig")
-TARGET_FIELDS = ("spec.target", "spec.mailServer", "spec.nameserver")
+
+
+def target_fields(kind: str) -> tuple[str, ...]:
+    """The host fields of a record kind (CNAME, MX, NS, SRV: model/recordtypes/), read by Bindy's target
+    rules; its type is imported by then, with the model of the document checked."""
+    return recordtypes.of_kind(kind).targets
 
 # One entry per CEL validation of the eight policies in Bindy's deploy/admission-policies/ that apply
 # to the CRs a repository holds, with Bindy's policy name and the fields Bindy reads. Where Bindy's
@@ -101,13 +125,13 @@ RULES: tuple[Rule, ...] = (
     Rule("bindy-dnssec-policy-validation", "dnssec-signing-params", INFRA,
          tuple(f"{s}.{p}" for s in SIGNING for p in ("algorithm", "kskLifetime", "zskLifetime")),
          _each(rulechecks.signing_token)),
-    Rule("bindy-record-value-validation", "target-absolute", TARGETS, TARGET_FIELDS,
+    Rule("bindy-record-value-validation", "target-absolute", RECORDS, target_fields,
          _each(rulechecks.target_absolute)),
-    Rule("bindy-record-value-validation", "target-charset", TARGETS, TARGET_FIELDS,
+    Rule("bindy-record-value-validation", "target-charset", RECORDS, target_fields,
          _each(rulechecks.target_charset)),
-    Rule("bindy-record-value-validation", "target-length", TARGETS, TARGET_FIELDS,
+    Rule("bindy-record-value-validation", "target-length", RECORDS, target_fields,
          _each(rulechecks.target_length)),
-    Rule("bindy-record-value-validation", "target-dots", TARGETS, TARGET_FIELDS,
+    Rule("bindy-record-value-validation", "target-dots", RECORDS, target_fields,
          _each(rulechecks.target_dots)),
     Rule("bindy-image-provenance-validation", "bindcar-image-registry", INFRA,
          tuple(f"{b}.image" for b in BINDCAR), _each(rulechecks.bindcar_registry)),
@@ -143,7 +167,7 @@ _FIELDS = list(dict.fromkeys(r.fields for r in RULES + AGENT_RULES))
 # a test asserts it. Anything else goes through the rules one by one, which word the message.
 _NAME_FINE = re.compile(r"(?![.-])(?!(?:\d+\.){3}\d+\.?$)(?!.*\.\.)[A-Za-z0-9_*][A-Za-z0-9_*.-]{0,252}")
 _TARGET_FINE = re.compile(r"(?!.*\.\.)[A-Za-z0-9_-][A-Za-z0-9._-]{0,251}\.")
-FINE: dict[int, re.Pattern[str]] = {_FIELDS.index(NAMES): _NAME_FINE, _FIELDS.index(TARGET_FIELDS): _TARGET_FINE}
+FINE: dict[int, re.Pattern[str]] = {_FIELDS.index(NAMES): _NAME_FINE, _FIELDS.index(target_fields): _TARGET_FINE}
 
 
 Path = tuple[tuple[str, ...], tuple[str, ...] | None]  # split, and the attribute names it reads (if known)
@@ -165,7 +189,7 @@ def _runs(kind: str, model: type | None) -> tuple[Run, ...]:
             runs[-1][2].append(rule)
             continue
         paths = tuple((steps, None if model is None else fieldvalues.attributes(model, steps))
-                      for steps in map(fieldvalues.steps, rule.fields)
+                      for steps in map(fieldvalues.steps, rule.fields_of(kind))
                       if model is None or fieldvalues.reachable(model, steps))
         runs.append((paths, fields, [rule]))
     return tuple((paths, fields, tuple(rules)) for paths, fields, rules in runs if paths)

@@ -9,6 +9,7 @@ Each rewrite yields a warning naming the canonical field, so users can modernise
                                                                  -> soaRecord: {primaryNs, adminEmail,
                                                                     serial, refresh, ...} + ttl
     ARecord / AAAARecord               ipv4: x / ipv6: x         -> ipv4Addresses: [x] / ipv6Addresses
+                                       (a record type's `shorthand`: model/recordtypes/)
 
 `role: Primary` is not among them: Bindy's CRD accepts only `primary` and `secondary`, so it is an
 error naming the spelling to write.
@@ -17,6 +18,8 @@ error naming the spelling to write.
 from __future__ import annotations
 
 from typing import Any
+
+from agent.model import recordtypes
 
 # (path, message, is_error)
 Note = tuple[str, str, bool]
@@ -125,11 +128,10 @@ def normalise(kind: str, doc: dict[str, Any]) -> list[Note]:
         _role(spec, notes)
     elif kind == "DNSZone":
         _soa(spec, notes)
-    elif kind == "ARecord":
-        _addresses(spec, notes, "ipv4", "ipv4Addresses")
-    elif kind == "AAAARecord":
-        _addresses(spec, notes, "ipv6", "ipv6Addresses")
-    if kind.endswith("Record") and "zone" in spec:
+    elif kind.endswith(recordtypes.SUFFIX):
+        for old, new in recordtypes.of_kind(kind).shorthand:
+            _addresses(spec, notes, old, new)
+    if kind.endswith(recordtypes.SUFFIX) and "zone" in spec:
         notes.append(("spec.zone", "shorthand: Bindy selects records with DNSZone spec.recordsFrom; "
                       "the agent places this record in the zone named here", False))
     return notes

@@ -11,9 +11,12 @@ agent/run/metrics.py) hears each one as (target, operation, result, seconds).
     axfr         axfr                           one zone transfer (clients/axfr.py)
     soa_query    soa                            the SOA serials of a batch of zones on one server
     dns_query    query                          a batch of verification queries to one server
+    forge        post                           one commit status, with its retries (clients/httppost.py)
+    alert        post                           one alert to a webhook or Slack, with its retries
 
-`result` is "ok" when the call returned and "error" when it raised. Nothing here formats a name, an
-address or a value: the labels are the fixed words above, so a repository cannot grow the series.
+`result` is "ok" when the call returned and "error" when it raised (a post: not delivered). Nothing
+here formats a name, an address or a value: the labels are the fixed words above, so a repository
+cannot grow the series.
 Pure bookkeeping (no I/O): without a listener a call costs two clock reads and a counter.
 """
 

@@ -2,7 +2,8 @@
 
 A kind's model is imported when first asked for (`Kind.model`): the models of a kind cost a few
 milliseconds each to define, and `validate` of a repository holding only zones defines only the
-zone's (bench/cli_startup_bench.py)."""
+zone's (bench/cli_startup_bench.py). The record kinds are those of model/recordtypes/: their names
+are known from its list of modules, their models and columns from their type once it is imported."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import dataclasses
 import functools
 import importlib
 from typing import TYPE_CHECKING
+
+from agent.model import recordtypes
 
 if TYPE_CHECKING:
     from agent.model.base import Resource
@@ -27,13 +30,23 @@ class Kind:
     plural: str
     short_names: tuple[str, ...]
     namespaced: bool
-    columns: tuple[tuple[str, str, str], ...]
+    own_columns: tuple[recordtypes.Column, ...]  # a record kind's are its type's: `columns`
     record_type: str | None = None  # DNS type for record kinds
 
     @functools.cached_property
     def model(self) -> type[Resource]:
+        if self.record_type is not None:
+            return recordtypes.of_kind(self.name).model
         model: type[Resource] = getattr(importlib.import_module(f"agent.model.{self.module}"), self.name)
         return model
+
+    @functools.cached_property
+    def columns(self) -> tuple[recordtypes.Column, ...]:
+        """Printer columns; a record's: its name and zone, its type's own, its TTL and readiness."""
+        if self.record_type is None:
+            return self.own_columns
+        return (("Name", "string", ".spec.name"), ("Zone", "string", ".status.zoneRef.zoneName"),
+                *recordtypes.of_kind(self.name).columns, ("TTL", "integer", ".spec.ttl"), READY_COLUMN)
 
     @property
     def singular(self) -> str:
@@ -56,15 +69,10 @@ _CLUSTER_COLUMNS = (
 )
 
 
-def _record(name: str, short: str, rtype: str, *extra: tuple[str, str, str]) -> Kind:
-    columns = (
-        ("Name", "string", ".spec.name"),
-        ("Zone", "string", ".status.zoneRef.zoneName"),
-        *extra,
-        ("TTL", "integer", ".spec.ttl"),
-        READY_COLUMN,
-    )
-    return Kind(name, "records", name.lower() + "s", (short,), True, columns, rtype)
+def record_kind(name: str, short: str) -> Kind:
+    """The kind of a record type (model/recordtypes/)."""
+    return Kind(name, f"recordtypes.{short}", name.lower() + "s", (short,), True, (),
+                name.removesuffix(recordtypes.SUFFIX))
 
 
 KINDS: dict[str, Kind] = {
@@ -90,20 +98,8 @@ KINDS: dict[str, Kind] = {
             READY_COLUMN,
             REVISION_COLUMN,
         )),
-        _record("ARecord", "a", "A", ("Addresses", "string", ".status.addresses")),
-        _record("AAAARecord", "aaaa", "AAAA",
-                ("Addresses", "string", ".status.addresses")),
-        _record("CNAMERecord", "cname", "CNAME",
-                ("Target", "string", ".spec.target")),
-        _record("MXRecord", "mx", "MX", ("Priority", "integer", ".spec.priority"),
-                ("Mail Server", "string", ".spec.mailServer")),
-        _record("TXTRecord", "txt", "TXT"),
-        _record("NSRecord", "ns", "NS", ("Nameserver", "string", ".spec.nameserver")),
-        _record("SRVRecord", "srv", "SRV", ("Target", "string", ".spec.target"),
-                ("Port", "integer", ".spec.port")),
-        _record("CAARecord", "caa", "CAA", ("Tag", "string", ".spec.tag"),
-                ("Value", "string", ".spec.value")),
     )
 }
+KINDS.update((k.name, k) for k in (record_kind(recordtypes.kind_of(m), m) for m in recordtypes.BUILT_IN))
 
 RECORD_KINDS = tuple(k for k in KINDS.values() if k.record_type)

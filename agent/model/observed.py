@@ -63,6 +63,9 @@ class DnsObserved:
     # of it or planned on it, and that is not an error: its zones are written once its pods run
     starting: dict[str, str] = dataclasses.field(default_factory=dict)
     fresh: frozenset[str] = frozenset()  # the servers that are pods waiting for their zones (new, replaced)
+    # server -> zone -> the SOA serial it answered when observed (None: no answer, or not held); only
+    # the zones asked (agent/observe/soaserials.py): what the run reuses instead of asking again
+    serials: dict[str, dict[str, int | None]] = dataclasses.field(default_factory=dict)
 
     def servers_of(self, instance: str) -> tuple[str, ...]:
         return self.pods.get(instance, (instance,))

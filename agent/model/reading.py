@@ -34,3 +34,7 @@ class Reading:
 # what a one-shot run reads (the CLI, a sweep): the cluster listed, every zone transferred, nothing remembered
 IN_FULL = Reading(KubeRead.LIST, DnsRead.TRANSFER, remembered=False, refresh_ownership=True, zones_first=False,
                   plan_memo=False)
+# how a push's zones are read while the reconcile it cut waits (push-first): their serials against what
+# is remembered, the cluster not at all (the reconcile applies it), the zone plans of unchanged zones reused
+PUSHED_ZONES = Reading(KubeRead.NONE, DnsRead.FOCUSED, remembered=True, refresh_ownership=False, zones_first=False,
+                       plan_memo=True)

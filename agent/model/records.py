@@ -1,4 +1,6 @@
-"""The eight record kinds. Each spec has a `name` (relative, "@" or fully qualified) and a `ttl`.
+"""What every record kind shares: a spec with a `name` (relative, "@" or fully qualified) and a `ttl`,
+the status the agent writes, and `Record`, the class of every record CR (each kind's is in its module
+of model/recordtypes/).
 
 `zone` is the seeds' shorthand for naming the zone a record belongs to (an agent extension:
 Bindy itself selects records with DNSZone `recordsFrom`).
@@ -6,11 +8,9 @@ Bindy itself selects records with DNSZone `recordsFrom`).
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
-
 from pydantic import Field
 
-from agent.model.base import RFC3339, Int32, Model, Port, Resource, Status, Ttl, ZoneReference
+from agent.model.base import RFC3339, Model, Resource, Status, Ttl, ZoneReference
 
 
 class RecordSpec(Model):
@@ -30,106 +30,11 @@ class RecordStatus(Status):
     zone_ref: ZoneReference | None = None
 
 
-class ARecordSpec(RecordSpec):
-    ipv4_addresses: list[str] = Field(min_length=1)
+class Record(Resource):
+    """A record CR of any kind: its spec is its kind's."""
 
-
-class AAAARecordSpec(RecordSpec):
-    ipv6_addresses: list[str] = Field(min_length=1)
-
-
-class CNAMERecordSpec(RecordSpec):
-    target: str = Field(description="Canonical name, fully qualified with a trailing '.'")
-
-
-class MXRecordSpec(RecordSpec):
-    mail_server: str
-    priority: Port
-
-
-class TXTRecordSpec(RecordSpec):
-    text: list[str]
-
-
-class NSRecordSpec(RecordSpec):
-    nameserver: str
-
-
-class SRVRecordSpec(RecordSpec):
-    port: Port
-    priority: Port
-    target: str
-    weight: Port
-
-
-class CAARecordSpec(RecordSpec):
-    flags: Annotated[Int32, Field(ge=0, le=255)]
-    tag: str
-    value: str
-
-
-class ARecord(Resource):
-    """IPv4 address records."""
-
-    kind: Literal["ARecord"]
-    spec: ARecordSpec
+    spec: RecordSpec
     status: RecordStatus | None = None
 
 
-class AAAARecord(Resource):
-    """IPv6 address records."""
-
-    kind: Literal["AAAARecord"]
-    spec: AAAARecordSpec
-    status: RecordStatus | None = None
-
-
-class CNAMERecord(Resource):
-    """An alias to a canonical name."""
-
-    kind: Literal["CNAMERecord"]
-    spec: CNAMERecordSpec
-    status: RecordStatus | None = None
-
-
-class MXRecord(Resource):
-    """A mail exchanger."""
-
-    kind: Literal["MXRecord"]
-    spec: MXRecordSpec
-    status: RecordStatus | None = None
-
-
-class TXTRecord(Resource):
-    """Text data (SPF, DKIM, DMARC, verification)."""
-
-    kind: Literal["TXTRecord"]
-    spec: TXTRecordSpec
-    status: RecordStatus | None = None
-
-
-class NSRecord(Resource):
-    """Delegation of a subdomain to name servers."""
-
-    kind: Literal["NSRecord"]
-    spec: NSRecordSpec
-    status: RecordStatus | None = None
-
-
-class SRVRecord(Resource):
-    """The location of a service."""
-
-    kind: Literal["SRVRecord"]
-    spec: SRVRecordSpec
-    status: RecordStatus | None = None
-
-
-class CAARecord(Resource):
-    """Certificate Authority Authorization."""
-
-    kind: Literal["CAARecord"]
-    spec: CAARecordSpec
-    status: RecordStatus | None = None
-
-
-AnyRecord = ARecord | AAAARecord | CNAMERecord | MXRecord | TXTRecord | NSRecord | SRVRecord | CAARecord
+AnyRecord = Record

@@ -31,6 +31,7 @@ from agent.model.ownership import Key, ZoneOwnership
 from agent.model.reading import DnsRead, Reading
 from agent.model.scope import ALL, Scope
 from agent.model.servers import SERVER_SEPARATOR, instance_id
+from agent.observe import soaserials
 
 log = logging.getLogger(__name__)
 WORKERS = 8  # transfers in flight; named answers them concurrently
@@ -108,31 +109,6 @@ def _transfer(endpoint: Endpoint, zone: str, deadline: Deadline, limits: axfr.Tr
         return ZoneObserved(None, error=str(exc))
 
 
-def _unmoved(jobs: list[tuple[str, str]], endpoints: Mapping[str, Endpoint], memory: DnsMemory,
-             deadline: Deadline, focus: set[str] | None) -> dict[tuple[str, str], ZoneObserved]:
-    """The zones whose serial on their primary is the one the agent last saw: what it saw then. With
-    a `focus`, the zones outside it are taken as remembered without asking (see `observe`)."""
-    out: dict[tuple[str, str], ZoneObserved] = {}
-    by_primary: dict[str, list[str]] = {}
-    for zone, inst in jobs:
-        seen = memory.seen(zone, inst)
-        if seen is None:
-            continue
-        if focus is not None and zone not in focus and seen.serial is not None:
-            out[(zone, inst)] = seen
-        else:
-            by_primary.setdefault(inst, []).append(zone)
-    for inst, zones in by_primary.items():
-        if deadline.expired:
-            break
-        now = rfc2136.serials(endpoints[inst], zones, timeout=deadline.timeout(2))
-        for zone in zones:
-            seen = memory.seen(zone, inst)
-            if seen is not None and now.get(zone) is not None and now[zone] == seen.serial:
-                out[(zone, inst)] = seen
-    return out
-
-
 class Cut(Exception):
     """An observe stopped part-way because something more urgent waits (`observe`'s `stop`): what it
     read of each zone it finished, to be remembered (not a failure: nothing was planned or written)."""
@@ -172,9 +148,13 @@ def observe(desired: Desired, store: Store, endpoints: Mapping[str, Endpoint], r
     gone = [(zone, server) for zone, owned in sorted(ownership.items()) if zone not in placed
             for inst, role in sorted({**(owned.pending.place if owned.pending else {}), **owned.placements}.items())
             if role == "primary" and inst in endpoints for server in pods.get(inst, (inst,))]
-    known = _unmoved(jobs, servers, memory, deadline, focus)
+    questions = soaserials.Questions()
+    known = soaserials.remembered(questions, jobs, memory, focus)
+    soaserials.secondaries(questions, desired, ownership, servers, pods, focus, only)
+    answers = soaserials.ask(questions, servers, deadline)  # each server once
+    known.update(soaserials.unmoved(questions, answers, memory))
     zones: dict[str, dict[str, ZoneObserved]] = {}
-    for zone, server in _secondaries_without(desired, ownership, servers, pods, deadline, focus, only):
+    for zone, server in soaserials.without(questions, answers):
         zones.setdefault(zone, {})[server] = ZoneObserved(None)
     rrsets_of = {z.name: z.rrsets for z in desired.zones}
     with concurrent.futures.ThreadPoolExecutor(max_workers=WORKERS) as pool:
@@ -184,8 +164,8 @@ def observe(desired: Desired, store: Store, endpoints: Mapping[str, Endpoint], r
             zones.setdefault(zone, {})[inst] = futures[(zone, inst)].result()
         done = _collect(jobs, known, futures, zones, progress, stop)
         if done is not None:
-            raise Cut(_observed(ownership, done, endpoints, focus, pods, starting, fresh))
-    return _observed(ownership, zones, endpoints, focus, pods, starting, fresh)
+            raise Cut(_observed(ownership, done, endpoints, focus, pods, starting, fresh, answers))
+    return _observed(ownership, zones, endpoints, focus, pods, starting, fresh, answers)
 
 
 def _collect(jobs: list[tuple[str, str]], known: Mapping[tuple[str, str], ZoneObserved],
@@ -231,9 +211,10 @@ def zones_of_waiting(desired: Desired, endpoints: Mapping[str, Endpoint]) -> set
 
 def _observed(ownership: dict[str, ZoneOwnership], zones: dict[str, dict[str, ZoneObserved]],
               endpoints: Mapping[str, Endpoint], focus: set[str] | None, pods: dict[str, tuple[str, ...]],
-              starting: dict[str, str], fresh: frozenset[str]) -> DnsObserved:
+              starting: dict[str, str], fresh: frozenset[str], answers: soaserials.Answers) -> DnsObserved:
+    serials = {server: {zone: soaserials.serial(a) for zone, a in asked.items()} for server, asked in answers.items()}
     return DnsObserved(ownership, zones, set(endpoints), focus, reach(endpoints), pods=pods, starting=starting,
-                       fresh=fresh)
+                       fresh=fresh, serials=serials)
 
 
 def _with_pods(endpoints: Mapping[str, Endpoint]) -> tuple[dict[str, Endpoint], dict[str, str], frozenset[str]]:
@@ -243,44 +224,6 @@ def _with_pods(endpoints: Mapping[str, Endpoint]) -> tuple[dict[str, Endpoint], 
     live = {i: e for i, e in endpoints.items() if not e.starting}
     fresh = frozenset(f"{i}{SERVER_SEPARATOR}{s.name}" for i, e in live.items() for s in e.servers if s.waiting)
     return live, starting, fresh
-
-
-def _secondaries_without(desired: Desired, ownership: Mapping[str, ZoneOwnership], servers: Mapping[str, Endpoint],
-                         pods: Mapping[str, tuple[str, ...]], deadline: Deadline, focus: set[str] | None,
-                         only: set[str] | None) -> list[tuple[str, str]]:
-    """(zone, server) for each server of a secondary instance the zone is placed on that does not
-    serve it: a pod without its SOA serial (started after the zone was placed, or restarted with an
-    empty emptyDir), and, on a run that reads every zone (no `focus`: a resync), an instance reached
-    through one address that answers without the zone (deleted by hand, or its data lost). One query
-    per server for all its zones; such a zone is planned on that server again."""
-    by_pod: dict[str, list[str]] = {}
-    by_address: dict[str, list[str]] = {}
-    for z in desired.zones:
-        if (only is not None and z.name not in only) or (focus is not None and z.name not in focus):
-            continue
-        owned = ownership.get(z.name)
-        for key in z.secondaries:
-            inst = instance_id(key)
-            if owned is None or owned.placements.get(inst) != "secondary":
-                continue
-            if inst in pods:
-                for server in pods[inst]:
-                    by_pod.setdefault(server, []).append(z.name)
-            elif inst in servers and focus is None:
-                by_address.setdefault(inst, []).append(z.name)
-    out: list[tuple[str, str]] = []
-    for server, names_ in by_pod.items():
-        if deadline.expired:
-            break
-        now = rfc2136.serials(servers[server], names_, timeout=deadline.timeout(2))
-        out += [(zone, server) for zone in names_ if now.get(zone) is None]
-    for server, names_ in by_address.items():  # a server that does not answer is not taken as empty,
-        if deadline.expired:  # nor one that refuses every zone (its allow-query may not let the agent in)
-            break
-        held = rfc2136.holds(servers[server], names_, timeout=deadline.timeout(2))
-        if any(held.values()):
-            out += [(zone, server) for zone in names_ if held.get(zone) is False]
-    return out
 
 
 def reach(endpoints: Mapping[str, Endpoint]) -> dict[str, Reach]:

@@ -11,8 +11,9 @@ An invalid or refused commit gets only its final status: pending is posted after
 first write of a run that applies.
 
 GitHub: POST {api}/repos/{owner}/{repo}/statuses/{sha} with a Bearer token; Gitea: the same path
-with `Authorization: token ...`; GitLab: POST {api}/projects/{id}/statuses/{sha} with PRIVATE-TOKEN.
-A status that cannot be posted is logged, never fatal to the run.
+with `Authorization: token ...`; GitLab: POST {api}/projects/{id}/statuses/{sha} with PRIVATE-TOKEN
+(each forge's class: agent/clients/forges/). A status that cannot be posted is logged, never fatal to
+the run.
 """
 
 from __future__ import annotations
@@ -22,23 +23,19 @@ import json
 import pathlib
 import re
 import urllib.parse
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from agent.clients import forges, httppost
 from agent.errors import ConfigError
+from agent.model.calls import CallTarget
+from agent.model.outcomes import Outcome
 from agent.outcome import delivery
 
-if TYPE_CHECKING:
-    import httpx
-
-FORGES = ("github", "gitlab", "gitea")
+FORGES = forges.STATUSES
 DEFAULT_CONTEXT = "bindy-agent"
 MAX_DESCRIPTION = 140  # GitHub refuses longer descriptions
 SCP_LIKE = re.compile(r"^(?:[^@/]+@)?(?P<host>[^:/]+):(?!//)(?P<path>.+)$")  # git@host:owner/repo.git
-STATES = {
-    "github": {"pending": "pending", "applied": "success", "partial": "failure", "rejected": "error"},
-    "gitlab": {"pending": "running", "applied": "success", "partial": "failed", "rejected": "failed"},
-}
-STATES["gitea"] = STATES["github"]
+STATES = {name: forges.FORGES[name].states for name in FORGES}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,12 +64,6 @@ def _split(repo_url: str) -> tuple[str, str, str] | None:
     return f"{scheme}://{url.hostname}{port}", url.hostname, url.path
 
 
-def _api_url(kind: str, base: str, host: str) -> str:
-    if kind == "github":
-        return "https://api.github.com" if host in ("github.com", "www.github.com") else f"{base}/api/v3"
-    return f"{base}/api/v4" if kind == "gitlab" else f"{base}/api/v1"
-
-
 def configure(kind: str, *, repo: str, token_file: pathlib.Path | None, api_url: str | None = None,
               project: str | None = None, context: str = DEFAULT_CONTEXT, report_url: str | None = None,
               budget: delivery.Budget | None = None) -> ForgeSettings:
@@ -87,11 +78,10 @@ def configure(kind: str, *, repo: str, token_file: pathlib.Path | None, api_url:
                           "and commit_status_project")
     base, host, path = where or ("", "", "")
     project = (project or path).strip("/").removesuffix(".git")
-    if kind != "gitlab" and project.count("/") != 1:
-        raise ConfigError(f"commit status on {kind}: {project!r} is not owner/repo; set commit_status_project")
-    if not project:
-        raise ConfigError("commit status on gitlab: no project path in the repository URL; set commit_status_project")
-    return ForgeSettings(kind, (api_url or _api_url(kind, base, host)).rstrip("/"), project, token_file,
+    forge = forges.FORGES[kind]
+    if problem := forge.project_problem(project):
+        raise ConfigError(f"commit status on {kind}: {problem}; set commit_status_project")
+    return ForgeSettings(forge.name, (api_url or forge.api_url(base, host)).rstrip("/"), project, token_file,
                          context, report_url, budget or delivery.Budget())
 
 
@@ -101,9 +91,9 @@ def description(doc: dict[str, Any]) -> str:
     k = s["kubernetes"]
     counts = (f"{k['create']} created, {k['update']} updated, {k['delete']} deleted, "
               f"{s['rrsetChanges']} RRset changes")
-    if doc["outcome"] == "applied":
+    if doc["outcome"] == Outcome.APPLIED:
         text = f"applied: {counts}, {s['errors']} errors"
-    elif doc["outcome"] == "partial":
+    elif doc["outcome"] == Outcome.PARTIAL:
         text = f"partial: {s['failures']} failed; {counts}"
     elif doc.get("refusals"):
         zones = len(doc["refusals"])
@@ -113,36 +103,21 @@ def description(doc: dict[str, Any]) -> str:
     return text if len(text) <= MAX_DESCRIPTION else text[:MAX_DESCRIPTION - 3] + "..."
 
 
-def _request(settings: ForgeSettings, revision: str, token: str) -> tuple[str, dict[str, str]]:
-    if settings.kind == "gitlab":
-        project = urllib.parse.quote(settings.project, safe="")
-        return (f"{settings.api_url}/projects/{project}/statuses/{revision}",
-                {"PRIVATE-TOKEN": token, "Content-Type": "application/json"})
-    auth = f"Bearer {token}" if settings.kind == "github" else f"token {token}"
-    headers = {"Authorization": auth, "Accept": "application/vnd.github+json", "Content-Type": "application/json"}
-    if settings.kind == "github":
-        headers["X-GitHub-Api-Version"] = "2022-11-28"
-    return f"{settings.api_url}/repos/{settings.project}/statuses/{revision}", headers
-
-
-def _already(response: httpx.Response) -> bool:
-    """GitLab answers 400 when a status is posted twice in the same state (a resync of the same commit)."""
-    return response.status_code == 400 and "Cannot transition status" in response.text
-
-
 def _post(settings: ForgeSettings, revision: str, step: str, text: str) -> bool:
     token = delivery.read_secret(settings.token_file, f"{settings.kind} commit status")
     if token is None:
         return False
-    state = STATES[settings.kind][step]
+    forge = forges.FORGES[settings.kind]
+    state = forge.states[step]
     body: dict[str, str] = {"state": state, "description": delivery.redact(text)}
-    body["name" if settings.kind == "gitlab" else "context"] = settings.context
+    body[forge.status_name] = settings.context
     link = delivery.report_link(settings.report_url, revision)
     if link:
         body["target_url"] = link
-    url, headers = _request(settings, revision, token)
-    return delivery.post(f"{settings.kind} commit status {state} on {revision[:12]}", url,
-                         body=json.dumps(body).encode(), headers=headers, budget=settings.budget, accept=_already)
+    url, headers = forge.status_request(settings.api_url, settings.project, revision, token)
+    return httppost.post(CallTarget.FORGE, f"{settings.kind} commit status {state} on {revision[:12]}", url,
+                         body=json.dumps(body).encode(), headers=headers, budget=settings.budget,
+                         accept=forge.already_posted)
 
 
 def pending(settings: ForgeSettings | None, revision: str) -> bool:
@@ -150,7 +125,7 @@ def pending(settings: ForgeSettings | None, revision: str) -> bool:
     world; False if not posted."""
     if settings is None:
         return False
-    return _post(settings, revision, "pending", "applying this commit")
+    return _post(settings, revision, Outcome.PENDING, "applying this commit")
 
 
 def finished(settings: ForgeSettings | None, report_doc: dict[str, Any]) -> bool:

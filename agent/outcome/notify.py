@@ -21,9 +21,12 @@ import pathlib
 import urllib.parse
 from typing import Any
 
+from agent.clients import httppost
+from agent.model.calls import CallTarget
+from agent.model.outcomes import Outcome
 from agent.outcome import delivery, report
 
-NOT_APPLIED = ("partial", "rejected", "refused")  # "refused": the state's name for a gate refusal
+NOT_APPLIED = (Outcome.PARTIAL, Outcome.REJECTED, Outcome.REFUSED)  # REFUSED: the state's name for a gate refusal
 MAX_ITEMS = 10  # failures, refusals and errors listed in one alert
 MAX_ITEM_CHARS = 500
 MAX_BODY_BYTES = 16_384
@@ -45,14 +48,14 @@ def event(report_doc: dict[str, Any], previous_outcome: str | None,
           previous_revision: str | None = None) -> str | None:
     """failure / refusal / recovery, or None when nothing is worth an alert."""
     outcome = report_doc["outcome"]
-    if outcome == "applied":
+    if outcome == Outcome.APPLIED:
         return "recovery" if previous_outcome in NOT_APPLIED else None
-    if outcome not in ("partial", "rejected"):
+    if outcome not in (Outcome.PARTIAL, Outcome.REJECTED):
         return None
-    same = (previous_outcome or "").replace("refused", "rejected") == outcome
+    same = (previous_outcome or "").replace(Outcome.REFUSED, Outcome.REJECTED) == outcome
     if same and previous_revision == report_doc["revision"]:
         return None
-    return "failure" if outcome == "partial" else "refusal"
+    return "failure" if outcome == Outcome.PARTIAL else "refusal"
 
 
 def _clip(text: str, limit: int = MAX_ITEM_CHARS) -> str:
@@ -128,8 +131,8 @@ def _send_webhook(settings: NotifySettings, url: str, body: bytes, name: str) ->
             return False
         headers["X-Signature-256"] = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
     host = urllib.parse.urlsplit(url).hostname or "?"
-    return delivery.post(f"{name} alert to the webhook on {host}", url, body=body, headers=headers,
-                         budget=settings.budget)
+    return httppost.post(CallTarget.ALERT, f"{name} alert to the webhook on {host}", url, body=body,
+                         headers=headers, budget=settings.budget)
 
 
 def after_run(settings: NotifySettings | None, report_doc: dict[str, Any], previous_outcome: str | None, *,
@@ -144,7 +147,8 @@ def after_run(settings: NotifySettings | None, report_doc: dict[str, Any], previ
     if settings.slack_url_file is not None:
         slack = delivery.read_secret(settings.slack_url_file, "Slack alert")
         if slack is not None:
-            delivery.post(f"{name} alert to Slack", slack, body=slack_body(report_doc, name, previous_outcome, link),
+            httppost.post(CallTarget.ALERT, f"{name} alert to Slack", slack,
+                          body=slack_body(report_doc, name, previous_outcome, link),
                           headers={"Content-Type": "application/json"}, budget=settings.budget)
     return name
 

@@ -9,6 +9,7 @@ get events`):
     unreachable, error         Warning  ReconciliationFailed
     nothing written            none     (unchanged, suspended, busy, detect mode, an applied run with no change)
 
+Each message ends with the run's kind and why (agent/run/decide.py), e.g. "(reconcile: resync)".
 Rate-limited: the same reason and message on the same object at most once per `every` seconds (the
 messages hold no times, so a failure that repeats on every run is told once per interval).
 """
@@ -40,9 +41,16 @@ class RunEvent:
 
 
 def decide(*, outcome: str, revision: str | None, message: str, changes: int, failures: Sequence[str] = (),
-           refusals: Sequence[str] = (), repeat: bool = False) -> RunEvent | None:
+           refusals: Sequence[str] = (), repeat: bool = False, ran: str = "") -> RunEvent | None:
     """The Event a run deserves, if any. `repeat`: the run handled the revision already applied, so
-    what it changed had drifted."""
+    what it changed had drifted; `ran`: the run's kind and why, said at the end."""
+    event = _event(outcome=outcome, revision=revision, message=message, changes=changes, failures=failures,
+                   refusals=refusals, repeat=repeat)
+    return dataclasses.replace(event, message=f"{event.message} ({ran})") if event is not None and ran else event
+
+
+def _event(*, outcome: str, revision: str | None, message: str, changes: int, failures: Sequence[str],
+           refusals: Sequence[str], repeat: bool) -> RunEvent | None:
     rev = (revision or "")[:12] or "the head"
     if outcome == "applied":
         if not changes:

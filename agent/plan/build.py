@@ -16,11 +16,16 @@ from agent.desired.hierarchy import Desired
 from agent.desired.memo import NO_MEMO, Memo
 from agent.model import names, servers
 from agent.model.joined import Joined
+from agent.model.key import ObjectKey
 from agent.model.observed import DnsObserved, KubeObserved, Observed
+from agent.model.scope import ALL, Scope, ScopeRule
 from agent.plan import crddiff, kubechange, kubediff, rotation, zonediff, zoneplan
 from agent.plan.changes import DRIFT, Action, Change, KubeTarget, Plan, RRsetTarget, ZoneTarget
 
 NOT_OBSERVED_KUBE = "Kubernetes is not observed without --kubeconfig; only DNS is planned."
+# a push's zones alone (scope CHANGED_ZONES): said instead of NOT_OBSERVED_KUBE
+PUSH_FIRST = ("pushes first: this run applies the {zones} zone(s) the push changed; the reconcile of the whole "
+              "revision it cut short follows at once (Kubernetes objects, statuses, every other zone)")
 NOT_OBSERVED_DNS = ("DNS (zones and records) is not observed without zone endpoints; only the Kubernetes layer is "
                     "planned.")
 RENOTIFY = "the secondaries' or the agent's pods moved"  # a primary's transfers written again
@@ -101,50 +106,71 @@ def zone_plans(desired: Desired, observed: DnsObserved, memo: Memo = NO_MEMO, *,
 def build(desired: Desired, observed: Observed, *, revision: str | None = None,
           agent: str = names.DEFAULT_AGENT_NAMESPACE, rotate_rndc_keys: bool = False,
           trust_hash: bool = False, memo: Memo = NO_MEMO, force: bool = False,
-          only: set[str] | None = None, create_namespaces: bool = False, now: dt.datetime | None = None,
+          scope: Scope = ALL, create_namespaces: bool = False, now: dt.datetime | None = None,
           kube_memo: Memo = NO_MEMO) -> Plan:
     """`trust_hash`: the Kubernetes objects were remembered, not read back (see kubediff.diff);
     `memo`: the plans of the last revision, for zones nothing changed in; `force`: a zone that left Git
-    is deleted even where it holds RRsets the agent did not write (zonediff.plan_zone); `only`: just these
-    zones (zone_plans); `create_namespaces`: missing namespaces are created, not reported; `now`: the
-    clock of RNDC key rotation (plan/rotation.py; default: the current time); `kube_memo`: the last
-    revision's Kubernetes diff, list by list (a memo swept with each revision: the expansion's)."""
+    is deleted even where it holds RRsets the agent did not write (zonediff.plan_zone); `scope`: the
+    zones planned (zone_plans; a push's zones say so in a note instead of Kubernetes' absence);
+    `create_namespaces`: missing namespaces are created, not reported; `now`: the clock of RNDC key
+    rotation (plan/rotation.py; default: the current time); `kube_memo`: the last revision's Kubernetes
+    diff, list by list (a memo swept with each revision: the expansion's). The plan is made whole here
+    and never edited after (the gate's refusals come with a copy: agent/gate/verdict.py)."""
     kube = (kube_changes(desired, observed.kube, agent=agent, rotate_rndc_keys=rotate_rndc_keys,
                          trust_hash=trust_hash, now=now, memo=kube_memo) if observed.kube is not None else None)
+    only = None if scope.zones is None else set(scope.zones)
     zones = zone_plans(desired, observed.dns, memo, force=force, only=only) if observed.dns is not None else None
-    plan = Plan([], list(desired.problems), revision, kube=kube, zones=zones)
+    changes: list[Change] = []
+    conflicts: list[str] = []
+    notes: list[str] = []
+    unplanned: list[str] = []
+    kube_managed, crds = 0, []
+    namespaces: list[str] = []
+    blocked: dict[ObjectKey, str] = {}
+    inventory: list[ObjectKey] | None = None
     if observed.kube is not None:
         if any(c.action == "delete" for c in kube or []):  # the prune gate's base; without a delete, not asked
             live = observed.kube.live
-            plan.kube_managed = sum(1 for key, body in live.items() if kubediff.prunable(key, body, agent))
-        plan.crds = crddiff.diff(observed.kube.crds) if observed.kube.crds is not None else []
-        _namespaces(plan, desired, observed.kube, agent=agent, create=create_namespaces)
-    _cluster_view(plan, desired)
-    _kube_view(plan, kube or [])
-    _zone_view(plan, zones or [])
-    if kube is None:
-        plan.notes.append(NOT_OBSERVED_KUBE)
+            kube_managed = sum(1 for key, body in live.items() if kubediff.prunable(key, body, agent))
+        crds = crddiff.diff(observed.kube.crds) if observed.kube.crds is not None else []
+        namespaces, blocked, inventory = _namespaces(desired, observed.kube, agent=agent, create=create_namespaces)
+    _cluster_view(changes, crds, namespaces, desired)
+    _kube_view(changes, conflicts, kube or [])
+    _zone_view(changes, conflicts, unplanned, zones or [])
+    if kube is None and scope.rule is ScopeRule.CHANGED_ZONES:
+        notes.append(PUSH_FIRST.format(zones=len(only or ())))
+    elif kube is None:
+        notes.append(NOT_OBSERVED_KUBE)
     elif rotate_rndc_keys and observed.kube is not None:  # a key whose last rotation rolls out waits: said
-        plan.notes += rotation.why_not(desired, observed.kube.live, now or dt.datetime.now(dt.UTC))
+        notes += rotation.why_not(desired, observed.kube.live, now or dt.datetime.now(dt.UTC))
     if zones is None:
-        plan.notes.append(NOT_OBSERVED_DNS)
-    return plan
+        notes.append(NOT_OBSERVED_DNS)
+    return Plan(changes, list(desired.problems), revision, conflicts, notes, kube, zones, kube_managed=kube_managed,
+                unplanned=unplanned, namespaces=namespaces, crds=crds, blocked=blocked, inventory=inventory)
 
 
-def _namespaces(plan: Plan, desired: Desired, observed: KubeObserved, *, agent: str, create: bool) -> None:
+Namespaces = tuple[list[str], dict[ObjectKey, str], list[ObjectKey] | None]
+
+
+def _namespaces(desired: Desired, observed: KubeObserved, *, agent: str, create: bool) -> Namespaces:
     """The namespaces the revision needs that do not exist: created first when allowed, else their
-    objects are not applied (and say why); and the inventory the agent keeps in its own namespace."""
+    objects are not applied (and say why); and the inventory the agent keeps in its own namespace:
+    (namespaces created, objects blocked and why, the inventory or None)."""
     wanted = {o.key.namespace for o in desired.objects if o.key.namespace} | {agent}
     missing = sorted(wanted - observed.namespaces)
+    created: list[str] = []
+    blocked: dict[ObjectKey, str] = {}
     if create:
-        plan.namespaces = missing
+        created = missing
     else:
         why = {ns: (f"namespace {ns} does not exist: create it (the agent does not create namespaces unless run "
                     "with --create-namespaces)") for ns in missing}  # one message per namespace, not per object
         if why:
-            plan.blocked = {o.key: why[o.key.namespace] for o in desired.objects if o.key.namespace in why}
+            blocked = {o.key: why[o.key.namespace] for o in desired.objects if o.key.namespace in why}
+    inventory = None
     if agent in observed.namespaces or create:
-        plan.inventory = [o.key for o in desired.objects]  # sorted when written (reconcile/kubeapply.py)
+        inventory = [o.key for o in desired.objects]  # sorted when written (reconcile/kubeapply.py)
+    return created, blocked, inventory
 
 
 def offline(desired: Desired, *, revision: str | None = None) -> Plan:
@@ -157,37 +183,39 @@ NAMESPACE_DECLARED = "created: objects are declared in it"
 NAMESPACE_AGENT = "created: the agent's own namespace (its inventory and state)"
 
 
-def _cluster_view(plan: Plan, desired: Desired) -> None:
+def _cluster_view(changes: list[Change], crds: list[kubechange.CrdChange], namespaces: list[str],
+                  desired: Desired) -> None:
     """The plan lines of what apply writes before the revision's objects: Bindy's CRDs, then the
     namespaces it creates."""
-    add = plan.changes.append
-    for crd in plan.crds:
+    add = changes.append
+    for crd in crds:
         add(Change(_ACTIONS[crd.action], KubeTarget("CustomResourceDefinition", None, crd.name), new=crd.body,
                    fields=crd.fields, reason=crddiff.REASON[crd.action]))
-    declared = {o.key.namespace for o in desired.objects if o.key.namespace} if plan.namespaces else set()
-    for ns in plan.namespaces:
+    declared = {o.key.namespace for o in desired.objects if o.key.namespace} if namespaces else set()
+    for ns in namespaces:
         add(Change(Action.CREATE, KubeTarget("Namespace", None, ns), new=kubechange.namespace_body(ns),
                    reason=NAMESPACE_DECLARED if ns in declared else NAMESPACE_AGENT))
 
 
-def _kube_view(plan: Plan, changes: list[kubechange.KubeChange]) -> None:
-    add = plan.changes.append
+def _kube_view(lines: list[Change], conflicts: list[str], changes: list[kubechange.KubeChange]) -> None:
+    add = lines.append
     for c in changes:
         target = KubeTarget(*c.key)
         if c.action == "conflict":
-            plan.conflicts.append(f"{target}: {c.reason}")
+            conflicts.append(f"{target}: {c.reason}")
             continue
         reason = f"{DRIFT} {c.reason}" if c.drift else c.reason
         add(Change(_ACTIONS[c.action], target, new=c.desired, fields=c.fields, reason=reason))
 
 
-def _zone_view(plan: Plan, zones: list[zoneplan.ZonePlan]) -> None:
-    add = plan.changes.append
+def _zone_view(changes: list[Change], conflicts: list[str], unplanned: list[str],
+               zones: list[zoneplan.ZonePlan]) -> None:
+    add = changes.append
     for zp in zones:
         if zp.kept:  # it left Git, and stays: it holds data the agent did not write
-            plan.conflicts.append(f"{zp.name}: {zp.kept}")
+            conflicts.append(f"{zp.name}: {zp.kept}")
         if zp.in_sync:  # nothing to do: its conflicts at most
-            plan.conflicts += [f"{zp.name}: {c}" for c in zp.conflicts]
+            conflicts += [f"{zp.name}: {c}" for c in zp.conflicts]
             continue
         for instance in zp.deletes:
             role = "no longer selected" if instance not in zp.primaries + zp.secondaries else "role changed"
@@ -204,8 +232,8 @@ def _zone_view(plan: Plan, zones: list[zoneplan.ZonePlan]) -> None:
             shown = sent.as_dict() if sent is not None else {"alsoNotify": list(zp.secondaries)}
             add(Change(Action.UPDATE, ZoneTarget(zp.name, instance, "primary"), new=shown, fields=tuple(shown),
                        reason=why))
-        plan.unplanned += [f"{zp.name} on {i}: {e.removeprefix(f'{i}: ')}" for i, e in sorted(zp.errors.items())]
-        plan.conflicts += [f"{zp.name}: {c}" for c in zp.conflicts]
+        unplanned += [f"{zp.name} on {i}: {e.removeprefix(f'{i}: ')}" for i, e in sorted(zp.errors.items())]
+        conflicts += [f"{zp.name}: {c}" for c in zp.conflicts]
     for zp in zones:  # shallow names first; a zone's keys are unique, so no two changes compare equal
         if zp.in_sync:
             continue

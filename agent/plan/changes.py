@@ -40,6 +40,7 @@ from typing import Any
 from agent.desired import workloads
 from agent.desired.hierarchy import KubeObject
 from agent.desired.rrsets import RRset
+from agent.model.findings import Refusal
 from agent.model.key import ObjectKey
 from agent.model.problems import Problem
 from agent.plan import kubechange, zoneplan
@@ -143,13 +144,15 @@ def _shown(what: Shown) -> dict[str, Any] | None:
     return what
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Plan:
-    """Everything a revision will do, decided before the first write.
+    """Everything a revision will do, decided before the first write, and never edited once made:
+    `plan/build.py` makes it whole, the gate (`agent/gate/verdict.py approve`) returns a copy with its
+    refusals, a delta a copy with its base and labels (`dataclasses.replace`).
 
     `kube` and `zones` are what apply executes (None: that layer was not observed, so nothing is
-    done there); `changes` is the same plan as a flat list for people and reports; `refusals` are
-    the gate's decisions (any refusal: nothing is applied)."""
+    done there); `changes` is the same plan as a flat list for people and reports; `refused` are
+    the gate's decisions (any refusal: nothing is applied), `refusals` their texts."""
 
     changes: list[Change]
     problems: list[Problem] = dataclasses.field(default_factory=list)
@@ -158,7 +161,7 @@ class Plan:
     notes: list[str] = dataclasses.field(default_factory=list)
     kube: list[kubechange.KubeChange] | None = None
     zones: list[zoneplan.ZonePlan] | None = None
-    refusals: list[str] = dataclasses.field(default_factory=list)
+    refused: tuple[Refusal, ...] = ()  # the gate's (agent/gate/verdict.py): only `approve` sets them
     kube_managed: int = 0  # objects the agent made and may prune, before this revision (counted when it prunes)
     unplanned: list[str] = dataclasses.field(default_factory=list)  # zones on servers that could not be observed
     base: str | None = None  # a delta (`plan --base`): the revision `revision` is compared against
@@ -177,6 +180,11 @@ class Plan:
     # where its changes come from in the repository, and how to link there (plan/locate.Sources): what
     # the Markdown plan links each change to; None: nowhere known
     sources: Any = None
+
+    @property
+    def refusals(self) -> list[str]:
+        """What the gate refuses, as people read it (plans, reports, notes, alerts)."""
+        return [r.text for r in self.refused]
 
     @property
     def summary(self) -> dict[str, int]:

@@ -94,7 +94,5 @@ def delta(base: Desired, head: Desired, *, base_revision: str | None = None, hea
     """What `head` changes relative to `base`, as a sync of head would plan it after a sync of base."""
     world = would_be(base, agent=agent, reachable=instances(head))
     plan = build.build(head, world, revision=head_revision, agent=agent)
-    plan.base = base_revision
     by_target = {KubeTarget(o.key.kind, o.key.namespace, o.key.name): o for o in base.objects}
-    plan.changes = [_exact_update(c, by_target) for c in plan.changes]
-    return plan
+    return dataclasses.replace(plan, base=base_revision, changes=[_exact_update(c, by_target) for c in plan.changes])

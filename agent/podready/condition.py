@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Set
 
 from agent.clients import rfc2136
 from agent.clients.deadline import Deadline
@@ -72,15 +72,19 @@ def unanswered(endpoint: Endpoint, zones: tuple[str, ...], *, wait: float, deadl
 
 
 def open_gates(api: KubeApi, gates: list[Gate], servers: Mapping[str, Endpoint], *, wait: float,
-               deadline: Deadline, serials: Serials = rfc2136.serials) -> GateResult:
+               deadline: Deadline, serials: Serials = rfc2136.serials,
+               answered: Mapping[str, Set[str]] | None = None) -> GateResult:
     """Sets each waiting pod's zones-loaded condition: True when the run wrote it every zone and it
-    answers them all, else False with why."""
+    answers them all, else False with why. `answered`: server -> the zones it answered an SOA for
+    after the run's writes (agent/reconcile/dnsconfirm.py): those are not asked again."""
     out = GateResult()
     for gate in gates:
         where = f"{gate.namespace}/{gate.pod}"
         why = gate.why
         if not why and gate.server in servers:
-            missing = unanswered(servers[gate.server], gate.zones, wait=wait, deadline=deadline, serials=serials)
+            known = answered.get(gate.server, set()) if answered is not None else set()
+            missing = unanswered(servers[gate.server], tuple(z for z in gate.zones if z not in known), wait=wait,
+                                 deadline=deadline, serials=serials)
             if missing:
                 names_ = ", ".join(z.rstrip(".") for z in missing[:SHOWN])
                 more = f" and {len(missing) - SHOWN} more" if len(missing) > SHOWN else ""

@@ -32,4 +32,5 @@ def after_dns(api: KubeApi | None, desired: Desired, endpoints: Mapping[str, End
     if not gates:
         return podcondition.GateResult()
     with timed(steps if steps is not None else {}, "verify"):
-        return podcondition.open_gates(api, gates, by_server(endpoints), wait=wait, deadline=deadline, serials=serials)
+        return podcondition.open_gates(api, gates, by_server(endpoints), wait=wait, deadline=deadline, serials=serials,
+                                       answered=dns.answered if dns is not None else None)

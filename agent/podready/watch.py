@@ -7,11 +7,12 @@ serving. This poller lists the generated BIND9 pods of the target namespaces eve
 list per namespace: the agent's Role may `list pods` there, not `watch`), and when a pod starts
 waiting, asks the worker for a run (trigger "pods"). A pod that still waits after that run (its
 zones failed) is asked for again after RETRY_FIRST seconds, doubling up to `longest`. While any
-pod waits, the memory says so (`Memory.pods_waiting`): a run does not stop at an unchanged head.
+pod waits, the agent knows (`waiting`: posted to the trigger queue, agent/run/throttle.py, and
+handed to the memory by the sync worker): a run does not stop at an unchanged head.
 
 Statuses follow pods: the generated Deployments are listed too, and when one's readiness moves (a
 pod became Ready once the agent gave it its zones, a pod was deleted or crashed, a scale to 0) its
-instance goes on `Memory.pods_moved` and a run is asked for, which writes that instance's status and
+instance is posted (`moved`, the same way) and a run is asked for, which writes that instance's status and
 its zones' within seconds, with no push and no resync. Only the leader polls (a standby's run would
 not write); a new leader's first look only takes note (its first run computes every status).
 """

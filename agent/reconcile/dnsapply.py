@@ -7,10 +7,11 @@ verified on each:
     store intent -> role-change removals -> primaries (zone API) -> also-notify -> RRsets (UPDATE)
     -> secondaries -> removals -> store the ownership reached
 
-then, once every zone is written, verification of all of them at once (agent/reconcile/dnsverify.py):
-each changed RRset on the primaries, each secondary at the serial its primary reached; a zone
-with nothing changed but a secondary behind (it missed an earlier run) is caught up (NOTIFY) or
-reported, never silently left behind.
+then, once every zone is written, each written primary's serial (one query per primary for all its
+zones) and verification of all of them at once (agent/reconcile/dnsconfirm.py, dnsverify.py): each
+changed RRset on the primaries, each secondary at the serial its primary reached; a zone with
+nothing changed but a secondary behind (it missed an earlier run, by the serials observe read) is
+caught up (NOTIFY) or reported, never silently left behind.
 
 The intent (what this zone's writes may change) is stored before the first write and replaced by
 the ownership reached after the last, so a kill at any instant leaves a record the next run can
@@ -39,14 +40,13 @@ from agent.clients import rfc2136, updatewire
 from agent.clients.deadline import Deadline
 from agent.clients.endpoints import Endpoint, by_server
 from agent.clients.statestore import Store
-from agent.desired import nameservers
 from agent.errors import AgentError, ZoneApiError
-from agent.model.observed import DnsObserved, ZoneObserved
+from agent.model.observed import DnsObserved
 from agent.model.ownership import ZoneOwnership
 from agent.model.rrchange import RRChange
 from agent.model.servers import instance_of
 from agent.plan.zoneplan import RRsetPlan, ZonePlan
-from agent.reconcile import dnsverify, insync
+from agent.reconcile import dnsconfirm, dnsverify, insync
 from agent.reconcile.dnsresult import DnsResult, ZoneResult, landed, served, union
 
 if TYPE_CHECKING:
@@ -69,13 +69,14 @@ class _Stop(Exception):
 
 class DnsApply:
     def __init__(self, endpoints: Mapping[str, Endpoint], store: Store, options: DnsApplyOptions,
-                 deadline: Deadline) -> None:
+                 deadline: Deadline, serials: dnsconfirm.Serials | None = None) -> None:
+        """`serials`: what observe read of each server (DnsObserved.serials), not asked again."""
         # every server by its id: an instance's one address, or each of its pods (`Endpoint.each_server`)
         self.endpoints = by_server(endpoints)
         self.store, self.options, self.deadline = store, options, deadline
         self.apis: dict[str, ZoneApi] = {}
         self.updates_sent = 0
-        self.to_confirm: list[tuple[ZoneResult, dnsverify.Written]] = []  # confirmed once all zones are written
+        self.confirming = dnsconfirm.Confirming(self.endpoints, deadline, serials or {})  # once all zones are written
         self._lock = threading.Lock()
 
     def api(self, instance: str) -> ZoneApi:
@@ -238,86 +239,21 @@ class DnsApply:
             self._removals(zp, result)
             self.store.save_zone(_ownership_reached(zp, result, self.options.revision))
             result.revision = self.options.revision if not zp.empty or zp.recovered else zp.revision
-            self._remember(zp, result)
+            self.confirming.remember(zp, result)
         except _Stop:
             return result
         except AgentError as exc:  # the deadline, or the store
             result.primary_error = result.primary_error or str(exc)
             return result
-        self._queue_confirmation(zp, result)
+        self.confirming.queue(zp, result)
         return result
 
-    def _remember(self, zp: ZonePlan, result: ZoneResult) -> None:
-        """What each primary serves now and its serial, so that the next run need not transfer it."""
-        for primary, plan in zp.records.items():
-            seen = zp.observed.get(primary)
-            if seen is None or seen.error:
-                continue
-            if not plan.changes and seen.rrsets is not None:
-                result.after[primary] = seen
-                continue
-            # a server the zone was just created on holds what the create wrote: its apex NS and glue
-            base = seen.rrsets if seen.rrsets is not None else (nameservers.created(zp.zone) if zp.zone else {})
-            rrsets = dict(base)
-            for change in plan.changes:
-                if change.after is None:
-                    rrsets.pop(change.key, None)
-                else:
-                    rrsets[change.key] = change.after
-            serial = rfc2136.serials(self.endpoints[primary], [zp.name], timeout=self.deadline.timeout(2))
-            # a signed zone whose keys are not known yet: named adds its DNSKEY and signatures after the
-            # write, maybe before that serial was read; without a serial it is transferred next run
-            unsigned = bool(zp.zone and zp.zone.spec.dnssec_policy) and (zp.name, "DNSKEY") not in rrsets
-            result.after[primary] = ZoneObserved(rrsets, serial=None if unsigned else serial.get(zp.name))
-
-    def _queue_confirmation(self, zp: ZonePlan, result: ZoneResult) -> None:
-        """Queues the zone for `confirm_queued`: its changed RRsets on the primaries that took them,
-        and its configured secondaries at the serial the primary reached (with nothing changed, at the
-        primary's serial: one that was down or stopped may be behind from an earlier run)."""
-        secondaries = [s for i in zp.secondaries for s in zp.servers_of(i)
-                       if s in self.endpoints and result.servers.get(s, ("", ""))[0] == "Configured"]
-        if not result.changes and not (secondaries and result.applied_on):
-            return
-        serials = [result.after[p].serial if p in result.after else None for p in result.applied_on]
-        serial = serials[0] if len(serials) == 1 else None
-        with self._lock:
-            self.to_confirm.append((result, dnsverify.Written(zp.name, [c for c in result.changes if c.key[1] != "SOA"],
-                                                              list(result.applied_on), secondaries, serial)))
-
     def catch_up(self, in_sync: list[tuple[ZonePlan, ZoneResult]]) -> None:
-        """For zones with nothing to do: one serial sweep per secondary finds any that is behind its
-        primary (down or stopped in an earlier run); only those are nudged and confirmed."""
-        by_secondary: dict[str, list[tuple[ZonePlan, ZoneResult, int]]] = {}
-        for zp, result in in_sync:
-            seen = zp.observed.get(next(iter(zp.records), ""))
-            if seen is None or seen.serial is None:
-                continue
-            for s in (s for i in zp.secondaries for s in zp.servers_of(i)):
-                if s in self.endpoints and result.servers.get(s, ("", ""))[0] == "Configured":
-                    by_secondary.setdefault(s, []).append((zp, result, seen.serial))
-        behind: dict[str, tuple[ZonePlan, ZoneResult]] = {}
-        for secondary, items in by_secondary.items():
-            if self.deadline.expired:
-                return
-            now = rfc2136.serials(self.endpoints[secondary], [zp.name for zp, _, _ in items],
-                                  timeout=self.deadline.timeout(2))
-            behind.update({zp.name: (zp, r) for zp, r, serial in items if now.get(zp.name) != serial})
-        for zp, result in behind.values():
-            self._queue_confirmation(zp, result)
+        """For zones with nothing to do: a secondary behind its primary is nudged and confirmed (dnsconfirm)."""
+        self.confirming.catch_up(in_sync)
 
     def confirm_queued(self) -> None:
-        """Confirms every queued zone at once (agent/reconcile/dnsverify.py): the waits for secondaries
-        to transfer overlap instead of adding up zone after zone."""
-        unknown: dict[str, list[dnsverify.Written]] = {}  # no changes: the target is the primary's serial now
-        for _, w in self.to_confirm:
-            if not w.changes and w.serial is None and w.primaries:
-                unknown.setdefault(w.primaries[0], []).append(w)
-        for primary, items in unknown.items():
-            now = rfc2136.serials(self.endpoints[primary], [w.zone for w in items], timeout=self.deadline.timeout(2))
-            for w in items:
-                w.serial = now.get(w.zone)
-        queued = [w for _, w in self.to_confirm if w.changes or w.serial is not None]
-
+        """Confirms every queued zone at once, each written primary's serial asked once (dnsconfirm)."""
         def nudge(w: dnsverify.Written) -> None:  # named notifies by itself; this is for a secondary that is late
             for primary in w.primaries:
                 try:
@@ -325,10 +261,7 @@ class DnsApply:
                 except ZoneApiError as exc:
                     log.warning("NOTIFY of %s via %s failed: %s", w.zone, primary, exc)
 
-        dnsverify.confirm_zones(queued, self.endpoints, patience=self.options.verify_wait,
-                                limit=max(0.0, self.deadline.remaining()), nudge=nudge)
-        for result, w in self.to_confirm:
-            result.checks = w.checks
+        self.confirming.confirm(patience=self.options.verify_wait, nudge=nudge)
 
 
 def _ownership_reached(zp: ZonePlan, result: ZoneResult, revision: str | None) -> ZoneOwnership:
@@ -357,7 +290,7 @@ def apply(zones: list[ZonePlan], endpoints: Mapping[str, Endpoint], store: Store
     run that asks every zone. `reported`: a long-running
     agent's zones found in sync, with their plans: one left unasked with the very same plan takes its
     last result (agent/reconcile/insync.py), so a push walks the zones it changes, not all 10,000."""
-    runner = DnsApply(endpoints, store, options, deadline)
+    runner = DnsApply(endpoints, store, options, deadline, observed.serials if observed is not None else None)
     focus = observed.focus if observed is not None else None
     in_sync = [zp.in_sync for zp in zones]
     work = [(i, zp) for i, zp in enumerate(zones) if not in_sync[i]]
@@ -396,5 +329,6 @@ def apply(zones: list[ZonePlan], endpoints: Mapping[str, Endpoint], store: Store
     errors = [f"zone {results[i].name}: {results[i].primary_error}" for i in walked
               if zones[i].zone is None and results[i].primary_error]
     stale = {results[i].name: results[i].stale for i in walked if results[i].stale}
-    return DnsResult(placed, sorted(deleted), runner.updates_sent, errors, stale, verified)
+    return DnsResult(placed, sorted(deleted), runner.updates_sent, errors, stale, verified,
+                     answered=runner.confirming.answered)
 

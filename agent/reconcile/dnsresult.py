@@ -4,8 +4,9 @@ A zone's result holds what happened on each server (configured, failed, removed)
 the zone now serves (`changes`; `written`: those of a zone that stopped part-way), the verification
 checks, and why it stopped (`primary_error`, `stale`, ...). `served` turns the servers' states into
 each instance's (what the DNSZone status lists); `union` and `landed` carry what a zone that
-stopped part-way serves into the next round and into the messages. Filled in by
-agent/reconcile/dnsapply.py; read by agent/run/ and agent/outcome/.
+stopped part-way serves into the next round and into the messages; `merge_round` puts the second
+round's outcome (the zones found stale, planned and applied again) in place of the first's. Filled in
+by agent/reconcile/dnsapply.py; read by agent/run/ and agent/outcome/.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from agent.model.observed import ZoneObserved
 from agent.model.rrchange import RRChange
 from agent.model.servers import instance_of
 from agent.plan.zoneplan import ZonePlan
+
+AGAIN = "observed and planned again, it changed again; the next run tries again"
 
 
 @dataclasses.dataclass
@@ -61,6 +64,8 @@ class DnsResult:
     # nothing more was written there, its intent stays stored: observe, plan, gate and apply it again
     stale: dict[str, str] = dataclasses.field(default_factory=dict)
     verify_seconds: float = 0.0  # of the apply's wall time, how long verification took
+    # server -> the zones it answered an SOA for after the writes (a waiting pod is not asked again)
+    answered: dict[str, set[str]] = dataclasses.field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -106,3 +111,31 @@ def served(zp: ZonePlan, result: ZoneResult) -> None:
             result.instances[instance] = (first, f"{message}, served by {ok}/{len(pods)} pods")
         else:
             result.instances[instance] = states[0][1]
+
+
+def merge_round(first: DnsResult, second: DnsResult, refused: dict[str, str]) -> None:
+    """The second round's outcome in place of the first's, for the zones it took (`refused`: each zone
+    the gate refused then, and why). What the first round wrote of a zone stays written: said."""
+    by_name = {z.name: z for z in second.zones}
+    for i, zone in enumerate(first.zones):
+        if zone.name in refused:  # what the first round wrote before it stopped stays written: say so
+            zone.stale, zone.refused = "", refused[zone.name] + landed(zone.written)
+        elif zone.name in by_name:
+            earlier, zone = zone, by_name[zone.name]
+            zone.written = union(earlier.written, zone.written)
+            zone.changes = union(earlier.written, zone.changes)
+            first.zones[i] = zone
+        if zone.stale:  # changed again while written a second time
+            zone.primary_error = f"records not applied: {zone.stale} ({AGAIN}){landed(zone.written)}"
+            zone.stale = ""
+    placed = {z.name for z in first.zones}
+    first.deleted = sorted(set(first.deleted) | set(second.deleted))
+    first.updates_sent += second.updates_sent
+    for server, zones in second.answered.items():  # answered after the second round's writes too
+        first.answered.setdefault(server, set()).update(zones)
+    first.errors += second.errors
+    first.errors += [f"zone {name}: refused after it changed while being written: {why}"
+                     for name, why in refused.items() if name not in placed]
+    first.errors += [f"zone {name}: records not applied: {why} ({AGAIN})"
+                     for name, why in second.stale.items() if name not in placed]
+    first.stale = {}

@@ -35,6 +35,7 @@ class Written:
     secondaries: list[str]  # instances configured as secondaries of the zone
     serial: int | None  # the primary's serial after the writes (None: unknown, RRsets are asked)
     checks: list[rfc2136.Check] = dataclasses.field(default_factory=list)
+    answered: set[str] = dataclasses.field(default_factory=set)  # secondaries seen at (or past) `serial`
 
 
 def reached(serial: int | None, target: int) -> bool:
@@ -78,6 +79,7 @@ def _sweep(behind: dict[str, list[Written]], endpoints: Mapping[str, Endpoint], 
         for w in items:
             if reached(now.get(w.zone), w.serial or 0):
                 w.checks += _confirmed(w, secondary, now.get(w.zone))
+                w.answered.add(secondary)
                 caught += 1
             else:
                 late.append(w)

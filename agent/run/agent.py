@@ -9,7 +9,7 @@ HTTP (agent/run/httpserver.py, agent/run/webhook.py): GET /healthz (the worker i
 (the newest good revision serves: one was applied and the newest commit is not rejected), GET /metrics
 (Prometheus text), POST /hooks/git (GitHub X-Hub-Signature-256, GitLab X-Gitlab-Token, Gitea X-Gitea-Signature, or a
 generic X-Signature-256: sha256=<HMAC of the body>; pushes of refs other than the followed branch start nothing:
-agent/run/pushpayload.py). SIGTERM finishes the current run, then stops.
+agent/clients/forges/). SIGTERM finishes the current run, then stops.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ from agent.run import (
     httpserver,
     leaderlabel,
     lease,
+    memorize,
     memory,
     metrics,
-    pushpayload,
     runtrace,
     throttle,
     webhook,
@@ -80,11 +80,12 @@ class Agent:
         self.led = True  # the worker's last turn was a run as the leader (False: a follow as a standby)
         self.terms = self.taken = 0  # times the Lease was taken; of them, taken over by the worker
         self.memory = memory.Memory()  # so that a run costs what changed (agent/run/memory.py)
+        # a new BIND9 pod gets its zones at once; what the watch sees goes with its trigger, to the worker
         self.pods = (podwatch.PodWatch(KubeApi(self.api.client, namespaces=self.api.namespaces), trigger=self.trigger,
-                                       waiting=lambda w: setattr(self.memory, "pods_waiting", w),
+                                       waiting=self.triggers.pods_waiting,
                                        leading=lambda: self.elector is None or self.elector.leader,
-                                       longest=settings.interval, moved=self.memory.pods_moved.add)
-                     if self.api is not None else None)  # a new BIND9 pod gets its zones at once
+                                       longest=settings.interval, moved=self.triggers.pods_moved)
+                     if self.api is not None else None)
         self.scheduler = BackgroundScheduler()
         self.worker = threading.Thread(target=self._loop, name="sync", daemon=True)
         self.httpd = self._http_server()
@@ -97,7 +98,7 @@ class Agent:
                                       secret=self.secret, deliveries=self.metrics.deliveries,
                                       on_delivery=lambda: self.trigger(throttle.WEBHOOK),
                                       leading=lambda: self.elector is None or self.elector.leader,
-                                      followed=pushpayload.followed(s.branch, s.ref))
+                                      followed=webhook.followed(s.branch, s.ref))
         host, _, port = s.listen.rpartition(":")
         limits = httpserver.HttpLimits(max_body=s.webhook_max_body, header_timeout=s.http_header_timeout,
                                    body_timeout=s.http_body_timeout, connection_limit=s.http_connection_limit)
@@ -126,12 +127,9 @@ class Agent:
         run = runner.run(b.source, b.targets, b.options, run_id=run_id, memory=self.memory,
                          yield_to=self.triggers.push_due,  # pushes first: a reconcile yields to a webhook
                          pushed=why in (throttle.WEBHOOK, "push"))  # the branch moved: fetch at once
-        self.memory.new_leader = False  # once per leadership, whatever the outcome
-        if self.memory.reconcile_pending:  # cut for a push: the push's run, then the reconcile it cut
-            if run.outcome == "preempted":
-                self.trigger("push")
-            elif run.outcome in ("applied", "partial", "rejected") and why != "resume":
-                self.trigger("resume")  # (a rejected push: the cut reconcile of what serves) else as any run
+        follow_up = memorize.run_ended(self.memory, why, run.outcome)  # cut for a push: the push's run, then
+        if follow_up is not None:  # the reconcile it cut (agent/run/decide.py `next_phase`)
+            self.trigger(follow_up.value)
         if run.rejected_head:
             self.ready = False  # until a good commit applies
         elif run.outcome in ("applied", "partial", "unchanged"):
@@ -166,15 +164,14 @@ class Agent:
         zones' ownership records are read back, since the old leader wrote them."""
         try:
             quarantined = self.store.quarantined
-            self.memory.take_over(applied_at=self.store.load_run().wrote_at)
+            memorize.take_over(self.memory, applied_at=self.store.load_run().wrote_at)
             self.store.load_zones(refresh=True)
             if self.store.quarantined != quarantined:  # a record was unreadable: read the world again
-                self.memory.forget_world()
+                memorize.forget_world(self.memory)
         except AgentError as exc:
             log.warning("taking over: could not read the zones' ownership records (%s): nothing remembered is "
                         "trusted", exc)
-            self.memory.forget_world()
-            self.memory.new_leader = True
+            memorize.take_over_failed(self.memory)
 
     def _tick(self) -> bool:
         """One renewal (or attempt to take the Lease); the pod's leader label follows the result."""
@@ -190,6 +187,7 @@ class Agent:
             if why is None or self.stopping.is_set():
                 continue
             log.debug("sync run started by %s", why)
+            memorize.pods_seen(self.memory, *self.triggers.pods_seen())  # before deciding: a run, or a follow
             if self.elector is not None and not self.elector.leader:
                 self.led = False
                 self._follow()  # a standby does not sync; it follows, so that taking over costs a push

@@ -13,8 +13,8 @@ settings: `from_settings`); what follows from it is decided here, once:
                     the zone-API token then goes only to instances in the allowed namespaces, the
                     others are reached without one
     announcements   commit statuses (a Git source only) and alerts
-    options         from values named as run's settings are (`options`), so a flag and a setting
-                    of the same name mean the same thing
+    options         from values named as run's settings are (agent/run/options.py `of`), so a flag
+                    and a setting of the same name mean the same thing
 """
 
 from __future__ import annotations
@@ -22,43 +22,24 @@ from __future__ import annotations
 import dataclasses
 import os
 import pathlib
-from collections.abc import Mapping
-from typing import Any
 
-from agent.clients import axfr, kubeapi, statestore
 from agent.clients import endpoints as endpoint_map
+from agent.clients import kubeapi, statestore
 from agent.errors import ConfigError, KubeError
-from agent.gate import policy, safety
 from agent.model import names
 from agent.model.limits import Limits
-from agent.observe import instancereach as instance_endpoints
 from agent.outcome import forge, notesignature, notify
-from agent.run import planner, revisions
+from agent.run import gitsource, revisions
+from agent.run import options as run_options
 from agent.run import settings as config
-from agent.sources.git import GitSource
-
-
-@dataclasses.dataclass(frozen=True)
-class Git:
-    """A Git source: the repository and how to reach it."""
-
-    repo: str
-    cache: pathlib.Path = names.GIT_CACHE
-    branch: str = "main"
-    ref: str | None = None
-    path: str = ""
-    ssh_key: pathlib.Path | None = None
-    known_hosts: pathlib.Path | None = None
-    insecure_ignore_host_key: bool = False
-    token_file: pathlib.Path | None = None
-    report_key_file: pathlib.Path | None = None  # signs the commit reports
+from agent.run.gitsource import Git as Git  # a Git source as every verb names it
 
 
 @dataclasses.dataclass(frozen=True)
 class Request:
     """What a run is built from, whichever verb asks. Exactly one of `git` and `directory`."""
 
-    options: planner.Options  # its repo_policy also scopes the cluster client and the zone-API token
+    options: run_options.Options  # its repo_policy also scopes the cluster client and the zone-API token
     git: Git | None = None
     directory: pathlib.Path | None = None
     limits: Limits = Limits()
@@ -80,8 +61,8 @@ class Built:
     """A run ready to go: `orchestrator.run(built.source, built.targets, built.options)`."""
 
     source: revisions.RevisionSource
-    targets: planner.Targets
-    options: planner.Options
+    targets: run_options.Targets
+    options: run_options.Options
 
 
 def build(request: Request) -> Built:
@@ -93,7 +74,7 @@ def build(request: Request) -> Built:
         raise ConfigError("commit statuses go on commits: they need a Git repository (--repo), not a directory")
     api = kube_api(request) if request.cluster else None
     try:
-        targets = planner.Targets(store(request, api), api, zone_endpoints(request, api), request.forge,
+        targets = run_options.Targets(store(request, api), api, zone_endpoints(request, api), request.forge,
                                        request.alerts)
         return Built(source(request), targets, request.options)
     except BaseException:
@@ -120,26 +101,20 @@ def store(request: Request, api: kubeapi.KubeApi | None) -> statestore.Store:
     return statestore.FileStore(request.local_state, moves=moves)
 
 
-def zone_endpoints(request: Request, api: kubeapi.KubeApi | None) -> planner.Endpoints | None:
-    """How a run reaches each instance: a fixed map, in-cluster Services (the zone-API token only to
-    instances in allowed namespaces), or None (no DNS step)."""
+def zone_endpoints(request: Request, api: kubeapi.KubeApi | None) -> run_options.Endpoints | None:
+    """How a run reaches each instance: a map file, in-cluster Services, or None (no DNS step); each
+    run's observe step reads it (agent/run/options.py)."""
     if request.endpoints is not None:
         if request.in_cluster_dns:
             raise ConfigError("--endpoints and --in-cluster-dns exclude each other")
-        path = request.endpoints
-        endpoint_map.load_endpoints(path)  # a map that cannot be read stops the start, not every run
-        return lambda desired: endpoint_map.load_endpoints(path)  # read again each run: keys, tokens rotate
+        endpoint_map.load_endpoints(request.endpoints)  # a map that cannot be read stops the start, not every run
+        return run_options.EndpointMap(request.endpoints)
     if not request.in_cluster_dns:
         return None
     if api is None:
         raise ConfigError("--in-cluster-dns finds the DNS servers through the cluster: it needs one "
                           "(--kubeconfig, --context or --in-cluster)")
-    cluster, token, audience = api, request.zone_api_token_file, request.zone_api_audience
-    allowed = request.options.repo_policy.namespace_allowed
-    agents = request.options.agent_namespace
-    return lambda desired: instance_endpoints.from_cluster(
-        cluster, desired, token_file=token, audience=audience, send_token_to=lambda key: allowed(key.namespace or ""),
-        agent_addresses=instance_endpoints.agent_addresses(cluster, agents))
+    return run_options.InCluster(request.zone_api_token_file, request.zone_api_audience)
 
 
 def source(request: Request) -> revisions.RevisionSource:
@@ -147,48 +122,15 @@ def source(request: Request) -> revisions.RevisionSource:
         assert request.directory is not None
         return revisions.DirectoryRevisions(request.directory, limits=request.limits)
     g = request.git
-    git = GitSource(g.repo, g.cache, branch=g.branch, ref=g.ref, path=g.path, ssh_key=g.ssh_key,
-                    known_hosts=g.known_hosts, insecure_ignore_host_key=g.insecure_ignore_host_key,
-                    token_file=g.token_file, limits=request.limits)
     key = notesignature.read_key(g.report_key_file) if g.report_key_file else None
-    return revisions.GitRevisions(git, report_key=key)
-
-
-def options(values: Mapping[str, Any], repo_policy: policy.PolicySettings) -> planner.Options:
-    """The options of a run from values named as run's settings are (sync's flags have the same names);
-    a name a verb does not have keeps the default."""
-    default = planner.Options()
-    threshold = values.get("delete_threshold_percent")
-
-    def given(name: str, fallback: Any) -> Any:
-        value = values.get(name)
-        return fallback if value is None else value
-
-    return planner.Options(
-        dry_run=bool(given("dry_run", default.dry_run)),
-        policy=safety.Policy(force=bool(given("force", False)), allow_prune=bool(given("allow_prune", False)),
-                             delete_threshold=safety.DELETE_THRESHOLD if threshold is None else threshold / 100),
-        repo_policy=repo_policy,
-        agent_namespace=given("agent_namespace", default.agent_namespace),
-        default_namespace=given("namespace", repo_policy.default_namespace),
-        install_crds=bool(given("install_crds", default.install_crds)),
-        create_namespaces=bool(given("create_namespaces", default.create_namespaces)),
-        rotate_rndc_keys=bool(given("rotate_rndc_keys", default.rotate_rndc_keys)),
-        batch=int(given("batch", default.batch)),
-        deadline=given("deadline", default.deadline) or None,
-        push_notes=bool(given("push_notes", default.push_notes)),
-        mode=given("mode", default.mode), suspend=bool(given("suspend", default.suspend)),
-        resync_after=float(given("resync_after", default.resync_after)),
-        lock_wait=float(given("lock_wait", default.lock_wait)),
-        transfer=axfr.TransferLimits(int(given("max_transfer_bytes", default.transfer.max_bytes)),
-                                     int(given("max_transfer_records", default.transfer.max_records))))
+    return revisions.GitRevisions(gitsource.source(g, request.limits), report_key=key)
 
 
 def from_settings(settings: config.Settings) -> Request:
     """What `bindy-agent run` was given. Its cluster is --kubeconfig or --in-cluster (the pod's account)."""
     values = dict(settings)
-    git = Git(**{f.name: values[f.name] for f in dataclasses.fields(Git)})
-    return Request(options(values, settings.policy_settings()), git, limits=settings.limits(),
+    git = Git.of(values)
+    return Request(run_options.of(values, settings.policy_settings()), git, limits=settings.limits(),
                    cluster=settings.kubeconfig is not None or settings.in_cluster,
                    kubeconfig=str(settings.kubeconfig) if settings.kubeconfig else None,
                    endpoints=settings.endpoints, in_cluster_dns=settings.in_cluster_dns,

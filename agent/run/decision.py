@@ -1,8 +1,7 @@
 """A run's decision, as data: what kind of run it is and why, which revision it applies, what it
 covers, how it reads the world, whether it may yield to a push and which statuses it writes; and the
 phase a long-running agent is in between runs (what it remembers that decides). The types only: the
-pure `decide(state, phase, head, trigger, options, now) -> Decision` that fills them comes with the
-executor that follows them.
+pure `decide(state, phase, head, options, now) -> Decision` that fills them is agent/run/decide.py.
 
     kind        skip, reconcile, push-first, resume, repair, dry-run, detect, follow
     why         the behaviour that picked the kind (a log field, an Event's text, a metric label)
@@ -104,6 +103,7 @@ class Phase:
 
     standing: Standing
     keeps: bool  # False: a one-shot run (the CLI), which remembers nothing
+    yields: bool = False  # a push may wait for this agent's runs (its reconciles yield to it: pushes first)
     owed: bool = False  # a reconcile was cut for a push (reconcile_pending)
     statuses_owed: bool = False  # every CR's status is written at the next run (statuses_all)
     pods_waiting: bool = False
@@ -141,3 +141,8 @@ class Decision:
     alerts: bool
     publish_pending_notes: bool  # a skipped run with notes still to push
     message: str = ""  # a skip's reason, as the run outcome tells it
+
+    @property
+    def told(self) -> str:
+        """The kind and why as an Event says them: "reconcile: resync", "push-first" (when they are one)."""
+        return self.kind.value if self.kind.value == self.why.value else f"{self.kind}: {self.why}"

@@ -13,22 +13,27 @@ from agent.clients.deadline import Deadline
 from agent.clients.endpoints import Endpoint
 from agent.desired.hierarchy import Desired
 from agent.errors import AgentError, KubeError
-from agent.model.observed import Observed
+from agent.model.observed import DnsObserved, Observed
 from agent.model.ownership import RunState
+from agent.model.scope import Scope
 from agent.model.steps import Steps, timed
 from agent.observe import kubeobserve
 from agent.outcome import conditions, status
 from agent.plan import statusdiff
+from agent.plan.changes import Plan
+from agent.plan.zoneplan import ZonePlan
 from agent.podready import step as podstep
-from agent.reconcile import events, kubeapply
-from agent.run import dnsrounds, memorize
+from agent.reconcile import dnsapply, dnsresult, events, insync, kubeapply
+from agent.run import memorize, planner
+from agent.run.decision import Decision, StatusScope
 from agent.run.memory import Memory
 from agent.run.planner import Options, Targets
 from agent.run.revisions import RevisionSource
 from agent.run.runoutcome import RunOutcome
-from agent.run.validation import Progress
+from agent.run.validation import Progress, Validated
 
 log = logging.getLogger("agent.run.orchestrator")  # the lines operators already filter on
+again_log = logging.getLogger("agent.run.dnsrounds")  # the second DNS round's, as before
 
 
 class Executing:
@@ -45,18 +50,15 @@ class Executing:
     kube_fast: bool
     dns_fast: bool
     repairing: bool  # reconciling the revision that serves, not the (rejected) head
+    decision: Decision  # what kind of run this is, and why (agent/run/decide.py)
     endpoints: Mapping[str, Endpoint] | None
     started: float
     started_at: str
     deadline: Deadline
     state: RunState
     observed: Observed
+    validated: Validated  # the revision planned (the second DNS round plans from it again)
     steps: Steps
-
-    @property
-    def writes(self) -> bool:
-        """Whether this run may write (statuses, reports, commit statuses): not a dry run or detection."""
-        return not self.options.dry_run and self.options.mode != "detect"
 
     def _apply(self, desired: Desired, result: RunOutcome) -> None:
         plan, options, api = result.plan, self.options, self.targets.kube_api
@@ -73,11 +75,10 @@ class Executing:
                                                   deadline=self.deadline, progress=lambda done, total: self.progress(
                                                       "applied", "objects", done, total))
             if plan.zones is not None and self.endpoints is not None:
-                rounds = dnsrounds.Rounds(self.targets.store, self.endpoints, self.options, result.revision,
-                                          self.deadline, self.steps, self.progress, self.memory.reports())
-                result.dns = rounds.apply(plan.zones, observed=self.observed.dns)
+                result.dns = self._apply_dns(plan.zones, result.revision, reported=self.memory.reports(),
+                                             observed=self.observed.dns)
                 if result.dns.stale:
-                    result.replan = rounds.again(desired, result.dns)
+                    result.replan = self._again(result.revision, result.dns)
                 result.errors += podstep.after_dns(api, desired, self.endpoints, result.dns, wait=options.verify_wait,
                                                     deadline=self.deadline, steps=self.steps).errors  # new pods: Ready
             if api is not None and result.kube is not None:
@@ -97,11 +98,50 @@ class Executing:
                            agent_namespace=self.options.agent_namespace, kube_fast=self.kube_fast,
                            dns_fast=self.dns_fast, failed=bool(result.errors))
 
+    def _apply_dns(self, zones: list[ZonePlan], revision: str | None, *, reported: insync.Reported | None,
+                   observed: DnsObserved | None) -> dnsresult.DnsResult:
+        """The zones and RRsets of a plan (reconcile/dnsapply.py); verification is a step of its own."""
+        assert self.endpoints is not None
+        options = dnsapply.DnsApplyOptions(self.options.batch, self.options.verify_wait, revision)
+        with timed(self.steps, "apply_dns"):
+            done = dnsapply.apply(zones, self.endpoints, self.targets.store, options=options, deadline=self.deadline,
+                                  observed=observed, reported=reported,
+                                  progress=lambda n, total: self.progress("applied", "zones", n, total))
+        self.steps["apply_dns"] -= done.verify_seconds
+        self.steps["verify"] = self.steps.get("verify", 0.0) + done.verify_seconds
+        return done
+
+    def _again(self, revision: str | None, first: dnsresult.DnsResult) -> Plan | None:
+        """The second DNS round: the zones `first` found stale (an UPDATE's prerequisite failed: they
+        changed since observed) through the one planner once more - observed as they are now (what the
+        first round's earlier batches wrote included, through the stored intent), planned, gated - and
+        applied where the gate passes; `first` takes the outcome (reconcile/dnsresult.py `merge_round`).
+        Returns the second round's plan (None: the zones could not be observed again)."""
+        stale = frozenset(first.stale)
+        again_log.warning("observing, planning and gating again the zones that changed while being written: %s",
+                    ", ".join(sorted(stale)))
+        scope = Scope.stale(stale)
+        again = planner.plan_validated(self.validated, scope, planner.AGAIN, revision=revision, targets=self.targets,
+                                       options=self.options, deadline=self.deadline, endpoints=self.endpoints)
+        for name, seconds in again.steps.items():
+            self.steps[name] = self.steps.get(name, 0.0) + seconds
+        if again.plan is None:
+            first.errors.append(f"zones that changed while being written could not be observed again: {again.error}")
+            for zone in (z for z in first.zones if z.stale):
+                zone.stale += dnsresult.landed(zone.written)
+            first.stale = {}
+            return None
+        refused = {r.zone or "": r.text for r in again.plan.refused}
+        second = self._apply_dns([zp for zp in again.plan.zones or [] if zp.name not in refused], revision,
+                                 reported=self.memory.reports(), observed=again.observed.dns)
+        dnsresult.merge_round(first, second, refused)
+        return again.plan
+
     def _statuses(self, desired: Desired, result: RunOutcome) -> None:
         api, plan, kube = self.targets.kube_api, result.plan, result.kube
         assert api is not None and plan is not None and kube is not None
-        only, moved = None, self.memory.pods_moved.peek()  # every CR's, unless the cluster was remembered:
-        if self.kube_fast and not self.memory.statuses_all:  # what this run changed, unsettled, pods moved
+        only, moved = None, self.memory.pods_moved  # every CR's, unless the cluster was remembered:
+        if self.decision.statuses is StatusScope.AFFECTED:  # what this run changed, unsettled, pods moved
             only = status.affected(desired, plan, kube, result.dns) | self.memory.unsettled | status.served_by(
                 desired, moved)
         pods = kubeobserve.pods(api, conditions.unready(kube.live, desired.instances))  # why they do not start
@@ -112,8 +152,7 @@ class Executing:
         todo = statusdiff.to_write(wanted, kube.live, kube.conflicts, events.now())
         if todo:
             self._writing()
-        memorize.statuses_computed(self.memory, wanted, only, written=False)
-        self.memory.pods_moved.done(moved)
+        memorize.statuses_computed(self.memory, wanted, only, written=False, moved=moved)
         kubeapply.write_statuses(api, todo, kube, revision=result.revision, deadline=self.deadline)
         memorize.statuses_computed(self.memory, wanted, only, written=True, not_written=kube.failed)
 

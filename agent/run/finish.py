@@ -119,8 +119,9 @@ class Finishing(Executing):
             return False
 
     def _finish(self, snap: Snapshot, result: RunOutcome) -> RunOutcome:
+        """The reports built and published, then the state the run leaves saved once (the write-ahead
+        mark, saved before the first write, is cleared by it), then the commit status and the alerts."""
         state = self._next_state(snap, result)
-        self._save(state, result)
         with timed(self.steps, "report"):
             reports = [runreport.of_run(self.run_id, snap, result, started_at=self.started_at, seconds=time.monotonic()
                                         - self.started, repeat=self.state.applied == snap.revision)]
@@ -131,7 +132,7 @@ class Finishing(Executing):
             result.notes_pushed = self._publish(reports)
         if result.notes_pushed is False:  # kept in the local clone: pushed by the next run, whatever it finds
             state.notes_pending = True
-            self._save(state, result)
+        self._save(state, result)
         doc = reports[0].as_dict()
         forge.finished(self.targets.forge, doc)
         if not self.repairing:  # what serves was reconciled again: the head's rejection was alerted, and stays

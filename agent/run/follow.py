@@ -10,7 +10,7 @@ Nothing is written: no object, zone, record, status, Event, state record or comm
 run is not counted as a run. The cluster is listed again after every run of the leader that wrote
 (the shared state's `reconciled_at`) and while one writes (its `writing_at`, saved before its first
 write: a leader that died writing leaves it set), so that a standby that followed since can trust its list.
-On taking over, `Memory.take_over` keeps the zones but asks every zone's SOA serial again (a zone
+On taking over, `memorize.take_over` keeps the zones but asks every zone's SOA serial again (a zone
 the old leader wrote since is transferred again; the others are not), and reads the cluster in full
 once unless the standby listed it after the old leader's last run that wrote.
 """
@@ -24,8 +24,9 @@ import time
 from agent.clients import statestore
 from agent.clients.deadline import Deadline
 from agent.errors import AgentError
-from agent.run import memorize
-from agent.run.memory import CLOCK_SKEW, Memory
+from agent.run import decide, memorize
+from agent.run.decision import Head, Now
+from agent.run.memory import Memory
 from agent.run.planner import Options, Targets, plan
 from agent.run.revisions import RevisionSource
 from agent.run.runhold import bounded
@@ -46,11 +47,16 @@ def follow(source: RevisionSource, targets: Targets, options: Options, memory: M
     targets = dataclasses.replace(targets, store=statestore.ReadOnly(targets.store))  # the leader alone writes
     try:
         with bounded(source, targets, deadline, lock_wait=options.lock_wait):
-            if memory.kube_listed <= targets.store.load_run().wrote_at + CLOCK_SKEW:
-                memory.kube_at = 0.0  # the leader wrote since it was listed (or writes now): list it again
+            # the leader wrote since the cluster was listed (or writes now): it is listed again
+            state = targets.store.load_run()
+            memorize.following(memory, state)
             listed = time.time()  # before the cluster is listed: a write of the leader after it is not in the list
             snap = source.snapshot()
-            planned = plan(snap, targets, dataclasses.replace(options, mode="detect"), memory=memory,
+            options = dataclasses.replace(options, mode="detect")
+            # a follow (decide.py, the standby row): every zone and the cluster, read as the phase says
+            decision = decide.decide(state, memory.phase(standby=True), Head(snap.revision, read=True), options,
+                                     Now(time.time(), time.monotonic()))
+            planned = plan(snap, decision.scope, decision.reading, targets=targets, options=options, memory=memory,
                            deadline=deadline)
     except AgentError as exc:
         return Followed(None, problem=str(exc))

@@ -1,6 +1,11 @@
-"""What a run left in the world, kept for the next run of a long-running agent to start from
-(agent/run/memory.py): the objects it left in the cluster, what each primary now serves and its
-serial, and which zones' desired RRsets were confirmed. A run that failed as a whole trusts nothing."""
+"""Every write to a long-running agent's memory (agent/run/memory.py), made on the sync worker: what a
+run left in the world, kept for the next run to start from (the objects it left in the cluster, what
+each primary now serves and its serial, and which zones' desired RRsets were confirmed; a run that
+failed as a whole trusts nothing), and the phase the agent is in between runs, moved by
+`decide.next_phase` (a reconcile owed to a cut, a new leadership, pods waiting or moved).
+
+The pod watch's thread writes nothing here: it posts what it saw with its trigger
+(agent/run/throttle.py), and the worker hands it over (`pods_seen`) before the run it starts."""
 
 from __future__ import annotations
 
@@ -13,10 +18,14 @@ from agent.desired.hierarchy import Desired
 from agent.model.key import ObjectKey, key_of
 from agent.model.observed import DnsObserved, KubeObserved, Observed
 from agent.model.ownership import RunState
+from agent.observe.dnsobserve import DnsMemory
 from agent.outcome import conditions
 from agent.reconcile.dnsresult import DnsResult
 from agent.reconcile.kubeapply import KubeResult
+from agent.run import decide
+from agent.run.decision import Decision, Now, Phase, Standing
 from agent.run.memory import Memory
+from agent.run.triggers import Trigger
 
 
 def after_run(memory: Memory, desired: Desired, kube: KubeResult | None, dns: DnsResult | None, observed: Observed,
@@ -28,7 +37,7 @@ def after_run(memory: Memory, desired: Desired, kube: KubeResult | None, dns: Dn
         return
     now = memory.served_at = time.monotonic()
     if failed:
-        memory.forget_world()
+        forget_world(memory)
         return
     if kube is not None and observed.kube is not None:
         namespaces = set(observed.kube.namespaces).union(kube.namespaces)
@@ -126,23 +135,26 @@ def baseline(memory: Memory, desired: Desired) -> None:
         memory.dns.sources.update({z.name: z.rrsets for z in desired.zones})
     memory.base_zones = {z.name: z for z in desired.zones}
     memory.base_objects = frozenset(o.key for o in desired.objects)
-    memory.reconcile_pending = True
+    owed(memory, True)
 
 
 def statuses_computed(memory: Memory, wanted: Mapping[ObjectKey, Mapping[str, Any]], only: set[ObjectKey] | None,
-                      *, written: bool, not_written: Iterable[ObjectKey] = ()) -> None:
+                      *, written: bool, not_written: Iterable[ObjectKey] = (),
+                      moved: frozenset[ObjectKey] = frozenset()) -> None:
     """The statuses a run computed (`only`: the CRs it computed, None: every CR): those not settled are
     computed again by the next run whatever it changes (`Memory.unsettled`). Called before the writes
-    (`written` False: only adds) and after them (the settled ones computed, and the CRs gone, leave)."""
+    (`written` False: only adds; the instances whose pods `moved` are done) and after them (the settled
+    ones computed, and the CRs gone, leave)."""
     if not memory.keeps:
         return
     bad = {key for key, new in wanted.items() if not conditions.settled(new)}
     if not written:
         memory.unsettled |= bad
+        memory.pods_moved -= moved
         return
     kept = set() if only is None else memory.unsettled - only
     memory.unsettled = kept | bad | (set(not_written) & wanted.keys())
-    memory.statuses_all = False
+    _next(memory, decide.StatusesComputed(frozenset()))
 
 
 def rejection_marked(memory: Memory, marks: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
@@ -163,5 +175,80 @@ def load_run(store: Store, memory: Memory) -> RunState:
     before = store.quarantined
     state = store.load_run()
     if store.quarantined != before and memory.keeps:
-        memory.forget_world()
+        forget_world(memory)
     return state
+
+
+# -- the phase between runs -------------------------------------------------------------------
+def owed(memory: Memory, owed: bool) -> None:
+    """A reconcile is owed (a push cut it, a baseline was read), or no longer (the whole revision
+    passed the gate, a repair began)."""
+    _next(memory, decide.Owed(owed))
+
+
+def repair_begins(memory: Memory, decision: Decision, now: Now) -> None:
+    """A repair: nothing owed any more; the resync of what serves reads the world in full."""
+    if memory.keeps:
+        _enter(memory, decide.repair_phase(decision, memory.phase(), now))
+
+
+def run_ended(memory: Memory, trigger: str, outcome: str) -> Trigger | None:
+    """A run returned: a new leadership's first run is over; the run a cut reconcile asks for next."""
+    known = trigger in Trigger._value2member_map_
+    return _next(memory, decide.RunEnded(Trigger(trigger) if known else None, outcome))
+
+
+def take_over(memory: Memory, applied_at: float) -> None:
+    """This replica just became the leader: what it observed while following as a standby stays
+    (agent/run/follow.py), but is checked before it is trusted. Every zone's SOA serial is asked,
+    and only the zones whose serial moved are transferred again; no zone counts as applied by this
+    replica. The cluster it listed is trusted only if it listed it after the old leader's last run
+    that wrote (`applied_at`, the shared state's epoch seconds, with a margin for clock skew);
+    else the cluster is read in full once. Its first run reconciles even an unchanged head, and
+    computes every CR's status (what the old leader wrote last is not known here)."""
+    _next(memory, decide.LeaseTaken(applied_at))
+    memory.dns.sources.clear()
+    memory.reported.clear()
+
+
+def take_over_failed(memory: Memory) -> None:
+    """Taking over could not read the zones' ownership records: nothing remembered is trusted."""
+    forget_world(memory)
+    _next(memory, decide.TakeOverFailed())
+
+
+def forget_world(memory: Memory) -> None:
+    """Trust nothing remembered of the cluster or the servers (after a failure, a new leader)."""
+    memory.kube, memory.kube_at, memory.kube_listed = None, 0.0, 0.0
+    memory.kube_recheck = set()
+    memory.dns, memory.dns_at, memory.serials_at = DnsMemory(), 0.0, None
+    memory.plans.clear()
+    memory.reported.clear()
+
+
+def pods_seen(memory: Memory, waiting: bool | None, moved: frozenset[ObjectKey]) -> None:
+    """What the pod watch saw since the last run (agent/podready/watch.py, through the trigger queue)."""
+    _next(memory, decide.PodsSeen(waiting, moved))
+
+
+def following(memory: Memory, state: RunState) -> None:
+    """A standby's follow begins: the cluster is listed again if the leader wrote since it was listed."""
+    if memory.keeps:
+        memory.kube_at = decide.follow_phase(memory.phase(standby=True), state).kube_at
+
+
+def _next(memory: Memory, event: decide.PhaseEvent) -> Trigger | None:
+    """`event` applied to the memory's phase; the run it asks for. A one-shot run's memory keeps nothing."""
+    if not memory.keeps:
+        return None
+    phase, trigger = decide.next_phase(memory.phase(), event)
+    _enter(memory, phase)
+    return trigger
+
+
+def _enter(memory: Memory, phase: Phase) -> None:
+    memory.new_leader = phase.standing is Standing.NEW_LEADER
+    memory.reconcile_pending, memory.statuses_all = phase.owed, phase.statuses_owed
+    memory.pods_waiting, memory.pods_moved = phase.pods_waiting, phase.pods_moved
+    memory.kube_at, memory.kube_listed, memory.dns_at = phase.kube_at, phase.kube_listed, phase.dns_at
+    memory.serials_at, memory.served_at = phase.serials_at, phase.served_at

@@ -11,6 +11,11 @@ memory. The CLI's one-shot runs get `ONE_SHOT`, whose parts remember nothing (`N
 having a memory. What reuse relies on (the same inputs are the very same objects) is written down
 in agent/desired/memo.py and tested by tests/test_cache_owner.py and tests/test_cold_warm.py.
 
+What of it decides the next run is its `phase()` (agent/run/decide.py); it is written by one module,
+agent/run/memorize.py, on the sync worker only (besides the caches' own owners: the file cache, the
+memos, the DNS apply's in-sync results). The pod watch's thread posts what it sees to the trigger
+queue instead (agent/run/throttle.py).
+
 A full observe (Kubernetes listed and compared
 field by field) happens every `resync_after`, and so does asking every zone's SOA serial (between
 them a run asks only the zones its revision touches); a full DNS comparison (every zone
@@ -24,7 +29,6 @@ wait for the next full observe, as they do after a clean run.
 from __future__ import annotations
 
 import dataclasses
-import threading
 import time
 
 from agent.desired.memo import NO_MEMO, Memo
@@ -34,34 +38,9 @@ from agent.model.key import ObjectKey
 from agent.model.observed import KubeObserved
 from agent.observe.dnsobserve import DnsMemory
 from agent.reconcile import insync
-
-CLOCK_SKEW = 2.0  # seconds two replicas' clocks may differ by
-
-
-class Moved:
-    """The instances whose pods changed readiness since their statuses were last computed: the pod
-    watch's thread adds them (agent/podready/watch.py), the run that computes their statuses takes them
-    off (agent/run/orchestrator.py); either may run at any time."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._keys: set[ObjectKey] = set()
-
-    def add(self, keys: set[ObjectKey]) -> None:
-        with self._lock:
-            self._keys |= keys
-
-    def peek(self) -> frozenset[ObjectKey]:
-        with self._lock:
-            return frozenset(self._keys)
-
-    def done(self, keys: frozenset[ObjectKey]) -> None:
-        with self._lock:
-            self._keys -= keys
-
-    def __bool__(self) -> bool:
-        with self._lock:
-            return bool(self._keys)
+from agent.run import decide
+from agent.run.decide import CLOCK_SKEW as CLOCK_SKEW  # seconds two replicas' clocks may differ by
+from agent.run.decision import Phase, Standing
 
 
 @dataclasses.dataclass
@@ -83,7 +62,7 @@ class Memory:
     pods_waiting: bool = False
     # instances whose pods became ready, not ready or gone (agent/podready/watch.py): a run writes their
     # statuses (and their zones') even at an unchanged head
-    pods_moved: Moved = dataclasses.field(default_factory=Moved)
+    pods_moved: frozenset[ObjectKey] = frozenset()
     # a start-up or resync reconcile was cut for a push (agent/run/orchestrator.py, "pushes first"): the
     # push's zones go first, then the whole revision is reconciled, starting from what the cut run read
     reconcile_pending: bool = False
@@ -119,7 +98,18 @@ class Memory:
         left as it was, waits for the new leader's first full observe, within `resync_after`).
         So is one whose reconcile was cut for a push (`reconcile_pending`), until a run reconciled whole.
         A one-shot run is never blank (it stops at an unchanged head)."""
-        return self.keeps and (not self.files.loaded or self.new_leader or self.reconcile_pending)
+        return decide.blank(self.phase())
+
+    def phase(self, *, yields: bool = False, standby: bool = False) -> Phase:
+        """What this memory holds that decides the next run (agent/run/decide.py). `yields`: a push may
+        wait for the run (pushes first); `standby`: this replica does not hold the Lease."""
+        standing = (Standing.STANDBY if standby else Standing.NEW_LEADER if self.new_leader
+                    else Standing.WARM if self.files.loaded else Standing.COLD)
+        return Phase(standing, self.keeps, yields, owed=self.reconcile_pending, statuses_owed=self.statuses_all,
+                     pods_waiting=self.pods_waiting, pods_moved=self.pods_moved, kube_at=self.kube_at,
+                     kube_listed=self.kube_listed, kube_ns=self.agent_namespace, has_kube=self.kube is not None,
+                     dns_at=self.dns_at, has_dns=bool(self.dns.zones), serials_at=self.serials_at,
+                     served_at=self.served_at)
 
     def kube_fresh(self, resync_after: float, agent_namespace: str) -> bool:
         return (self.kube is not None and self.agent_namespace == agent_namespace
@@ -131,28 +121,6 @@ class Memory:
     def serials_fresh(self, resync_after: float) -> bool:
         """Every zone's serial was asked within `resync_after`: a run may ask only the zones it touches."""
         return self.serials_at is not None and time.monotonic() - self.serials_at < resync_after
-
-    def take_over(self, applied_at: float) -> None:
-        """This replica just became the leader: what it observed while following as a standby stays
-        (agent/run/follow.py), but is checked before it is trusted. Every zone's SOA serial is asked,
-        and only the zones whose serial moved are transferred again; no zone counts as applied by this
-        replica. The cluster it listed is trusted only if it listed it after the old leader's last run
-        that wrote (`applied_at`, the shared state's epoch seconds, with a margin for clock skew);
-        else the cluster is read in full once. Its first run reconciles even an unchanged head."""
-        self.new_leader = self.statuses_all = True  # what the old leader wrote last is not known here
-        if self.kube_listed <= applied_at + CLOCK_SKEW:
-            self.kube_at = 0.0
-        self.serials_at = None
-        self.dns.sources.clear()
-        self.reported.clear()
-
-    def forget_world(self) -> None:
-        """Trust nothing remembered of the cluster or the servers (after a failure, a new leader)."""
-        self.kube, self.kube_at, self.kube_listed = None, 0.0, 0.0
-        self.kube_recheck = set()
-        self.dns, self.dns_at, self.serials_at = DnsMemory(), 0.0, None
-        self.plans.clear()
-        self.reported.clear()
 
     def reports(self) -> insync.Reported | None:
         """What a run's DNS apply may reuse and keep (a one-shot run: nothing)."""

@@ -25,6 +25,7 @@ STEPS = ("fetch", "load", "validate", "desired", "observe", "plan", "gate", "app
          "verify", "status", "report", "push")
 TRIGGERS = ("start-up", "schedule", "webhook", "resync")
 LAYERS = ("kubernetes", "zones", "records")
+NONE = "none"  # the kind and why of a run that ended before it was decided (busy, unreachable, a bug)
 CALL_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 STEP_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 
@@ -58,8 +59,9 @@ class Metrics:
                                                     registry=r, buckets=(0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120))
         self.steps = prometheus_client.Histogram("bindy_agent_step_duration_seconds", "Duration of each step of a "
                                                  "run", ["step"], registry=r, buckets=STEP_BUCKETS)
-        self.runs = prometheus_client.Counter("bindy_agent_runs", "Sync runs by outcome and trigger (start-up, "
-                                              "schedule, webhook, resync)", ["outcome", "trigger"], registry=r)
+        self.runs = prometheus_client.Counter("bindy_agent_runs", "Sync runs by outcome, trigger (start-up, "
+                                              "schedule, webhook, resync), kind and why (agent/run/decide.py)",
+                                              ["outcome", "trigger", "kind", "why"], registry=r)
         self.revision = prometheus_client.Info("bindy_agent_last_applied_revision", "Last applied Git revision",
                                                registry=r)
         self.revisions = prometheus_client.Info("bindy_agent_revision", "The Git revision last applied and the "
@@ -159,7 +161,9 @@ class Metrics:
     def _record(self, run: orchestrator.RunOutcome, seconds: float, api_calls: Mapping[str, int], *,
                 trigger: str, applied_before: str | None) -> None:
         self.duration.observe(seconds)
-        self.runs.labels(run.outcome, trigger).inc()
+        decision = run.decision
+        self.runs.labels(run.outcome, trigger, decision.kind if decision else NONE,
+                         decision.why if decision else NONE).inc()
         for verb, count in api_calls.items():
             self.api_calls.labels(verb).inc(count)
         steps: Mapping[str, float] = getattr(run, "steps", None) or {}
@@ -205,7 +209,7 @@ class Metrics:
     def failed(self, trigger: str) -> None:
         """A run that raised (a bug, caught at the loop boundary)."""
         with self._lock:
-            self.runs.labels("error", trigger).inc()
+            self.runs.labels("error", trigger, NONE, NONE).inc()
             self.failures.inc()
 
     def _managed(self, run: orchestrator.RunOutcome) -> None:

@@ -1,15 +1,20 @@
 """The one function that runs a revision; the CLI, the scheduler and the webhook only decide when.
 
-    lock -> head unchanged? (stop: no fetch, no parse, no writes)
+    lock -> decide (agent/run/decide.py: skip, repair, push-first, resume, reconcile, dry-run, detect)
          -> snapshot -> load -> desired --(invalid: mark live CRs, report "rejected")-->
-         -> observe (Kubernetes, DNS) -> plan (whole revision) -> gate --(refused: same)-->
+         -> observe (Kubernetes, DNS) -> plan -> gate --(refused: same)-->
          -> apply (Kubernetes, zones and RRsets) -> outcome (statuses, state, reports)
+
+The run is decided before a file is read, and executed as decided: what kind of run it is and why,
+the revision it applies (the head, or the one that serves while the head is rejected), what it
+covers, whether it may yield to a push, which statuses it writes. Nothing else picks its path.
 
 Pushes first: a reconcile of the revision last applied cleanly (start-up, resync, a new leader)
 yields to a push that arrives while it observes (`yield_to`, asked as each zone is read): it stops
 before planning (outcome "preempted": nothing written, what it read kept), the push's run applies
 the zones the push changed (Kubernetes left as it is), and the whole revision is reconciled right
-after, from what the cut run read (agent/run/memory.py `reconcile_pending`).
+after, from what the cut run read (the phase is "owed", agent/run/decide.py). A restarted agent
+whose first run is a push reads the revision applied last as the zones' baseline first.
 
 A zone whose UPDATE found it changed since it was observed (a prerequisite failed) comes back on
 the DNS result's `stale` list; those zones alone go once more through observe -> plan -> gate ->
@@ -21,7 +26,7 @@ changes nothing but the marks on live CRs saying why, and the last good revision
 Every network call is bounded by the run's deadline.
 
 The run's writing steps are in agent/run/execute.py, how it ends (state, reports, marks) in
-agent/run/finish.py; this module decides the path between them.
+agent/run/finish.py; this module executes the decision between them.
 """
 
 from __future__ import annotations
@@ -35,27 +40,25 @@ from collections.abc import Callable, Mapping
 from agent.clients.deadline import Deadline
 from agent.clients.endpoints import Endpoint
 from agent.errors import AgentError
-from agent.model import names, problems
+from agent.model import problems
 from agent.model.observed import Observed
 from agent.model.ownership import RunState
 from agent.model.steps import Steps, timed
 from agent.outcome import forge
-from agent.run import lock, logs, memorize, pushfirst
+from agent.run import decide, lock, logs, memorize, planner
+from agent.run.decision import Decision, Head, Now, RunKind
 from agent.run.finish import Finishing
 from agent.run.finish import serving as serving  # whether the newest good revision serves (re-exported)
 from agent.run.memory import ONE_SHOT, Memory
-from agent.run.planner import Options, Planned, Targets, plan
+from agent.run.planner import Options, Planned, Targets, validate
 from agent.run.revisions import RevisionSource, Snapshot
 from agent.run.runhold import bounded
 from agent.run.runoutcome import RunOutcome as RunOutcome  # what a run returns (re-exported)
 from agent.run.validation import Progress, quiet
 
 log = logging.getLogger(__name__)
-SUSPENDED_BY_SETTING = ("suspended by the setting suspend (BINDY_AGENT_SUSPEND, --suspend or the config file): nothing "
-                        "is read or written; set it to false to continue")
-SUSPENDED_BY_MARK = (f"suspended by `bindy-agent suspend` (the annotation {names.SUSPEND_ANNOTATION}: \"true\" on the "
-                     "agent's state ConfigMap, or the file `suspended` in its --state directory): nothing is read or "
-                     "written; `bindy-agent resume` to continue")
+baseline_log = logging.getLogger("agent.run.pushfirst")  # the lines operators already filter on
+SUSPENDED_BY_SETTING, SUSPENDED_BY_MARK = decide.SUSPENDED_BY_SETTING, decide.SUSPENDED_BY_MARK
 
 
 def _now() -> str:
@@ -91,42 +94,56 @@ class _Run(Finishing):
         self.source, self.targets, self.options, self.run_id = source, targets, options, run_id
         self.memory, self.progress, self.yield_to, self.pushed = memory, progress, yield_to, pushed
         self.kube_fast = self.dns_fast = False  # the world is remembered, not read in full (see Memory)
-        self.repairing = False  # reconciling the revision that serves, not the (rejected) head: `_snapshot`
+        self.repairing = False  # a repair that could read the revision that serves: `_snapshot`
         self.endpoints: Mapping[str, Endpoint] | None = None
         self.started, self.started_at = time.monotonic(), _now()
         self.deadline = Deadline(options.deadline)
         self.state = RunState()
         self.observed = Observed()
         self.steps: Steps = {}  # the wall time of each step (RunOutcome.steps)
+        self.decision: Decision  # set before any step reads it (`_decide`)
+
+    def _decide(self, head: Head) -> Decision:
+        now = Now(time.time(), time.monotonic())
+        phase = self.memory.phase(yields=self.yield_to is not None)
+        self.decision = decide.decide(self.state, phase, head, self.options, now)
+        return self.decision
 
     # -- the steps ----------------------------------------------------------------------------
     def go(self) -> RunOutcome:
         result = self._go()
         result.steps = {**self.steps, **result.steps}
+        result.decision = vars(self).get("decision")  # None: the run ended before it was decided
         return result
 
     def _go(self) -> RunOutcome:
         try:
             with timed(self.steps, "fetch"):
                 self.state = memorize.load_run(self.targets.store, self.memory)
-            if self.options.suspend or self.state.suspended:
-                why = SUSPENDED_BY_SETTING if self.options.suspend else SUSPENDED_BY_MARK
-                return RunOutcome(self.run_id, None, "suspended", message=why)
+            skip = decide.suspension(self.state, self.options)
+            if skip is not None:
+                self.decision = skip
+                return RunOutcome(self.run_id, None, "suspended", message=skip.message)
             with timed(self.steps, "fetch"):
                 head = self.source.head(fetch=self.pushed)
             logs.revision.set(head or "")
-            if head is not None and self._unchanged(head):
-                return self._nothing_to_do(head)
+            if self._decide(Head(head)).kind is RunKind.SKIP:
+                return self._nothing_to_do(head or "")
             with timed(self.steps, "fetch"):
                 snap = self._snapshot(head)
         except AgentError as exc:
             return RunOutcome(self.run_id, None, "unreachable", message=str(exc), retryable=exc.retryable)
         logs.revision.set(snap.revision)
-        skipped = self.source.superseded(self.state.seen, snap.revision) if self.writes and not self.repairing else []
+        if not self.repairing:  # the revision read decides what it is (a directory has no head to ask)
+            self._decide(Head(snap.revision, read=True))
+        skipped = self.source.superseded(self.state.seen, snap.revision) if self.decision.names_superseded else []
         planned = self._plan(snap)
         if planned.cut:
-            return pushfirst.cut(self.run_id, snap, planned, self.memory)
-        self.observed, self.endpoints = planned.observed, planned.endpoints
+            return self._cut(snap, planned)
+        return self._gated(snap, planned, skipped)
+
+    def _gated(self, snap: Snapshot, planned: Planned, skipped: list[str]) -> RunOutcome:
+        self.observed, self.endpoints, self.validated = planned.observed, planned.endpoints, planned.validated
         self.kube_fast, self.dns_fast = planned.kube_fast, planned.dns_fast
         found, desired = planned.validated.problems, planned.validated.desired
         result = RunOutcome(self.run_id, snap.revision, "rejected", found, superseded=skipped, parsed=True)
@@ -136,70 +153,87 @@ class _Run(Finishing):
             result.outcome, result.message = "unreachable", f"could not observe the world: {planned.error}"
             return result
         result.plan = planned.plan
-        if self.options.dry_run:
+        if self.decision.kind is RunKind.DRY_RUN:
             result.outcome = "planned"
             return result
-        if self.options.mode == "detect":
+        if self.decision.kind is RunKind.DETECT:
             return self._detect(result)
-        if result.plan.refusals:
-            return self._reject(snap, result, f"the safety gate refused the plan ({len(result.plan.refusals)} "
+        if result.plan.refused:  # the gate's (agent/gate/verdict.py)
+            return self._reject(snap, result, f"the safety gate refused the plan ({len(result.plan.refused)} "
                                 "reasons); nothing applied", reason="PlanRefused")
         forge.pending(self.targets.forge, snap.revision)  # the gate passed: the first write to the world is next
-        if not planned.first:  # the whole revision passed the gate: the reconcile a push cut is this one
-            self.memory.reconcile_pending = False
+        if self.decision.scope.kubernetes:  # the whole revision passed the gate: the reconcile a push cut is this one
+            memorize.owed(self.memory, False)
         self._apply(desired, result)
         return self._finish(snap, result)
 
     def _snapshot(self, head: str | None) -> Snapshot:
-        """The head; but while the head is rejected, the revision that still serves (`state.applied`)
-        when a push cut its reconcile, a new pod waits for its zones, pods moved, or a resync is due (the
-        state keeps the head's rejection: `repairing`)."""
-        s, memory = self.state, self.memory
-        due = self._repair_due(head)
-        if self._stuck(head) and (memory.reconcile_pending or memory.pods_waiting or memory.pods_moved or due):
-            if due and not memory.reconcile_pending:  # a resync of what serves: the world is read in full
-                memory.kube_at, memory.serials_at, memory.served_at = 0.0, None, time.monotonic()  # once per resync
-            memory.reconcile_pending = False
-            base = self.source.at(s.applied or "")
+        """The head; but a repair reads the revision that still serves (`state.applied`), the state
+        keeping the head's rejection. When that revision is gone, the head is decided on again."""
+        if self.decision.kind is RunKind.REPAIR:
+            memorize.repair_begins(self.memory, self.decision, Now(time.time(), time.monotonic()))
+            base = self.source.at(self.state.applied or "")
             if base is not None:
                 self.repairing = True
                 return base
+            self._decide(Head(head, serving_gone=True))
         return self.source.snapshot()
-
-    def _stuck(self, head: str | None) -> bool:
-        """The head was rejected or refused, and an earlier revision serves."""
-        s = self.state
-        return (self.writes and s.outcome in ("rejected", "refused") and bool(s.applied) and head is not None
-                and head == s.seen)
-
-    def _repair_due(self, head: str | None) -> bool:
-        """While the head is rejected, a long-running agent reconciles the revision that serves every
-        `resync_after` (drift is repaired as it would be with a good head); a one-shot run does not."""
-        return (self.memory.keeps and self._stuck(head)
-                and time.monotonic() - self.memory.served_at >= self.options.resync_after)
 
     def _plan(self, snap: Snapshot) -> Planned:
         """Pushes first: a reconcile of what was applied cleanly may yield to a push; a push waiting
-        behind one (or that came before a restarted agent's first run) has its zones planned alone."""
-        # yields once: a reconcile already cut for a push (`reconcile_pending`) goes to its end
-        again = (self.writes and snap.revision == self.state.applied and self.state.outcome == "applied"
-                 and not self.memory.reconcile_pending)
-        if (self.writes and not again and self.yield_to is not None and self.memory.blank
-                and not self.memory.reconcile_pending and self.state.outcome == "applied"):
-            pushfirst.baseline(self.source, self.state, self.targets, self.options, self.memory, self.steps)
-        # (once the push's zones went, its revision is the applied one: the next run reconciles it whole)
-        first = self.writes and self.memory.reconcile_pending and snap.revision != self.state.applied
-        planned = plan(snap, self.targets, self.options, memory=self.memory, deadline=self.deadline,
-                       progress=self.progress, yield_to=self.yield_to if again else None, first=first)
+        behind one (or that came before a restarted agent's first run) has its zones planned alone,
+        unless they cannot go alone: then the run is the whole revision's (decide.widen). The one planner
+        plans what the decision covers, read as it says."""
+        if self.decision.baseline and not self._baseline():
+            self._widen(snap)
+        decision = self.decision
+        # a push's zones are read as the decision says (planner.PUSH_FIRST); when the planner finds they
+        # cannot go alone (Planned.first False), the whole revision is read as its widened run reads it
+        whole = self._widened(snap) if decision.kind is RunKind.PUSH_FIRST else decision
+        planned = planner.plan(snap, decision.scope, whole.reading, targets=self.targets, options=self.options,
+                               memory=self.memory, deadline=self.deadline, progress=self.progress,
+                               stop=self.yield_to if decision.may_yield else None)
         for name, seconds in planned.steps.items():
             self.steps[name] = self.steps.get(name, 0.0) + seconds
+        if decision.kind is RunKind.PUSH_FIRST and not planned.first:
+            self.decision = whole
         return planned
 
-    def _unchanged(self, head: str) -> bool:
-        if self.options.mode == "detect":
-            return False  # drift arises in the world, not in Git: look every time
-        if self.memory.blank or self.memory.pods_waiting or self.memory.pods_moved or self._repair_due(head):
-            return False  # just started, a new pod waits for its zones, pods moved (statuses), a resync: now
-        fresh = time.time() - self.state.reconciled_at < self.options.resync_after
-        done = self.state.outcome in ("applied", "rejected")
-        return head == self.state.seen and done and fresh and not self.options.dry_run
+    def _widened(self, snap: Snapshot) -> Decision:
+        """The run of the whole revision a push-first is when its zones cannot go alone."""
+        now = Now(time.time(), time.monotonic())
+        return decide.widen(self.state, self.memory.phase(yields=self.yield_to is not None), snap.revision,
+                            self.options, now)
+
+    def _widen(self, snap: Snapshot) -> None:
+        self.decision = self._widened(snap)
+
+    def _baseline(self) -> bool:
+        """The revision applied last, read from the clone (fetched by its id if need be) and validated, as
+        what each zone serves (`memorize.baseline`); False when it is gone or no longer valid."""
+        applied = self.state.applied
+        try:
+            base = self.source.at(applied) if applied else None
+            if base is None:
+                return False
+            validated = validate(base.files, self.options, limits=base.limits, kube_api=self.targets.kube_api,
+                                 memory=self.memory)
+        except AgentError as exc:  # the push is then planned whole, as without a baseline
+            baseline_log.warning("the applied revision %s could not be read as the baseline (%s): the push waits for "
+                                 "the reconcile", (applied or "")[:12], exc)
+            return False
+        for name, seconds in validated.steps.items():
+            self.steps[name] = self.steps.get(name, 0.0) + seconds
+        if not validated.ok or validated.desired is None:
+            return False
+        memorize.baseline(self.memory, validated.desired)
+        return True
+
+    def _cut(self, snap: Snapshot, planned: Planned) -> RunOutcome:
+        """The reconcile yielded to a push before planning: nothing written, what it read kept."""
+        assert planned.validated.desired is not None and planned.observed.dns is not None
+        memorize.after_cut(self.memory, planned.validated.desired, planned.observed.dns)
+        read = len(planned.observed.dns.zones)
+        return RunOutcome(self.run_id, snap.revision, "preempted", parsed=True,
+                          message=f"a push arrived: its zones go first; the reconcile of {snap.revision[:12]} "
+                                  f"follows it ({read} zones read so far are kept)")

@@ -1,6 +1,13 @@
-"""The planning half of a run, shared by a sync, `sync --dry-run` and `plan --kubeconfig`: what a
-run is given (Targets, Options), then validate (load, desired, policy), observe, plan the whole
-revision, gate it. Writes nothing; agent/run/orchestrator.py applies what it returns.
+"""The planning half of a run, the one planner of a sync, `sync --dry-run`, a standby's follow, a
+push's zones first, `plan --kubeconfig` and the second DNS round alike:
+
+    plan(snapshot, scope, reading)   validate (load, desired, policy) -> plan_validated
+    plan_validated(validated, ...)   observe (endpoints, Kubernetes, DNS; as `reading` says, what
+                                     `scope` covers) -> build -> the gate (agent/gate/verdict.py)
+
+`scope` says what is planned (every zone and Kubernetes; the zones a push changed; the zones found
+stale while written), `reading` how the world is read (listed, recalled from memory, serials, zone
+transfers). Writes nothing; agent/run/execute.py applies what it returns.
 """
 
 from __future__ import annotations
@@ -8,83 +15,63 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 
-from agent.clients import axfr
 from agent.clients.deadline import UNBOUNDED, Deadline
 from agent.clients.endpoints import Endpoint
 from agent.clients.kubeapi import KubeApi
-from agent.clients.statestore import Store
 from agent.desired.hierarchy import Desired
 from agent.desired.memo import NO_MEMO
 from agent.errors import AgentError
-from agent.gate import policy as repo_rules
-from agent.gate import safety
+from agent.gate import verdict
 from agent.load.sourcefile import SourceFile
-from agent.model import names
+from agent.model import reading as reading_in
 from agent.model.limits import Limits
-from agent.model.observed import KubeObserved, Observed
-from agent.model.reading import DnsRead, KubeRead, Reading
-from agent.model.scope import Scope, ScopeRule
+from agent.model.observed import DnsObserved, KubeObserved, Observed
+from agent.model.reading import KubeRead, Reading
+from agent.model.scope import ALL, Scope, ScopeRule
 from agent.model.servers import instance_id
 from agent.model.steps import Steps, timed
 from agent.observe import dnsobserve, kubeobserve
-from agent.outcome import forge, notify
 from agent.plan import build
 from agent.plan.changes import Plan
 from agent.run import collector, validation
+from agent.run import options as run_options
 from agent.run.memory import ONE_SHOT, Memory
+from agent.run.options import Endpoints as Endpoints
+from agent.run.options import Options as Options
+from agent.run.options import Targets as Targets
 from agent.run.revisions import Snapshot
 from agent.run.validation import Progress, Validated, quiet
 
-Endpoints = Mapping[str, Endpoint] | Callable[[Desired], Mapping[str, Endpoint]]
-
-
-@dataclasses.dataclass
-class Targets:
-    """Where a run reads and writes: the ownership store, and optionally a cluster and DNS servers."""
-
-    store: Store
-    kube_api: KubeApi | None = None
-    endpoints: Endpoints | None = None
-    forge: forge.ForgeSettings | None = None  # commit statuses
-    alerts: notify.NotifySettings | None = None  # failure / refusal / recovery alerts
-
-
-@dataclasses.dataclass(frozen=True)
-class Options:
-    dry_run: bool = False
-    policy: safety.Policy = safety.Policy()  # the safety gate's limits and overrides
-    repo_policy: repo_rules.PolicySettings = repo_rules.PolicySettings()  # what a repository may ask for
-    agent_namespace: str = names.DEFAULT_AGENT_NAMESPACE
-    default_namespace: str = names.DEFAULT_NAMESPACE
-    install_crds: bool = True  # Bindy's CRDs are read (unless the cluster is remembered) and planned
-    create_namespaces: bool = False
-    rotate_rndc_keys: bool = False
-    batch: int = 1000
-    verify_wait: float = 10
-    deadline: float | None = names.DEFAULT_DEADLINE  # seconds a run may take; None: unbounded
-    push_notes: bool = True
-    mode: str = "apply"  # "detect": plan every run and report drift, write nothing to the world
-    suspend: bool = False  # runs read and write nothing (also: the suspend mark on the state record)
-    # an unchanged head is re-reconciled, and the cluster read in full, after this long
-    resync_after: float = names.DEFAULT_RESYNC_AFTER
-    sweep_after: float = 3600  # every zone is transferred and compared in full after this long
-    lock_wait: float = names.DEFAULT_LOCK_WAIT
-    transfer: axfr.TransferLimits = axfr.TransferLimits()  # octets and records one AXFR may bring in
+WHOLE = reading_in.IN_FULL  # a one-shot run: the cluster listed, every zone transferred, nothing remembered
+# How a push's zones are read once known (scope CHANGED_ZONES): agent/model/reading.py
+PUSH_FIRST = reading_in.PUSHED_ZONES
+# The second DNS round (scope STALE): the zones as they are now, in full, their ownership read back.
+AGAIN = dataclasses.replace(reading_in.IN_FULL, kube=KubeRead.NONE)
 
 
 def validate(files: Sequence[SourceFile], options: Options, *, limits: Limits,
              kube_api: KubeApi | None = None, memory: Memory = ONE_SHOT,
              progress: Progress = quiet) -> Validated:
-    """load -> desired -> policy (agent/run/validation.py) with a run's options."""
-    return validation.validate(files, default_namespace=options.default_namespace, repo_policy=options.repo_policy,
-                               delete_threshold=options.policy.delete_threshold, limits=limits, kube_api=kube_api,
-                               files_cache=memory.files, memo=memory.desired, progress=progress)
+    """load -> desired -> policy (agent/run/validation.py) with a run's options; with a cluster, the live
+    labels of the Secrets the revision references are read between (metadata only): what the policy
+    checks them against. Without one, such references are only warned about."""
+    validated = validation.load(files, default_namespace=options.default_namespace, limits=limits,
+                                files_cache=memory.files, memo=memory.desired, progress=progress)
+    if validated.desired is None:
+        return validated
+    labels = None
+    if kube_api is not None:
+        with timed(validated.steps, "validate"):
+            labels = kubeobserve.secret_labels(kube_api, validation.secrets_to_observe(validated))
+    validation.check(validated, repo_policy=options.repo_policy, delete_threshold=options.policy.delete_threshold,
+                     secret_labels=labels)
+    return validated
 
 
 @dataclasses.dataclass
 class Planned:
-    """What a sync of a revision would do, decided before any write: the gated plan of the whole
-    revision, and what it was planned from (the apply step works on the same observations)."""
+    """What a sync of a revision would do, decided before any write: the gated plan of what `scope`
+    covers, and what it was planned from (the apply step works on the same observations)."""
 
     validated: Validated
     plan: Plan | None = None  # None: the revision is invalid, or the world could not be observed
@@ -94,58 +81,87 @@ class Planned:
     kube_fast: bool = False  # the cluster was remembered, not read in full (see Memory)
     dns_fast: bool = False  # the zones were checked by their SOA serials only
     steps: Steps = dataclasses.field(default_factory=dict)  # load .. gate: seconds each
-    cut: bool = False  # the observe yielded to a push (`yield_to`): nothing was planned
-    first: bool = False  # the push's zones alone were planned (`first`): the whole reconcile still waits
+    cut: bool = False  # the observe yielded to a push (`stop`): nothing was planned
+    scope: Scope = ALL  # what was planned: a push's zones resolved, or ALL when they could not be
+    reading: Reading = WHOLE  # how the world was read
+
+    @property
+    def first(self) -> bool:
+        """The push's zones alone were planned: the whole reconcile still waits."""
+        return self.scope.rule is ScopeRule.CHANGED_ZONES
 
 
-def plan(snap: Snapshot, targets: Targets, options: Options, *, memory: Memory = ONE_SHOT,
-         deadline: Deadline = UNBOUNDED, progress: Progress = quiet, yield_to: Callable[[], bool] | None = None,
-         first: bool = False) -> Planned:
-    """The one way a revision is planned, for `plan --kubeconfig`, `sync --dry-run` and a sync alike:
-    validate, observe everything the revision touches, plan it whole, gate it. Writes nothing.
+def plan(snapshot: Snapshot, scope: Scope, reading: Reading, *, targets: Targets, options: Options,
+         memory: Memory = ONE_SHOT, deadline: Deadline = UNBOUNDED, progress: Progress = quiet,
+         stop: Callable[[], bool] | None = None) -> Planned:
+    """The one way a revision is planned: validate, then `plan_validated`. Writes nothing.
 
-    Pushes first (agent/run/orchestrator.py): `yield_to` is asked as each zone's transfers finish;
-    when it says a push waits, the observe stops (`Planned.cut`, what was read in `observed.dns`).
-    `first`: the run of that push, while the reconcile it cut waits: only the zones the push changed
-    (`Memory.dns.changed`) are observed and planned, Kubernetes not at all (the reconcile that
-    follows at once applies the rest)."""
-    validated = validate(snap.files, options, limits=snap.limits, kube_api=targets.kube_api, memory=memory,
+    `scope` ALL plans everything the revision touches; CHANGED_ZONES (a push while the reconcile it
+    cut waits) the zones the push changed (`Memory.base_zones`, `Memory.dns.changed`), read as
+    PUSH_FIRST, Kubernetes not at all - or, when they cannot be told apart (a zone or object removed,
+    none changed, a changed zone on an instance without an endpoint yet), everything, read as `reading`
+    says (`Planned.scope` is then ALL). `stop` is asked as each zone's transfers finish when
+    `reading.zones_first`: when it says a push waits, the observe stops (`Planned.cut`, what was read
+    in `observed.dns`)."""
+    validated = validate(snapshot.files, options, limits=snapshot.limits, kube_api=targets.kube_api, memory=memory,
                          progress=progress)
     planned = Planned(validated, steps=dict(validated.steps))
-    if not validated.ok:
-        return planned
-    desired = validated.desired
+    if validated.ok:
+        _plan(planned, scope, reading, revision=snapshot.revision, targets=targets, options=options, memory=memory,
+              deadline=deadline, progress=progress, stop=stop)
+    return planned
+
+
+def plan_validated(validated: Validated, scope: Scope, reading: Reading, *, revision: str | None, targets: Targets,
+                   options: Options, memory: Memory = ONE_SHOT, deadline: Deadline = UNBOUNDED,
+                   progress: Progress = quiet, endpoints: Mapping[str, Endpoint] | None = None) -> Planned:
+    """A valid revision observed, planned and gated for `scope` (its steps are this call's alone).
+    `endpoints`: as read earlier in the run (the second DNS round), else read now."""
+    planned = Planned(validated, endpoints=endpoints)
+    _plan(planned, scope, reading, revision=revision, targets=targets, options=options, memory=memory,
+          deadline=deadline, progress=progress, stop=None)
+    return planned
+
+
+def _plan(planned: Planned, scope: Scope, reading: Reading, *, revision: str | None, targets: Targets,
+          options: Options, memory: Memory, deadline: Deadline, progress: Progress,
+          stop: Callable[[], bool] | None) -> None:
+    desired = planned.validated.desired
     assert desired is not None
-    only = None
     try:
         with timed(planned.steps, "observe"):
-            endpoints = targets.endpoints  # read once, whichever way the revision is observed
-            planned.endpoints = endpoints(desired) if callable(endpoints) else endpoints
-            if first:
-                only = _observe_first(planned, desired, targets, options, memory=memory, deadline=deadline)
-            planned.first = only is not None
-            if only is None:
-                _observe(planned, desired, targets, options, memory=memory, deadline=deadline, progress=progress,
-                         stop=yield_to)
+            if planned.endpoints is None and targets.endpoints is not None:  # read once, however observed
+                planned.endpoints = run_options.endpoints(targets.endpoints, desired, targets.kube_api, options)
+            scope, reading = _resolved(scope, reading, desired, planned.endpoints, memory)
+            planned.scope, planned.reading = scope, reading
+            planned.kube_fast, planned.dns_fast = reading.kube is KubeRead.RECALL, reading.plan_memo
+            _observe(planned, desired, scope, reading, targets, options, memory=memory, deadline=deadline,
+                     progress=progress, stop=stop if reading.zones_first else None)
     except dnsobserve.Cut as cut:
         planned.cut, planned.observed.dns = True, cut.observed
-        return planned
+        return
     except AgentError as exc:
         planned.error = str(exc)
-        return planned
+        return
     with collector.long_lived(), timed(planned.steps, "plan"):
-        planned.plan = build.build(desired, planned.observed, revision=snap.revision,
-                                   agent=options.agent_namespace, rotate_rndc_keys=options.rotate_rndc_keys,
-                                   trust_hash=planned.kube_fast,
-                                   memo=memory.plans if planned.dns_fast else NO_MEMO,
-                                   force=options.policy.force, create_namespaces=options.create_namespaces,
-                                   only=only, kube_memo=memory.desired)
-    if only is not None:
-        planned.plan.notes = [n for n in planned.plan.notes if n != build.NOT_OBSERVED_KUBE]
-        planned.plan.notes.append(FIRST.format(zones=len(only)))
+        plan = build.build(desired, planned.observed, revision=revision, agent=options.agent_namespace,
+                           rotate_rndc_keys=options.rotate_rndc_keys, trust_hash=planned.kube_fast,
+                           memo=memory.plans if reading.plan_memo else NO_MEMO, force=options.policy.force,
+                           create_namespaces=options.create_namespaces, scope=scope, kube_memo=memory.desired)
     with timed(planned.steps, "gate"):
-        planned.plan.refusals = safety.check(planned.plan, options.policy)
-    return planned
+        planned.plan = verdict.approve(plan, options.policy, scope)
+
+
+def _resolved(scope: Scope, reading: Reading, desired: Desired, endpoints: Mapping[str, Endpoint] | None,
+              memory: Memory) -> tuple[Scope, Reading]:
+    """A push's zones, once the revision is known (`_first_zones`), read as PUSH_FIRST; the whole
+    revision, read as `reading` says, when they cannot be told apart (or no DNS server is known)."""
+    if scope.rule is not ScopeRule.CHANGED_ZONES or scope.zones is not None:
+        return scope, reading
+    zones = _first_zones(memory, desired, endpoints) if endpoints is not None else None
+    if zones is None:
+        return ALL, reading
+    return Scope(frozenset(zones), False, ScopeRule.CHANGED_ZONES), PUSH_FIRST
 
 
 def offline(validated: Validated) -> Planned:
@@ -157,10 +173,6 @@ def offline(validated: Validated) -> Planned:
         with collector.long_lived():
             planned.plan = build.offline(validated.desired)
     return planned
-
-
-FIRST = ("pushes first: this run applies the {zones} zone(s) the push changed; the reconcile of the whole "
-         "revision it cut short follows at once (Kubernetes objects, statuses, every other zone)")
 
 
 def _first_zones(memory: Memory, desired: Desired, endpoints: Mapping[str, Endpoint]) -> set[str] | None:
@@ -181,61 +193,38 @@ def _first_zones(memory: Memory, desired: Desired, endpoints: Mapping[str, Endpo
     return names
 
 
-def _observe_first(planned: Planned, desired: Desired, targets: Targets, options: Options, *,
-                   memory: Memory, deadline: Deadline) -> set[str] | None:
-    """A push's zones while a cut reconcile waits (`_first_zones`): those zones alone, their serials
-    against memory; None when the revision is to be observed whole."""
-    found = planned.endpoints
-    only = _first_zones(memory, desired, found) if found is not None else None
-    if found is None or only is None:
-        return None
-    planned.dns_fast = True  # not a full comparison: the reconcile that follows is
-    reading = Reading(KubeRead.NONE, DnsRead.FOCUSED, remembered=True, refresh_ownership=False, zones_first=False,
-                      plan_memo=True)
-    scope = Scope(frozenset(only), False, ScopeRule.CHANGED_ZONES)
-    planned.observed.dns = dnsobserve.observe(desired, targets.store, found, reading, deadline=deadline,
-                                              memory=memory.dns, scope=scope, limits=options.transfer)
-    return only
-
-
-def _observe(planned: Planned, desired: Desired, targets: Targets, options: Options, *, memory: Memory,
-             deadline: Deadline, progress: Progress, stop: Callable[[], bool] | None = None) -> None:
-    """What the revision touches in the cluster and on the DNS servers; from memory where it is fresh
-    (and, after a reconcile cut for a push, what that reconcile read: asked by serial, not transferred)."""
-    observed, api, namespace = planned.observed, targets.kube_api, options.agent_namespace
-    planned.kube_fast = memory.kube_fresh(options.resync_after, namespace)
-    planned.dns_fast = memory.dns_fresh(options.sweep_after)
-    reading = _reading(planned, options, memory, zones_first=api is not None and stop is not None)
-    if api is not None and stop is None:
-        observed.kube = _kube(api, desired, options, memory, fast=planned.kube_fast)
+def _observe(planned: Planned, desired: Desired, scope: Scope, reading: Reading, targets: Targets,
+             options: Options, *, memory: Memory, deadline: Deadline, progress: Progress,
+             stop: Callable[[], bool] | None = None) -> None:
+    """What `scope` of the revision touches in the cluster and on the DNS servers, as `reading` says;
+    a reconcile that may yield (`stop`) reads the zones first: they take long."""
+    observed, api = planned.observed, targets.kube_api
+    kube = api is not None and reading.kube is not KubeRead.NONE and scope.kubernetes
+    if kube and stop is None:
+        assert api is not None
+        observed.kube = _kube(api, desired, options, memory, reading)
     if planned.endpoints is not None:
-        observed.dns = dnsobserve.observe(
-            desired, targets.store, planned.endpoints, reading, deadline=deadline, memory=memory.dns,
-            progress=lambda done, total: progress("observed", "zones", done, total), stop=stop,
-            limits=options.transfer)
-    if api is not None and stop is not None:  # a reconcile that may yield reads the zones first: they take long
+        observed.dns = _dns(desired, targets, planned.endpoints, scope, reading, options, memory=memory,
+                            deadline=deadline, progress=progress, stop=stop)
+    if kube and stop is not None:
+        assert api is not None
         if observed.dns is not None and stop():
             raise dnsobserve.Cut(observed.dns)
-        observed.kube = _kube(api, desired, options, memory, fast=planned.kube_fast)
+        observed.kube = _kube(api, desired, options, memory, reading)
 
 
-def _reading(planned: Planned, options: Options, memory: Memory, *, zones_first: bool) -> Reading:
-    """How a run reads the world (model/reading.py), from what memory holds: the zones remembered
-    while fresh (and, after a reconcile cut for a push, what that reconcile read: asked by serial,
-    not transferred); only the serials of the zones the revision touches between resyncs."""
-    if planned.dns_fast:
-        focused = options.mode != "detect" and memory.serials_fresh(options.resync_after)
-        dns = DnsRead.FOCUSED if focused else DnsRead.SERIALS
-    else:
-        dns = DnsRead.SERIALS if memory.reconcile_pending else DnsRead.TRANSFER
-    kube = KubeRead.RECALL if planned.kube_fast and memory.kube is not None else KubeRead.LIST
-    return Reading(kube, dns, remembered=dns is not DnsRead.TRANSFER, refresh_ownership=not planned.dns_fast,
-                   zones_first=zones_first, plan_memo=planned.dns_fast)
+def _dns(desired: Desired, targets: Targets, endpoints: Mapping[str, Endpoint], scope: Scope, reading: Reading,
+         options: Options, *, memory: Memory, deadline: Deadline, progress: Progress,
+         stop: Callable[[], bool] | None) -> DnsObserved:
+    """The zones of `scope`, as `reading` says (agent/observe/dnsobserve.py)."""
+    return dnsobserve.observe(desired, targets.store, endpoints, reading, deadline=deadline, memory=memory.dns,
+                              progress=lambda done, total: progress("observed", "zones", done, total), stop=stop,
+                              scope=scope, limits=options.transfer)
 
 
-def _kube(api: KubeApi, desired: Desired, options: Options, memory: Memory, *, fast: bool) -> KubeObserved:
-    """The cluster as the revision needs it: listed in full, or what was left there recalled (`fast`)."""
-    if memory.kube is not None and fast:
+def _kube(api: KubeApi, desired: Desired, options: Options, memory: Memory, reading: Reading) -> KubeObserved:
+    """The cluster as the revision needs it: listed in full, or what was left there recalled."""
+    if memory.kube is not None and reading.kube is KubeRead.RECALL:
         return kubeobserve.recall(api, desired, memory.kube, agent_namespace=options.agent_namespace,
                                   recheck=memory.kube_recheck)
     return kubeobserve.observe(api, desired, agent_namespace=options.agent_namespace, with_crds=options.install_crds)

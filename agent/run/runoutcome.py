@@ -9,6 +9,7 @@ from agent.model import problems
 from agent.model.steps import Steps
 from agent.plan.changes import Plan
 from agent.reconcile import dnsresult, kubeapply
+from agent.run.decision import Decision
 
 
 @dataclasses.dataclass
@@ -32,6 +33,7 @@ class RunOutcome:
     # a later run may do what this one could not (the errors' `retryable`: a server or pod not reachable
     # yet, the deadline): a long-running agent runs again soon instead of at its next tick
     retryable: bool = False
+    decision: Decision | None = None  # the run's kind and why (agent/run/decide.py); None: busy, unreachable early
 
     @property
     def refusals(self) -> list[str]:

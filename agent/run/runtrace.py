@@ -2,11 +2,13 @@
 metrics (agent/run/metrics.py) and the Kubernetes Events (agent/outcome/runevents.py).
 
     run started by webhook (last seen 1a2b3c4d5e6f)                    info, runId, trigger
-    sync applied: ... (fields: trigger, outcome, seconds, steps, calls) info, runId, revision
+    sync applied: ... (fields: trigger, kind, why, outcome, seconds, steps, calls) info, runId, revision
 
 The trigger is what asked for the run: start-up (the agent started, or became the leader),
 schedule, webhook; a scheduled run that reconciled again the revision it had already seen (the
-resync of an unchanged head, which repairs drift) ends as trigger "resync".
+resync of an unchanged head, which repairs drift) ends as trigger "resync". What the run was, and
+why, is its decision's (agent/run/decide.py): kind and why in the end line, the runs metric and its
+Event.
 """
 
 from __future__ import annotations
@@ -68,8 +70,10 @@ class RunTrace:
         steps: dict[str, float] = dict(getattr(run, "steps", None) or {})
         why = "; ".join(run.failures[:3] + run.refusals[:3])
         changes = len(run.plan.changes) if run.plan is not None and not run.plan.refusals else 0
-        fields = {"trigger": trigger, "outcome": run.outcome, "seconds": round(seconds, 3),
-                  "steps": {k: round(v, 3) for k, v in steps.items()}, "calls": self._calls_since(), "changes": changes}
+        kind, because = (run.decision.kind.value, run.decision.why.value) if run.decision else (metrics.NONE,) * 2
+        fields = {"trigger": trigger, "kind": kind, "why": because, "outcome": run.outcome,
+                  "seconds": round(seconds, 3), "steps": {k: round(v, 3) for k, v in steps.items()},
+                  "calls": self._calls_since(), "changes": changes}
         said = f"{run.message} ({why})" if run.message and why else run.message or why
         if not said and run.revision:  # an applied run says nothing more: which revision, how much
             said = f"{run.revision[:12]}, {changes} changes in {seconds:.1f} s"
@@ -80,7 +84,8 @@ class RunTrace:
             self.seen = run.revision
         event = runevents.decide(outcome=run.outcome, revision=run.revision, message=run.message, changes=changes,
                                  failures=run.failures, refusals=run.refusals,
-                                 repeat=run.revision is not None and run.revision == applied_before)
+                                 repeat=run.revision is not None and run.revision == applied_before,
+                                 ran=run.decision.told if run.decision else "")
         self._emit(event)
 
     def failed(self, trigger: str, exc: BaseException) -> None:

@@ -24,6 +24,7 @@ from agent.sources import operatorfile
 
 ENV_PREFIX = "BINDY_AGENT_"
 MIB = 1024 * 1024
+OFF = "off"  # commit_status: no commit statuses
 DAY, HOUR = 86400, 3600  # the longest a duration setting may be
 _POLICY = policy.PolicySettings()  # the policy's defaults are the settings' defaults
 
@@ -140,8 +141,10 @@ class Settings(pydantic.BaseModel):
     """seconds before a silent leader is replaced"""
 
     # Where results are announced: commit statuses and alerts.
-    commit_status: str = pydantic.Field("off", pattern="^(off|github|gitlab|gitea)$")
-    """post a commit status on each commit a run handles: off, github, gitlab or gitea"""
+    commit_status: str = pydantic.Field(
+        OFF, pattern=f"^({'|'.join((OFF, *forge.FORGES))})$",
+        description=f"post a commit status on each commit a run handles: {OFF}, {', '.join(forge.FORGES[:-1])} or "
+                    f"{forge.FORGES[-1]}")
     commit_status_token_file: pathlib.Path | None = None
     """file holding the forge API token (GitHub/Gitea: statuses write; GitLab: api scope)"""
     commit_status_api_url: str | None = pydantic.Field(None, pattern=checks.URL)
@@ -273,7 +276,7 @@ class Settings(pydantic.BaseModel):
 
     def forge_settings(self) -> forge.ForgeSettings | None:
         """Where commit statuses go (None: off); ConfigError if the forge project cannot be told."""
-        if self.commit_status == "off":
+        if self.commit_status == OFF:
             return None
         return forge.configure(self.commit_status, repo=self.repo, token_file=self.commit_status_token_file,
                                api_url=self.commit_status_api_url, project=self.commit_status_project,

@@ -6,6 +6,10 @@
 
 Every request made before a run starts is served by that run (it syncs the branch head), so a
 burst of deliveries starts one run at once and at most one more per `min_interval`.
+
+What the pod watch sees travels with its requests (`pods_waiting`, `pods_moved`): the worker takes it
+(`pods_seen`) before the run it starts and hands it to the memory's one writer (agent/run/memorize.py),
+so no other thread writes the memory.
 """
 
 from __future__ import annotations
@@ -13,7 +17,9 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+
+from agent.model.key import ObjectKey
 
 WEBHOOK = "webhook"
 
@@ -28,6 +34,8 @@ class Triggers:
         self._due: str | None = None  # a reason that runs as soon as the worker is free
         self._hook = False  # a webhook delivery waits for a run
         self._hook_started = -math.inf  # when the last webhook-started run began
+        self._waiting: bool | None = None  # whether a pod waits for its zones, as last seen (None: not since)
+        self._moved: set[ObjectKey] = set()  # instances whose pods moved since the worker last took them
 
     def request(self, why: str) -> None:
         with self._cond:
@@ -42,6 +50,22 @@ class Triggers:
         start-up or resync reconcile then yields to it (agent/run/orchestrator.py, "pushes first")."""
         with self._cond:
             return self._hook and self._clock() >= self._hook_started + self.min_interval
+
+    def pods_waiting(self, waiting: bool) -> None:
+        with self._cond:
+            self._waiting = waiting
+
+    def pods_moved(self, keys: Iterable[ObjectKey]) -> None:
+        with self._cond:
+            self._moved.update(keys)
+
+    def pods_seen(self) -> tuple[bool | None, frozenset[ObjectKey]]:
+        """What the pod watch saw since the last call: whether a pod waits (None: not looked since),
+        the instances whose pods moved."""
+        with self._cond:
+            seen = (self._waiting, frozenset(self._moved))
+            self._waiting, self._moved = None, set()
+            return seen
 
     def interrupt(self) -> None:
         """Wakes a waiting `take` (which then returns None unless a run is due): used to stop."""

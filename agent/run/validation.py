@@ -1,12 +1,12 @@
 """The first step of every run, and all of `bindy-agent validate`: load -> desired -> policy, without
-a write. A module of its own so that `validate` imports only what it needs (no clients, no writers):
-a pre-commit hook starts it cheaply (bench/cli_startup_bench.py)."""
+a write and without reading the world (a run reads the labels of the Secrets the revision references
+between `load` and `check`: agent/run/planner.py). A module of its own so that `validate` imports only
+what it needs (no clients, no writers): a pre-commit hook starts it cheaply (bench/cli_startup_bench.py)."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 from agent.desired import hierarchy
 from agent.desired.hierarchy import Desired
@@ -22,9 +22,6 @@ from agent.model.limits import Limits
 from agent.model.steps import Steps, timed
 from agent.run import collector
 from agent.sources import kustomize
-
-if TYPE_CHECKING:
-    from agent.clients.kubeapi import KubeApi
 
 # Progress of a long step: (verb, unit, done, total or None), e.g. ("observed", "zones", 100, 500).
 Progress = Callable[[str, str, int, int | None], None]
@@ -52,11 +49,22 @@ class Validated:
 
 
 def validate(files: Sequence[SourceFile], *, default_namespace: str, repo_policy: repo_rules.PolicySettings,
-             delete_threshold: float, limits: Limits, kube_api: KubeApi | None = None,
+             delete_threshold: float, limits: Limits, secret_labels: repo_rules.SecretLabels | None = None,
              files_cache: FileCache = NO_FILES, memo: Memo = NO_MEMO, progress: Progress = quiet) -> Validated:
     """load -> desired -> policy; with a long-running agent's caches (agent/run/memory.py), what did not
-    change since the last revision is reused. With a cluster, the policy sees the live labels of the Secrets the
-    revision references (metadata only); without one, such references are only warned about."""
+    change since the last revision is reused. `secret_labels`: the live labels of the Secrets the
+    revision references (a run reads them from its cluster between the two: agent/run/planner.py);
+    without them, such references are only warned about."""
+    validated = load(files, default_namespace=default_namespace, limits=limits, files_cache=files_cache, memo=memo,
+                     progress=progress)
+    if validated.desired is not None:
+        check(validated, repo_policy=repo_policy, delete_threshold=delete_threshold, secret_labels=secret_labels)
+    return validated
+
+
+def load(files: Sequence[SourceFile], *, default_namespace: str, limits: Limits, files_cache: FileCache = NO_FILES,
+         memo: Memo = NO_MEMO, progress: Progress = quiet) -> Validated:
+    """load -> desired: the revision's files parsed and expanded (`desired` None: they did not load)."""
     steps: Steps = {}
     with collector.long_lived():
         with timed(steps, "load"):
@@ -68,12 +76,20 @@ def validate(files: Sequence[SourceFile], *, default_namespace: str, repo_policy
             return Validated(manifest, None, steps)
         with timed(steps, "desired"):
             desired = hierarchy.build(manifest, memo)
-    with timed(steps, "validate"):
-        labels = None
-        if kube_api is not None:
-            from agent.observe import kubeobserve  # only with a cluster: the offline path stays light
-
-            labels = kubeobserve.secret_labels(kube_api, tenancy.secrets_to_observe(manifest))
-        desired.problems += repo_rules.check(manifest, desired, repo_policy, secret_labels=labels)
-        desired.problems += overrides.check(manifest, delete_threshold)  # the gate is the operator's
     return Validated(manifest, desired, steps)
+
+
+def check(validated: Validated, *, repo_policy: repo_rules.PolicySettings, delete_threshold: float,
+          secret_labels: repo_rules.SecretLabels | None = None) -> None:
+    """The policy of a loaded revision: the repository's rules, then the gate's overrides (the gate is the
+    operator's), their problems added to the desired state's."""
+    desired = validated.desired
+    assert desired is not None
+    with timed(validated.steps, "validate"):
+        desired.problems += repo_rules.check(validated.manifest, desired, repo_policy, secret_labels=secret_labels)
+        desired.problems += overrides.check(validated.manifest, delete_threshold)
+
+
+def secrets_to_observe(validated: Validated) -> set[tuple[str, str]]:
+    """The Secrets (namespace, name) whose live labels the policy asks for."""
+    return tenancy.secrets_to_observe(validated.manifest)

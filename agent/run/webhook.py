@@ -1,33 +1,34 @@
 """The agent's HTTP endpoints: GET /healthz, /readyz, /metrics and the signed POST /hooks/git.
 
-A delivery is checked for its signature first; then its body is read for the ref it pushed
-(agent/run/pushpayload.py): a push of the followed branch starts a run (202 "sync requested"); a push
-of another branch, a tag or a notes ref - the agent's own reports included - is answered 202
-"ignored: ref X is not followed" and starts nothing (counted as deliveries with result "ignored");
-a forge's ping is answered 200 and starts nothing."""
+A delivery is checked for its signature first; then its body is read for the ref it pushed (each
+forge's headers, events and signature: agent/clients/forges/): a push of the followed branch starts a
+run (202 "sync requested"); a push of another branch, a tag or a notes ref - the agent's own reports
+included - is answered 202 "ignored: ref X is not followed" and starts nothing (counted as deliveries
+with result "ignored"); a forge's ping is answered 200 and starts nothing. A generic delivery without
+a ref (any body that is not a JSON object with a string "ref") asks for a sync."""
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import hmac
 import logging
 import pathlib
+import re
 from collections.abc import Callable, Iterable, Mapping
 from wsgiref.types import StartResponse, WSGIEnvironment
 
 import prometheus_client
 
+from agent.clients import forges
+from agent.clients.forges import base
 from agent.outcome import delivery
-from agent.run import pushpayload
 
 log = logging.getLogger(__name__)
 
 MIN_SECRET_LENGTH = 32
-HMAC_HEADERS = ("X-Hub-Signature-256", "X-Signature-256")  # GitHub (and Gitea), generic: sha256=<hex>
-HEX_HEADER = "X-Gitea-Signature"  # Gitea: <hex>
-TOKEN_HEADER = "X-Gitlab-Token"
 TEXT = "text/plain; charset=utf-8"
+BRANCH_PREFIX = base.BRANCH_PREFIX
+TAG_PREFIX = "refs/tags/"
+COMMIT = re.compile(r"[0-9a-fA-F]{7,64}")
 
 
 def read_secret(path: pathlib.Path) -> bytes:
@@ -38,17 +39,20 @@ def read_secret(path: pathlib.Path) -> bytes:
 
 
 def verify_webhook(secret: bytes, body: bytes, headers: Mapping[str, str | None]) -> bool:
-    """GitHub, Gitea, GitLab or generic HMAC signature; constant-time comparisons of bytes only."""
-    for name in (*HMAC_HEADERS, HEX_HEADER):
-        value = headers.get(name)
-        if value:
-            digest = hmac.new(secret, body, hashlib.sha256).hexdigest().encode()
-            expected = digest if name == HEX_HEADER else b"sha256=" + digest
-            return hmac.compare_digest(value.strip().encode(), expected)
-    token = headers.get(TOKEN_HEADER)
-    if token:
-        return hmac.compare_digest(token.strip().encode(), secret)
-    return False
+    """GitHub, Gitea, GitLab or generic signature (clients/forges/); constant-time comparisons of bytes only."""
+    return forges.verify(secret, body, headers)
+
+
+def followed(branch: str, pinned: str | None) -> frozenset[str]:
+    """The refs whose pushes start a run: the branch followed; a pinned tag's or branch's ref (a
+    pinned commit moves with no push: none)."""
+    if pinned is None:
+        return frozenset({BRANCH_PREFIX + branch})
+    if COMMIT.fullmatch(pinned):
+        return frozenset()
+    if pinned.startswith("refs/"):
+        return frozenset({pinned})
+    return frozenset({BRANCH_PREFIX + pinned, TAG_PREFIX + pinned})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,15 +106,13 @@ class App:
         """Checks the signature before anything else touches the body; then reads the ref pushed."""
         if self.secret is None:
             return Reply("404 Not Found", b"webhook disabled: no webhook secret configured\n")
-        headers = {name: environ.get("HTTP_" + name.upper().replace("-", "_"))
-                   for name in (*HMAC_HEADERS, HEX_HEADER, TOKEN_HEADER, *pushpayload.EVENT_HEADERS)}
-        signed = any(headers[name] for name in (*HMAC_HEADERS, HEX_HEADER, TOKEN_HEADER))
-        body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0)) if signed else b""
+        headers = {name: environ.get("HTTP_" + name.upper().replace("-", "_")) for name in forges.HEADERS}
+        body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0)) if forges.signed(headers) else b""
         if not verify_webhook(self.secret, body, headers):
             self.deliveries.labels("refused").inc()
             log.warning("webhook call from %s with a missing or bad signature refused", environ.get("REMOTE_ADDR"))
             return Reply("401 Unauthorized", b"bad or missing signature\n")
-        push = pushpayload.read(headers, body)
+        push = forges.read(headers, body)
         ignored = self._ignored(push)
         if ignored is not None:
             return ignored
@@ -122,7 +124,7 @@ class App:
         self.on_delivery()
         return Reply("202 Accepted", b"sync requested\n")
 
-    def _ignored(self, push: pushpayload.Delivery) -> Reply | None:
+    def _ignored(self, push: forges.Delivery) -> Reply | None:
         """The answer to a delivery that starts no run (a ping, another event, a ref not followed); None
         for a push of a followed ref (or a generic delivery naming none)."""
         refs = ", ".join(sorted(self.followed)) or "none"

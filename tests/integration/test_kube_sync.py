@@ -399,13 +399,15 @@ def test_in_cluster_endpoints_come_from_services_and_rndc_secrets(
     chosen = instancereach.from_cluster(api, state, token_file=token, send_token_to=lambda key: "primary" in key.name)
     assert (chosen[f"{namespace}/dns-primary-0"].token, chosen[f"{namespace}/dns-secondary-0"].token) == (rotated, "")
     # the agent sends the token only to instances in the allowed namespaces
-    from agent.run import compose
+    from agent.run import compose, options
     from agent.run import settings as config
     for allowed, sent in ((namespace, rotated), ("elsewhere", "")):
         settings = config.load_settings({"repo": "unused", "in_cluster_dns": True, "zone_api_token_file": str(token),
                                          "allowed_namespaces": allowed}, environ={})
-        reach = compose.zone_endpoints(compose.from_settings(settings), api)
-        assert callable(reach) and {e.token for e in reach(state).values()} == {sent}
+        request = compose.from_settings(settings)
+        reach = compose.zone_endpoints(request, api)  # read by each run's observe step
+        assert isinstance(reach, options.InCluster)
+        assert {e.token for e in options.endpoints(reach, state, api, request.options).values()} == {sent}
     secret = client.CoreV1Api(kube_client).read_namespaced_secret("dns-primary-0-rndc-key", namespace)
     assert primary.tsig is not None
     assert (primary.tsig.name, primary.tsig.algorithm) == ("dns-primary-0-rndc-key", "hmac-sha256")

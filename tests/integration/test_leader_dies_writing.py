@@ -19,7 +19,7 @@ import pytest
 
 from agent.clients.statestore import ConfigMapStore
 from agent.model.ownership import RunState
-from agent.run import follow, planner, revisions
+from agent.run import follow, memorize, planner, revisions
 from agent.run.memory import CLOCK_SKEW, Memory
 from agent.sources.git import GitSource
 from tests.support import agentrun, sampleworld
@@ -87,7 +87,7 @@ def test_a_leader_dying_between_its_writes_and_its_state_save_leaves_no_stale_li
     # a push reverting it, then the standby takes over (as the scheduler does) and runs it
     git_remote.commit("primary tier: edge again", {CLUSTER: cluster})
     git_remote.push()
-    standby.take_over(applied_at=state.wrote_at)
+    memorize.take_over(standby, applied_at=state.wrote_at)
     result = agentrun.sync_git(GitSource(git_remote.url, tmp_path / "standby-cache"),
                                store=ConfigMapStore(api, namespace), kube_api=api, endpoints=world["endpoints"],
                                agent_namespace=namespace, memory=standby)

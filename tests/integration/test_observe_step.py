@@ -14,6 +14,7 @@ from agent.clients import axfr
 from agent.clients import endpoints as config
 from agent.clients.deadline import Deadline
 from agent.clients.statestore import FileStore
+from agent.model.scope import ALL
 from agent.reconcile import dnsapply
 from agent.run import planner, revisions
 from tests.support import agentrun, dnsworld
@@ -136,7 +137,7 @@ def test_apply_never_changes_the_plan_it_executes(started: dict[str, Any], monke
     targets = planner.Targets(store, None, started["endpoints"])
     options = agentrun.options()
     snap = revisions.DirectoryRevisions(repo).snapshot()
-    planned = planner.plan(snap, targets, options)
+    planned = planner.plan(snap, ALL, planner.WHOLE, targets=targets, options=options)
     assert planned.plan is not None and planned.plan.zones is not None and not planned.plan.refusals
     before = copy.deepcopy(planned.plan.zones)
     world.update(zone, lambda u: u.replace("h0", 300, "A", "203.0.113.9"))  # and someone changes h0 meanwhile

@@ -109,6 +109,7 @@ def test_an_operator_sees_each_run_in_logs_metrics_events_the_note_and_the_alert
         assert (end["msg"].split(":")[0], end["revision"], end["trigger"], end["outcome"]) == (
             "sync applied", first, "start-up", "applied")
         assert end["changes"] > 20 and end["seconds"] > 0
+        assert (end["kind"], end["why"]) == ("reconcile", "new-head")  # nothing applied before it
         assert {"git", "kubernetes", "zone_api", "dns_update"} <= set(end["calls"]), end["calls"]
         if "steps" in orchestrator.RunOutcome.__dataclass_fields__:
             assert {"fetch", "load", "plan", "apply_kubernetes", "apply_dns"} <= set(end["steps"]), end["steps"]
@@ -116,7 +117,8 @@ def test_an_operator_sees_each_run_in_logs_metrics_events_the_note_and_the_alert
         assert agent.metric("bindy_agent_runs_total", outcome="applied", trigger="start-up") == 1
         wait_for(lambda: _events(core, namespace), 10)
         assert _events(core, namespace) == [("Bind9Cluster/dns", "Normal", "ReconciliationSucceeded",
-                                             f"applied revision {first[:12]}: {end['changes']} changes")]
+                                             f"applied revision {first[:12]}: {end['changes']} changes "
+                                             "(reconcile: new-head)")]
 
         # -- a push, told by the webhook --------------------------------------------------------------
         second = git_remote.commit("New front end", {WEB: files[WEB].replace("192.0.2.12", "192.0.2.52")})
@@ -125,6 +127,7 @@ def test_an_operator_sees_each_run_in_logs_metrics_events_the_note_and_the_alert
         wait_for(lambda: any(e["revision"] == second and e["outcome"] == "applied" for e in _ends(agent)), 60)
         pushed = next(e for e in _ends(agent) if e["revision"] == second)
         assert pushed["trigger"] == "webhook" and pushed["changes"] == 2, pushed
+        assert (pushed["kind"], pushed["why"]) == ("reconcile", "new-head"), pushed
         assert agent.metric("bindy_agent_runs_total", outcome="applied", trigger="webhook") == 1
         assert agent.metric("bindy_agent_revision_info", applied=second, seen=second) == 1
         scrapes["healthy"] = _scrape(agent)
@@ -135,7 +138,7 @@ def test_an_operator_sees_each_run_in_logs_metrics_events_the_note_and_the_alert
             wait_for(lambda n=n: agent.metric("bindy_agent_drift_repaired_total", layer="records") == n, 60)
             assert records.query(primary, www, "A") == ("192.0.2.10", "192.0.2.11", "192.0.2.52")
         repairs = [e for e in _ends(agent) if e["revision"] == second and e["trigger"] == "resync" and e["changes"]]
-        assert [(e["outcome"], e["changes"]) for e in repairs] == [("applied", 1), ("applied", 1)]
+        assert [(e["outcome"], e["changes"], e["why"]) for e in repairs] == [("applied", 1, "resync")] * 2
         assert agent.metric("bindy_agent_drift_found_total", layer="records") == 2
         assert agent.metric("bindy_agent_runs_total", outcome="applied", trigger="resync") >= 2
         assert agent.metric("bindy_agent_managed", what="zones") == 3
@@ -144,9 +147,10 @@ def test_an_operator_sees_each_run_in_logs_metrics_events_the_note_and_the_alert
         for target in ("git", "kubernetes", "zone_api", "dns_update", "axfr", "soa_query"):
             assert agent.metric("bindy_agent_external_calls_total", target=target, result="ok") > 0, target
             assert agent.metric("bindy_agent_external_call_duration_seconds_count", target=target) > 0, target
+        # told once in 10 min; the message ends with the run's kind and why
         drift_events = [e for e in _events(core, namespace) if e[3].startswith("repaired drift")]
         assert drift_events == [("Bind9Cluster/dns", "Normal", "ReconciliationSucceeded",
-                                 f"repaired drift on revision {second[:12]}: 1 changes")]  # told once in 10 min
+                                 f"repaired drift on revision {second[:12]}: 1 changes (reconcile: resync)")]
         note = _report(git_remote, tmp_path, second, key)
         assert note.startswith(f'bindy-agent: applied {second[:12]} "New front end"'), note
         assert "Later runs of this commit (2):" in note and note.count("(drift repaired)") == 2, note

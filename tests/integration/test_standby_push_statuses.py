@@ -18,7 +18,7 @@ from agent.clients import rfc2136 as records
 from agent.clients.statestore import ConfigMapStore
 from agent.model import kinds
 from agent.model.key import ObjectKey
-from agent.run import follow, planner, revisions
+from agent.run import follow, memorize, planner, revisions
 from agent.run.memory import Memory
 from agent.sources.git import GitSource
 from tests.support import agentrun, sampleworld
@@ -44,9 +44,9 @@ def test_a_new_leaders_first_push_writes_the_statuses_it_changed_and_no_other_re
     followed = follow.follow(revisions.GitRevisions(GitSource(world["remote"].url, standby["cache"])), targets,
                              agentrun.options(agent_namespace=namespace), memory)
     assert not followed.problem and followed.zones
-    memory.take_over(applied_at=store.load_run().wrote_at)  # the old leader died: this replica leads
+    memorize.take_over(memory, applied_at=store.load_run().wrote_at)  # the old leader died: this replica leads
     assert sampleworld.run(standby, memory).outcome == "applied"  # its leadership run
-    memory.new_leader = False
+    memorize.run_ended(memory, "leadership", "applied")  # the agent's worker, after the run (agent/run/agent.py)
 
     www, zone = ObjectKey("ARecord", namespace, "www"), ObjectKey("DNSZone", namespace, "example-com")
     cluster = ObjectKey("Bind9Cluster", namespace, "dns")

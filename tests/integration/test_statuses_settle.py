@@ -13,7 +13,7 @@ import pytest
 
 from agent.clients.statestore import ConfigMapStore
 from agent.gate import safety
-from agent.run import follow, revisions
+from agent.run import follow, memorize, revisions
 from agent.run.memory import Memory
 from agent.run.planner import Targets
 from agent.sources.git import GitSource
@@ -112,7 +112,7 @@ def test_a_standby_that_takes_over_rewrites_the_statuses_the_old_leader_left(
         own_dns.pair.primary.restart()
     time.sleep(2.5)  # the standby follows after the leader's last run: its list of the cluster is trusted
     assert not follow.follow(revisions.GitRevisions(source), targets, options, standby).problem
-    standby.take_over(applied_at=store.load_run().wrote_at)  # the leader dies (agent/run/agent.py)
+    memorize.take_over(standby, applied_at=store.load_run().wrote_at)  # the leader dies (agent/run/agent.py)
     store.load_zones(refresh=True)
     first = agentrun.sync_git(source, store=store, kube_api=world["api"], endpoints=world["endpoints"],
                               agent_namespace=namespace, memory=standby)

@@ -18,7 +18,7 @@ import pathlib
 import re
 import socket
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import dns.exception
@@ -60,6 +60,16 @@ def pods(tmp_path: pathlib.Path) -> Iterator[tuple[bind_support.BindPair, dict[s
         for api in apis.values():
             api.stop()
         pair.stop()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Reach:
+    """The DNS servers as each run's observe step reads them (the shape of agent/run/options.InCluster)."""
+
+    found: Callable[[Desired], dict[str, config.Endpoint]]
+
+    def read(self, desired: Desired, api: Any, options: Any) -> dict[str, config.Endpoint]:
+        return self.found(desired)
 
 
 def _source_towards(address: str, port: int) -> str:
@@ -167,7 +177,9 @@ def test_secondaries_transfer_from_pod_addresses_and_instances_are_ready_from_po
                                                                                zone_api[role].url) for ip in ep.pods or ()))
         return out
 
-    run = agentrun.sync_dir(root, state=tmp_path / "state", kube_api=api, endpoints=endpoints,
+    # read by the run's observe step, as options.InCluster is (agent/run/options.py)
+    towards_named = _Reach(endpoints)
+    run = agentrun.sync_dir(root, state=tmp_path / "state", kube_api=api, endpoints=towards_named,
                             agent_namespace=namespace)
     assert run.dns is not None and run.dns.ok, (run.outcome, run.message, run.errors)
     assert seen[0][f"{namespace}/dns-primary-0"].pods == (bind.primary.address,)

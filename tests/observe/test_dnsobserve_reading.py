@@ -46,12 +46,12 @@ class World:
         self.endpoints = {i: Endpoint(i, "127.0.0.1", 1, "http://127.0.0.1:1") for i in instances}
         self.transferred: list[tuple[str, str]] = []
         self.asked: list[tuple[str, str]] = []  # (server, zone) SOA questions
+        self.exchanges: list[str] = []  # the server of each SOA exchange
         self.store = _Store({z.name: ZoneOwnership(z.name, {instance_id(k): "primary" for k in z.primaries}
                                                    | {instance_id(k): "secondary" for k in z.secondaries},
                                                    set(z.rrsets)) for z in self.desired.zones})
         monkeypatch.setattr(axfr, "read_zone", self._read_zone)
-        monkeypatch.setattr(rfc2136, "serials", self._serials)
-        monkeypatch.setattr(rfc2136, "holds", lambda endpoint, zones, **kw: {z: True for z in self._ask(endpoint, zones)})
+        monkeypatch.setattr(rfc2136, "soa", self._serials)
         self.memory = dnsobserve.DnsMemory()
         for z in self.desired.zones:
             for key in z.primaries:
@@ -59,6 +59,7 @@ class World:
             self.memory.sources[z.name] = z.rrsets  # applied from these very RRsets: unchanged
 
     def _ask(self, endpoint: Endpoint, zones: Sequence[str]) -> Sequence[str]:
+        self.exchanges.append(endpoint.instance)
         self.asked += [(endpoint.instance, z) for z in zones]
         return zones
 
@@ -96,6 +97,20 @@ def test_a_remembered_reading_asks_every_serial_and_transfers_nothing_unmoved(wo
     assert world.transferred == [] and world.store.refreshed == [False]
     assert sorted((z, s) for s, z in world.asked if (z, s) in world.primaries()) == world.primaries()
     assert all(observed.zones[z][s].remembered for z, s in world.primaries())
+    # and the secondary, reached through one address, whether it holds its zones: one exchange per server
+    assert sorted(world.exchanges) == sorted(world.endpoints)
+    assert observed.serials == {s: {z.name: 7 for z in world.desired.zones} for s in world.endpoints}
+
+
+def test_a_server_primary_of_some_zones_and_secondary_of_others_is_asked_once(world: World) -> None:
+    primary, secondary = sorted(world.endpoints)
+    moved = world.desired.zones[0].name  # now a secondary zone on the primary's server
+    world.store.zones[moved] = ZoneOwnership(moved, {primary: "secondary"}, set())
+    world.desired.zones[0] = dataclasses.replace(world.desired.zones[0], primaries=[],
+                                                 secondaries=list(world.desired.zones[0].primaries))
+    world.observe(REMEMBERED)
+    assert sorted(world.exchanges) == [primary, secondary]
+    assert sorted(z for s, z in world.asked if s == primary) == sorted(z.name for z in world.desired.zones)
 
 
 def test_a_focused_reading_asks_only_the_zones_the_revision_touches(world: World) -> None:
