@@ -178,7 +178,7 @@ def _apex_ns(root: pathlib.Path, *servers: str) -> None:
 @pytest.mark.parametrize("annotations", [{}, {FORCE: "true", THRESHOLD: "100"}])
 def test_changing_the_apex_ns_set_is_a_declared_change(tmp_path: pathlib.Path, annotations: dict[str, str]) -> None:
     # issue 26: an edit that leaves the apex with name servers is applied (deleting the apex NS set stays
-    # refused: tests/test_nameservers.py)
+    # refused: tests/desired/test_nameservers.py)
     base = _copy(tmp_path, "base", annotations=annotations)
     _apex_ns(base, "ns1.example.net.", "ns2.example.net.")
     head = _copy(tmp_path, "head", annotations=annotations)

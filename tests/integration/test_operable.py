@@ -26,8 +26,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from agent.clients import endpoints as config
 from agent.clients import rfc2136 as records
 from agent.run import metrics, orchestrator
-from tests import test_observability as observability
 from tests.conftest import ROOT
+from tests.run import test_runtrace as observability
 from tests.support import bind as bind_support
 from tests.support import dnsrepo
 from tests.support.agentproc import AgentProcess

@@ -28,11 +28,11 @@ from agent.desired.rrsets import RRset, build
 from agent.outcome import dnssecstatus
 from agent.reconcile import zonekeys as making
 from tests.conftest import Repo, load_dir
+from tests.desired.test_dnssecpolicy import ZONE
+from tests.desired.test_zonekeys import _cluster
 from tests.support import agentrun
 from tests.support import bind as bind_support
 from tests.support.procs import require, until
-from tests.test_dnssec_render import ZONE
-from tests.test_zone_keys import _cluster
 
 ZONE_NAME = "example.net."
 
