@@ -25,7 +25,7 @@ from agent.model.ownership import Key
 from agent.observe import dnsobserve, instancereach
 from agent.plan import build, render, zonediff
 from tests.conftest import SAMPLE, Repo, load_dir
-from tests.desired.test_nameservers import CLUSTER, HEAD, _as_created, _world, _zone_doc
+from tests.support.nsworld import CLUSTER, HEAD, _as_created, _world, _zone_doc
 
 ZONE = "example.com."
 LEGACY = ("legacy.example.com.", "A")

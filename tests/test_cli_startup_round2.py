@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from agent.model import infra, kinds, records, zone
-from tests.cli.test_startup import ZONE
+from tests.support.documents import ZONE
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RECORD = """\

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from tests.cli.test_startup import ZONE
+from tests.support.documents import ZONE
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RECORD = """\

@@ -14,6 +14,7 @@ import pytest
 
 from agent import cli
 from agent.cli import settingflags
+from tests.support.documents import ZONE
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "sample-repo"
@@ -21,18 +22,6 @@ VERB_MODULES = ("agent.cli.validate", "agent.cli.schemas", "agent.cli.plan", "ag
                 "agent.cli.sync", "agent.cli.report", "agent.cli.installcrds", "agent.cli.suspend", "agent.cli.run",
                 "agent.cli.importzone", "agent.cli.version", "agent.cli.completion")
 NETWORK = ("kubernetes", "httpx", "git", "prometheus_client", "apscheduler", "dns")
-ZONE = """\
-apiVersion: bindy.firestoned.io/v1beta1
-kind: DNSZone
-metadata:
-  name: example-com
-  namespace: dns-system
-spec:
-  zoneName: example.com
-  ttl: 3600
-  soaRecord: {primaryNs: ns1.example.com., adminEmail: admin.example.com., serial: 1, refresh: 3600, retry: 600,
-              expire: 604800, negativeTtl: 300}
-"""
 
 
 def _loaded(*argv: str) -> tuple[int, str, set[str]]:

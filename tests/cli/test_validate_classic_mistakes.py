@@ -214,7 +214,7 @@ def test_the_sample_repository_still_validates_without_a_warning() -> None:
 
 def test_a_long_running_agent_finds_and_forgets_hidden_records_as_a_cold_one(tmp_path: pathlib.Path) -> None:
     """The memoized check (a zone whose inputs did not change keeps its findings) says what a cold one says."""
-    from tests.observe.test_dnsobserve_memory import Warm
+    from tests.support.warmrepo import Warm
 
     world = Warm(tmp_path / "repo")
     world.build()

@@ -7,33 +7,22 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
-import shutil
 from typing import Any
 
 import pytest
 
 from agent.clients import endpoints as endpoint_map
 from agent.clients import rfc2136
-from agent.clients.endpoints import Endpoint, Server
 from agent.desired import hierarchy, nameservers
 from agent.desired.hierarchy import Desired
 from agent.errors import ConfigError
-from agent.model.observed import DnsObserved, ZoneObserved
-from agent.model.ownership import ZoneOwnership
-from agent.observe import dnsobserve, instancereach
+from agent.model.observed import ZoneObserved
+from agent.observe import instancereach
 from agent.outcome import zoneconditions
 from agent.plan import zonediff
 from agent.reconcile import dnsresult
 from tests.conftest import SAMPLE, load_dir
-
-PRIMARY, SECONDARY = "dns-system/dns-primary-0", "dns-system/dns-secondary-0"
-POD_A, POD_B = f"{PRIMARY}@10.1.0.4", f"{PRIMARY}@10.1.0.5"
-
-
-def _desired(tmp_path: pathlib.Path) -> Desired:
-    root = tmp_path / "repo"
-    shutil.copytree(SAMPLE, root)
-    return hierarchy.build(load_dir(root))
+from tests.support.podworld import POD_A, POD_B, PRIMARY, SECONDARY, _desired, _pods_world
 
 
 # -- where the pods come from -----------------------------------------------------------------------
@@ -99,20 +88,6 @@ def test_in_a_cluster_each_ready_pod_is_written_on_its_own_address(tmp_path: pat
 
 
 # -- the plan: every pod, and the one without the zone caught up -------------------------------------
-def _pods_world(desired: Desired, seen: dict[str, ZoneObserved], *, placed: bool = True,
-                secondary_pods: tuple[str, ...] = ()) -> tuple[str, DnsObserved]:
-    zone = desired.zones[0]
-    primary = Endpoint(PRIMARY, "svc", 53, "http://svc", servers=(Server("10.1.0.4", "10.1.0.4", 5353, "http://a"),
-                                                                  Server("10.1.0.5", "10.1.0.5", 5353, "http://b")))
-    secondary = Endpoint(SECONDARY, "svc2", 53, "http://svc2",
-                         servers=tuple(Server(ip, ip, 5353, f"http://{ip}") for ip in secondary_pods))
-    eps = {PRIMARY: primary, SECONDARY: secondary}
-    servers = dnsobserve.reach(eps)
-    told = sorted(servers[SECONDARY].addresses)  # what the primaries were told to NOTIFY when it was placed
-    owned = {zone.name: ZoneOwnership(zone.name, {PRIMARY: "primary", SECONDARY: "secondary"},
-                                      set(zone.rrsets), notify=told)} if placed else {}
-    return zone.name, DnsObserved(owned, {zone.name: seen}, set(eps), servers=servers,
-                                  pods=endpoint_map.servers_of(eps))
 
 
 def test_a_pod_without_the_zone_gets_it_created_and_every_rrset_written(tmp_path: pathlib.Path) -> None:

@@ -9,22 +9,12 @@ import pathlib
 
 from agent.desired import hierarchy, zonebody
 from agent.desired.placement import Zone
-from agent.desired.rrsets import RRset, build
 from agent.outcome import dnssecstatus, status
 from agent.reconcile.dnsresult import DnsResult, ZoneResult
 from tests.conftest import Repo, load_dir
 from tests.support.clirun import main
+from tests.support.dnssecworld import DS, HEAD, KSK, ZONE, ZSK, _served
 
-HEAD = "apiVersion: bindy.firestoned.io/v1beta1\n"
-ZONE = HEAD + """kind: DNSZone
-metadata: {name: secure, namespace: dns}
-spec:
-  zoneName: example.net
-  clusterRef: dns
-  soaRecord: {primaryNs: ns1.example.net., adminEmail: hostmaster.example.net., serial: 1, refresh: 3600,
-              retry: 600, expire: 604800, negativeTtl: 300}
-  nameServers: [{hostname: ns1.example.net., ipv4Address: 192.0.2.53}]
-"""
 # Bindy's template (src/bind9_resources.rs DNSSEC_POLICY_TEMPLATE) with these values, comments left out
 POLICY = """dnssec-policy "strict" {
     keys {
@@ -161,19 +151,6 @@ def test_zone_body_carries_the_policy_and_inline_signing_as_bindy_sends_them(rep
         "zoneName": "example.net", "zoneType": "secondary", "zoneConfig": {"primaries": ["127.0.0.10:53"]}}
     unsigned = zonebody.primary(_zone(repo, None), also_notify=[], update_key=None)["zoneConfig"]
     assert isinstance(unsigned, dict) and "dnssecPolicy" not in unsigned and "inlineSigning" not in unsigned
-
-
-# RFC 6605 section 6.1: example.net's ECDSAP256SHA256 KSK and its SHA-256 DS
-KSK = "257 3 13 GojIhhXUN/u4v54ZQqGSnyhWJwaubCvTmeexv7bR6edbkrSqQpF64cYbcB7wNcP+e+MAnLr+Wi9xMWyQLc8NAA=="
-DS = "example.net. IN DS 55648 13 2 B4C8C1FE2E7477127B27115656AD6256F424625BF5C1E2770CE6D6E37DF61D17"
-ZSK = "256 3 13 7I0vTR4l9Su/HJPfJJZqzSDK/ZYibWNudMCDJ2l1ui/kO4SD/+xoQ9WJtkobMUi5lu4Z5/PWi94yoz4UpBLgJw=="
-
-
-def _served(*dnskeys: str) -> dict[tuple[str, str], RRset]:
-    zone = "example.net."
-    return {(zone, "DNSKEY"): build(zone, zone, "DNSKEY", 3600, dnskeys),
-            (zone, "RRSIG"): build(zone, zone, "RRSIG", 3600, ["SOA 13 2 3600 20300101000000 20200101000000 55648 "
-                                                                "example.net. AAAA"])}
 
 
 def test_ds_records_are_computed_from_the_served_ksk(repo: Repo) -> None:

@@ -22,28 +22,13 @@ from agent.desired import hierarchy, nameservers, zonebody
 from agent.desired.placement import Zone
 from agent.desired.rrsets import RRset
 from agent.gate import safety
-from agent.model import servers
-from agent.model.observed import DnsObserved, ZoneObserved
-from agent.model.ownership import Key, ZoneOwnership
+from agent.model.ownership import Key
 from agent.model.rrchange import RRChange
 from agent.plan import zonediff, zoneplan
 from agent.plan.zoneplan import RRsetPlan
 from tests.conftest import SAMPLE, Repo, load_dir
 from tests.support import clirun
-
-HEAD = "apiVersion: bindy.firestoned.io/v1beta1\n"
-CLUSTER = HEAD + """kind: Bind9Cluster
-metadata: {name: dns, namespace: dns-system}
-spec: {primary: {replicas: 1}, secondary: {replicas: 1}}
-"""
-SOA = ("  soaRecord: {primaryNs: ns1.example.com., adminEmail: admin.example.com., serial: 1, refresh: 3600, "
-       "retry: 600, expire: 604800, negativeTtl: 300}\n")
-
-
-def _zone_doc(extra: str, ttl: int = 600) -> str:
-    return (HEAD + "kind: DNSZone\nmetadata: {name: example-com, namespace: dns-system}\nspec:\n"
-            f"  zoneName: example.com\n  clusterRef: dns\n  ttl: {ttl}\n" + SOA + extra)
-
+from tests.support.nsworld import CLUSTER, HEAD, _as_created, _world, _zone_doc
 
 NAME_SERVERS = """  nameServers:
     - {hostname: ns1.example.com., ipv4Address: 192.0.2.1, ipv6Address: "2001:DB8::1"}
@@ -132,13 +117,6 @@ def test_the_create_body_carries_the_apex_ns_and_only_ipv4_glue(repo: Repo) -> N
 
 # -- the plan ----------------------------------------------------------------------------------------
 
-def _world(zone: Zone, seen: dict[Key, RRset] | None, managed: set[Key] | None = None) -> DnsObserved:
-    primary = servers.instance_id(zone.primaries[0])
-    placements = {servers.instance_id(k): r for ks, r in ((zone.secondaries, "secondary"),
-                                                          (zone.primaries, "primary")) for k in ks}
-    owned = {zone.name: ZoneOwnership(zone.name, placements if seen is not None else {}, managed or set())}
-    return DnsObserved(owned, {zone.name: {primary: ZoneObserved(seen)}}, set(placements))
-
 
 def _changes(plan: zoneplan.ZonePlan) -> dict[Key, tuple[str, tuple[str, ...] | None]]:
     (records,) = plan.records.values()
@@ -155,10 +133,6 @@ def test_a_new_zone_gets_its_ipv6_glue_by_update_right_after_the_create(repo: Re
                               ("ns3.example.com.", "AAAA"): ("create", ("2001:db8::3",)),
                               ("ns5.example.com.", "AAAA"): ("create", ("2001:db8::5",))}
     assert set(nameservers.keys(zone)) <= plan.managed_after
-
-
-def _as_created(zone: Zone) -> dict[Key, RRset]:
-    return {**nameservers.created(zone), (zone.name, "SOA"): RRset(zone.name, zone.name, "SOA", 600, ("x",))}
 
 
 def test_editing_name_servers_after_the_zone_was_created_updates_the_apex_ns_and_glue(repo: Repo) -> None:

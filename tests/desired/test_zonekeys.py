@@ -21,22 +21,9 @@ from agent.outcome import dnssecstatus
 from agent.plan import build, changes, kubechange, kubediff
 from agent.reconcile import zonekeys as making
 from tests.conftest import Repo, load_dir
-from tests.desired.test_dnssecpolicy import DS, KSK, ZONE, ZSK, _served
+from tests.support.dnssecworld import DS, HEAD, KSK, ZONE, ZSK, _cluster, _served
 
-HEAD = "apiVersion: bindy.firestoned.io/v1beta1\n"
 P = workloads.SECRET_PLACEHOLDER
-
-
-def _cluster(signing_: str = "{enabled: true, policy: shared}", primaries: int = 2, secondaries: int = 1) -> str:
-    return HEAD + f"""kind: Bind9Cluster
-metadata: {{name: dns, namespace: dns}}
-spec:
-  primary: {{replicas: {primaries}}}
-  secondary: {{replicas: {secondaries}}}
-  global:
-    dnssec:
-      signing: {signing_}
-"""
 
 
 def _desired(repo: Repo, policy: str = "shared", **cluster: Any) -> hierarchy.Desired:

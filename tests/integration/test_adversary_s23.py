@@ -14,13 +14,11 @@ import dns.update
 import pytest
 
 from tests.conftest import ROOT
-from tests.integration import test_every_pod as every_pod
-from tests.integration import test_observe_step as observe_step
-from tests.integration.test_observe_step import _race, _served, _write
-from tests.support import agentrun, dnsworld
+from tests.support import agentrun, dnsrace, dnsworld, podservers
+from tests.support.dnsrace import _race, _served, _write
+from tests.support.podservers import _sync
 
-started = observe_step.started  # the fixtures, shared
-pods = every_pod.pods
+started, pods = dnsrace.started, podservers.pods  # the fixtures, shared
 
 pytestmark = pytest.mark.integration
 
@@ -89,7 +87,7 @@ def test_a_kill_between_pods_does_not_make_a_foreign_rrset_on_the_other_pod_the_
     repo, state = tmp_path / "repo", tmp_path / "state"
     a = dnsworld.revision([zone], 12)
     dnsworld.write_repo(repo, a)
-    assert every_pod._sync(pods, repo, state).returncode == 0
+    assert _sync(pods, repo, state).returncode == 0
     foreign = "203.0.113.99"
     update = dns.update.UpdateMessage(zone, keyring=pods.world.keyring(), keyalgorithm="hmac-sha256")
     update.add("x", 300, "A", foreign)
@@ -104,7 +102,7 @@ def test_a_kill_between_pods_does_not_make_a_foreign_rrset_on_the_other_pod_the_
     assert killed.returncode == 137, killed.stderr
     assert _x(pods, pods.pods[0], zone) == ("192.0.2.77",)  # pod 0 was written before the kill
 
-    after = every_pod._sync(pods, repo, state)
+    after = _sync(pods, repo, state)
     assert _x(pods, pod1, zone) == (foreign,), "the foreign RRset on pod 1 was overwritten after the kill"
     assert after.returncode == 1 and "conflict" in (after.stdout + after.stderr), after.stderr
 

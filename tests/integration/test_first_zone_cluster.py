@@ -11,8 +11,8 @@ from typing import Any
 
 from kubernetes import client
 
-from tests.project.test_readme import README, yaml_files
 from tests.support import clirun
+from tests.support.firstzone import README, yaml_files
 from tests.support.kube import KubeCluster
 
 GROUP, VERSION = "bindy.firestoned.io", "v1beta1"

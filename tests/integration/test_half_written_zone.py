@@ -12,11 +12,10 @@ import pytest
 
 from agent.clients import rfc2136
 from agent.outcome import forge, zoneconditions
-from tests.integration import test_observe_step as observe_step
-from tests.integration.test_observe_step import _served, _write
-from tests.support import agentrun, dnsworld
+from tests.support import agentrun, dnsrace, dnsworld
+from tests.support.dnsrace import _served, _write
 
-started = observe_step.started  # the fixtures, shared
+started = dnsrace.started  # the fixture, shared
 
 pytestmark = pytest.mark.integration
 

@@ -24,9 +24,9 @@ import pytest
 from kubernetes import client, dynamic
 
 from agent.gate import podsecurity
-from tests.integration.test_kube_sync import _repo, _sync
 from tests.support import procs
 from tests.support.kube import KubeCluster
+from tests.support.kuberepo import _repo, _sync
 from tests.support.procs import wait_for
 
 ENFORCE = {"pod-security.kubernetes.io/enforce": "restricted"}

@@ -22,7 +22,10 @@ from agent.errors import KubeError
 from agent.gate import safety
 from agent.run.memory import Memory
 from agent.sources.git import GitSource
-from tests.integration.test_recalled_world import (
+from tests.support import agentrun, recalledworld
+from tests.support import warmcold as wc
+from tests.support.procs import until
+from tests.support.recalledworld import (
     PRUNE,
     SHIPPED,
     _arecords,
@@ -31,13 +34,10 @@ from tests.integration.test_recalled_world import (
     _removal_order,
     _run_failing_deletes,
     _without,
-    world,
 )
-from tests.support import agentrun
-from tests.support import warmcold as wc
-from tests.support.procs import until
 
 pytestmark = pytest.mark.integration
+world = recalledworld.world  # the fixture, shared
 GROUP = ("bindy.firestoned.io", "v1beta1")
 __all__ = ["world"]  # the fixture
 

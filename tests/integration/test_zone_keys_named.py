@@ -28,10 +28,9 @@ from agent.desired.rrsets import RRset, build
 from agent.outcome import dnssecstatus
 from agent.reconcile import zonekeys as making
 from tests.conftest import Repo, load_dir
-from tests.desired.test_dnssecpolicy import ZONE
-from tests.desired.test_zonekeys import _cluster
 from tests.support import agentrun
 from tests.support import bind as bind_support
+from tests.support.dnssecworld import ZONE, _cluster
 from tests.support.procs import require, until
 
 ZONE_NAME = "example.net."

@@ -5,7 +5,6 @@ message naming what is wrong and how to fix it. The fixtures are written from th
 from __future__ import annotations
 
 import dataclasses
-import textwrap
 
 import pytest
 import yaml
@@ -13,24 +12,9 @@ import yaml
 from agent.desired import hierarchy as desired
 from agent.load import admission, parse
 from agent.model.problems import Problem, Severity
+from tests.support.documents import HEAD, MARK, _marked_line, _spec, cluster, instance
 
-HEAD = "apiVersion: bindy.firestoned.io/v1beta1\n"
-MARK = "# <-"  # marks the line a rejection must point at
 LONG = "a" * 63
-
-
-def _spec(body: str) -> str:
-    return textwrap.indent(textwrap.dedent(body).strip("\n"), "  ") + "\n"
-
-
-def cluster(body: str) -> str:
-    return HEAD + "kind: Bind9Cluster\nmetadata: {name: dns, namespace: dns-system}\nspec:\n" + _spec(body)
-
-
-def instance(body: str) -> str:
-    return (cluster("version: '9.18'") + "---\n" + HEAD + "kind: Bind9Instance\n"
-            "metadata: {name: edge-0, namespace: dns-system}\nspec:\n  clusterRef: dns\n  role: primary\n"
-            + _spec(body))
 
 
 def zone(body: str) -> str:
@@ -292,10 +276,6 @@ def _validate(text: str) -> list[Problem]:
     if manifest.ok:
         found += desired.build(manifest).problems
     return [p for p in found if p.severity is Severity.ERROR]
-
-
-def _marked_line(text: str) -> int:
-    return next(i for i, line in enumerate(text.splitlines(), 1) if MARK in line)
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)

@@ -25,7 +25,7 @@ from agent.model.problems import Problem, Severity
 from agent.observe import dnsobserve, instancereach
 from agent.plan import build, render
 from tests.conftest import SAMPLE, load_dir
-from tests.load.test_admission import MARK, _marked_line, cluster, instance
+from tests.support.documents import MARK, _marked_line, cluster, instance
 
 SECRET = "c2VjcmV0LW9mLXRoZS1zZWNvbmRhcnkh"  # a TSIG secret (base64) that is also a valid DNS label
 

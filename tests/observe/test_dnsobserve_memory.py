@@ -10,18 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
-import shutil
 from typing import Any
 
-import git
 import pytest
 
 from agent.clients.deadline import Deadline
 from agent.clients.endpoints import Endpoint
 from agent.clients.statestore import FileStore
 from agent.desired import hierarchy, nameservers, rrsets
-from agent.desired.memo import NO_MEMO, Memo
-from agent.load import filecache, loader
 from agent.model.observed import DnsObserved, ZoneObserved
 from agent.model.ownership import ZoneOwnership
 from agent.model.reading import IN_FULL
@@ -30,8 +26,8 @@ from agent.observe import dnsobserve
 from agent.plan import build, rrsetdiff
 from agent.reconcile import dnsapply, insync
 from agent.run import memory
-from agent.sources import gittree
 from tests.conftest import SAMPLE, load_dir
+from tests.support.warmrepo import Warm
 
 PRIMARY = "dns-system/dns-primary-0"
 
@@ -92,27 +88,6 @@ def test_observe_holds_the_desired_rrsets_a_zone_transfer_read_back_unchanged(tm
 
 
 # -- warm builds: what a push recomputes ------------------------------------------------------------------
-class Warm:
-    """The sample repository in Git, loaded and expanded as a long-running agent does (file cache, memo)."""
-
-    def __init__(self, root: pathlib.Path) -> None:
-        shutil.copytree(SAMPLE, root)
-        self.root, self.repo = root, git.Repo.init(root)
-        self.cache, self.memo, self.listing = filecache.FileCache(), Memo(), gittree.Listing()
-
-    def edit(self, path: str, old: str, new: str) -> None:
-        file = self.root / path
-        assert old in file.read_text()
-        file.write_text(file.read_text().replace(old, new))
-
-    def build(self) -> tuple[hierarchy.Desired, hierarchy.Desired]:
-        """(warm, cold) expansions of the working tree, committed."""
-        self.repo.git.add("-A")
-        self.repo.git.commit("-q", "--allow-empty", "-m", "change")
-        sha = self.repo.head.commit.hexsha
-        warm = hierarchy.build(loader.load_files(gittree.files(self.repo, sha, self.listing), cache=self.cache), self.memo)
-        cold = hierarchy.build(loader.load_files(gittree.files(self.repo, sha), cache=filecache.NO_FILES), NO_MEMO)
-        return warm, cold
 
 
 def _placed(desired: hierarchy.Desired) -> dict[str, tuple[list[str], list[str]]]:

@@ -9,16 +9,13 @@ from __future__ import annotations
 import pathlib
 from typing import Any
 
-from agent.clients import endpoints as endpoint_map
-from agent.clients.endpoints import Endpoint, Server
 from agent.desired import nameservers
-from agent.model.observed import DnsObserved, ZoneObserved
-from agent.model.ownership import ZoneOwnership
-from agent.observe import dnsobserve, instancereach
+from agent.model.observed import ZoneObserved
+from agent.observe import instancereach
 from agent.outcome import report, zoneconditions
 from agent.plan import build, changes, zonediff
 from agent.reconcile.dnsresult import ZoneResult
-from tests.clients.test_endpoints import POD_A, POD_B, PRIMARY, SECONDARY, _desired
+from tests.support.podworld import POD_A, POD_B, PRIMARY, SECONDARY, _desired, _world, _zone_changes
 
 
 class _Api:
@@ -40,23 +37,6 @@ def test_an_instance_with_no_pod_yet_is_waited_for_not_written_through_its_servi
     unknown = instancereach.from_cluster(_Api({}), desired, token_file=tmp_path / "none",  # type: ignore[arg-type]
                                          agent_addresses=[], read_in=lambda key: False)
     assert unknown[PRIMARY].starting == ""  # its Endpoints may not be read: not known to be starting
-
-
-def _world(desired: Any, *, starting: dict[str, str], fresh: frozenset[str] = frozenset(),
-           seen: dict[str, ZoneObserved] | None = None, placed: bool = False) -> tuple[str, DnsObserved]:
-    zone = desired.zones[0]
-    eps = {}
-    if PRIMARY not in starting:
-        eps[PRIMARY] = Endpoint(PRIMARY, "svc", 53, "http://svc", servers=(
-            Server("10.1.0.4", "10.1.0.4", 5353, "http://a"),
-            Server("10.1.0.5", "10.1.0.5", 5353, "http://b", waiting="dns-primary-0-new")))
-    if SECONDARY not in starting:
-        eps[SECONDARY] = Endpoint(SECONDARY, "svc2", 53, "http://svc2",
-                                  servers=(Server("10.1.0.9", "10.1.0.9", 5353, "http://c"),))
-    owned = {zone.name: ZoneOwnership(zone.name, {PRIMARY: "primary", SECONDARY: "secondary"},
-                                      set(zone.rrsets))} if placed else {}
-    return zone.name, DnsObserved(owned, {zone.name: seen or {}}, set(eps), servers=dnsobserve.reach(eps),
-                                  pods=endpoint_map.servers_of(eps), starting=starting, fresh=fresh)
 
 
 def test_a_first_apply_to_servers_that_start_plans_nothing_there_and_says_it_waits(tmp_path: pathlib.Path) -> None:
@@ -116,9 +96,3 @@ def test_a_new_pods_zone_and_records_are_the_agents_own_work_and_a_zone_gone_by_
     assert [(c.target.name, c.target.rtype) for c in plan if changes.drifted(c)] == [key]  # type: ignore[union-attr]
 
 
-def _zone_changes(desired: Any, world: DnsObserved, name: str) -> list[changes.Change]:
-    """The plan's lines of zone `name` (the other zones of the revision are not observed here)."""
-    from agent.model.observed import Observed
-
-    plan = build.build(desired, Observed(None, world), revision="r").changes
-    return [c for c in plan if getattr(c.target, "zone", None) == name]

@@ -13,7 +13,7 @@ from agent.model.observed import DnsObserved, ZoneObserved
 from agent.model.ownership import ZoneOwnership
 from agent.observe import dnsobserve
 from agent.plan import zonediff
-from tests.clients.test_endpoints import PRIMARY, SECONDARY, _desired
+from tests.support.podworld import PRIMARY, SECONDARY, _desired
 
 
 def _world(desired, notify: list[str] | None, secondary_ips: tuple[str, ...]):  # type: ignore[no-untyped-def]

@@ -16,7 +16,7 @@ from agent.model.ownership import ZoneOwnership
 from agent.observe import dnsobserve
 from agent.observe import instancereach as instance_endpoints
 from agent.plan import zonediff
-from tests.clients.test_endpoints import PRIMARY, SECONDARY, _desired
+from tests.support.podworld import PRIMARY, SECONDARY, _desired
 
 
 def _world(desired: Any, acl: list[str] | None, agents: tuple[str, ...]) -> tuple[Any, DnsObserved]:

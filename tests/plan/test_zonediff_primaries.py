@@ -17,7 +17,7 @@ from agent.observe import dnsobserve
 from agent.plan import zonediff
 from agent.reconcile import dnsapply
 from agent.reconcile.dnsresult import ZoneResult
-from tests.clients.test_endpoints import PRIMARY, SECONDARY, _desired
+from tests.support.podworld import PRIMARY, SECONDARY, _desired
 
 SECONDARY_POD = f"{SECONDARY}@10.1.0.8"
 

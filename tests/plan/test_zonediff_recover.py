@@ -11,7 +11,7 @@ import pathlib
 from agent.model.observed import ZoneObserved
 from agent.model.ownership import Intent, digest
 from agent.plan import zonediff
-from tests.clients.test_endpoints import POD_A, POD_B, _desired, _pods_world
+from tests.support.podworld import POD_A, POD_B, _desired, _pods_world
 
 
 def test_a_kill_between_pods_does_not_make_the_foreign_rrset_on_the_other_pod_the_agents(

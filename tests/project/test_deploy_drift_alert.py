@@ -16,9 +16,8 @@ import yaml
 from agent.model.observed import ZoneObserved
 from agent.plan import changes
 from agent.run import metrics, orchestrator
-from tests.clients.test_endpoints import POD_A, POD_B, PRIMARY, SECONDARY, _desired
-from tests.plan.test_changes_start_up import _world, _zone_changes
-from tests.run.test_runtrace import _value, promtool, rules
+from tests.support.monitoring import _value, promtool, rules
+from tests.support.podworld import POD_A, POD_B, PRIMARY, SECONDARY, _desired, _world, _zone_changes
 
 REVISION = "c" * 40
 MINUTES = 60  # samples, one a minute

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT
-from tests.project.test_readme import check_first_zone
+from tests.support.firstzone import check_first_zone
 
 BIN = pathlib.Path(sys.executable).parent
 AGENT = BIN / "bindy-agent"

@@ -24,7 +24,7 @@ from agent.outcome import zoneconditions
 from agent.plan import zonediff
 from agent.reconcile import dnsapply, dnsresult
 from agent.run import dnsrounds
-from tests.clients.test_endpoints import POD_A, POD_B, PRIMARY, _desired, _pods_world
+from tests.support.podworld import POD_A, POD_B, PRIMARY, _desired, _pods_world
 
 ZONE = "example.com."
 

@@ -9,7 +9,6 @@ import json
 import logging
 import pathlib
 import re
-import shutil
 import subprocess
 import sys
 from typing import Any
@@ -17,7 +16,6 @@ from typing import Any
 import prometheus_client
 import pytest
 import yaml
-from prometheus_client.parser import text_string_to_metric_families
 
 from agent.errors import KubeError
 from agent.model import calls
@@ -26,9 +24,8 @@ from agent.outcome import runevents
 from agent.plan import build
 from agent.plan import changes as plan_model
 from agent.run import logs, metrics, orchestrator, runtrace, settings
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-MONITORING = ROOT / "deploy" / "monitoring"
+from tests.conftest import ROOT
+from tests.support.monitoring import MONITORING, _value, promtool, queried_names, rules, served_names
 
 
 # -- the tally of external calls --------------------------------------------------------------
@@ -85,14 +82,6 @@ def test_the_real_clients_are_measured() -> None:
 
 
 # -- metrics ----------------------------------------------------------------------------------
-def _samples(m: metrics.Metrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    text = prometheus_client.generate_latest(m.registry).decode()
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
-
-
-def _value(m: metrics.Metrics, name: str, **labels: str) -> float:
-    return _samples(m).get((name, tuple(sorted(labels.items()))), 0.0)
 
 
 def _change(layer: str, name: str = "www", reason: str | None = None) -> plan_model.Change:
@@ -306,26 +295,6 @@ def test_a_run_has_a_start_and_an_end_line_and_a_scheduled_run_of_the_seen_revis
 
 
 # -- deploy/monitoring ------------------------------------------------------------------------
-NAME = re.compile(r"\b((?:bindy_agent|process|python)_[a-z_]+)")
-
-
-def queried_names() -> set[str]:
-    """Every metric name the dashboard and the rules query."""
-    exprs = [t["expr"] for p in json.loads((MONITORING / "dashboard.json").read_text())["panels"]
-             for t in p["targets"]]
-    exprs += [t["query"] for t in json.loads((MONITORING / "dashboard.json").read_text())["templating"]["list"]
-              if t["type"] == "query"]
-    exprs += [r["expr"] for g in rules()["groups"] for r in g["rules"]]
-    return {m.group(1) for e in exprs for m in NAME.finditer(e)}
-
-
-def rules() -> dict[str, Any]:
-    spec: dict[str, Any] = yaml.safe_load((MONITORING / "prometheusrule.yaml").read_text())["spec"]
-    return spec
-
-
-def served_names(text: str) -> set[str]:
-    return {s.name for f in text_string_to_metric_families(text) for s in f.samples}
 
 
 def test_every_metric_the_dashboard_and_the_alerts_query_is_served() -> None:
@@ -345,13 +314,6 @@ def test_every_metric_the_dashboard_and_the_alerts_query_is_served() -> None:
     assert not missing, missing
     assert {"bindy_agent_runs_total", "bindy_agent_step_duration_seconds_bucket", "bindy_agent_head_rejected",
             "bindy_agent_external_call_duration_seconds_bucket"} <= queried_names()
-
-
-def promtool() -> str:
-    found = shutil.which("promtool")
-    if found is None:
-        pytest.fail("promtool is missing: scripts/install-test-deps installs it (Debian's prometheus package)")
-    return found
 
 
 def test_the_rules_pass_promtool(tmp_path: pathlib.Path) -> None:
