@@ -63,3 +63,10 @@ def test_a_disabled_reporter_writes_nothing() -> None:
     report("applied", "zones", 1, 1)
     report.done()
     assert out.getvalue() == ""
+
+
+def test_the_progress_line_shows_its_text_escaped() -> None:
+    stream = io.StringIO()
+    reporter = progress.Reporter(stream, enabled=True, prefix="head\x1b[2J: ")
+    reporter("loaded", "files\u202e", 3, None)
+    assert stream.getvalue() == "\r\x1b[Khead\\x1b[2J: loaded 3 files\\u202e"

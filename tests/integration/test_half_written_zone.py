@@ -1,4 +1,4 @@
-"""A zone changed by someone else between two UPDATE batches of the agent (adversary s23, finding 5),
+"""A zone changed by someone else between two UPDATE batches of the agent,
 with real named + zone API: the batch that landed before the prerequisite failed is what the zone
 serves whatever the second round decides, so the run says so - in the zone's result, in the refusal
 the DNSZone status shows, and as an applied change in the commit's report - also when the gate

@@ -66,3 +66,20 @@ def test_the_million_flags_are_what_validate_takes(tmp_path: pathlib.Path) -> No
     assert flags == ["--max-revision-bytes", str(640 * 1024 * 1024), "--max-documents", "2500000",
                      "--max-nodes", "50000000"]
     assert cli.main(["validate", str(_thousand(tmp_path)), *FLAGS, *flags, "-q"]) == 0
+
+
+def test_a_long_line_prefix_is_found_where_multiline_start_of_line_finds_it() -> None:
+    """load/readbudget.py looks for a line starting with 24 of ' \\t?:-' as `^...` in MULTILINE mode does, only
+    faster: the same answer on texts made of those characters, newlines and long indents."""
+    import random
+    import re
+
+    from agent.load import readbudget
+
+    reference = re.compile(r"^[ \t?:-]{24,}", re.M)
+    chance = random.Random(26)
+    for _ in range(5000):
+        text = "".join(chance.choice(" \t?:-\nab") for _ in range(chance.randint(0, 80)))
+        text = text.replace("ab", "\n" + chance.choice(" -") * chance.randint(20, 26))
+        found = bool(readbudget._LONG_PREFIX.match(text) or readbudget._LONG_PREFIX_LINE.search(text))
+        assert found == bool(reference.search(text)), repr(text)

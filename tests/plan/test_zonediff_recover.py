@@ -1,7 +1,7 @@
 """An interrupted run's intent folded back in (zonediff.recover) across the pods of an instance: a
 write the intent names becomes the agent's only if no pod holds other data at that key. A run
 killed after it wrote pod A and before pod B, which holds foreign data there, leaves pod B's
-conflict a conflict: the foreign RRset is not overwritten by the next run (adversary s23, finding 4)."""
+conflict a conflict: the foreign RRset is not overwritten by the next run."""
 
 from __future__ import annotations
 

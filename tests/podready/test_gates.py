@@ -310,7 +310,7 @@ def test_a_run_while_a_pod_waits_does_not_stop_at_an_unchanged_head() -> None:
 
 
 def test_pods_that_moved_while_the_head_is_rejected_get_their_statuses_from_the_revision_that_serves() -> None:
-    from tests.test_adversary_s27 import _Source
+    from tests.support.runsource import _Source
 
     memory = Memory()
     memory.files.loaded = True

@@ -1,4 +1,4 @@
-"""A zone whose writes stop part-way (adversary s23, finding 5), decided without a server: the first
+"""A zone whose writes stop part-way, decided without a server: the first
 UPDATE of a zone carries the prerequisites of all its changes when they fit, so a zone changed since it
 was observed is refused before anything of it is written; and when batches did land before a failure,
 the zone's result records them (`written`, `changes`) and the message saying it stopped names them."""

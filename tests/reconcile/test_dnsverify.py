@@ -11,7 +11,8 @@ import dns.rrset
 import pytest
 
 from agent.clients import rfc2136
-from agent.reconcile import dnsverify
+from agent.plan.zoneplan import ZonePlan
+from agent.reconcile import dnsapply, dnsverify
 
 CASES = [
     ("A", "192.0.2.1"), ("AAAA", "2001:db8::1"), ("TXT", '"Case Matters" "two"'),
@@ -44,3 +45,15 @@ def test_a_compression_loop_is_malformed_not_a_hang() -> None:
                                                 (2, 2**32 - 3, True), (2**32 - 3, 2, False)])
 def test_a_secondary_reaches_a_serial_in_serial_arithmetic(serial: int | None, target: int, ok: bool) -> None:
     assert dnsverify.reached(serial, target) is ok
+
+
+def test_each_name_means_one_thing() -> None:
+    """Reading served data back, confirming a run's zones, the queued zones of an apply and a zone
+    already in sync each have their own name; the old ones that meant several things are gone."""
+    assert callable(rfc2136.confirm_served) and callable(dnsverify.confirm_zones)
+    assert callable(dnsapply.DnsApply.confirm_queued)
+    assert not hasattr(rfc2136, "verify") and not hasattr(dnsverify, "verify")
+    assert not hasattr(dnsapply.DnsApply, "verify")
+    fields = {f.name for f in ZonePlan.__dataclass_fields__.values()}
+    assert "in_sync" in fields and "settled" not in fields
+    assert hasattr(ZonePlan, "ownership_after") and not hasattr(ZonePlan, "settled_ownership")

@@ -1,7 +1,6 @@
 """The shared state records when the leader last wrote the cluster: a rerun of the same revision with
 the same outcome keeps the old time (no state write) only when it wrote no Kubernetes object, since a
-standby trusts its own list of the cluster only if it was made after the leader's last write (the
-adversary's finding 5 of session 24)."""
+standby trusts its own list of the cluster only if it was made after the leader's last write."""
 
 from __future__ import annotations
 

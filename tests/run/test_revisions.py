@@ -59,3 +59,16 @@ def test_what_a_pushed_run_fetched_is_not_read_by_a_later_run(tmp_path: pathlib.
     remote.push()
     assert revisions.head() == later
     assert revisions.snapshot().revision == later
+
+
+def test_what_a_webhook_run_fetched_is_not_read_after_its_run(tmp_path: pathlib.Path) -> None:
+    remote = GitRemote(tmp_path / "git")
+    first = remote.commit("first", {"dns/a.yaml": "x: 1\n"})
+    remote.push()
+    revisions = GitRevisions(GitSource(remote.url, tmp_path / "cache"))
+    revisions.bound(lambda: 60.0)  # a webhook run starts (agent/run/runhold.py)
+    assert revisions.head(fetch=True) == first  # ... finds the head unchanged and stops
+    revisions.bound(None)  # its end
+    second = remote.commit("second", {"dns/a.yaml": "x: 2\n"})
+    remote.push()
+    assert revisions.snapshot().revision == second  # what a standby's follow reads next

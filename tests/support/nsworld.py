@@ -3,12 +3,13 @@ zone documents, the zone as the zone API created it on its primary, and the DNS 
 
 from __future__ import annotations
 
-from agent.desired import nameservers
+from agent.desired import hierarchy, nameservers
 from agent.desired.placement import Zone
 from agent.desired.rrsets import RRset
 from agent.model import servers
 from agent.model.observed import DnsObserved, ZoneObserved
 from agent.model.ownership import Key, ZoneOwnership
+from tests.conftest import Repo, load_dir
 
 HEAD = "apiVersion: bindy.firestoned.io/v1beta1\n"
 
@@ -38,3 +39,13 @@ def _world(zone: Zone, seen: dict[Key, RRset] | None, managed: set[Key] | None =
 
 def _as_created(zone: Zone) -> dict[Key, RRset]:
     return {**nameservers.created(zone), (zone.name, "SOA"): RRset(zone.name, zone.name, "SOA", 600, ("x",))}
+
+
+def _zone(repo: Repo, extra: str, records: str = "") -> Zone:
+    repo.add("cluster.yaml", CLUSTER)
+    selector = "  recordsFrom: [{selector: {matchLabels: {}}}]\n" if records else ""
+    repo.add("zone.yaml", _zone_doc(extra + selector) + (f"---\n{records}" if records else ""))
+    state = hierarchy.build(load_dir(repo.root))
+    assert [p for p in state.problems if p.severity.name == "ERROR"] == []
+    (zone,) = state.zones
+    return zone
