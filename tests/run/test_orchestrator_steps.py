@@ -1,4 +1,4 @@
-"""A run measures the wall time of each step it makes (RunOutcome.steps, issue 24)."""
+"""A run measures the wall time of each step it makes (RunOutcome.steps), and only of the steps it made."""
 
 from __future__ import annotations
 
