@@ -18,8 +18,6 @@ from agent.plan.changes import Plan
 from tests.conftest import SAMPLE, load_dir
 
 CRD = "CustomResourceDefinition"
-
-
 NAMESPACES = ("dns-system", names.DEFAULT_AGENT_NAMESPACE)
 
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 from agent.desired.rrsets import RRset, build
 
 HEAD = "apiVersion: bindy.firestoned.io/v1beta1\n"
-
-
 ZONE = HEAD + """kind: DNSZone
 metadata: {name: secure, namespace: dns}
 spec:
@@ -21,11 +19,7 @@ spec:
 
 # RFC 6605 section 6.1: example.net's ECDSAP256SHA256 KSK and its SHA-256 DS
 KSK = "257 3 13 GojIhhXUN/u4v54ZQqGSnyhWJwaubCvTmeexv7bR6edbkrSqQpF64cYbcB7wNcP+e+MAnLr+Wi9xMWyQLc8NAA=="
-
-
 DS = "example.net. IN DS 55648 13 2 B4C8C1FE2E7477127B27115656AD6256F424625BF5C1E2770CE6D6E37DF61D17"
-
-
 ZSK = "256 3 13 7I0vTR4l9Su/HJPfJJZqzSDK/ZYibWNudMCDJ2l1ui/kO4SD/+xoQ9WJtkobMUi5lu4Z5/PWi94yoz4UpBLgJw=="
 
 

@@ -21,8 +21,6 @@ spec:
 
 
 HEAD = "apiVersion: bindy.firestoned.io/v1beta1\n"
-
-
 MARK = "# <-"  # marks the line a rejection must point at
 
 

@@ -10,11 +10,7 @@ import cmarkgfm
 
 # what must never reach a terminal raw: C0 controls but the newline, DEL, C1 controls, bidi controls
 RAW = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
-
-
 OSC8 = "\x1b]8;;https://evil.example/\x1b\\click\x1b]8;;\x1b\\"  # a hyperlink whose target is hidden
-
-
 OSC8_SHOWN = OSC8.replace("\x1b", "\\x1b")  # as the agent shows it: each ESC escaped, the rest as written
 
 

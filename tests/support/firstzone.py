@@ -12,11 +12,7 @@ import sys
 from tests.conftest import ROOT
 
 README = ROOT / "README.md"
-
-
 AGENT = pathlib.Path(sys.executable).parent / "bindy-agent"
-
-
 RECORD_TYPES = {"A", "AAAA", "CNAME", "MX", "TXT", "SRV", "CAA"}
 
 

@@ -12,8 +12,6 @@ from agent.model.ownership import Key, ZoneOwnership
 from tests.conftest import Repo, load_dir
 
 HEAD = "apiVersion: bindy.firestoned.io/v1beta1\n"
-
-
 CLUSTER = HEAD + """kind: Bind9Cluster
 metadata: {name: dns, namespace: dns-system}
 spec: {primary: {replicas: 1}, secondary: {replicas: 1}}

@@ -19,8 +19,6 @@ from tests.support import dnsworld
 from tests.support.zone_api import ZoneApi
 
 NAMESPACE = "dns-system"
-
-
 PRIMARY, SECONDARY = f"{NAMESPACE}/dns-primary-0", f"{NAMESPACE}/dns-secondary-0"
 
 

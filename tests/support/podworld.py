@@ -19,8 +19,6 @@ from agent.plan import build, changes
 from tests.conftest import SAMPLE, load_dir
 
 PRIMARY, SECONDARY = "dns-system/dns-primary-0", "dns-system/dns-secondary-0"
-
-
 POD_A, POD_B = f"{PRIMARY}@10.1.0.4", f"{PRIMARY}@10.1.0.5"
 
 

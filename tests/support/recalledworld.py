@@ -19,11 +19,7 @@ from tests.support.gitremote import GitRemote
 from tests.support.kube import KubeCluster
 
 PRUNE = safety.Policy(force=True, allow_prune=True)
-
-
 SHIPPED = safety.Policy(delete_threshold=1.0)  # the zone gate out of the way; the prune gate as shipped
-
-
 BEFORE = "2026-01-01T00:00:00Z"
 
 
