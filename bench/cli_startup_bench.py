@@ -22,7 +22,7 @@ What `validate` costs beyond the fourth is the agent's own: its modules, the des
 apex NS is rendered by dnspython; its import no longer reads package metadata: agent/model/libraries.py),
 the policy, and the process's end (none: it ends once its output is flushed, agent/cli `entry`). A kind's
 models, dnspython's record types, the safety gate and the plan are not loaded for a repository of one
-zone (tests/test_cli_startup_round2.py, tests/test_startup_s26.py).
+zone (tests/cli/test_startup_models.py, tests/cli/test_entry.py).
 
 `--checkout DIR` adds `validate` run from another checkout of the project (e.g. `git worktree add
 /tmp/old HEAD~1`), for before/after numbers from the same rounds. Bytecode is written and used, as

@@ -23,7 +23,7 @@ from agent.cli import terminal
 from agent.model import limits as read_limits
 from agent.model import names, problems
 
-if TYPE_CHECKING:  # the rest is imported where used: building the parser stays cheap (tests/test_cli_startup.py)
+if TYPE_CHECKING:  # the rest is imported where used: building the parser stays cheap (tests/cli/test_startup.py)
     from agent.clients import axfr
     from agent.gate import policy
     from agent.load.sourcefile import SourceFile

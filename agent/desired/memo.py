@@ -8,9 +8,9 @@ a zone's plan), so the next step can compare by identity (`is`), not by value: a
 and member records are the same objects as last time has the same RRsets and the same problems.
 The converse is what keeps it correct: anything that can change a result must be among its inputs,
 and a step must never change an object it returned (or was given) in place. Inputs that are
-re-read but say the same thing get a stable stand-in (`token`). tests/test_cache_owner.py holds
+re-read but say the same thing get a stable stand-in (`token`). tests/run/test_memory_cache_owner.py holds
 the contract (changed input -> recomputed; unchanged -> the very same object) and
-tests/test_cold_warm.py requires that plans made with a warm memo equal plans made cold.
+tests/run/test_planner_warm_equals_cold.py requires that plans made with a warm memo equal plans made cold.
 
 Entries not used by a revision are dropped after it (`sweep`), so the memo holds one revision's
 worth. `each` does the same for a whole list (a result per file, per zone) at the cost of comparing

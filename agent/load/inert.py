@@ -1,7 +1,7 @@
 """The Bindy fields bindy-agent does not act on, and the warning each one gets (pure).
 
 The one list of them: the loader warns with it at the field's file:line (so `validate`, `plan` and
-`sync` alike), docs/bindy-fields.md lists the same entries, and tests/test_fields_inert.py checks
+`sync` alike), docs/bindy-fields.md lists the same entries, and tests/load/test_inert.py checks
 that every field of the models is either acted on somewhere or listed here: a new field cannot be
 ignored silently.
 

@@ -9,7 +9,8 @@ It is the one owner of caching: every cache a run uses is one of its parts, and 
 memory. The CLI's one-shot runs get `ONE_SHOT`, whose parts remember nothing (`NO_FILES`,
 `NO_MEMO`) and which nothing is written to after a run (`keeps` is False), so no step branches on
 having a memory. What reuse relies on (the same inputs are the very same objects) is written down
-in agent/desired/memo.py and tested by tests/test_cache_owner.py and tests/test_cold_warm.py.
+in agent/desired/memo.py and tested by tests/run/test_memory_cache_owner.py and
+tests/run/test_planner_warm_equals_cold.py.
 
 What of it decides the next run is its `phase()` (agent/run/decide.py); it is written by one module,
 agent/run/memorize.py, on the sync worker only (besides the caches' own owners: the file cache, the

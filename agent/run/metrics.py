@@ -1,7 +1,7 @@
 """Prometheus metrics of the long-running agent, with the process, platform and GC collectors.
 
 Every name and label is listed in README's "Monitoring" section; deploy/monitoring/ queries them
-(tests/test_observability.py checks that each name it queries is served). Labels only take fixed
+(tests/run/test_runtrace.py checks that each name it queries is served). Labels only take fixed
 words (outcomes, triggers, steps, layers, call targets): never a name from the repository.
 """
 

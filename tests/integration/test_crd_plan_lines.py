@@ -1,4 +1,4 @@
-"""Bindy's CRDs and the namespaces a sync creates are plan lines (issue 24, round 2), against a real API
+"""Bindy's CRDs and the namespaces a sync creates are plan lines, against a real API
 server of this module's own (a fresh cluster: no CRD, no namespace of the revision): the plan of the
 fresh cluster lists them, the sync creates them, the next plan lists neither, and a revision the
 gate refuses writes no CRD - not even one the plan shows as differing."""

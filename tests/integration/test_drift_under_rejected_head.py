@@ -1,6 +1,6 @@
 """While the newest commit is rejected, the revision that serves is still reconciled at every resync:
-drift made on a server after the rejection is repaired as it would be with a good head (found by an
-attack in session 27: it stayed through resyncs and restarts until someone pushed a good commit)."""
+drift made on a server after the rejection is repaired as it would be with a good head (before, it
+stayed through resyncs and restarts until someone pushed a good commit)."""
 
 from __future__ import annotations
 

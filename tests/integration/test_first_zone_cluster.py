@@ -12,8 +12,8 @@ from typing import Any
 from kubernetes import client
 
 from tests.support import clirun
+from tests.support.firstzone import README, yaml_files
 from tests.support.kube import KubeCluster
-from tests.test_readme import README, yaml_files
 
 GROUP, VERSION = "bindy.firestoned.io", "v1beta1"
 CORE = {"ServiceAccount": "service_account", "Secret": "secret", "ConfigMap": "config_map", "Service": "service"}

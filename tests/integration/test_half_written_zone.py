@@ -1,4 +1,4 @@
-"""A zone changed by someone else between two UPDATE batches of the agent (adversary s23, finding 5),
+"""A zone changed by someone else between two UPDATE batches of the agent,
 with real named + zone API: the batch that landed before the prerequisite failed is what the zone
 serves whatever the second round decides, so the run says so - in the zone's result, in the refusal
 the DNSZone status shows, and as an applied change in the commit's report - also when the gate
@@ -12,11 +12,10 @@ import pytest
 
 from agent.clients import rfc2136
 from agent.outcome import forge, zoneconditions
-from tests.integration import test_observe_step as observe_step
-from tests.integration.test_observe_step import _served, _write
-from tests.support import agentrun, dnsworld
+from tests.support import agentrun, dnsrace, dnsworld
+from tests.support.dnsrace import _served, _write
 
-started = observe_step.started  # the fixtures, shared
+started = dnsrace.started  # the fixture, shared
 
 pytestmark = pytest.mark.integration
 

@@ -28,32 +28,13 @@ from agent.desired import hierarchy as desired
 from agent.errors import KubeError
 from agent.plan import render
 from agent.reconcile import kubeapply
-from agent.run import orchestrator
-from tests.conftest import ROOT, SAMPLE, load_dir
-from tests.support import agentrun, clirun
+from tests.conftest import ROOT, load_dir
+from tests.support import clirun
 from tests.support.kube import KubeCluster, service_account_token, token_client
+from tests.support.kuberepo import _repo, _sync
 from tests.support.procs import wait_for
 
 GROUP, VERSION = "bindy.firestoned.io", "v1beta1"
-
-
-def _repo(tmp_path: pathlib.Path, namespace: str) -> pathlib.Path:
-    root = tmp_path / "repo"
-    shutil.copytree(SAMPLE, root)
-    for path in root.rglob("*.yaml"):
-        path.write_text(path.read_text().replace("dns-system", namespace))
-    return root
-
-
-def _sync(kube: KubeCluster, root: pathlib.Path, namespace: str, revision: str = "rev-1",
-          **kwargs: Any) -> tuple[KubeApi, orchestrator.RunOutcome]:
-    manifest = load_dir(root)
-    assert manifest.ok, [str(p) for p in manifest.problems]
-    api = KubeApi.from_kubeconfig(str(kube.kubeconfig))
-    run = agentrun.sync_dir(root, state=root.parent / "state", kube_api=api, agent_namespace=namespace,
-                            revision=revision, **kwargs)
-    assert run.plan is not None and run.plan.kube is not None, (run.outcome, run.message, run.problems)
-    return api, run
 
 
 def _cr(api_client: Any, plural: str, namespace: str, name: str) -> dict[str, Any]:

@@ -26,10 +26,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from agent.clients import endpoints as config
 from agent.clients import rfc2136 as records
 from agent.run import metrics, orchestrator
-from tests import test_observability as observability
 from tests.conftest import ROOT
 from tests.support import bind as bind_support
-from tests.support import dnsrepo
+from tests.support import dnsrepo, monitoring
 from tests.support.agentproc import AgentProcess
 from tests.support.gitremote import GitRemote
 from tests.support.kube import KubeCluster
@@ -182,7 +181,7 @@ def test_an_operator_sees_each_run_in_logs_metrics_events_the_note_and_the_alert
         assert agent.metric("bindy_agent_notes_push_failures_total") >= 1
         scrapes["notes"] = _scrape(agent)
 
-        missing = observability.queried_names() - observability.served_names(scrapes["notes"])
+        missing = monitoring.queried_names() - monitoring.served_names(scrapes["notes"])
         assert not missing, f"the dashboard or the rules query what a running agent does not serve: {missing}"
     finally:
         assert agent.stop() == 0
@@ -227,7 +226,7 @@ def _alerts_fire_where_they_should(tmp: pathlib.Path, scrapes: dict[str, str]) -
     """promtool evaluates each alert for 90 minutes: the healthy scrape at 0, then the scrape of the
     run that should fire it; and the healthy scrape alone, which fires nothing. The annotations are
     left out (templates only: `promtool check rules` checks them)."""
-    spec = observability.rules()
+    spec = monitoring.rules()
     for group in spec["groups"]:
         for rule in group["rules"]:
             rule.pop("annotations", None)
@@ -247,6 +246,6 @@ def _alerts_fire_where_they_should(tmp: pathlib.Path, scrapes: dict[str, str]) -
                   "alert_rule_test": [{"eval_time": "60m", "alertname": a, "exp_alerts": []} for a in FIRES]})
     (tmp / "alerts-test.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m",
                                                           "tests": tests}))
-    done = subprocess.run([observability.promtool(), "test", "rules", "alerts-test.yaml"], cwd=tmp,
+    done = subprocess.run([monitoring.promtool(), "test", "rules", "alerts-test.yaml"], cwd=tmp,
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr

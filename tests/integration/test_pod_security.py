@@ -8,7 +8,7 @@ restricted is not enforced by it. The tests therefore check in two independent w
     Deployments are admitted by it unchanged (PSP would otherwise mutate a pod into compliance);
   * the Deployments as the shared API server stored them (its defaults applied) pass the Pod
     Security Standards' restricted rules, applied by agent/gate/podsecurity.py (every rule of
-    which has its own unit test in tests/test_podsecurity.py).
+    which has its own unit test in tests/gate/test_podsecurity.py).
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ import pytest
 from kubernetes import client, dynamic
 
 from agent.gate import podsecurity
-from tests.integration.test_kube_sync import _repo, _sync
 from tests.support import procs
 from tests.support.kube import KubeCluster
+from tests.support.kuberepo import _repo, _sync
 from tests.support.procs import wait_for
 
 ENFORCE = {"pod-security.kubernetes.io/enforce": "restricted"}

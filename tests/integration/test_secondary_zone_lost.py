@@ -1,7 +1,7 @@
 """A zone deleted by hand on a secondary reached through one address (the endpoints file's `dns`/`api`,
 no `pods`) is put back by the next run that asks the zone's serial (every resync; a push asks the
-zones it touches), as it already was for a secondary written pod by pod (found by an attack in
-session 27: every run, cold or warm, planned nothing and ended "partial: does not answer the new SOA")."""
+zones it touches), as it already was for a secondary written pod by pod (before, every run,
+cold or warm, planned nothing and ended "partial: does not answer the new SOA")."""
 
 from __future__ import annotations
 

@@ -12,8 +12,8 @@ from kubernetes import client
 
 from agent.model import names
 from tests.conftest import ROOT
-from tests.integration.test_kube_sync import _repo
 from tests.support.kube import KubeCluster
+from tests.support.kuberepo import _repo
 
 INSTANCE = """apiVersion: bindy.firestoned.io/v1beta1
 kind: Bind9Instance

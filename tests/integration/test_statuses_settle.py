@@ -2,7 +2,7 @@
 earlier run left failed, not served yet or marked rejected goes back to Ready on the first run after
 its cause is gone, whatever that run changes (Memory.unsettled), and a zone's new placement shows on
 every record of it. Each case ends comparing the cluster's conditions with those a cold run writes.
-(Found by an attack in session 27: each of these failed before; they waited for the next resync.)"""
+(Each of these failed before: they waited for the next resync.)"""
 
 from __future__ import annotations
 

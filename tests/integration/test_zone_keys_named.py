@@ -30,9 +30,8 @@ from agent.reconcile import zonekeys as making
 from tests.conftest import Repo, load_dir
 from tests.support import agentrun
 from tests.support import bind as bind_support
+from tests.support.dnssecworld import ZONE, _cluster
 from tests.support.procs import require, until
-from tests.test_dnssec_render import ZONE
-from tests.test_zone_keys import _cluster
 
 ZONE_NAME = "example.net."
 
