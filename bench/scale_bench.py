@@ -62,7 +62,7 @@ def child(mode: str, root: pathlib.Path) -> None:
     import yaml
 
     if mode == "ours":
-        from agent.gate import policy
+        from agent.desired import policy
         from agent.model.limits import Limits
         from agent.run import collector, planner
         from agent.sources import localdir

@@ -25,7 +25,7 @@ from agent.model import names, problems
 
 if TYPE_CHECKING:  # the rest is imported where used: building the parser stays cheap (tests/cli/test_startup.py)
     from agent.clients import axfr
-    from agent.gate import policy
+    from agent.desired import policy
     from agent.load.sourcefile import SourceFile
     from agent.run import validation
 
@@ -156,7 +156,7 @@ def print_problems(items: Sequence[problems.Problem], root: pathlib.Path | str, 
 
 def policy_settings(args: argparse.Namespace) -> policy.PolicySettings:
     """The policy flags of validate, plan and sync (repeatable or comma-separated; unset: the defaults)."""
-    from agent.gate import policy
+    from agent.desired import policy
 
     values: dict[str, Any] = {}
     for field in dataclasses.fields(policy.PolicySettings):

@@ -1,5 +1,5 @@
 """The flags that are settings of the agent: `run`'s from its Settings fields, the policy flags of
-the verbs that plan (agent/gate/policy.py), and --report-key-file, each named and described as the
+the verbs that plan (agent/desired/policy.py), and --report-key-file, each named and described as the
 setting of the same name (agent/run/settings.py). The settings are read only when a help text is
 printed or a verb's flags are built: reading them costs more than validating a small repository.
 """
@@ -99,7 +99,7 @@ def _threshold_help() -> str:
 
 
 def policy_flags(parser: argparse.ArgumentParser) -> None:
-    """The policy settings (agent/gate/policy.py) as flags, named and described like `run`'s. Unset, a flag
+    """The policy settings (agent/desired/policy.py) as flags, named and described like `run`'s. Unset, a flag
     is None: the policy's own default applies (common.policy_settings, safety.Policy.of)."""
     group = parser.add_argument_group("policy", "what the repository may do; the agent's settings, which "
                                       "the repository cannot change")

@@ -51,7 +51,7 @@ DRAIN_SECONDS = 5  # an old pod's named answers this long after it leaves its Se
 ROLLOUT: dict[str, Any] = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}}
 ZONES_DIR = "/var/cache/bind"
 RUN_DIR = "/run/named"
-# Pod Security "restricted", met by the generated pods themselves (see agent/gate/podsecurity.py).
+# Pod Security "restricted", met by the generated pods themselves (see agent/desired/podsecurity.py).
 POD_SECURITY: dict[str, Any] = {"runAsNonRoot": True, "runAsUser": BIND_UID, "runAsGroup": BIND_UID,
                                 "fsGroup": BIND_UID, "seccompProfile": {"type": "RuntimeDefault"}}
 CONTAINER_SECURITY: dict[str, Any] = {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,

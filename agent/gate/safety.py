@@ -13,7 +13,7 @@ NS set that leaves at least one name server is a declared change (the DNSZone's 
 NSRecords at the apex), applied like any other; so is an edit of the glue. The gate is the
 operator's: a repository can only make it stricter. A DNSZone's delete-threshold-percent annotation
 counts only where it is lower than the operator's threshold (for a zone that left Git, the one it
-had when last applied); allow-unsafe-plan relaxes nothing (agent/gate/overrides.py warns about both).
+had when last applied); allow-unsafe-plan relaxes nothing (agent/desired/overrides.py warns about both).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from agent.gate import overrides
+from agent.desired import overrides
 from agent.model.findings import Refusal
 from agent.model.names import DEFAULT_DELETE_THRESHOLD, THRESHOLD_ANNOTATION
 from agent.model.ownership import Key

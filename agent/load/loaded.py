@@ -40,7 +40,7 @@ class Loaded:
 
     def derived(self, compute: Callable[[Loaded], T]) -> T:
         """compute(self), computed once and kept with this object, which a long-running agent reuses
-        while its file is unchanged (e.g. the Secrets a CR names, agent/gate/tenancy.py). `compute`
+        while its file is unchanged (e.g. the Secrets a CR names, agent/desired/tenancy.py). `compute`
         must depend on nothing but the object: it is the key."""
         found = self._derived
         if found is None:

@@ -14,8 +14,8 @@ from agent.clients import endpoints as endpoint_map
 from agent.clients.endpoints import Endpoint
 from agent.clients.kubeapi import KubeApi
 from agent.clients.statestore import Store
+from agent.desired import policy as repo_rules
 from agent.desired.hierarchy import Desired
-from agent.gate import policy as repo_rules
 from agent.gate import safety
 from agent.model import names
 from agent.observe import instancereach

@@ -12,8 +12,9 @@ import yaml
 
 from agent.clients import axfr
 from agent.clients import endpoints as zone_endpoints
+from agent.desired import policy
 from agent.errors import ConfigError
-from agent.gate import policy, safety
+from agent.gate import safety
 from agent.load import scalars
 from agent.model import limits as read_limits
 from agent.model import names
@@ -167,7 +168,7 @@ class Settings(pydantic.BaseModel):
     notify_retries: int = pydantic.Field(3, ge=0, le=10)
     """retries of a commit status or alert after a connection error, 429 or 5xx"""
 
-    # The policy a repository is held to (agent/gate/policy.py); lists also take "a,b" in flags and env.
+    # The policy a repository is held to (agent/desired/policy.py); lists also take "a,b" in flags and env.
     pod_security: str = pydantic.Field(
         _POLICY.pod_security, pattern="^(restricted|baseline)$",
         description="Pod Security level the generated pods must meet with what the repository adds: restricted "

@@ -8,11 +8,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from agent.desired import hierarchy
+from agent.desired import hierarchy, overrides, tenancy
+from agent.desired import policy as repo_rules
 from agent.desired.hierarchy import Desired
 from agent.desired.memo import NO_MEMO, Memo
-from agent.gate import overrides, tenancy
-from agent.gate import policy as repo_rules
 from agent.load import loader
 from agent.load.filecache import NO_FILES, FileCache
 from agent.load.manifest import Manifest
@@ -81,8 +80,8 @@ def load(files: Sequence[SourceFile], *, default_namespace: str, limits: Limits,
 
 def check(validated: Validated, *, repo_policy: repo_rules.PolicySettings, delete_threshold: float,
           secret_labels: repo_rules.SecretLabels | None = None) -> None:
-    """The policy of a loaded revision: the repository's rules, then the gate's overrides (the gate is the
-    operator's), their problems added to the desired state's."""
+    """The policy of a loaded revision (agent/desired/policy.py), then what it says about the safety gate
+    (agent/desired/overrides.py: the gate is the operator's), their problems added to the desired state's."""
     desired = validated.desired
     assert desired is not None
     with timed(validated.steps, "validate"):

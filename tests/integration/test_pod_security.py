@@ -7,7 +7,7 @@ restricted is not enforced by it. The tests therefore check in two independent w
     a dedicated API server, and the pods the real ReplicaSet controller creates from the synced
     Deployments are admitted by it unchanged (PSP would otherwise mutate a pod into compliance);
   * the Deployments as the shared API server stored them (its defaults applied) pass the Pod
-    Security Standards' restricted rules, applied by agent/gate/podsecurity.py (every rule of
+    Security Standards' restricted rules, applied by agent/desired/podsecurity.py (every rule of
     which has its own unit test in tests/gate/test_podsecurity.py).
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from kubernetes import client, dynamic
 
-from agent.gate import podsecurity
+from agent.desired import podsecurity
 from tests.support import procs
 from tests.support.kube import KubeCluster
 from tests.support.kuberepo import _repo, _sync

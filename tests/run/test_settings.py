@@ -12,8 +12,8 @@ import pytest
 
 from agent import cli
 from agent.clients import forges
+from agent.desired import policy
 from agent.errors import ConfigError
-from agent.gate import policy
 from agent.run import agent as run_agent
 from agent.run import logs, throttle, webhook
 from agent.run import settings as config

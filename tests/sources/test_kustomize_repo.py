@@ -195,7 +195,7 @@ def test_the_agents_git_source_builds_the_overlay_from_the_commit(tmp_path: path
 
 
 def _policy() -> Any:
-    from agent.gate import policy
+    from agent.desired import policy
 
     return policy.PolicySettings.of()
 

@@ -7,7 +7,8 @@ from typing import Any
 
 from agent.clients.kubeapi import KubeApi
 from agent.clients.statestore import FileStore, Store
-from agent.gate import policy, safety
+from agent.desired import policy
+from agent.gate import safety
 from agent.run import orchestrator, planner, revisions
 from agent.run.memory import ONE_SHOT, Memory
 from agent.sources.git import GitSource

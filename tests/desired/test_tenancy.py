@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agent.desired import hierarchy as desired
-from agent.gate import policy, tenancy
+from agent.desired import policy, tenancy
 from agent.load import admission
 from agent.model import names, problems
 from tests.conftest import Repo, load_dir

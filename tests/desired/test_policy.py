@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agent.desired import hierarchy as desired
-from agent.gate import policy
+from agent.desired import policy
 from agent.load import admission
 from tests.conftest import SAMPLE, Repo, load_dir
 

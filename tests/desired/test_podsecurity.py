@@ -8,9 +8,8 @@ from typing import Any
 import pytest
 
 from agent.desired import hierarchy as desired
-from agent.desired import workloads
-from agent.gate import podsecurity
-from agent.gate.podsecurity import BASELINE, RESTRICTED
+from agent.desired import podsecurity, workloads
+from agent.desired.podsecurity import BASELINE, RESTRICTED
 from tests.conftest import SAMPLE, Repo, load_dir
 
 HEAD = "apiVersion: bindy.firestoned.io/v1beta1\n"

@@ -24,7 +24,7 @@ from agent.model import names
 from agent.model.problems import Problem, Severity
 
 if TYPE_CHECKING:  # pragma: no cover - types only
-    from agent.gate.policy import PolicySettings, SecretLabels
+    from agent.desired.policy import PolicySettings, SecretLabels
 
 OPT_IN = f'{names.ALLOW_REFERENCE_LABEL}: "{names.ALLOW_REFERENCE_VALUE}"'
 # the kinds whose spec can name a Secret (RNDC keys, DNSSEC keys, volumes, pull secrets, env)

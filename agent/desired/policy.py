@@ -17,9 +17,8 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from agent.desired import workloads
+from agent.desired import podsecurity, tenancy, workloads
 from agent.desired.hierarchy import Desired
-from agent.gate import podsecurity, tenancy
 from agent.load.manifest import Manifest
 from agent.model import names
 from agent.model.problems import Problem
