@@ -1,11 +1,12 @@
 """Outgoing HTTP posts: commit statuses to forges and alerts to webhooks, each a measured call (target
 `forge` or `alert`, operation `post`: model/calls.py) with a time budget, bounded retries, and every
-value read from a secret file redacted from what is logged."""
+value read from a secret file (`read_secret`) redacted from what is logged."""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import pathlib
 import threading
 import time
 import urllib.parse
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from agent.errors import DeliveryError
 from agent.model import calls
+from agent.sources import operatorfile
 
 if TYPE_CHECKING:
     import httpx
@@ -51,6 +53,25 @@ def redact(text: str) -> str:
     for secret in known:
         text = text.replace(secret, REDACTED)
     return text
+
+
+def read_secret(path: pathlib.Path, what: str) -> str | None:
+    """The stripped content of a secret file, registered for redaction; None (and a warning) if unusable."""
+    try:
+        value = operatorfile.read_text(path, setting=f"{what} file", limit=operatorfile.KEY_BYTES).strip()
+    except operatorfile.Unreadable as exc:
+        log.warning("%s; not sent", exc)
+        return None
+    if not value:
+        log.warning("%s: %s is empty; not sent", what, path)
+        return None
+    register_secret(value)
+    return value
+
+
+def report_link(template: str | None, revision: str) -> str | None:
+    """The report's URL for a commit: "{revision}" in the template becomes its SHA."""
+    return template.replace("{revision}", revision) if template else None
 
 
 class _RedactLibraryLogs(logging.Filter):

@@ -8,47 +8,36 @@
     superseded  (none: the commit was never run, so it never got a pending status)
 
 An invalid or refused commit gets only its final status: pending is posted after the gate, as the
-first write of a run that applies.
+first write of a run that applies. Here the statuses are configured and said (pure): `pending` is
+built once, when a run's targets are put together (agent/run/options.py `Targets.pending`), and
+posted when the run's writes begin (agent/run/execute.py); `finished` says and posts the outcome.
 
 GitHub: POST {api}/repos/{owner}/{repo}/statuses/{sha} with a Bearer token; Gitea: the same path
 with `Authorization: token ...`; GitLab: POST {api}/projects/{id}/statuses/{sha} with PRIVATE-TOKEN
-(each forge's class: agent/clients/forges/). A status that cannot be posted is logged, never fatal to
-the run.
+(each forge's class: agent/clients/forges/; the post: agent/clients/commitstatus.py). A status that
+cannot be posted is logged, never fatal to the run.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import pathlib
 import re
 import urllib.parse
 from typing import Any
 
-from agent.clients import forges, httppost
+from agent.clients import commitstatus, forges
+from agent.clients.commitstatus import DEFAULT_CONTEXT as DEFAULT_CONTEXT
+from agent.clients.commitstatus import CommitStatus
+from agent.clients.commitstatus import ForgeSettings as ForgeSettings
 from agent.errors import ConfigError
-from agent.model.calls import CallTarget
 from agent.model.outcomes import Outcome
 from agent.outcome import delivery
 
 FORGES = forges.STATUSES
-DEFAULT_CONTEXT = "bindy-agent"
 MAX_DESCRIPTION = 140  # GitHub refuses longer descriptions
 SCP_LIKE = re.compile(r"^(?:[^@/]+@)?(?P<host>[^:/]+):(?!//)(?P<path>.+)$")  # git@host:owner/repo.git
 STATES = {name: forges.FORGES[name].states for name in FORGES}
-
-
-@dataclasses.dataclass(frozen=True)
-class ForgeSettings:
-    """Where commit statuses go; built by the caller (see run.settings.Settings.forge_settings)."""
-
-    kind: str  # github | gitlab | gitea
-    api_url: str  # https://api.github.com, https://gitlab.example/api/v4, https://gitea.example/api/v1
-    project: str  # owner/repo (GitHub, Gitea), or a GitLab project path or numeric id
-    token_file: pathlib.Path
-    context: str = DEFAULT_CONTEXT
-    report_url: str | None = None  # "{revision}" in it becomes the commit SHA
-    budget: delivery.Budget = delivery.Budget()
+PENDING_TEXT = "applying this commit"
 
 
 def _split(repo_url: str) -> tuple[str, str, str] | None:
@@ -103,33 +92,17 @@ def description(doc: dict[str, Any]) -> str:
     return text if len(text) <= MAX_DESCRIPTION else text[:MAX_DESCRIPTION - 3] + "..."
 
 
-def _post(settings: ForgeSettings, revision: str, step: str, text: str) -> bool:
-    token = delivery.read_secret(settings.token_file, f"{settings.kind} commit status")
-    if token is None:
-        return False
-    forge = forges.FORGES[settings.kind]
-    state = forge.states[step]
-    body: dict[str, str] = {"state": state, "description": delivery.redact(text)}
-    body[forge.status_name] = settings.context
-    link = delivery.report_link(settings.report_url, revision)
-    if link:
-        body["target_url"] = link
-    url, headers = forge.status_request(settings.api_url, settings.project, revision, token)
-    return httppost.post(CallTarget.FORGE, f"{settings.kind} commit status {state} on {revision[:12]}", url,
-                         body=json.dumps(body).encode(), headers=headers, budget=settings.budget,
-                         accept=forge.already_posted)
-
-
-def pending(settings: ForgeSettings | None, revision: str) -> bool:
-    """Marks `revision` as being applied: once the gate passed it, before the run's first write to the
-    world; False if not posted."""
+def pending(settings: ForgeSettings | None) -> CommitStatus | None:
+    """The status that marks a commit as being applied, posted once the gate passed it, before the run's
+    first write to the world (None: statuses are off)."""
     if settings is None:
-        return False
-    return _post(settings, revision, Outcome.PENDING, "applying this commit")
+        return None
+    return CommitStatus(settings, Outcome.PENDING, PENDING_TEXT)
 
 
 def finished(settings: ForgeSettings | None, report_doc: dict[str, Any]) -> bool:
     """Posts the outcome of the report (Report.as_dict()) on its commit; superseded commits get none."""
     if settings is None or report_doc["outcome"] not in STATES[settings.kind]:
         return False
-    return _post(settings, report_doc["revision"], report_doc["outcome"], description(report_doc))
+    status = CommitStatus(settings, report_doc["outcome"], description(report_doc))
+    return commitstatus.post(status, report_doc["revision"])

@@ -9,6 +9,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 
+from agent.clients import commitstatus
 from agent.clients.deadline import Deadline
 from agent.clients.endpoints import Endpoint
 from agent.desired.hierarchy import Desired
@@ -59,6 +60,11 @@ class Executing:
     observed: Observed
     validated: Validated  # the revision planned (the second DNS round plans from it again)
     steps: Steps
+
+    def _writes_begin(self, revision: str) -> None:
+        """The first step of the writing half: the forge is told the commit is being applied (the status
+        built when the run's targets were: `Targets.pending`; none when statuses are off)."""
+        commitstatus.post(self.targets.pending, revision)
 
     def _apply(self, desired: Desired, result: RunOutcome) -> None:
         plan, options, api = result.plan, self.options, self.targets.kube_api

@@ -9,7 +9,7 @@ import pathlib
 from collections.abc import Mapping
 from typing import Any
 
-from agent.clients import axfr
+from agent.clients import axfr, commitstatus
 from agent.clients import endpoints as endpoint_map
 from agent.clients.endpoints import Endpoint
 from agent.clients.kubeapi import KubeApi
@@ -70,6 +70,11 @@ class Targets:
     endpoints: Endpoints | None = None
     forge: forge.ForgeSettings | None = None  # commit statuses
     alerts: notify.NotifySettings | None = None  # failure / refusal / recovery alerts
+    # the status posted on a commit when a run's writes begin (agent/run/execute.py `_writes_begin`)
+    pending: commitstatus.CommitStatus | None = dataclasses.field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        self.pending = forge.pending(self.forge)
 
 
 @dataclasses.dataclass(frozen=True)

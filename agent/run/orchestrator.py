@@ -44,7 +44,6 @@ from agent.model import problems
 from agent.model.observed import Observed
 from agent.model.ownership import RunState
 from agent.model.steps import Steps, timed
-from agent.outcome import forge
 from agent.run import decide, lock, logs, memorize, planner
 from agent.run.decision import Decision, Head, Now, RunKind
 from agent.run.finish import Finishing
@@ -161,7 +160,7 @@ class _Run(Finishing):
         if result.plan.refused:  # the gate's (agent/gate/verdict.py)
             return self._reject(snap, result, f"the safety gate refused the plan ({len(result.plan.refused)} "
                                 "reasons); nothing applied", reason="PlanRefused")
-        forge.pending(self.targets.forge, snap.revision)  # the gate passed: the first write to the world is next
+        self._writes_begin(snap.revision)  # the gate passed: the first write to the world is next
         if self.decision.scope.kubernetes:  # the whole revision passed the gate: the reconcile a push cut is this one
             memorize.owed(self.memory, False)
         self._apply(desired, result)

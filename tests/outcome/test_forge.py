@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from agent.clients import commitstatus
 from agent.errors import ConfigError
 from agent.outcome import delivery, forge
 from tests.support.procs import free_port
@@ -29,7 +30,7 @@ def test_github_gets_pending_then_the_outcome_with_counts_and_a_report_link(toke
     with Recorder() as server:
         settings = forge.configure("github", repo="https://github.com/acme/dns.git", token_file=token_file,
                                    api_url=server.url, report_url="https://ci.example/dns/{revision}", budget=QUICK)
-        assert forge.pending(settings, SHA)
+        assert commitstatus.post(forge.pending(settings), SHA)
         assert forge.finished(settings, report_doc("applied", created=2, updated=1, rrsets=3))
         assert forge.finished(settings, report_doc("partial", created=1, failures=("dns/a: HTTP 500",)))
         assert forge.finished(settings, report_doc("rejected", errors=3))
@@ -59,7 +60,7 @@ def test_gitlab_gets_running_then_success_or_failed_with_private_token(token_fil
         settings = forge.configure("gitlab", repo="git@gitlab.example.com:platform/dns/zones.git",
                                    token_file=token_file, api_url=f"{server.url}/api/v4", context="dns-prod",
                                    budget=QUICK)
-        assert forge.pending(settings, SHA)
+        assert commitstatus.post(forge.pending(settings), SHA)
         assert forge.finished(settings, report_doc("applied", deleted=1))
         assert forge.finished(settings, report_doc("partial", failures=("x",)))
         assert forge.finished(settings, report_doc("rejected", errors=1))
@@ -77,7 +78,7 @@ def test_gitlab_refusing_the_same_state_twice_is_not_a_failure(token_file: pathl
     with Recorder(again) as server:
         settings = forge.configure("gitlab", repo="https://gitlab.example.com/platform/dns.git",
                                    token_file=token_file, api_url=server.url, budget=QUICK)
-        assert forge.pending(settings, SHA)
+        assert commitstatus.post(forge.pending(settings), SHA)
     assert len(server.received) == 1
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
@@ -125,17 +126,17 @@ def test_a_server_that_fails_is_retried_within_bounds(token_file: pathlib.Path) 
     with Recorder(Answer(502), Answer(201)) as flaky:
         settings = forge.configure("github", repo="https://github.com/a/b", token_file=token_file,
                                    api_url=flaky.url, budget=budget)
-        assert forge.pending(settings, SHA)
+        assert commitstatus.post(forge.pending(settings), SHA)
     assert len(flaky.received) == 2
     with Recorder(Answer(503)) as broken:
         settings = forge.configure("github", repo="https://github.com/a/b", token_file=token_file,
                                    api_url=broken.url, budget=budget)
-        assert not forge.pending(settings, SHA)
+        assert not commitstatus.post(forge.pending(settings), SHA)
     assert len(broken.received) == 3  # the first try and two retries, then it gives up
     with Recorder(Answer(401, b'{"message":"Bad credentials"}')) as refused:
         settings = forge.configure("github", repo="https://github.com/a/b", token_file=token_file,
                                    api_url=refused.url, budget=budget)
-        assert not forge.pending(settings, SHA)
+        assert not commitstatus.post(forge.pending(settings), SHA)
     assert len(refused.received) == 1  # a 4xx is not retried
 
 
@@ -160,6 +161,6 @@ def test_a_missing_token_file_sends_nothing_and_says_so(tmp_path: pathlib.Path,
     with Recorder() as server:
         settings = forge.configure("github", repo="https://github.com/a/b", token_file=tmp_path / "absent",
                                    api_url=server.url, budget=QUICK)
-        assert not forge.pending(settings, SHA)
+        assert not commitstatus.post(forge.pending(settings), SHA)
     assert server.received == []
     assert f"github commit status file {tmp_path / 'absent'}: no such file" in caplog.text

@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from agent.clients import commitstatus
 from agent.outcome import delivery, forge, notify
 from tests.support.procs import free_port
 from tests.support.recorder import Answer, Recorder
@@ -153,7 +154,7 @@ def test_no_token_or_secret_url_in_any_log_line(tmp_path: pathlib.Path, caplog: 
         budget = delivery.Budget(timeout=2, retries=2, backoff=0.01)
         status = forge.configure("gitlab", repo="https://gitlab.example.com/platform/dns.git",
                                  token_file=_secret(tmp_path, "token", token), api_url=server.url, budget=budget)
-        assert not forge.pending(status, SHA)  # 401, quoting the token back
+        assert not commitstatus.post(forge.pending(status), SHA)  # 401, quoting the token back
         alerts = notify.NotifySettings(f"{server.url}/hook", _secret(tmp_path, "key", HMAC_KEY),
                                        _secret(tmp_path, "slack", server.url + SLACK_PATH), budget=budget)
         assert notify.after_run(alerts, report_doc("partial", failures=(token,)), None) == "failure"

@@ -14,8 +14,9 @@ import pytest
 
 from agent import cli
 from agent.cli import sync
-from agent.clients import statestore
+from agent.clients import commitstatus, statestore
 from agent.desired import hierarchy
+from agent.outcome import forge
 from agent.run import agent as run_agent
 from agent.run import compose
 from agent.run import options as run_options
@@ -149,6 +150,14 @@ def test_the_same_flags_and_settings_give_the_same_options_statuses_and_alerts(t
     assert by_sync.forge == by_run.forge is not None and by_sync.forge.context == "dns"
     assert by_sync.alerts == by_run.alerts is not None
     assert by_sync.git == by_run.git
+
+
+def test_a_run_with_commit_statuses_is_given_the_pending_one_its_writes_begin_with(tmp_path: pathlib.Path) -> None:
+    store = statestore.FileStore(tmp_path / "state")
+    settings = forge.configure("gitea", repo="https://gitea.example/acme/dns.git", token_file=tmp_path / "token")
+    assert run_options.Targets(store, forge=settings).pending == commitstatus.CommitStatus(
+        settings, "pending", "applying this commit")
+    assert run_options.Targets(store).pending is None  # statuses off: nothing is posted when the writes begin
 
 
 def test_run_takes_batch_as_sync_does(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
