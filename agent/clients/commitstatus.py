@@ -1,7 +1,7 @@
-"""Commit statuses posted on a forge: where they go (`ForgeSettings`, configured by agent/outcome/forge.py),
-what one says (`CommitStatus`, built there: pure), and the post itself: the token read from its file,
-the forge's request (agent/clients/forges/), a measured call with a time budget (clients/httppost.py).
-A status that cannot be posted is logged, never fatal to the run."""
+"""Commit statuses posted on a forge: where they go (`ForgeSettings`, configured by
+agent/outcome/forge.py), what one says (`CommitStatus`, built there: pure), and the post itself: the
+token read from its file, the forge's request (agent/clients/forges/), a measured call with a time
+budget (clients/httppost.py). A status that cannot be posted is logged, never fatal to the run."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ class ForgeSettings:
     """Where commit statuses go; built by the caller (see run.settings.Settings.forge_settings)."""
 
     kind: str  # github | gitlab | gitea
-    api_url: str  # https://api.github.com, https://gitlab.example/api/v4, https://gitea.example/api/v1
+    # https://api.github.com, https://gitlab.example/api/v4, https://gitea.example/api/v1
+    api_url: str
     project: str  # owner/repo (GitHub, Gitea), or a GitLab project path or numeric id
     token_file: pathlib.Path
     context: str = DEFAULT_CONTEXT
@@ -54,6 +55,6 @@ def post(status: CommitStatus | None, revision: str) -> bool:
     if link:
         body["target_url"] = link
     url, headers = forge.status_request(settings.api_url, settings.project, revision, token)
-    return httppost.post(CallTarget.FORGE, f"{settings.kind} commit status {state} on {revision[:12]}", url,
-                         body=json.dumps(body).encode(), headers=headers, budget=settings.budget,
-                         accept=forge.already_posted)
+    what = f"{settings.kind} commit status {state} on {revision[:12]}"
+    return httppost.post(CallTarget.FORGE, what, url, body=json.dumps(body).encode(),
+                         headers=headers, budget=settings.budget, accept=forge.already_posted)

@@ -1,7 +1,7 @@
-"""What commit statuses and alerts need besides the post itself: the shared keys read from their files
-(the webhook secret, the report key), refused when too short and registered for redaction. The post,
-its budget, the secrets read from their files and the link to a commit's report are clients/httppost.py's
-(named here too)."""
+"""What commit statuses and alerts need besides the post itself: the shared keys read from their
+files (the webhook secret, the report key), refused when too short and registered for redaction.
+The post, its budget, the secrets read from their files and the link to a commit's report are
+clients/httppost.py's (named here too)."""
 
 from __future__ import annotations
 

@@ -93,8 +93,8 @@ def description(doc: dict[str, Any]) -> str:
 
 
 def pending(settings: ForgeSettings | None) -> CommitStatus | None:
-    """The status that marks a commit as being applied, posted once the gate passed it, before the run's
-    first write to the world (None: statuses are off)."""
+    """The status that marks a commit as being applied, posted once the gate passed it, before
+    the run's first write to the world (None: statuses are off)."""
     if settings is None:
         return None
     return CommitStatus(settings, Outcome.PENDING, PENDING_TEXT)

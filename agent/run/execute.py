@@ -62,8 +62,9 @@ class Executing:
     steps: Steps
 
     def _writes_begin(self, revision: str) -> None:
-        """The first step of the writing half: the forge is told the commit is being applied (the status
-        built when the run's targets were: `Targets.pending`; none when statuses are off)."""
+        """The first step of the writing half: the forge is told the commit is being applied
+        (the status built when the run's targets were: `Targets.pending`; none when statuses
+        are off)."""
         commitstatus.post(self.targets.pending, revision)
 
     def _apply(self, desired: Desired, result: RunOutcome) -> None:

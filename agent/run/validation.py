@@ -80,8 +80,9 @@ def load(files: Sequence[SourceFile], *, default_namespace: str, limits: Limits,
 
 def check(validated: Validated, *, repo_policy: repo_rules.PolicySettings, delete_threshold: float,
           secret_labels: repo_rules.SecretLabels | None = None) -> None:
-    """The policy of a loaded revision (agent/desired/policy.py), then what it says about the safety gate
-    (agent/desired/overrides.py: the gate is the operator's), their problems added to the desired state's."""
+    """The policy of a loaded revision (agent/desired/policy.py), then what it says about the
+    safety gate (agent/desired/overrides.py: the gate is the operator's), their problems added
+    to the desired state's."""
     desired = validated.desired
     assert desired is not None
     with timed(validated.steps, "validate"):
