@@ -1,1 +1,2 @@
-"""Step 5, gate: every refusal (safety and policy) decided on the whole plan before any write. Pure."""
+"""Step 5, gate: every refusal (safety and policy) decided on the whole plan before any write.
+Pure."""
