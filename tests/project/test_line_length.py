@@ -14,13 +14,16 @@ from tests.conftest import ROOT
 
 BIN = pathlib.Path(sys.executable).parent
 LIMIT = 100
-REFLOWED = ["agent/*.py", "agent/cli"]
+REFLOWED = ["agent/*.py", "agent/cli", "agent/gate", "agent/model", "agent/outcome"]
+# modules of a reflowed folder that another change was moving when the folder was reflowed
+NOT_YET = {"agent/gate/policy.py", "agent/gate/tenancy.py", "agent/gate/podsecurity.py",
+           "agent/gate/overrides.py", "agent/outcome/forge.py", "agent/outcome/delivery.py"}
 
 
 def _paths(entry: str) -> list[str]:
-    if "*" in entry:
-        return sorted(str(p.relative_to(ROOT)) for p in ROOT.glob(entry))
-    return [entry]
+    found = ROOT.glob(entry) if "*" in entry else (ROOT / entry).rglob("*.py")
+    return sorted(path for path in (str(p.relative_to(ROOT)) for p in found)
+                  if path not in NOT_YET)
 
 
 @pytest.mark.parametrize("entry", REFLOWED)
