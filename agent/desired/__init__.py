@@ -1,1 +1,2 @@
-"""Step 3, desired: validated CRs -> the whole desired state (objects, zone placements, RRsets). Pure."""
+"""Step 3, desired: validated CRs -> the whole desired state (objects, zone placements, RRsets).
+Pure."""

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent.desired import apinames, dnssecpolicy, hints, placement, rrsets, storage, workloads, zonekeys, zoneset
 from agent.desired.memo import NO_MEMO, Memo
+from agent.desired.namedconf import named_conf, signing_of, with_config_refs
 from agent.load.loaded import Loaded
 from agent.load.manifest import Manifest
 from agent.model import kinds, names
@@ -265,7 +266,7 @@ def _settings(inst: Instance, cluster: Cluster | None) -> workloads.InstanceSett
         named_conf_options_ref=refs.named_conf_options if refs else None,
         named_conf_zones_ref=refs.named_conf_zones if refs else None,
         bindcar_service_spec=dict(bindcar.service_spec) if bindcar and bindcar.service_spec else None,
-        signing=workloads.signing_of(cspec.global_, spec.config),
+        signing=signing_of(cspec.global_, spec.config),
     )
 
 
@@ -334,8 +335,8 @@ def _children(instances: dict[ObjectKey, Instance], clusters: dict[ObjectKey, Cl
         config_name = settings.named_conf_ref or f"{name}-config"
         if not settings.named_conf_ref:
             add(KubeObject(ObjectKey("ConfigMap", ns, config_name),
-                           workloads.config_map(config_name, ns, lbl, workloads.with_config_refs(
-                               workloads.named_conf(name, settings, key_name), settings)),
+                           workloads.config_map(config_name, ns, lbl, with_config_refs(
+                               named_conf(name, settings, key_name), settings)),
                            TIER_CHILD, key, source=inst.source))
         deploy = workloads.deployment(name, ns, lbl, inst.spec, settings, secret_name, config_name)
         api_port = deploy["spec"]["template"]["spec"]["containers"][1]["ports"][0]["containerPort"]

@@ -19,7 +19,8 @@ LIMITS = {"max-branches": 12, "max-returns": 6, "max-args": 8, "max-statements":
 
 
 def _ruff(*config: str) -> subprocess.CompletedProcess[str]:
-    command = [str(BIN / "ruff"), "check", "--select", ",".join(RULES), "--output-format", "concise"]
+    command = [str(BIN / "ruff"), "check", "--select", ",".join(RULES), "--output-format",
+               "concise"]
     for item in config:
         command += ["--config", item]
     return subprocess.run([*command, "agent"], cwd=ROOT, capture_output=True, text=True,
