@@ -9,7 +9,7 @@ trying again can help.
      ├── SourceError            the revision could not be fetched or read        (retryable)
      │    └── FileRefused       one file of the revision may not be read: outside the repository,
      │                          not a regular file, a bad name (not retryable; a problem, not a
-crash)
+     │                          crash)
      ├── ReadError              reading the world failed                        (retryable)
      │    └── ZoneTransferError an AXFR of a zone (refused, cut at a bound, transport)
      │         └── ZoneMissing  the server does not serve the zone (not retryable)

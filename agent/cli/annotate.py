@@ -2,9 +2,8 @@
 
     text    `file:line: Kind/ns/name: field.path: message` on stderr (the default)
     github  a workflow command per problem on stderr, `::error file=F,line=N,title=T::M`
-(`::warning`
-            for a warning), which GitHub Actions turns into annotations on the pull request's files
-            (the runner reads workflow commands from stdout and stderr alike)
+            (`::warning` for a warning), which GitHub Actions turns into annotations on the pull
+            request's files (the runner reads workflow commands from stdout and stderr alike)
     gitlab  the text lines, and a Code Quality report (JSON) written to --error-report, which GitLab
             shows in the merge request when the job declares it as `artifacts:reports:codequality`
 

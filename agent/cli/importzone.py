@@ -2,10 +2,8 @@
 written as a DNSZone and record CRs.
 
     exit 0 written, 1 written but the DNSZone does not validate (the errors say why) or a zone file
-that
-    cannot be read as one, 2 usage error, 3 could not run (server unreachable, transfer refused,
-output not
-    writable)
+    that cannot be read as one, 2 usage error, 3 could not run (server unreachable, transfer
+    refused, output not writable)
 """
 
 from __future__ import annotations

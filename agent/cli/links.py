@@ -1,7 +1,7 @@
 """--link-base: the pull-request comment (`plan -o markdown`) links each change to its file:line.
 
     --link-base https://github.com/OWNER/REPO/blob   ->   .../blob/<commit>/<path in the
-repository>#L<line>
+                                                     repository>#L<line>
 
 GitHub's, Gitea's and GitLab's (`.../-/blob`) file URLs all take that shape. What a change adds or
 edits links to the head's commit, what it removes to the base's. A side that is no commit (a

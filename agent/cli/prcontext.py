@@ -1,13 +1,11 @@
 """Where `ci-plan` runs: the pull/merge request of a CI job, its base commit, and its comment.
 
     GitHub Actions  GITHUB_ACTIONS=true; the event file (GITHUB_EVENT_PATH) of a pull_request event
-gives
-                    the number and the base commit; GITHUB_REPOSITORY, GITHUB_API_URL; GITHUB_TOKEN;
-                    GITHUB_STEP_SUMMARY and GITHUB_OUTPUT receive the Markdown and
-`changes=true|false`
+                    gives the number and the base commit; GITHUB_REPOSITORY, GITHUB_API_URL;
+                    GITHUB_TOKEN; GITHUB_STEP_SUMMARY and GITHUB_OUTPUT receive the Markdown and
+                    `changes=true|false`
     GitLab CI       GITLAB_CI=true; CI_MERGE_REQUEST_IID, CI_MERGE_REQUEST_DIFF_BASE_SHA (the merge
-base),
-                    CI_PROJECT_ID, CI_API_V4_URL; GITLAB_TOKEN
+                    base), CI_PROJECT_ID, CI_API_V4_URL; GITLAB_TOKEN
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 checked.
 
     exit 0 shown and verified, 1 no report, 2 unknown revision, 3 could not run, 4 shown but
-UNVERIFIED
+    UNVERIFIED
 """
 
 from __future__ import annotations

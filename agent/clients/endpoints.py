@@ -13,11 +13,11 @@ The endpoint map tells a run outside a cluster (and the tests) how to reach each
         api: http://127.0.0.1:8080          # the zone HTTP API (bindcar) base URL
         tokenFile: /etc/bindy/api-token     # bearer token for the zone API (optional)
         tsigKeyFile: /etc/bindy/primary.key # BIND key file: key "name" { algorithm ...; secret
-"..."; };
+        "..."; };
       dns-system/dns-primary-1:            # an instance served by several pods, each its own
-server:
+                                           # server:
         pods:                               # zones and records are written to, and verified on,
-each
+                                            # each
           - {dns: 127.0.0.11:53, api: http://127.0.0.1:8081}
           - {dns: 127.0.0.12:53, api: http://127.0.0.1:8082}
         tsigKeyFile: /etc/bindy/primary.key

@@ -11,8 +11,8 @@ GITHUB_TOKEN; on GitLab `GET /user` (a project access token's bot user); or the 
 (`Thread.author`).
 
     GitHub  GET/POST {api}/repos/{owner/repo}/issues/{number}/comments, PATCH
-.../issues/comments/{id}
-            (Authorization: Bearer TOKEN; the workflow's GITHUB_TOKEN with pull-requests: write)
+            .../issues/comments/{id} (Authorization: Bearer TOKEN; the workflow's GITHUB_TOKEN with
+            pull-requests: write)
     GitLab  GET/POST {api}/projects/{id}/merge_requests/{iid}/notes, PUT .../notes/{id}
             (PRIVATE-TOKEN: a project or personal access token with the api scope)
 """

@@ -3,17 +3,17 @@
 The inverse of placement + rrsets, to adopt a zone that exists today:
 
     SOA                    -> DNSZone spec.soaRecord (the zone's own; the agent never writes it as a
-record)
+                           record)
     apex NS                -> DNSZone spec.nameServers, with the glue address of a name server
-inside
+                           inside
                               the zone (the agent writes them when it creates the zone)
     A / AAAA               -> one ARecord / AAAARecord per RRset (all its addresses)
     CNAME                  -> one CNAMERecord
     MX, TXT, NS, SRV, CAA  -> one CR per value (their kinds hold one value; the agent joins the CRs
-of
+                           of
                               one name and type into one RRset again)
     anything else          -> skipped, with the reason (DNSSEC data BIND signs itself, or no Bindy
-kind)
+                           kind)
 
 (each record type says how its RRsets become CRs: model/recordtypes/)
 

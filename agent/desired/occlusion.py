@@ -1,14 +1,11 @@
 """Records no server would ever answer with (pure), found where the file and line are known:
 
   * below an NS delegation of their zone (an NSRecord whose name is not the apex): a server answers
-a
-    query there with a referral to the delegated name servers, never with the record. The
-delegation's
-    own NS and DS, and the addresses of its name servers (glue), belong there;
+    a query there with a referral to the delegated name servers, never with the record. The
+    delegation's own NS and DS, and the addresses of its name servers (glue), belong there;
   * inside another DNSZone that the same servers serve (a record of example.org. named
     www.sub.example.org. while sub.example.org. is a zone of its own on those servers): they answer
-from
-    that zone. The parent's NS and DS at the child's apex are its delegation and belong there.
+    from that zone. The parent's NS and DS at the child's apex are its delegation and belong there.
 
 Only zones with such a cut are walked; desired/zoneset.py checks a zone again only when it, or a
 zone below it, changed.

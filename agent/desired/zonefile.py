@@ -2,16 +2,13 @@
 to one.
 
     parse(text, zone)  a master file -> the zone's RRsets, exactly as an AXFR of the zone served
-from
-                       that file gives them (`rrsets_of`, shared with clients/axfr.py), so that
+                       from that file gives them (`rrsets_of`, shared with clients/axfr.py), so that
                        `bindy-agent import --zone-file` writes the CRs the AXFR import writes.
-$ORIGIN,
-                       $TTL and $GENERATE are read as BIND reads them; $INCLUDE is refused (a file
-                       names no other file the agent would read); the records are bounded: a
+                       $ORIGIN, $TTL and $GENERATE are read as BIND reads them; $INCLUDE is refused
+                       (a file names no other file the agent would read); the records are bounded: a
                        $GENERATE range is summed up front where it is written on one line, and every
                        record is counted as it is made, so no form of $GENERATE (in parentheses,
-over
-                       several lines) makes more than twice the limit before the read stops.
+                       over several lines) makes more than twice the limit before the read stops.
     render(zone)       a placed zone -> the master file named would load: $ORIGIN, $TTL, the SOA of
                        the DNSZone, its apex NS and glue, and every RRset of its records.
 """

@@ -2,15 +2,13 @@
 
 Each rewrite yields a warning naming the canonical field, so users can modernise their files:
 
-    ClusterBind9Provider/Bind9Cluster  primaryReplicas: 2        -> primary: {replicas: 2}
-                                       secondaryReplicas: 3      -> secondary: {replicas: 3}
-    ClusterBind9Provider               namespaces: [a]           -> namespace: a
+    ClusterBind9Provider/Bind9Cluster  primaryReplicas: 2    -> primary: {replicas: 2}
+                                       secondaryReplicas: 3  -> secondary: {replicas: 3}
+    ClusterBind9Provider               namespaces: [a]       -> namespace: a
     DNSZone                            soa: {primaryNameServer, adminEmail, ttl}
-                                                                 -> soaRecord: {primaryNs,
-adminEmail,
-                                                                    serial, refresh, ...} + ttl
-    ARecord / AAAARecord               ipv4: x / ipv6: x         -> ipv4Addresses: [x] /
-ipv6Addresses
+                                         -> soaRecord: {primaryNs, adminEmail, serial, ...} + ttl
+    ARecord / AAAARecord               ipv4: x / ipv6: x
+                                         -> ipv4Addresses: [x] / ipv6Addresses: [x]
                                        (a record type's `shorthand`: model/recordtypes/)
 
 `role: Primary` is not among them: Bindy's CRD accepts only `primary` and `secondary`, so it is an

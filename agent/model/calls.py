@@ -12,7 +12,7 @@ agent/run/metrics.py) hears each one as (target, operation, result, seconds).
     soa_query    soa                            the SOA serials of a batch of zones on one server
     dns_query    query                          a batch of verification queries to one server
     forge        post                           one commit status, with its retries
-(clients/httppost.py)
+                 (clients/httppost.py)
     alert        post                           one alert to a webhook or Slack, with its retries
 
 `result` is "ok" when the call returned and "error" when it raised (a post: not delivered). Nothing

@@ -9,7 +9,7 @@ string.
     refused      the safety gate refused the plan  superseded   a commit a later one replaced unrun
     unchanged    nothing new to do                 error        the run failed (a bug, a crash)
     unreachable  the state or the source unread    pending      a forge's status while a commit
-applies
+                 applies
     busy         another run holds the lock        suspended    runs are stopped (setting or mark)
     preempted    a reconcile cut for a push
 """

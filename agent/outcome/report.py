@@ -9,13 +9,12 @@ prints when it is there:
 
     bindy-agent: applied a1b2c3d4e5f6 "Add shop CNAME" (Ada <ada@example.com>)
     run 3f2a9c1d0b7e, 2.4 s: Kubernetes 2 created, 1 updated, 0 deleted; DNS 3 RRset changes,
-verified 6/6
-    --- bindy-agent report (JSON) ---
+    verified 6/6 --- bindy-agent report (JSON) ---
     {"formatVersion": 1, "runId": ..., "revision": ..., "outcome": ..., "commit": {...},
      "summary": {...}, "changes": [{..., "result": "applied" | "failed: ..."}],
      "problems": [{"file", "line", "object", "path", "message", "severity"}],
      "verification": [{"server", "name", "type", "ok"}], "refusals": [...], "supersededBy":
-str|null}
+     str|null}
     bindy-agent-signature: v1 hmac-sha256=...   (with a report key: agent/outcome/notesignature.py)
 
 Outcomes: applied, partial (some objects or zones failed), rejected (invalid or unsafe: nothing

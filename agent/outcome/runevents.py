@@ -3,13 +3,13 @@ way Flux's controllers announce a reconciliation (`kubectl describe bind9cluster
 get events`):
 
     applied, with changes      Normal   ReconciliationSucceeded   ("repaired drift" on the revision
-already applied)
+                               already applied)
     partial                    Warning  ReconciliationFailed
     rejected (invalid)         Warning  ValidationFailed
     rejected (gate refused)    Warning  PlanRefused
     unreachable, error         Warning  ReconciliationFailed
     nothing written            none     (unchanged, suspended, busy, detect mode, an applied run
-with no change)
+                               with no change)
 
 Each message ends with the run's kind and why (agent/run/decide.py), e.g. "(reconcile: resync)".
 Rate-limited: the same reason and message on the same object at most once per `every` seconds (the

@@ -13,7 +13,7 @@ JSON output (`--output json`), format version 1:
                   "target": {...},   # kubernetes: kind, namespace, name (also Bindy's CRDs and the
                                      #   namespaces a sync creates: kind CustomResourceDefinition or
                                      #   Namespace, namespace null; applied before the other
-objects)
+                                     # objects)
                                      # zones: zone, instance, role
                                      # records: zone, name, type
                   "before": {...}|null, "after": {...}|null,

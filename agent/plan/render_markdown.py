@@ -2,7 +2,7 @@
 
     headline        how many CRs of the repository the change edits, and the totals of each layer,
                     labelled (a record edited in its CR is one CR and one RRset: each layer counts
-it once)
+                    it once)
     refusals        what the safety gate would refuse (then a sync applies nothing)
     DNS records     first, what a reviewer came for, grouped by zone (plan/markdown_rows.py)
     zones           the zones created on or removed from servers, grouped by zone

@@ -13,16 +13,14 @@ names it, and bindcar cannot change that) and every pod keeps the key it started
 the key file and the sidecar its environment once, at start), so a pod's named and sidecar always
 agree. What changes at a rotation:
 
-    steady    Secret: secret (current)                       every pod: current
-    rotate    Secret: secret := new, previous-secret := old  pods roll: old pods old key, new pods
-new
-    rolling   Secret keeps both until the Deployment has     the agent signs each pod with the key
-that
-              rolled every pod (updated = available =       pod accepts (a TSIG-signed SOA query
-first:
-              replicas, generation observed)                 agent/observe/keyprobe.py), never a
-guess
-    dropped   previous-secret dropped                        only the new key is accepted anywhere
+    steady    Secret: secret (current)                  every pod: current
+    rotate    Secret: secret := new,                    pods roll: old pods old key, new pods
+              previous-secret := old                    new
+    rolling   Secret keeps both until the Deployment    the agent signs each pod with the key
+              has rolled every pod (updated =           that pod accepts (a TSIG-signed SOA
+              available = replicas, generation          query first: agent/observe/keyprobe.py),
+              observed)                                 never a guess
+    dropped   previous-secret dropped                   only the new key is accepted anywhere
 
 A rotation never starts while the last one is rolling out (its previous key still has pods).
 """

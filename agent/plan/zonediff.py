@@ -5,7 +5,7 @@
     selected             placed, other role        -> delete, then create
     not selected         placed                    -> delete (the zone leaves that server)
     (secondaries or agent pods moved)              -> renotify: the primaries' transfers written
-again
+                                                   again
     (primaries' pods moved)                        -> repoint: each secondary's zone created again
 
 An instance may be served by several pods, each its own server (own zone list, own SOA serial):

@@ -2,12 +2,11 @@
 `report REV`).
 
     Revisions.local(DIR)      the work tree holding DIR (nothing is fetched; uncommitted files
-ignored)
+                              ignored)
     Revisions.remote(source)  a remote, cloned or fetched into the cache: branches, tags, and any
-other
-                              ref or commit fetched on demand (e.g. `pull/12/head`)
+                              other ref or commit fetched on demand (e.g. `pull/12/head`)
     resolve(REV)              the full commit SHA of a branch, tag, SHA (abbreviated too), HEAD~1
-...
+                              ...
     files(sha, path)          the commit's *.yaml / *.yml below `path`, as the loader reads them
 
 Files come from the commit's tree, never from a checkout, exactly as a sync reads a fetched commit

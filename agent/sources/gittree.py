@@ -1,7 +1,7 @@
 """A commit's files, straight from its tree: no work tree, so nothing outside the commit is read.
 
     git cat-file --batch (GitPython, persistent) -> each tree's raw entries, checked as git fsck
-does
+    does
                                                     (agent/sources/gitfsck.py) and listed, once per
                                                     tree id (a push reads the few trees it changed);
                                                     a blob's bytes, only when the loader reads it

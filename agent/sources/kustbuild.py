@@ -3,23 +3,16 @@ confined.
 
     no network        where the machine lets an unprivileged process make its own user and network
                       namespaces (`unshare --user --net`, looked for once per process), kustomize
-runs in an
-                      empty network namespace: not even loopback answers. Elsewhere (a container
-whose
-                      seccomp profile forbids it) it runs without, and relies on the kustomizations
-having
-                      been read first (agent/sources/kustomization.py) and on every proxy pointing
-at a
-                      closed port.
+                      runs in an empty network namespace: not even loopback answers. Elsewhere (a
+                      container whose seccomp profile forbids it) it runs without, and relies on the
+                      kustomizations having been read first (agent/sources/kustomization.py) and on
+                      every proxy pointing at a closed port.
     no machine state  HOME, XDG_CONFIG_HOME, XDG_CACHE_HOME and XDG_DATA_HOME point into the empty
-build
-                      directory, KUBECONFIG at /dev/null, no `git` on PATH, no plugins, exec
-functions or
-                      Helm (kubectl's defaults).
+                      build directory, KUBECONFIG at /dev/null, no `git` on PATH, no plugins, exec
+                      functions or Helm (kubectl's defaults).
     one budget        every build of a revision shares one deadline and one output size (`Budget`):
-the
-                      process is killed when either runs out, and never more than the bytes left is
-read.
+                      the process is killed when either runs out, and never more than the bytes left
+                      is read.
 """
 
 from __future__ import annotations

@@ -2,37 +2,28 @@
 
 Which directories are built:
   * a kustomization (`kustomization.yaml`, `kustomization.yml` or `Kustomization`) at the top of the
-directory
-    the agent reads: that one is built, as Flux builds a Kustomization's path, and its output is the
-revision;
+    directory the agent reads: that one is built, as Flux builds a Kustomization's path, and its
+    output is the revision;
   * none there: the files are read one by one as before, except that each topmost directory below
-holding a
-    kustomization whose files hold a Bindy object (`bindy.firestoned.io`) is built and its output
-replaces the
-    directory's files; one whose files hold none (an unrelated `deploy/monitoring/`) is skipped with
-a warning
-    and its files are read as they are;
+    holding a kustomization whose files hold a Bindy object (`bindy.firestoned.io`) is built and its
+    output replaces the directory's files; one whose files hold none (an unrelated
+    `deploy/monitoring/`) is skipped with a warning and its files are read as they are;
   * YAML files below a built directory that no build reads are named in one warning (Flux ignores
-them too).
+    them too).
 
 The repository is input the agent does not trust (SECURITY.md), so a build is confined before it
 starts:
   * every kustomization it reaches is read strictly (agent/sources/kustomization.py): exact field
-names only,
-    plugins and Helm charts refused; every file, directory or URL it names is resolved against its
-    kustomization's directory and must be a file (or a kustomization's directory) of the repository:
-no URL,
-    no absolute path, nothing outside; bases nest at most MAX_DEPTH deep, without a cycle;
+    names only, plugins and Helm charts refused; every file, directory or URL it names is resolved
+    against its kustomization's directory and must be a file (or a kustomization's directory) of the
+    repository: no URL, no absolute path, nothing outside; bases nest at most MAX_DEPTH deep,
+    without a cycle;
   * only the files so named (of the same work tree or commit, through the source's own boundary) are
-written
-    into an empty temporary directory, kustomizations as the data just checked; kustomize runs
-there, with no
-    network where the machine allows it (agent/sources/kustbuild.py);
+    written into an empty temporary directory, kustomizations as the data just checked; kustomize
+    runs there, with no network where the machine allows it (agent/sources/kustbuild.py);
   * all the builds of a revision share one time budget and one output size (the revision's byte
-limit): a
-    build whose bases would repeat past the size (a lattice of bases, each included twice) is
-refused from its
-    files' sizes before it runs.
+    limit): a build whose bases would repeat past the size (a lattice of bases, each included twice)
+    is refused from its files' sizes before it runs.
 
 The built output is one file of the revision, named `<dir>/(kustomize build)`: a problem's line is
 the line of `kubectl kustomize <dir>`'s output.

@@ -12,7 +12,7 @@ secrets, the zone API token, the kubeconfig, the agent's own state records, and 
                          no more than the limit and one byte is ever read (a file that grows, a
                          /proc file): KEY_BYTES for keys, tokens and secrets, SETTINGS_BYTES for
                          settings files, endpoint maps and kubeconfigs, STATE_BYTES for a state
-record
+                         record
     never echoed         an error names the setting, the path and what is wrong with the file (its
                          kind, its size, not UTF-8, the line of a YAML error), never its content
 

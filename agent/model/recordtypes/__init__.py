@@ -3,7 +3,7 @@ txt.py, ns.py, srv.py, caa.py), each holding everything the agent knows of its k
 `RecordType`:
 
     kind, rtype, short   "MXRecord", "MX", "mx": the CR kind, its DNS type and its kubectl short
-name
+                         name
     model                the CR's model class (its spec model with it)
     columns              its printer columns, between Name/Zone and TTL/Ready
     targets              the host fields Bindy's target rules read (load/admission.py)
@@ -11,10 +11,9 @@ name
     shorthand            the seeds' older field names, rewritten to Bindy's (load/shorthand.py)
     rdatas(spec)         the spec's values as dnspython rdata, each checked (desired/recorddata.py)
     identity(spec)       its DNS type and everything `rdatas` reads, as a hashable key (its values
-are
-                         rendered once)
+                         are rendered once)
     from_rdata(rdatas)   the specs of the CRs that say what a live RRset says (`import`:
-desired/adopt.py)
+                         desired/adopt.py)
 
 Everything else about records is derived from these: the kinds table (model/kinds.py), the import
 table, the admission targets, the schemas and CRDs, and the RBAC lists of deploy/ (model/rbac.py).
