@@ -102,8 +102,8 @@ def _dir_side(directory: pathlib.Path, args: argparse.Namespace) -> Side:
                 links.directory(directory, revision))
 
 
-def _load(side: Side, args: argparse.Namespace, what: str) -> tuple[Desired | None,
-                                                                    list[problems.Problem]]:
+def _load(side: Side, args: argparse.Namespace,
+          what: str) -> tuple[Desired | None, list[problems.Problem]]:
     report = progress.Reporter.for_stderr(f"{what}: ")
     try:
         validated = common.validate(side.files, args, progress=report)

@@ -67,8 +67,8 @@ def setting_flag(parser: argparse.ArgumentParser, name: str, field: FieldInfo) -
     flag, env = "--" + name.replace("_", "-"), config.ENV_PREFIX + name.upper()
     text = " ".join((field.description or "").split())
     default = field.get_default()
-    shown = [] if default is None or default == "" or field.is_required() else [f"default: "
-                                                                                f"{default}"]
+    unset = default is None or default == "" or field.is_required()
+    shown = [] if unset else [f"default: {default}"]
     # argparse formats help with %
     text = (text + f" ({'; '.join([*shown, env])})").replace("%", "%%")
     if field.annotation is bool:
@@ -109,8 +109,8 @@ def policy_flags(parser: argparse.ArgumentParser) -> None:
                                       "what the repository may do; the agent's settings, which "
                                       "the repository cannot change")
     for name in POLICY_FLAGS:
-        flag, text = "--" + name.replace("_", "-"), _setting_help(functools.partial(_policy_help,
-                                                                                    name))
+        flag = "--" + name.replace("_", "-")
+        text = _setting_help(functools.partial(_policy_help, name))
         if name == "allow_cross_namespace_refs":
             group.add_argument(flag, dest=name, action="store_true", default=None, help=text)
         elif name == "pod_security":

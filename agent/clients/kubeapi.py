@@ -247,8 +247,7 @@ class KubeApi:
         res = RESOURCES[kind]
         if namespace is None and res.namespaced and self.namespaces is not None:
             return [item for ns in self.namespaces
-                    for item in self.list(kind, label_selector=label_selector,
-                                                                          namespace=ns)]
+                    for item in self.list(kind, label_selector=label_selector, namespace=ns)]
         query = [("labelSelector", label_selector)] if label_selector else []
         try:
             result = self._call("GET", res.path(namespace), query=query)

@@ -359,8 +359,8 @@ class ConfigMapStore(_Remembered):
                         "annotations": {"bindy.firestoned.io/zone": zone.zone}}
             body: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}
             if len(text) > _PLAIN_LIMIT:
-                body["binaryData"] = {"state.gz": base64.b64encode(gzip.compress(text.encode(),
-                                                                                 6)).decode()}
+                packed = gzip.compress(text.encode(), 6)
+                body["binaryData"] = {"state.gz": base64.b64encode(packed).decode()}
             else:
                 body["data"] = {"state": text}
             self.api.apply(body)

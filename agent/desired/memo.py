@@ -41,8 +41,8 @@ class Memo:
     def get(self, key: Hashable, inputs: tuple[object, ...], compute: Callable[[], T]) -> T:
         """compute(), or its result from the last revision if `inputs` are the same objects."""
         found = self._entries.get(key) or self._used.get(key)
-        if found is not None and len(found[0]) == len(inputs) and all(map(operator.is_, found[0],
-                                                                          inputs)):
+        if (found is not None and len(found[0]) == len(inputs)
+                and all(map(operator.is_, found[0], inputs))):
             self.hits += 1
             self._used[key] = found
             value: T = found[1]
@@ -71,8 +71,8 @@ class Memo:
         names looked up. The list returned is the caller's; its items are shared with the next
         call."""
         found = self._entries.get(key) or self._used.get(key)
-        if found is None or len(found[0]) != len(shared) + 1 or not all(map(operator.is_, found[0],
-                                                                            shared)):
+        if (found is None or len(found[0]) != len(shared) + 1
+                or not all(map(operator.is_, found[0], shared))):
             results = [compute(item) for item in items]
             self.misses += len(items)
         else:

@@ -89,7 +89,7 @@ def check(zone: Zone, inner: Sequence[Zone], members: Sequence[Sequence[Loaded]]
                 continue
             owner, rtype = placed
             cut = _cut_above(owner, zone.name, cuts)
-            if cut is None or (owner == cut and rtype in _AT_CUT) or (rtype in _GLUE
-                                                                      and owner in glue):
+            if (cut is None or (owner == cut and rtype in _AT_CUT)
+                    or (rtype in _GLUE and owner in glue)):
                 continue
             out.add(record, "spec.name", f"{owner} {rtype} is {cuts[cut]}")

@@ -133,8 +133,8 @@ def _select_instances(zone: Zone, obj: Loaded, fleet: Fleet, out: Findings) -> N
         out.add(obj, "spec", "selects only secondary instances; a zone needs a primary")
 
 
-def _by_reference(zone: Zone, obj: Loaded, fleet: Fleet, out: Findings) -> dict[ObjectKey,
-                                                                                InstanceView]:
+def _by_reference(zone: Zone, obj: Loaded, fleet: Fleet,
+                  out: Findings) -> dict[ObjectKey, InstanceView]:
     """The instances a zone names: clusterRef, clusterProviderRef, bind9InstancesFrom (a missing
     target is reported)."""
     spec, ns = zone.spec, zone.key.namespace

@@ -80,9 +80,8 @@ def parse(text: str, zone: str, *, filename: str, max_records: int) -> dict[Key,
             message = (message.rpartition(" Text input")[0] + " a $GENERATE range with a step of 0 "
                        "(start-stop/step): give a step of 1 or more")
         if "$INCLUDE" in message.upper():
-            message = message.split(": zone file directive")[0] + (": $INCLUDE is refused: an "
-                                                                    "import reads one file; write "
-                                                                    "what it includes into it")
+            message = (message.split(": zone file directive")[0] + ": $INCLUDE is refused: "
+                       "an import reads one file; write what it includes into it")
         raise ZoneFileError(message if message.startswith(filename)
                             else f"{filename}: {message}") from None
     out = rrsets_of(found, zone)

@@ -27,8 +27,8 @@ from agent.model.problems import Problem, Severity
 _Entry = tuple[Loaded, tuple[dict[str, Any], tuple[str, ...], tuple[Any, ...]], int]
 
 
-def _grouped(zone: Zone, members: list[Loaded], out: Findings) -> dict[tuple[str, str],
-                                                                       list[_Entry]]:
+def _grouped(zone: Zone, members: list[Loaded],
+             out: Findings) -> dict[tuple[str, str], list[_Entry]]:
     """The zone's records by owner name and type, in their order, each with its values and TTL; the
     records whose name or values cannot be published are reported instead."""
     groups: dict[tuple[str, str], list[_Entry]] = {}

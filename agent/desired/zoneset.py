@@ -82,5 +82,5 @@ def _zone_problems(item: _Checked) -> list[Problem]:
 
 
 def _same_zone(a: _Checked, b: _Checked) -> bool:
-    return a[0] is b[0] and a[1] is b[1] and len(a[2]) == len(b[2]) and all(map(operator.is_, a[2],
-                                                                                b[2]))
+    return (a[0] is b[0] and a[1] is b[1] and len(a[2]) == len(b[2])
+            and all(map(operator.is_, a[2], b[2])))

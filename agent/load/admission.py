@@ -168,8 +168,9 @@ AGENT_RULES: tuple[Rule, ...] = (
 
 
 def _source(rule: Rule) -> str:
-    return f"{AGENT} rule {rule.name}" if rule.policy == AGENT else (f"Bindy admission policy "
-                                                                     f"{rule.policy}")
+    if rule.policy == AGENT:
+        return f"{AGENT} rule {rule.name}"
+    return f"Bindy admission policy {rule.policy}"
 
 
 # The field lists the rules read, each selected once per document (the rules of one policy read the
@@ -231,8 +232,7 @@ def violations(kind: str, doc: Model | dict[str, Any]) -> list[RuleViolation]:
         if found is None:
             found = [f for steps, names in paths
                      for f in (fieldvalues.select(doc, steps) if names is None
-                                                           else fieldvalues.pick(doc, names,
-                                                                                 steps))]
+                               else fieldvalues.pick(doc, names, steps))]
             fine = FINE.get(fields)
             if fine is not None:
                 found = [f for f in found if not (isinstance(f[1], str) and fine.fullmatch(f[1]))]

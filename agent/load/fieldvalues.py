@@ -109,5 +109,6 @@ def _model_class(annotation: Any) -> type | None:
     union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
     held = [a for a in (typing.get_args(annotation) if union else (annotation,))
             if a is not type(None)]
-    return held[0] if len(held) == 1 and isinstance(held[0], type) and issubclass(held[0],
-                                                                                  Model) else None
+    if len(held) == 1 and isinstance(held[0], type) and issubclass(held[0], Model):
+        return held[0]
+    return None

@@ -85,8 +85,8 @@ class Manifest:
         asked = self.asked()  # joined from the files' indexes
         found = asked.get(name)
         if found is None:
-            found = asked[name] = list(itertools.chain.from_iterable(p.kinds().get(name, ())
-                                                                     for p in parts))
+            kinds = (p.kinds().get(name, ()) for p in parts)
+            found = asked[name] = list(itertools.chain.from_iterable(kinds))
         return found
 
     def kinds(self) -> dict[str, list[Loaded]]:

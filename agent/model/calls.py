@@ -81,8 +81,8 @@ def record(target: str, operation: str, result: str, seconds: float) -> None:
         listener(target, operation, result, seconds)
 
 
-def measured(target: str, op: str | Callable[..., str] = "") -> Callable[[Callable[P, R]],
-                                                                         Callable[P, R]]:
+def measured(target: str,
+             op: str | Callable[..., str] = "") -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Decorates an I/O function: each call is counted and timed. `op` is the operation, or a
     function of the call's arguments that names it (e.g. the HTTP method)."""
     def wrap(fn: Callable[P, R]) -> Callable[P, R]:

@@ -33,8 +33,9 @@ def printable(text: str) -> str:
 
 def brief(name: str, width: int = 40) -> str:
     """A name quoted for a message, cut when long (the file and line say where the rest is)."""
-    return repr(name) if len(name) <= width else repr(name[:width]) + (f"... ({len(name)} "
-                                                                       f"characters)")
+    if len(name) <= width:
+        return repr(name)
+    return repr(name[:width]) + f"... ({len(name)} characters)"
 
 
 def _name_error(value: str, limit: int, pattern: re.Pattern[str], rule: str) -> str | None:

@@ -306,8 +306,7 @@ def wanted(desired: Desired, result: KubeResult, *, revision: str | None,
     by_instance = {ObjectKey("Bind9Instance", k.namespace, k.name): v
                    for k, v in (pods or {}).items()}
     out = statuses(desired, _outcomes(desired, result),
-                   revisions=_revisions(desired, live, revision, changed, dns,
-                                                                            only=only),
+                   revisions=_revisions(desired, live, revision, changed, dns, only=only),
                    generations=generations, service_ips=service_ips, dns=dns, only=only,
                    deployments=deployments, pods=by_instance,
                    served_by_pods={ObjectKey("Bind9Instance", *i.split("/", 1)) for i, e in (

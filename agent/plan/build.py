@@ -263,8 +263,8 @@ def _zone_view(changes: list[Change], conflicts: list[str], unplanned: list[str]
             add(Change(Action.CREATE, ZoneTarget(zp.name, instance, role), new=after,
                        reason=zp.unbuildable.get(instance) or _created_why(zp, instance, role)))
         # the primaries' transfers (also-notify, allow-transfer), written again
-        for instance, why in [(i, RENOTIFY) for i in zp.renotify] + [(i, REOPEN)
-                                                                     for i in zp.reopen]:
+        told = [(i, RENOTIFY) for i in zp.renotify] + [(i, REOPEN) for i in zp.reopen]
+        for instance, why in told:
             sent = zp.transfers.get(instance)
             shown = sent.as_dict() if sent is not None else {"alsoNotify": list(zp.secondaries)}
             add(Change(Action.UPDATE, ZoneTarget(zp.name, instance, "primary"), new=shown,

@@ -67,8 +67,9 @@ class KubeTarget:
     layer = "kubernetes"
 
     def __str__(self) -> str:
-        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else (f"{self.kind} "
-                                                                                   f"{self.name}")
+        if self.namespace:
+            return f"{self.kind} {self.namespace}/{self.name}"
+        return f"{self.kind} {self.name}"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -226,8 +226,8 @@ def rotated_infrastructure(desired: Desired, live: dict[ObjectKey, dict[str, Any
         elif obj.key.kind == "Secret":
             new = dataclasses.replace(obj, content=_secret_body(obj.body_copy(), phase))
             out.append(new)
-            if not phase.keep_previous and PREVIOUS_SECRET_KEY in ((live.get(obj.key)
-                                                                    or {}).get("data") or {}):
+            data = (live.get(obj.key) or {}).get("data") or {}
+            if not phase.keep_previous and PREVIOUS_SECRET_KEY in data:
                 dropping.append(new)
         else:
             out.append(dataclasses.replace(obj, content=_deployment_body(obj.body_copy(), phase))

@@ -42,8 +42,8 @@ from agent.plan.zoneplan import ZonePlan
 GATE_ANNOTATIONS = (FORCE_ANNOTATION, THRESHOLD_ANNOTATION)
 
 
-def recover(owned: ZoneOwnership, observed: list[ZoneObserved]) -> tuple[set[Key], dict[str, str],
-                                                                         set[str]]:
+def recover(owned: ZoneOwnership,
+            observed: list[ZoneObserved]) -> tuple[set[Key], dict[str, str], set[str]]:
     """Ownership with an interrupted run's intent folded in: (managed, placements, unsure
     instances)."""
     managed, placed = set(owned.managed), dict(owned.placements)

@@ -98,8 +98,8 @@ def build(directory: str, home: str, budget: Budget, *, shown: str) -> bytes:
     return out
 
 
-def _run(argv: list[str], env: dict[str, str], cwd: str, budget: Budget) -> tuple[int, bytes,
-                                                                                  bytes]:
+def _run(argv: list[str], env: dict[str, str], cwd: str,
+         budget: Budget) -> tuple[int, bytes, bytes]:
     """The process's exit code, output and error output, read within the budget; killed past it."""
     try:
         process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

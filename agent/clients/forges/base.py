@@ -50,8 +50,8 @@ def ref_of(body: bytes) -> str | None:
     """The `ref` of a JSON object body (or of a form body's `payload`, GitHub's other content type),
     as a full ref ("main" -> "refs/heads/main"); None without one."""
     if body.startswith(b"payload="):
-        body = urllib.parse.parse_qs(body.decode("utf-8", "replace")).get("payload",
-                                                                          [""])[0].encode()
+        form = urllib.parse.parse_qs(body.decode("utf-8", "replace"))
+        body = form.get("payload", [""])[0].encode()
     try:
         doc = json.loads(body) if body.strip() else None
     except (ValueError, RecursionError):
