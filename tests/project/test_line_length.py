@@ -22,7 +22,7 @@ REFLOWED = ["agent/*.py", "agent/cli", "agent/clients", "agent/desired", "agent/
 NOT_YET = {"agent/gate/policy.py", "agent/gate/tenancy.py", "agent/gate/podsecurity.py",
            "agent/gate/overrides.py", "agent/outcome/forge.py", "agent/outcome/delivery.py",
            "agent/plan/zonediff.py", "agent/clients/rfc2136.py", "agent/clients/axfr.py",
-           "agent/desired/hierarchy.py", "agent/desired/zonekeys.py"}
+           "agent/desired/zonekeys.py"}
 
 
 def _paths(entry: str) -> list[str]:
