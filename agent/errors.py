@@ -8,7 +8,8 @@ trying again can help.
      ├── ConfigError            bad flags, settings or endpoint files
      ├── SourceError            the revision could not be fetched or read        (retryable)
      │    └── FileRefused       one file of the revision may not be read: outside the repository,
-     │                          not a regular file, a bad name (not retryable; a problem, not a crash)
+     │                          not a regular file, a bad name (not retryable; a problem, not a
+     │                          crash)
      ├── ReadError              reading the world failed                        (retryable)
      │    └── ZoneTransferError an AXFR of a zone (refused, cut at a bound, transport)
      │         └── ZoneMissing  the server does not serve the zone (not retryable)
@@ -66,8 +67,9 @@ class ZoneTransferError(ReadError):
 
 
 class TransferRefused(ZoneTransferError):
-    """The server refused the agent's zone transfer: the zone's allow-transfer does not list the agent's
-    address (a per-zone ACL written while another replica of the agent, at another address, led)."""
+    """The server refused the agent's zone transfer: the zone's allow-transfer does not list the
+    agent's address (a per-zone ACL written while another replica of the agent, at another address,
+    led)."""
 
 
 class ZoneMissing(ZoneTransferError):
@@ -102,8 +104,10 @@ class DnsUpdateError(ApplyError):
 
 
 class CommentError(ApplyError):
-    """A forge refused or failed to list, create or update the plan's comment on a pull/merge request."""
+    """A forge refused or failed to list, create or update the plan's comment on a pull/merge
+    request."""
 
 
 class DeliveryError(AgentError):
-    """A commit status or an alert was not delivered within its budget (logged; never fatal to a run)."""
+    """A commit status or an alert was not delivered within its budget (logged; never fatal to a
+    run)."""

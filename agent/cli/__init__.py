@@ -1,5 +1,5 @@
-"""The `bindy-agent` command line. Each verb is one module of this package (its flags, its help, what
-it does); this one builds the parser of the verb a command line names and runs it.
+"""The `bindy-agent` command line. Each verb is one module of this package (its flags, its help,
+what it does); this one builds the parser of the verb a command line names and runs it.
 
     bindy-agent validate DIR               exit 0 valid, 1 invalid, 2 usage error
     bindy-agent plan DIR                   exit 0 planned, 1 error (--detailed-exitcode: 2 changes)
@@ -37,13 +37,15 @@ from agent import __version__
 from agent.cli import common, envflags, flagsets, terminal
 from agent.run import collector
 
-# Every verb, in the order --help lists them: its one-line help, and the module that adds the rest of it
-# (its description, flags and examples: `build(add)`, and keyword arguments of build). Only the verb a
-# command line names gets the rest, so that building the parser imports that verb's modules and no other's.
+# Every verb, in the order --help lists them: its one-line help, and the module that adds the rest
+# of it (its description, flags and examples: `build(add)`, and keyword arguments of build). Only
+# the verb a command line names gets the rest, so that building the parser imports that verb's
+# modules and no other's.
 VERBS: dict[str, tuple[str, str, dict[str, bool]]] = {
     "validate": ("check a directory of CRs", "validate", {}),
     "plan": ("show what a sync would change (dry run), or what a pull request changes", "plan", {}),
-    "ci-plan": ("comment on a pull/merge request what it changes (GitHub Actions, GitLab CI)", "ciplan", {}),
+    "ci-plan": ("comment on a pull/merge request what it changes (GitHub Actions, GitLab CI)",
+                "ciplan", {}),
     "sync": ("apply a directory or a Git repository", "sync", {}),
     "run": ("the long-running agent: scheduled syncs, webhook, health, metrics", "run", {}),
     "report": ("print the report the agent attached to a commit", "report", {}),
@@ -51,13 +53,16 @@ VERBS: dict[str, tuple[str, str, dict[str, bool]]] = {
     "suspend": ("stop the agent's runs", "suspend", {"on": True}),
     "resume": ("restart the agent's runs", "suspend", {"on": False}),
     "schemas": ("write the JSON Schemas and CRDs generated from the models", "schemas", {}),
-    "import": ("write CR YAML from a live zone (AXFR) or a zone file, to adopt it", "importzone", {}),
+    "import": ("write CR YAML from a live zone (AXFR) or a zone file, to adopt it", "importzone",
+               {}),
     "export": ("write a directory's zones as zone files", "export", {}),
-    "version": ("print the version, the commit it was built from and the CRD API version", "version", {}),
+    "version": ("print the version, the commit it was built from and the CRD API version",
+                "version", {}),
     "completion": ("print the shell completion script of bash, zsh or fish", "completion", {}),
 }
 EXAMPLES = flagsets.examples(
-    ("check a directory of CRs, then see everything it would create", "bindy-agent validate dns/ && "
+    ("check a directory of CRs, then see everything it would create",
+     "bindy-agent validate dns/ && "
      "bindy-agent plan dns/"),
     ("what a branch changes against main", "bindy-agent plan dns/ --base origin/main"),
     ("the flags of one verb", "bindy-agent plan --help"),
@@ -65,7 +70,8 @@ EXAMPLES = flagsets.examples(
 
 
 def verb_of(argv: Sequence[str]) -> str | None:
-    """The verb a command line names: its first word that is not an option (bindy-agent's own options,
+    """The verb a command line names: its first word that is not an option (bindy-agent's own
+    options,
     -h, --version and -v, take no value)."""
     return next((word for word in argv if not word.startswith("-")), None)
 
@@ -87,11 +93,13 @@ def build_verb(verb: str, add: common.AddVerb) -> argparse.ArgumentParser:
 
 
 def _parser(argv: Sequence[str] = (), *, every_verb: bool = False) -> argparse.ArgumentParser:
-    """The parser of `argv`: every verb with its one-line help, and the flags of the verb `argv` names
-    (of every verb with `every_verb`, for the completion scripts)."""
-    parser = common.Parser(prog="bindy-agent", description="GitOps agent for Bindy DNS custom resources: "
-                           "validates a repository of bindy.firestoned.io/v1beta1 CRs and plans or applies "
-                           "them to Kubernetes and BIND9.", epilog=EXAMPLES, formatter_class=common.KeepBrokenLines)
+    """The parser of `argv`: every verb with its one-line help, and the flags of the verb `argv`
+    names (of every verb with `every_verb`, for the completion scripts)."""
+    parser = common.Parser(prog="bindy-agent",
+                           description="GitOps agent for Bindy DNS custom resources: "
+                           "validates a repository of bindy.firestoned.io/v1beta1 CRs and plans or "
+                           "applies them to Kubernetes and BIND9.", epilog=EXAMPLES,
+                           formatter_class=common.KeepBrokenLines)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     flagsets.verbose(parser, after_verb=False)
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=common.Parser)
@@ -107,14 +115,15 @@ def _parser(argv: Sequence[str] = (), *, every_verb: bool = False) -> argparse.A
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Every verb, with sys.stderr escaped: nothing a repository wrote drives the terminal (agent/cli/terminal.py)."""
+    """Every verb, with sys.stderr escaped: nothing a repository wrote drives the terminal
+    (agent/cli/terminal.py)."""
     with contextlib.redirect_stderr(terminal.escaped(sys.stderr)):
         return _main(argv)
 
 
 ENDS_AT_ONCE = ("validate", "plan")
-"""Verbs that leave nothing behind them when they return (no thread, no exit handler, no file to close):
-their process ends as soon as its output is flushed (`entry`)."""
+"""Verbs that leave nothing behind them when they return (no thread, no exit handler, no file to
+close): their process ends as soon as its output is flushed (`entry`)."""
 
 
 def entry() -> NoReturn:
@@ -131,7 +140,8 @@ def entry() -> NoReturn:
         try:
             sys.stdout.flush()
             sys.stderr.flush()
-        except (OSError, ValueError):  # a closed or broken stream: the interpreter reports it as it would
+        # a closed or broken stream: the interpreter reports it as it would
+        except (OSError, ValueError):
             pass
         else:
             os._exit(status)
@@ -139,20 +149,23 @@ def entry() -> NoReturn:
 
 
 def _usage_status(argv: Sequence[str]) -> int:
-    """The exit status of a usage error: 1 for `plan` and `ci-plan`, whose every error is 1; else 2."""
+    """The exit status of a usage error: 1 for `plan` and `ci-plan`, whose every error is 1; else
+    2."""
     return 1 if verb_of(argv) in ("plan", "ci-plan") else common.EXIT_ERROR
 
 
 UNLOGGED = ("validate", "schemas", "version", "completion")
-"""Verbs whose code logs nothing (their output is what they print): logging is not even imported for them
-unless -v asks, a pre-commit hook's `validate` starting the sooner (bench/cli_startup_bench.py)."""
+"""Verbs whose code logs nothing (their output is what they print): logging is not even imported
+for them unless -v asks, a pre-commit hook's `validate` starting the sooner
+(bench/cli_startup_bench.py)."""
 
 
 def _log_to_stderr(args: argparse.Namespace) -> None:
     import logging
 
     level = {"debug": logging.DEBUG, "info": logging.INFO, "error": logging.ERROR}.get(
-        getattr(args, "log_level", None) or "", logging.WARNING)  # sync --log-level (run checks its own)
+        # sync --log-level (run checks its own)
+        getattr(args, "log_level", None) or "", logging.WARNING)
     logging.basicConfig(level=logging.DEBUG if args.verbose else level,
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
 
@@ -169,14 +182,16 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         print("bindy-agent: interrupted", file=sys.stderr)
         return 130
-    except OSError as exc:  # the machine refused: a full disk, a directory that cannot be written, ...
+    # the machine refused: a full disk, a directory that cannot be written, ...
+    except OSError as exc:
         print(f"bindy-agent {args.verb}: error: {exc.strerror or exc}"
               + (f": {exc.filename}" if exc.filename else ""), file=sys.stderr)
-        return common.EXIT_UNREACHABLE if args.verb in ("sync", "install-crds", "report", "run", "import") \
+        return common.EXIT_UNREACHABLE if args.verb in ("sync", "install-crds", "report", "run",
+                                                        "import") \
             else common.Parser.usage_status
     except Exception as exc:  # the loop boundary of a command line: a bug, told as one
         if args.verbose:
             raise
-        print(f"bindy-agent {args.verb}: internal error: {type(exc).__name__}: {exc} (a bug; run again with -v "
-              "for the traceback, and report it)", file=sys.stderr)
+        print(f"bindy-agent {args.verb}: internal error: {type(exc).__name__}: {exc} (a bug; run "
+              "again with -v for the traceback, and report it)", file=sys.stderr)
         return 70

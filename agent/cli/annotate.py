@@ -1,9 +1,9 @@
 """Problems reported as a CI shows them on the files (`validate` and `plan --error-format`).
 
     text    `file:line: Kind/ns/name: field.path: message` on stderr (the default)
-    github  a workflow command per problem on stderr, `::error file=F,line=N,title=T::M` (`::warning`
-            for a warning), which GitHub Actions turns into annotations on the pull request's files
-            (the runner reads workflow commands from stdout and stderr alike)
+    github  a workflow command per problem on stderr, `::error file=F,line=N,title=T::M`
+            (`::warning` for a warning), which GitHub Actions turns into annotations on the pull
+            request's files (the runner reads workflow commands from stdout and stderr alike)
     gitlab  the text lines, and a Code Quality report (JSON) written to --error-report, which GitLab
             shows in the merge request when the job declares it as `artifacts:reports:codequality`
 
@@ -76,7 +76,8 @@ def _title(problem: problems.Problem) -> str:
 
 
 def _message(problem: problems.Problem) -> str:
-    return printable.line(": ".join(part for part in (problem.obj, problem.path, problem.message) if part))
+    return printable.line(": ".join(part for part in (problem.obj, problem.path, problem.message)
+                                    if part))
 
 
 def github_command(problem: problems.Problem, root: Root) -> str:
@@ -86,15 +87,18 @@ def github_command(problem: problems.Problem, root: Root) -> str:
     if problem.origin:
         where = (f"file={_escape_property(ci_path(root, problem.origin.file))},"
                  f"line={problem.origin.line},")
-    return f"::{level} {where}title={_escape_property(_title(problem))}::{_escape_data(_message(problem))}"
+    return (f"::{level} "
+            f"{where}title={_escape_property(_title(problem))}::{_escape_data(_message(problem))}")
 
 
 def code_quality_issue(problem: problems.Problem, root: Root) -> dict[str, object]:
     """One issue of GitLab's Code Quality report (a subset of the Code Climate format)."""
-    path = ci_path(root, problem.origin.file) if problem.origin else ci_path(root, "").rstrip("/") or "."
+    path = (ci_path(root, problem.origin.file) if problem.origin else ci_path(root, "").rstrip("/")
+            or ".")
     line = problem.origin.line if problem.origin else 1
     description = _message(problem)
-    fingerprint = hashlib.sha256("\0".join((path, str(line), description)).encode()).hexdigest()[:32]
+    fingerprint = hashlib.sha256("\0".join((path, str(line),
+                                            description)).encode()).hexdigest()[:32]
     return {"description": description, "check_name": "bindy-agent/" + problem.severity.value,
             "fingerprint": fingerprint,
             "severity": "minor" if problem.severity is problems.Severity.WARNING else "major",

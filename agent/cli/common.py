@@ -23,7 +23,8 @@ from agent.cli import terminal
 from agent.model import limits as read_limits
 from agent.model import names, problems
 
-if TYPE_CHECKING:  # the rest is imported where used: building the parser stays cheap (tests/cli/test_startup.py)
+# the rest is imported where used: building the parser stays cheap (tests/cli/test_startup.py)
+if TYPE_CHECKING:
     from agent.clients import axfr
     from agent.desired import policy
     from agent.load.sourcefile import SourceFile
@@ -35,7 +36,8 @@ EXIT_STALE = 1  # schemas --check
 EXIT_NO_REPORT = 1  # report
 EXIT_PARTIAL, EXIT_REJECTED, EXIT_UNREACHABLE = 1, 2, 3
 
-AddVerb = Callable[..., argparse.ArgumentParser]  # adds a verb's parser (its name and one-line help given)
+# adds a verb's parser (its name and one-line help given)
+AddVerb = Callable[..., argparse.ArgumentParser]
 
 
 class Parser(argparse.ArgumentParser):
@@ -47,8 +49,8 @@ class Parser(argparse.ArgumentParser):
 
 
 class KeepBrokenLines(argparse.HelpFormatter):
-    """Wraps a description or epilog to the terminal like argparse does, unless the text breaks its own
-    lines (a table): that is printed as written."""
+    """Wraps a description or epilog to the terminal like argparse does, unless the text breaks its
+    own lines (a table): that is printed as written."""
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         if "\n" in text:
@@ -64,8 +66,8 @@ def directory(value: str) -> pathlib.Path:
 
 
 def git_operand(what: str) -> Callable[[str], str]:
-    """A flag whose value goes to git (a URL, branch or ref): one starting with `-` is a usage error,
-    never an option of git (`--repo=--upload-pack=CMD`)."""
+    """A flag whose value goes to git (a URL, branch or ref): one starting with `-` is a usage
+    error, never an option of git (`--repo=--upload-pack=CMD`)."""
     def check(value: str) -> str:
         from agent.sources import git as git_source
 
@@ -77,7 +79,8 @@ def git_operand(what: str) -> Callable[[str], str]:
 
 
 def readable_file(value: str) -> pathlib.Path:
-    """A flag naming a file to read: it must be a regular file (a FIFO or a directory would hang or fail later)."""
+    """A flag naming a file to read: it must be a regular file (a FIFO or a directory would hang or
+    fail later)."""
     path = pathlib.Path(value)
     if not path.exists():
         raise argparse.ArgumentTypeError(f"{value!r}: no such file")
@@ -112,8 +115,8 @@ def add_limit_flags(parser: argparse.ArgumentParser) -> None:
     """--max-file-bytes, --max-revision-bytes, --max-documents, --max-alias-nodes."""
     group = parser.add_argument_group("limits on what a revision may make the agent read")
     for field in dataclasses.fields(read_limits.Limits):
-        group.add_argument(read_limits.flag(field.name), dest=field.name, type=positive, default=field.default,
-                           metavar="N", help=read_limits.help_of(field.name))
+        group.add_argument(read_limits.flag(field.name), dest=field.name, type=positive,
+                           default=field.default, metavar="N", help=read_limits.help_of(field.name))
 
 
 def limits(args: argparse.Namespace) -> read_limits.Limits:
@@ -124,15 +127,16 @@ def limits(args: argparse.Namespace) -> read_limits.Limits:
 
 
 def add_transfer_flags(parser: argparse.ArgumentParser) -> None:
-    """--max-transfer-bytes, --max-transfer-records: the bounds of one zone transfer (agent/clients/axfr.py)."""
+    """--max-transfer-bytes, --max-transfer-records: the bounds of one zone transfer
+    (agent/clients/axfr.py)."""
     from agent.clients import axfr
 
     group = parser.add_argument_group("limits on what a DNS server's zone transfer may bring in")
     defaults = axfr.TransferLimits()
-    group.add_argument("--max-transfer-bytes", type=positive, default=defaults.max_bytes, metavar="N",
-                       help=axfr.BYTES_HELP)
-    group.add_argument("--max-transfer-records", type=positive, default=defaults.max_records, metavar="N",
-                       help=axfr.RECORDS_HELP)
+    group.add_argument("--max-transfer-bytes", type=positive, default=defaults.max_bytes,
+                       metavar="N", help=axfr.BYTES_HELP)
+    group.add_argument("--max-transfer-records", type=positive, default=defaults.max_records,
+                       metavar="N", help=axfr.RECORDS_HELP)
 
 
 def transfer_limits(args: argparse.Namespace) -> axfr.TransferLimits:
@@ -143,19 +147,22 @@ def transfer_limits(args: argparse.Namespace) -> axfr.TransferLimits:
 
 def print_problems(items: Sequence[problems.Problem], root: pathlib.Path | str, out: TextIO,
                    *, quiet: bool = False, errors_only: bool = False) -> None:
-    """Every problem as `file:line: ...`, the file under `root` (a directory, or a prefix such as `main:`)."""
+    """Every problem as `file:line: ...`, the file under `root` (a directory, or a prefix such as
+    `main:`)."""
     for p in problems.sorted_problems(items):
         if (quiet or errors_only) and p.severity is problems.Severity.WARNING:
             continue
         prefix = "warning: " if p.severity is problems.Severity.WARNING else ""
         if p.origin:
             where = root + p.origin.file if isinstance(root, str) else str(root / p.origin.file)
-            p = problems.Problem(problems.Origin(where, p.origin.line), p.obj, p.path, p.message, p.severity)
+            p = problems.Problem(problems.Origin(where, p.origin.line), p.obj, p.path, p.message,
+                                 p.severity)
         terminal.write(out, f"{prefix}{p}\n", "warning" if prefix else "error")
 
 
 def policy_settings(args: argparse.Namespace) -> policy.PolicySettings:
-    """The policy flags of validate, plan and sync (repeatable or comma-separated; unset: the defaults)."""
+    """The policy flags of validate, plan and sync (repeatable or comma-separated; unset: the
+    defaults)."""
     from agent.desired import policy
 
     values: dict[str, Any] = {}
@@ -181,14 +188,16 @@ def percent(value: str) -> int:
 
 def delete_threshold(args: argparse.Namespace) -> float:
     """The share of a zone's records one plan may delete unless forced, for `validate` (a DNSZone's
-    annotation may only be stricter): --delete-threshold-percent, else the default, as the gate takes it
-    (agent/gate/safety.py `Policy.of`), without importing the gate, which `validate` does not run."""
+    annotation may only be stricter): --delete-threshold-percent, else the default, as the gate
+    takes it (agent/gate/safety.py `Policy.of`), without importing the gate, which `validate` does
+    not run."""
     threshold = getattr(args, "delete_threshold_percent", None)
     return names.DEFAULT_DELETE_THRESHOLD if threshold is None else threshold / 100
 
 
 def default_namespace(args: argparse.Namespace) -> str:
-    """--namespace, else the first allowed namespace: a CR without one lands where the agent may write."""
+    """--namespace, else the first allowed namespace: a CR without one lands where the agent may
+    write."""
     given: str | None = getattr(args, "namespace", None)
     return given or policy_settings(args).default_namespace
 
@@ -199,7 +208,8 @@ def validate(files: Sequence[SourceFile], args: argparse.Namespace, *,
     the agent does not generate are then warnings."""
     from agent.run import validation
 
-    return validation.validate(files, default_namespace=default_namespace(args), repo_policy=policy_settings(args),
+    return validation.validate(files, default_namespace=default_namespace(args),
+                               repo_policy=policy_settings(args),
                                delete_threshold=delete_threshold(args), limits=limits(args),
                                progress=progress or validation.quiet)
 
@@ -221,12 +231,14 @@ def cluster_requested(args: argparse.Namespace) -> bool:
 
 
 def kube_api(args: argparse.Namespace) -> Any:
-    """A client for the cluster of `args` (see the module docstring); KubeError when there is none."""
+    """A client for the cluster of `args` (see the module docstring); KubeError when there is
+    none."""
     from agent.clients import kubeapi
     from agent.errors import KubeError
     path = kubeconfig(args.kubeconfig)
     if path is None and "KUBERNETES_SERVICE_HOST" not in os.environ:
-        raise KubeError("no kubeconfig: give --kubeconfig FILE, set $KUBECONFIG, or create ~/.kube/config "
-                        "(inside a pod, its ServiceAccount is used)", reason="config")
+        raise KubeError("no kubeconfig: give --kubeconfig FILE, set $KUBECONFIG, or create "
+                        "~/.kube/config (inside a pod, its ServiceAccount is used)",
+                        reason="config")
     scope = policy_settings(args).kube_scope()
     return kubeapi.KubeApi.from_kubeconfig(path, context=args.context, namespaces=scope)

@@ -1,6 +1,6 @@
-"""`bindy-agent completion bash|zsh|fish`: the shell's completion script, made from the parser itself
-(every verb, its flags, the values a flag takes: its choices, a file or a directory), so it cannot
-drift from --help. The script holds all of it: completing never starts bindy-agent.
+"""`bindy-agent completion bash|zsh|fish`: the shell's completion script, made from the parser
+itself (every verb, its flags, the values a flag takes: its choices, a file or a directory), so it
+cannot drift from --help. The script holds all of it: completing never starts bindy-agent.
 """
 
 from __future__ import annotations
@@ -18,13 +18,15 @@ EXAMPLES = flagsets.examples(
     ("bash, in the current shell", "source <(bindy-agent completion bash)"),
     ("bash, for every new shell",
      "bindy-agent completion bash > ~/.local/share/bash-completion/completions/bindy-agent"),
-    ("zsh (a directory of your $fpath)", "bindy-agent completion zsh > \"${fpath[1]}/_bindy-agent\""),
+    ("zsh (a directory of your $fpath)",
+     "bindy-agent completion zsh > \"${fpath[1]}/_bindy-agent\""),
     ("fish", "bindy-agent completion fish > ~/.config/fish/completions/bindy-agent.fish"))
 
 
 def build(add: common.AddVerb) -> None:
-    c = add(description="Print the completion script of SHELL: verbs, each verb's flags, and the values of "
-            "the flags that have a few (output formats, ...), files and directories.", epilog=EXAMPLES)
+    c = add(description="Print the completion script of SHELL: verbs, each verb's flags, and the "
+            "values of the flags that have a few (output formats, ...), files and directories.",
+            epilog=EXAMPLES)
     c.set_defaults(func=show)
     c.add_argument("shell", choices=SHELLS, metavar="SHELL", help="bash, zsh or fish")
 

@@ -1,7 +1,8 @@
-"""The completion scripts of bash, zsh and fish, written from the verbs the parser has (completion.py).
+"""The completion scripts of bash, zsh and fish, written from the verbs the parser has
+(completion.py).
 
-Each finds the verb as the first word after `bindy-agent` that is not an option (the options before a
-verb take no value), then completes that verb's flags, a flag's value (its choices, a file, a
+Each finds the verb as the first word after `bindy-agent` that is not an option (the options before
+a verb take no value), then completes that verb's flags, a flag's value (its choices, a file, a
 directory), or the verb's operand.
 """
 
@@ -33,7 +34,8 @@ def _bash_value(kind: str | None, choices: Sequence[str]) -> str:
 def bash(verbs: Sequence[Verb], top: Sequence[str]) -> str:
     values, flags, operands = [], [], []
     for verb in verbs:
-        flags.append(f'        {verb.name}) flags="{_words([n for f in verb.flags for n in f.names])}" ;;')
+        flags.append(f'        {verb.name}) '
+                     f'flags="{_words([n for f in verb.flags for n in f.names])}" ;;')
         operands.append(f"        {verb.name}) {_bash_value(verb.positional, verb.choices)} ;;")
         grouped: dict[tuple[str, tuple[str, ...]], list[str]] = {}
         for flag in verb.flags:
@@ -45,7 +47,8 @@ def bash(verbs: Sequence[Verb], top: Sequence[str]) -> str:
     return "\n".join([
         "# bash completion for bindy-agent (`source <(bindy-agent completion bash)`)",
         "_bindy_agent() {",
-        '    local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}" verb="" flags="" i',
+        '    local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}" verb="" '
+        'flags="" i',
         "    for ((i = 1; i < COMP_CWORD; i++)); do",
         '        case "${COMP_WORDS[i]}" in -*) ;; *) verb="${COMP_WORDS[i]}"; break ;; esac',
         "    done",
@@ -76,15 +79,20 @@ def bash(verbs: Sequence[Verb], top: Sequence[str]) -> str:
 
 def _zsh_quote(text: str) -> str:
     """Text inside a single-quoted _arguments spec: no quote, bracket or colon of its own."""
-    return text.replace("'", "").replace("[", "(").replace("]", ")").replace(":", " -").replace("\\", "")
+    for old, new in (("'", ""), ("[", "("), ("]", ")"), (":", " -"), ("\\", "")):
+        text = text.replace(old, new)
+    return text
 
 
 def _zsh_action(kind: str | None, choices: Sequence[str]) -> str:
-    return {"choice": f"({' '.join(choices)})", "dir": "_files -/", "file": "_files"}.get(kind or "", " ")
+    return {"choice": f"({' '.join(choices)})", "dir": "_files -/",
+            "file": "_files"}.get(kind or "", " ")
 
 
 def _zsh_flag(flag: Flag) -> str:
-    value = f":{flag.names[-1].lstrip('-')}:{_zsh_action(flag.takes, flag.choices)}" if flag.takes else ""
+    value = ""
+    if flag.takes:
+        value = f":{flag.names[-1].lstrip('-')}:{_zsh_action(flag.takes, flag.choices)}"
     names = flag.names[0] if len(flag.names) == 1 else "{" + ",".join(flag.names) + "}"
     exclusive = "" if len(flag.names) == 1 else "'(" + " ".join(flag.names) + ")'"
     return f"{exclusive}{names}'[{_zsh_quote(flag.help)}]{value}'"
@@ -96,11 +104,13 @@ def zsh(verbs: Sequence[Verb], top: Sequence[str]) -> str:
         specs = [_zsh_flag(f) for f in verb.flags]
         if verb.positional:
             specs.append(f"'1:{verb.name} operand:{_zsh_action(verb.positional, verb.choices)}'")
-        cases.append(f"        {verb.name}) _arguments -s \\\n            " + " \\\n            ".join(specs) + " ;;")
+        cases.append(f"        {verb.name}) _arguments -s \\\n            "
+                     + " \\\n            ".join(specs) + " ;;")
     described = " ".join(f"'{v.name}:{_zsh_quote(v.help)}'" for v in verbs)
     return "\n".join([
         "#compdef bindy-agent",
-        "# zsh completion for bindy-agent (`bindy-agent completion zsh > \"${fpath[1]}/_bindy-agent\"`)",
+        "# zsh completion for bindy-agent (`bindy-agent completion zsh > "
+        "\"${fpath[1]}/_bindy-agent\"`)",
         "_bindy_agent() {",
         "    local -a verbs",
         f"    verbs=({described})",
@@ -109,7 +119,8 @@ def zsh(verbs: Sequence[Verb], top: Sequence[str]) -> str:
         "        if [[ $words[i] != -* ]]; then verb=$words[i]; break; fi",
         "    done",
         "    if [[ -z $verb ]]; then",
-        f"        if [[ $PREFIX == -* ]]; then compadd -- {_words(top)}; else _describe verb verbs; fi",
+        f"        if [[ $PREFIX == -* ]]; then compadd -- {_words(top)}; else _describe verb "
+        f"verbs; fi",
         "        return",
         "    fi",
         "    words=(${words[i,-1]})",
@@ -143,18 +154,21 @@ def fish(verbs: Sequence[Verb], top: Sequence[str]) -> str:
              "complete -c bindy-agent -f",
              "complete -c bindy-agent -n __fish_use_subcommand -s h -l help -d 'show the help'",
              "complete -c bindy-agent -n __fish_use_subcommand -l version -d 'show the version'",
-             "complete -c bindy-agent -n __fish_use_subcommand -s v -l verbose -d 'log debug details'"]
+             "complete -c bindy-agent -n __fish_use_subcommand -s v -l verbose -d 'log debug "
+             "details'"]
     names = " ".join(v.name for v in verbs)
     for verb in verbs:
-        lines.append(f"complete -c bindy-agent -n 'not __fish_seen_subcommand_from {names}' -a {verb.name} "
-                     f"-d {_fish_quote(verb.help)}")
+        lines.append(f"complete -c bindy-agent -n 'not __fish_seen_subcommand_from {names}' -a "
+                     f"{verb.name} -d {_fish_quote(verb.help)}")
         seen = f"-n '__fish_seen_subcommand_from {verb.name}'"
         for flag in verb.flags:
             parts = " ".join(f"-s {n[1:]}" if len(n) == 2 else f"-l {n[2:]}" for n in flag.names)
-            lines.append(f"complete -c bindy-agent {seen} {parts}{_fish_value(flag.takes, flag.choices)} "
-                         f"-d {_fish_quote(flag.help)}")
+            lines.append(f"complete -c bindy-agent {seen} "
+                         f"{parts}{_fish_value(flag.takes, flag.choices)} -d "
+                         f"{_fish_quote(flag.help)}")
         if verb.positional:
-            lines.append(f"complete -c bindy-agent {seen}{_fish_value(verb.positional, verb.choices)}")
+            lines.append(f"complete -c bindy-agent "
+                         f"{seen}{_fish_value(verb.positional, verb.choices)}")
     return "\n".join(lines) + "\n"
 
 

@@ -16,11 +16,13 @@ import pathlib
 from agent.cli import common, settingflags
 from agent.model import names
 
-NAMESPACE_HELP = ("namespace for namespaced objects that name none (default: the first allowed namespace, "
-                  f"{names.DEFAULT_NAMESPACE} unless --allowed-namespaces says otherwise)")
+NAMESPACE_HELP = ("namespace for namespaced objects that name none (default: the first allowed "
+                  f"namespace, {names.DEFAULT_NAMESPACE} unless --allowed-namespaces says "
+                  f"otherwise)")
 
 
-def add_namespace(parser: argparse.ArgumentParser | argparse._ArgumentGroup, help_text: str = NAMESPACE_HELP) -> None:
+def add_namespace(parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+                  help_text: str = NAMESPACE_HELP) -> None:
     """-n/--namespace; unset (None), the first allowed namespace (common.default_namespace)."""
     parser.add_argument("-n", "--namespace", metavar="NS", help=help_text)
 
@@ -52,8 +54,9 @@ def kube() -> argparse.ArgumentParser:
     """The flags of every verb that may reach a cluster."""
     options = common.Parser(add_help=False)
     options.add_argument("--kubeconfig", metavar="FILE", type=common.readable_file,
-                         help="kubeconfig of the cluster (default, as kubectl: $KUBECONFIG, then ~/.kube/config - "
-                         "only where a cluster is the verb's one target, or with --context)")
+                         help="kubeconfig of the cluster (default, as kubectl: $KUBECONFIG, then "
+                         "~/.kube/config - only where a cluster is the verb's one target, or with "
+                         "--context)")
     options.add_argument("--context", help="kubeconfig context (default: the current one)")
     options.add_argument("--agent-namespace", default=names.DEFAULT_AGENT_NAMESPACE, metavar="NS",
                          help="namespace of the agent's inventory (default: %(default)s)")
@@ -61,11 +64,13 @@ def kube() -> argparse.ArgumentParser:
 
 
 def verbose(parser: argparse.ArgumentParser, *, after_verb: bool) -> None:
-    """-v: before the verb it defaults to off; after it, it is set only when given (argparse copies a
-    verb's values over the top-level ones, so a default there would undo a -v given before the verb)."""
+    """-v: before the verb it defaults to off; after it, it is set only when given (argparse copies
+    a verb's values over the top-level ones, so a default there would undo a -v given before the
+    verb)."""
     default = argparse.SUPPRESS if after_verb else False
     parser.add_argument("-v", "--verbose", action="store_true", default=default,
-                        help="log debug details to stderr (and show the traceback of an internal error)")
+                        help="log debug details to stderr (and show the traceback of an internal "
+                             "error)")
 
 
 ERROR_FORMATS = ("text", "github", "gitlab")
@@ -76,11 +81,13 @@ def error_format(parser: argparse.ArgumentParser) -> None:
     """--error-format and --error-report: problems as CI annotations."""
     group = parser.add_argument_group("problems as CI annotations")
     group.add_argument("--error-format", choices=ERROR_FORMATS, default="text",
-                       help="how problems are reported: text lines on stderr (default); github: workflow "
-                       "commands on stderr that GitHub Actions shows as annotations on the files; gitlab: the "
-                       "text lines, and a Code Quality report written to --error-report")
-    group.add_argument("--error-report", type=pathlib.Path, default=pathlib.Path(CODE_QUALITY_REPORT),
-                       metavar="FILE", help="where --error-format gitlab writes its Code Quality report "
+                       help="how problems are reported: text lines on stderr (default); github: "
+                       "workflow commands on stderr that GitHub Actions shows as annotations on "
+                       "the files; gitlab: the text lines, and a Code Quality report written to "
+                       "--error-report")
+    group.add_argument("--error-report", type=pathlib.Path,
+                       default=pathlib.Path(CODE_QUALITY_REPORT), metavar="FILE",
+                       help="where --error-format gitlab writes its Code Quality report "
                        "(default: %(default)s; declare it as artifacts:reports:codequality)")
 
 

@@ -1,4 +1,5 @@
-"""`bindy-agent install-crds`: apply the CRDs generated from the models and wait until they are served.
+"""`bindy-agent install-crds`: apply the CRDs generated from the models and wait until they are
+served.
 
     exit 0 done, 3 could not run
 """
@@ -19,9 +20,10 @@ EXAMPLES = flagsets.examples(
 
 def build(add: common.AddVerb) -> None:
     ic = add(parents=[flagsets.kube()],
-             description=f"Apply the {len(kinds.KINDS)} CRDs generated from the models (schemas/crds) and wait "
-             "until the API server serves them. The cluster: --kubeconfig, else $KUBECONFIG, else "
-             "~/.kube/config, as kubectl finds it. Exit 0 done, 3 could not run.", epilog=EXAMPLES)
+             description=f"Apply the {len(kinds.KINDS)} CRDs generated from the models "
+             "(schemas/crds) and wait until the API server serves them. The cluster: --kubeconfig, "
+             "else $KUBECONFIG, else ~/.kube/config, as kubectl finds it. Exit 0 done, 3 could not "
+             "run.", epilog=EXAMPLES)
     ic.set_defaults(func=install_crds)
 
 

@@ -1,6 +1,7 @@
 """--link-base: the pull-request comment (`plan -o markdown`) links each change to its file:line.
 
-    --link-base https://github.com/OWNER/REPO/blob   ->   .../blob/<commit>/<path in the repository>#L<line>
+    --link-base https://github.com/OWNER/REPO/blob   ->   .../blob/<commit>/<path in the
+                                                     repository>#L<line>
 
 GitHub's, Gitea's and GitLab's (`.../-/blob`) file URLs all take that shape. What a change adds or
 edits links to the head's commit, what it removes to the base's. A side that is no commit (a
@@ -29,8 +30,9 @@ HEAD, BASE = "head", "base"  # the sides of a plan (plan/locate.py)
 
 def add_flag(parser: argparse.ArgumentParser, default: str = "") -> None:
     parser.add_argument("--link-base", metavar="URL", type=_base,
-                        help="with -o markdown, link each change to its file:line: URL/<commit>/<path>#L<line> "
-                        "(e.g. https://github.com/OWNER/REPO/blob)" + (f" {default}" if default else ""))
+                        help="with -o markdown, link each change to its file:line: "
+                        "URL/<commit>/<path>#L<line> (e.g. https://github.com/OWNER/REPO/blob)"
+                        + (f" {default}" if default else ""))
 
 
 def from_ci(forge: str | None, env: Mapping[str, str]) -> str | None:
@@ -51,14 +53,16 @@ def _base(value: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Where:
-    """A side of the plan in its repository: the commit (None: not one), and the path of its root there."""
+    """A side of the plan in its repository: the commit (None: not one), and the path of its root
+    there."""
 
     commit: str | None
     prefix: str = ""
 
 
 def commit_of(revision: str) -> str | None:
-    """The commit a revision names (a directory in a work tree: its HEAD, "-dirty" or not), or None."""
+    """The commit a revision names (a directory in a work tree: its HEAD, "-dirty" or not), or
+    None."""
     return revision[:40] if _SHA.fullmatch(revision[:40]) else None
 
 
@@ -77,9 +81,11 @@ def directory(path: pathlib.Path, revision: str) -> Where:
     return Where(commit, "" if rel == "." else rel)
 
 
-def sources(args: argparse.Namespace, head: Desired, base: Desired | None, where: dict[str, Where]) -> Sources:
-    """What the Markdown plan needs to say where each change comes from (and, with --link-base, to link it);
-    `where`: each side ("head", "base") in its repository. Nothing for the other formats."""
+def sources(args: argparse.Namespace, head: Desired, base: Desired | None,
+            where: dict[str, Where]) -> Sources:
+    """What the Markdown plan needs to say where each change comes from (and, with --link-base, to
+    link it); `where`: each side ("head", "base") in its repository. Nothing for the other
+    formats."""
     from agent.plan import locate
     from agent.sources import kustomize
 
@@ -90,7 +96,8 @@ def sources(args: argparse.Namespace, head: Desired, base: Desired | None, where
     def link(located: Located) -> str | None:
         side = where.get(located.side, Where(None))
         file, line = located.file, located.line
-        if posixpath.basename(file) == kustomize.BUILT:  # a kustomize build's output is no file: its kustomization
+        # a kustomize build's output is no file: its kustomization
+        if posixpath.basename(file) == kustomize.BUILT:
             file, line = posixpath.join(posixpath.dirname(file), kustomize.NAMES[0]), 1
         path = "/".join(p for p in (side.prefix, file) if p)
         commit = f"{side.commit}/" if side.commit else ""

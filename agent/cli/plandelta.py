@@ -26,25 +26,28 @@ if TYPE_CHECKING:
 
 @dataclasses.dataclass
 class Side:
-    """One input of a delta: its revision, its files, the prefix its problems are printed with, and how
-    people name it."""
+    """One input of a delta: its revision, its files, the prefix its problems are printed with, and
+    how people name it."""
 
     revision: str
     files: Sequence[SourceFile]
     where: pathlib.Path | str
     label: str = ""
-    repo: links.Where = links.Where(None)  # its commit and its root's path in the repository (--link-base)
+    # its commit and its root's path in the repository (--link-base)
+    repo: links.Where = links.Where(None)
 
 
 def _delta_usage(args: argparse.Namespace) -> str | None:
     if args.base is not None and args.base_dir is not None:
         return "--base and --base-dir exclude each other"
     if common.cluster_requested(args):
-        return "a delta is planned offline from the two revisions: --kubeconfig and --context do not apply"
+        return ("a delta is planned offline from the two revisions: --kubeconfig and --context do "
+                "not apply")
     if args.base_dir is not None:
         if args.head or args.repo or args.path:
             return "--base-dir compares two directories: give DIR, not --head, --repo or --path"
-        return None if args.directory is not None else "--base-dir OLD needs the new directory: plan DIR --base-dir OLD"
+        return None if args.directory is not None else ("--base-dir OLD needs the new directory: "
+                                                        "plan DIR --base-dir OLD")
     if args.repo and args.directory is not None:
         return "give either DIR (a directory in a Git work tree) or --repo URL"
     if args.head is None and args.directory is None:
@@ -55,13 +58,15 @@ def _delta_usage(args: argparse.Namespace) -> str | None:
 
 
 def _git_side(revs: gitrevs.Revisions, rev: str, path: str, *, base: bool = False) -> Side:
-    """One revision of the repository. A base without the directory is an empty revision: the pull request
-    that adds the directory plans everything in it as new (a head without it is an error: a wrong --path)."""
+    """One revision of the repository. A base without the directory is an empty revision: the pull
+    request that adds the directory plans everything in it as new (a head without it is an error: a
+    wrong --path)."""
     sha = revs.resolve(rev)
     label = sha[:12] if sha.startswith(rev.lower()) else f"{rev} ({sha[:12]})"
     where = f"{rev}:{path + '/' if path else ''}"
     if base and not revs.holds(sha, path):
-        print(f"base {label} has no directory {path!r}: planned as an empty revision", file=sys.stderr)
+        print(f"base {label} has no directory {path!r}: planned as an empty revision",
+              file=sys.stderr)
         return Side(sha, [], where, label, links.Where(sha, path))
     return Side(sha, revs.files(sha, path), where, label, links.Where(sha, path))
 
@@ -72,9 +77,12 @@ def _sides(args: argparse.Namespace) -> tuple[Side, Side]:
     from agent.run import gitsource
     from agent.sources import gitrevs
 
-    if args.repo:  # the branches and tags the delta names are fetched: no branch, ref or path of its own
-        git = gitsource.Git(args.repo, args.cache, ssh_key=args.ssh_key, known_hosts=args.known_hosts,
-                            insecure_ignore_host_key=args.insecure_ignore_host_key, token_file=args.token_file)
+    # the branches and tags the delta names are fetched: no branch, ref or path of its own
+    if args.repo:
+        git = gitsource.Git(args.repo, args.cache, ssh_key=args.ssh_key,
+                            known_hosts=args.known_hosts,
+                            insecure_ignore_host_key=args.insecure_ignore_host_key,
+                            token_file=args.token_file)
         source = gitsource.source(git, common.limits(args))
         revs, path = gitrevs.Revisions.remote(source), args.path.strip("/")
     else:
@@ -88,12 +96,14 @@ def _sides(args: argparse.Namespace) -> tuple[Side, Side]:
 
 def _dir_side(directory: pathlib.Path, args: argparse.Namespace) -> Side:
     revision = localdir.revision(directory, common.limits(args))
-    short = revision if revision.startswith("sha256:") else revision[:12] + revision[40:]  # keeps "-dirty"
+    # keeps "-dirty"
+    short = revision if revision.startswith("sha256:") else revision[:12] + revision[40:]
     return Side(revision, localdir.files(directory), directory, f"{directory} ({short})",
                 links.directory(directory, revision))
 
 
-def _load(side: Side, args: argparse.Namespace, what: str) -> tuple[Desired | None, list[problems.Problem]]:
+def _load(side: Side, args: argparse.Namespace,
+          what: str) -> tuple[Desired | None, list[problems.Problem]]:
     report = progress.Reporter.for_stderr(f"{what}: ")
     try:
         validated = common.validate(side.files, args, progress=report)
@@ -107,7 +117,8 @@ def _labels(*sides: Side) -> dict[str, str]:
 
 
 def show_delta(args: argparse.Namespace) -> int:
-    """plan --base / --base-dir: the delta on stdout (a whole document even when invalid, but in text)."""
+    """plan --base / --base-dir: the delta on stdout (a whole document even when invalid, but in
+    text)."""
     plan, ok = compute(args)
     if plan is None:
         return plan_verb.EXIT_FAILED
@@ -119,8 +130,9 @@ def show_delta(args: argparse.Namespace) -> int:
 
 
 def compute(args: argparse.Namespace) -> tuple[Plan | None, bool]:
-    """The delta `args` ask for, its problems and errors told on stderr: (the plan, whether both sides
-    are valid); an invalid side gives a plan that lists the problems, an error before reading gives None."""
+    """The delta `args` ask for, its problems and errors told on stderr: (the plan, whether both
+    sides are valid); an invalid side gives a plan that lists the problems, an error before reading
+    gives None."""
     usage = _delta_usage(args)
     if usage:
         print(f"bindy-agent {args.verb}: error: {usage}", file=sys.stderr)
@@ -132,7 +144,8 @@ def compute(args: argparse.Namespace) -> tuple[Plan | None, bool]:
         return None, False
     base, base_found = _load(base_side, args, "base")
     head, head_found = _load(head_side, args, "head")
-    annotate.report_sides([(base_found, base_side.where, True), (head_found, head_side.where, False)], args)
+    annotate.report_sides([(base_found, base_side.where, True),
+                           (head_found, head_side.where, False)], args)
     if base is None or head is None:
         invalid = tuple(what for what, state in (("base", base), ("head", head)) if state is None)
         for what, found in (("base", base_found), ("head", head_found)):
@@ -141,13 +154,14 @@ def compute(args: argparse.Namespace) -> tuple[Plan | None, bool]:
                 print(f"{what} {side.label or side.revision}: invalid "
                       f"({len(problems.errors(found))} errors)", file=sys.stderr)
         print("nothing planned", file=sys.stderr)
-        return Plan([], head_found, head_side.revision, base=base_side.revision, base_problems=base_found,
-                    invalid=invalid, labels=_labels(base_side, head_side)), False
+        return Plan([], head_found, head_side.revision, base=base_side.revision,
+                    base_problems=base_found, invalid=invalid,
+                    labels=_labels(base_side, head_side)), False
     from agent.gate import safety, verdict
     from agent.plan import delta
 
-    result = delta.delta(base, head, base_revision=base_side.revision, head_revision=head_side.revision,
-                         agent=args.agent_namespace)
+    result = delta.delta(base, head, base_revision=base_side.revision,
+                         head_revision=head_side.revision, agent=args.agent_namespace)
     result = verdict.approve(result, safety.Policy.of(vars(args)))
     return dataclasses.replace(result, labels=_labels(base_side, head_side), sources=links.sources(
         args, head, base, {links.HEAD: head_side.repo, links.BASE: base_side.repo})), True

@@ -31,8 +31,10 @@ class Reporter:
 
     @classmethod
     def for_stderr(cls, prefix: str = "") -> Reporter:
-        """A reporter on stderr, enabled on a terminal; log lines then first clear the progress line."""
-        stream = terminal.unescaped(sys.stderr)  # its own line control passes; its text is escaped in _write
+        """A reporter on stderr, enabled on a terminal; log lines then first clear the progress
+        line."""
+        # its own line control passes; its text is escaped in _write
+        stream = terminal.unescaped(sys.stderr)
         reporter = cls(stream, enabled=stream.isatty(), prefix=prefix)
         if reporter.enabled:
             for handler in logging.getLogger().handlers:
@@ -40,7 +42,8 @@ class Reporter:
         return reporter
 
     def interrupt(self, record: object = None) -> bool:
-        """Clears the progress line so that something else can be printed; the next count redraws it."""
+        """Clears the progress line so that something else can be printed; the next count redraws
+        it."""
         if self.line:
             self.stream.write("\r\x1b[K")
             self.stream.flush()
@@ -48,7 +51,8 @@ class Reporter:
         return True  # as a logging filter: let the record through
 
     def __call__(self, verb: str, unit: str, done: int, total: int | None) -> None:
-        """One count of a step, e.g. ("applied", "zones", 300, 1000) -> "applied 300/1,000 zones"."""
+        """One count of a step, e.g. ("applied", "zones", 300, 1000) -> "applied 300/1,000
+        zones"."""
         if not self.enabled:
             return
         now = time.monotonic()
@@ -66,7 +70,8 @@ class Reporter:
         self.line, self.written = line, now
 
     def done(self) -> None:
-        """Ends the current step: a long one keeps its last count on screen, a short one is erased."""
+        """Ends the current step: a long one keeps its last count on screen, a short one is
+        erased."""
         if self.line:
             keep = time.monotonic() - self.started >= KEEP
             self.stream.write("\n" if keep else "\r\x1b[K")

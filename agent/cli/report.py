@@ -1,6 +1,8 @@
-"""`bindy-agent report [REV] --repo URL`: the report a sync attached to a commit, its signature checked.
+"""`bindy-agent report [REV] --repo URL`: the report a sync attached to a commit, its signature
+checked.
 
-    exit 0 shown and verified, 1 no report, 2 unknown revision, 3 could not run, 4 shown but UNVERIFIED
+    exit 0 shown and verified, 1 no report, 2 unknown revision, 3 could not run, 4 shown but
+    UNVERIFIED
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from agent.run import gitsource
 from agent.sources import gitrevs
 from agent.sources.git import NOTES_REF, GitSource, StoredNote
 
-EXIT_UNVERIFIED = 4  # shown, but not known to be the agent's (no key, no or a wrong signature, malformed)
+# shown, but not known to be the agent's (no key, no or a wrong signature, malformed)
+EXIT_UNVERIFIED = 4
 EXAMPLES = flagsets.examples(
     ("the report on the head of main, its signature checked",
      "bindy-agent report --repo https://git.example.com/dns.git --report-key-file report.key"),
@@ -36,8 +39,10 @@ def build(add: common.AddVerb) -> None:
              "the first line says why).", epilog=EXAMPLES)
     rp.set_defaults(func=report)
     rp.add_argument("revision", nargs="?", metavar="REV",
-                    help="a commit (full or abbreviated SHA), branch or tag (default: the head of --branch)")
-    rp.add_argument("--repo", required=True, metavar="URL", type=common.git_operand("the repository"),
+                    help="a commit (full or abbreviated SHA), branch or tag (default: the head of "
+                         "--branch)")
+    rp.add_argument("--repo", required=True, metavar="URL",
+                    type=common.git_operand("the repository"),
                     help="Git repository (URL or local path)")
     rp.add_argument("--branch", default="main", type=common.git_operand("the branch"),
                     help="branch whose head is shown by default")
@@ -49,7 +54,8 @@ def build(add: common.AddVerb) -> None:
         rp.set_defaults(**{name: None})
     rp.set_defaults(path="", insecure_ignore_host_key=False)
     rp.add_argument("--ssh-key", type=common.readable_file, metavar="FILE", help="SSH deploy key")
-    rp.add_argument("--known-hosts", type=common.readable_file, metavar="FILE", help="known_hosts for the SSH key")
+    rp.add_argument("--known-hosts", type=common.readable_file, metavar="FILE",
+                    help="known_hosts for the SSH key")
     rp.add_argument("--token-file", type=common.readable_file, metavar="FILE",
                     help="HTTPS token (or 'user:token'), read from a file; sent as Basic auth")
     settingflags.report_key_flag(rp, "checks that the agent wrote the report")
@@ -72,9 +78,9 @@ def report(args: argparse.Namespace) -> int:
     except AgentError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return common.EXIT_UNREACHABLE
-    # a clone of its own under the cache: fetching notes into the one a sync is using would collide on
-    # git's ref locks, and waiting for the sync's lock would block a read behind a whole run (or a sync
-    # behind a read)
+    # a clone of its own under the cache: fetching notes into the one a sync is using would collide
+    # on git's ref locks, and waiting for the sync's lock would block a read behind a whole run (or
+    # a sync behind a read)
     source = dataclasses.replace(_git_source(args), cache=args.cache / "reports")
     try:
         rev, note, full = _notes(source, args.revision, full=args.output == "json")
@@ -89,18 +95,20 @@ def report(args: argparse.Namespace) -> int:
         return common.EXIT_NO_REPORT
     summary = shown = _checked(note, rev, key, "summary")
     whole = False
-    if full is not None:  # -o json: the complete report, when it is at least as trusted as the summary
+    # -o json: the complete report, when it is at least as trusted as the summary
+    if full is not None:
         complete = _checked(full, rev, key, "full")
         if not complete.malformed and (complete.verified or not shown.verified):
             shown, whole = complete, True
         elif shown.verified:
-            print(f"warning: the complete report on {rev[:12]} is not shown ({complete.reason}); this is the "
-                  "summary's JSON", file=sys.stderr)
+            print(f"warning: the complete report on {rev[:12]} is not shown ({complete.reason}); "
+                  "this is the summary's JSON", file=sys.stderr)
     if not shown.verified:
         print(f"warning: the report on {rev} is UNVERIFIED: {shown.reason}", file=sys.stderr)
     if args.output == "json":
         later = _later_runs(summary, shown) if whole else {}
-        sys.stdout.write((shown.json_text(rev, later) if whole else json.dumps(shown.as_json(rev), indent=2)) + "\n")
+        sys.stdout.write((shown.json_text(rev, later) if whole
+                          else json.dumps(shown.as_json(rev), indent=2)) + "\n")
     elif shown.doc is None:
         sys.stdout.write(f"UNVERIFIED: {rev}: {shown.reason}\n")
     else:
@@ -118,12 +126,14 @@ def _later_runs(summary: notesignature.Shown, shown: notesignature.Shown) -> dic
     doc = summary.doc or {}
     later = {k: doc[k] for k in ("laterRuns", "laterRunsDropped") if doc.get(k)}
     if later and shown.verified and not summary.verified:
-        print(f"warning: the later runs in the note are not shown ({summary.reason})", file=sys.stderr)
+        print(f"warning: the later runs in the note are not shown ({summary.reason})",
+              file=sys.stderr)
         return {}
     return later
 
 
-def _checked(note: StoredNote, rev: str, key: bytes | None, kind: notesignature.Kind) -> notesignature.Shown:
+def _checked(note: StoredNote, rev: str, key: bytes | None,
+             kind: notesignature.Kind) -> notesignature.Shown:
     if note.unread is not None:
         return notesignature.malformed(note.unread)
     return notesignature.examine(note.data, sha=rev, key=key, kind=kind)
@@ -131,8 +141,8 @@ def _checked(note: StoredNote, rev: str, key: bytes | None, kind: notesignature.
 
 def _notes(source: GitSource, revision: str | None, *,
            full: bool) -> tuple[str, StoredNote | None, StoredNote | None]:
-    """(commit, its note, its full report) from the remote's notes, fetched into the cache; each read
-    only up to the size a report may have."""
+    """(commit, its note, its full report) from the remote's notes, fetched into the cache; each
+    read only up to the size a report may have."""
     source.repo()
     source.fetch_notes(keep_local=False)  # what the remote holds now, nothing older
     rev = gitrevs.noted_revision(source, revision, NOTES_REF)

@@ -18,8 +18,10 @@ EXAMPLES = flagsets.examples(
     ("follow a branch and apply each push to the cluster of the kubeconfig",
      "bindy-agent run --repo https://git.example.com/dns.git --kubeconfig ~/.kube/config"),
     ("the same settings from the environment (as in the agent's Deployment)",
-     "BINDY_AGENT_REPO=https://git.example.com/dns.git BINDY_AGENT_IN_CLUSTER=true bindy-agent run"),
-    ("the settings run would use, and why it would refuse them", "bindy-agent run --config agent.yaml --print-config"))
+     "BINDY_AGENT_REPO=https://git.example.com/dns.git "
+     "BINDY_AGENT_IN_CLUSTER=true bindy-agent run"),
+    ("the settings run would use, and why it would refuse them",
+     "bindy-agent run --config agent.yaml --print-config"))
 
 
 def build(add: common.AddVerb) -> None:
@@ -28,8 +30,10 @@ def build(add: common.AddVerb) -> None:
              "BINDY_AGENT_* environment variables, then --config FILE. SIGTERM finishes the "
              "current run and exits.", epilog=EXAMPLES)
     rn.set_defaults(func=run)
-    rn.add_argument("--config", type=common.readable_file, metavar="FILE", help="YAML file of settings")
-    rn.add_argument("--print-config", action="store_true", help="print the effective settings and exit")
+    rn.add_argument("--config", type=common.readable_file, metavar="FILE",
+                    help="YAML file of settings")
+    rn.add_argument("--print-config", action="store_true",
+                    help="print the effective settings and exit")
     for name, field in config.Settings.model_fields.items():
         settingflags.setting_flag(rn, name, field)
     flagsets.alias(rn, "--namespace", "-n")
@@ -41,19 +45,22 @@ def _fail(exc: Exception, status: int) -> int:
 
 
 def print_config(flags: dict[str, object], args: argparse.Namespace) -> int:
-    """The effective settings on stdout (even incomplete ones); why `run` would refuse them on stderr."""
+    """The effective settings on stdout (even incomplete ones); why `run` would refuse them on
+    stderr."""
     try:
         shown, refusals = config.effective(flags, config_file=args.config)
     except AgentError as exc:
         return _fail(exc, common.EXIT_ERROR)
     print(json.dumps(shown, indent=2))
     for reason in refusals:
-        print(f"bindy-agent run: note: `run` would refuse these settings: {reason}", file=sys.stderr)
+        print(f"bindy-agent run: note: `run` would refuse these settings: {reason}",
+              file=sys.stderr)
     return common.EXIT_OK
 
 
 def _with_found_kubeconfig(settings: config.Settings) -> config.Settings:
-    """With no target at all, the cluster kubectl would use ($KUBECONFIG, ~/.kube/config) is the target."""
+    """With no target at all, the cluster kubectl would use ($KUBECONFIG, ~/.kube/config) is the
+    target."""
     if settings.kubeconfig or settings.in_cluster or settings.endpoints or settings.in_cluster_dns:
         return settings
     found = common.kubeconfig(None)
@@ -64,7 +71,8 @@ def _with_found_kubeconfig(settings: config.Settings) -> config.Settings:
 
 
 def stop_requested() -> threading.Event:
-    """An event SIGTERM and SIGINT set (installed from the main thread, before the agent's threads start)."""
+    """An event SIGTERM and SIGINT set (installed from the main thread, before the agent's threads
+    start)."""
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     signal.signal(signal.SIGINT, lambda *_: done.set())
@@ -74,9 +82,10 @@ def stop_requested() -> threading.Event:
 def wait_until(stop: threading.Event, *, tick: float = 0.25) -> None:
     """Block the main thread until `stop` is set.
 
-    Python runs a signal's handler in the main thread, but the kernel may deliver SIGTERM to any of the
-    agent's threads; a main thread blocked in a wait without a timeout is then never woken to run the
-    handler and the agent ignores the signal. Waking every `tick` lets the handler run within a tick.
+    Python runs a signal's handler in the main thread, but the kernel may deliver SIGTERM to any of
+    the agent's threads; a main thread blocked in a wait without a timeout is then never woken to
+    run the handler and the agent ignores the signal. Waking every `tick` lets the handler run
+    within a tick.
     """
     while not stop.wait(tick):
         pass

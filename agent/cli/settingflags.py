@@ -1,6 +1,6 @@
 """The flags that are settings of the agent: `run`'s from its Settings fields, the policy flags of
-the verbs that plan (agent/desired/policy.py), and --report-key-file, each named and described as the
-setting of the same name (agent/run/settings.py). The settings are read only when a help text is
+the verbs that plan (agent/desired/policy.py), and --report-key-file, each named and described as
+the setting of the same name (agent/run/settings.py). The settings are read only when a help text is
 printed or a verb's flags are built: reading them costs more than validating a small repository.
 """
 
@@ -23,9 +23,10 @@ _METAVARS = {"repo": "URL", "listen": "HOST:PORT", "cache": "DIR", "webhook_max_
 
 
 class _HelpOfSetting:
-    """The help text of a flag that is also a setting of `run`, read from the setting (agent/run/settings.py)
-    only when argparse prints it: reading the settings costs more than validating a small repository,
-    and only --help shows them. argparse asks a help text for `strip()` and `% params`, nothing else."""
+    """The help text of a flag that is also a setting of `run`, read from the setting
+    (agent/run/settings.py) only when argparse prints it: reading the settings costs more than
+    validating a small repository, and only --help shows them. argparse asks a help text for
+    `strip()` and `% params`, nothing else."""
 
     def __init__(self, text: Callable[[], str]) -> None:
         self._text = text
@@ -66,16 +67,19 @@ def setting_flag(parser: argparse.ArgumentParser, name: str, field: FieldInfo) -
     flag, env = "--" + name.replace("_", "-"), config.ENV_PREFIX + name.upper()
     text = " ".join((field.description or "").split())
     default = field.get_default()
-    shown = [] if default is None or default == "" or field.is_required() else [f"default: {default}"]
-    text = (text + f" ({'; '.join([*shown, env])})").replace("%", "%%")  # argparse formats help with %
+    unset = default is None or default == "" or field.is_required()
+    shown = [] if unset else [f"default: {default}"]
+    # argparse formats help with %
+    text = (text + f" ({'; '.join([*shown, env])})").replace("%", "%%")
     if field.annotation is bool:
-        parser.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=text)
+        parser.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None,
+                            help=text)
     else:
         parser.add_argument(flag, dest=name, default=None, help=text, metavar=_metavar(name, field))
 
 
-POLICY_FLAGS = ("pod_security", "allowed_registries", "allowed_service_types", "allowed_external_ips",
-                "allowed_namespaces", "allow_cross_namespace_refs")
+POLICY_FLAGS = ("pod_security", "allowed_registries", "allowed_service_types",
+                "allowed_external_ips", "allowed_namespaces", "allow_cross_namespace_refs")
 
 
 def _field(name: str) -> FieldInfo:
@@ -99,12 +103,15 @@ def _threshold_help() -> str:
 
 
 def policy_flags(parser: argparse.ArgumentParser) -> None:
-    """The policy settings (agent/desired/policy.py) as flags, named and described like `run`'s. Unset, a flag
-    is None: the policy's own default applies (common.policy_settings, safety.Policy.of)."""
-    group = parser.add_argument_group("policy", "what the repository may do; the agent's settings, which "
+    """The policy settings (agent/desired/policy.py) as flags, named and described like `run`'s.
+    Unset, a flag is None: the policy's own default applies (common.policy_settings,
+    safety.Policy.of)."""
+    group = parser.add_argument_group("policy",
+                                      "what the repository may do; the agent's settings, which "
                                       "the repository cannot change")
     for name in POLICY_FLAGS:
-        flag, text = "--" + name.replace("_", "-"), _setting_help(functools.partial(_policy_help, name))
+        flag = "--" + name.replace("_", "-")
+        text = _setting_help(functools.partial(_policy_help, name))
         if name == "allow_cross_namespace_refs":
             group.add_argument(flag, dest=name, action="store_true", default=None, help=text)
         elif name == "pod_security":
@@ -116,10 +123,12 @@ def policy_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def report_key_flag(parser: Any, what: str) -> None:
-    """--report-key-file, which `what` (signs or checks the commit reports), as sync, run and report name it."""
+    """--report-key-file, which `what` (signs or checks the commit reports), as sync, run and report
+    name it."""
     from agent.run import settings as config
 
     env = config.ENV_PREFIX + "REPORT_KEY_FILE"
-    parser.add_argument("--report-key-file", type=common.readable_file, metavar="FILE", default=os.environ.get(env),
-                        help=f"file holding the report key (at least 32 characters), which {what}; the same "
-                        f"file for sync, run and report ({env})")
+    parser.add_argument("--report-key-file", type=common.readable_file, metavar="FILE",
+                        default=os.environ.get(env),
+                        help=f"file holding the report key (at least 32 characters), which {what}; "
+                        f"the same file for sync, run and report ({env})")

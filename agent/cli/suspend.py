@@ -26,7 +26,8 @@ def build(add: common.AddVerb, *, on: bool) -> None:
                  (f"{verb} an agent installed in another namespace",
                   f"bindy-agent {verb} --context prod --agent-namespace dns-agent")))
     sp.set_defaults(func=suspend, suspend=on)
-    sp.add_argument("--state", type=pathlib.Path, metavar="DIR", help="the state directory of runs without a "
+    sp.add_argument("--state", type=pathlib.Path, metavar="DIR",
+                    help="the state directory of runs without a "
                     "cluster")
 
 
@@ -36,12 +37,14 @@ def suspend(args: argparse.Namespace) -> int:
 
     try:
         store: statestore.Store = (statestore.FileStore(args.state) if args.state
-                                   else statestore.ConfigMapStore(common.kube_api(args), args.agent_namespace))
+                                   else statestore.ConfigMapStore(common.kube_api(args),
+                                                                  args.agent_namespace))
         store.suspend(args.suspend)
     except AgentError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return common.EXIT_UNREACHABLE
     where = args.state or f"ConfigMap {args.agent_namespace}/{names.STATE_NAME}"
     print(f"{'suspended' if args.suspend else 'resumed'}: {where}" + (
-        "; runs read and write nothing until `bindy-agent resume`" if args.suspend else ""), file=sys.stderr)
+        "; runs read and write nothing until `bindy-agent resume`" if args.suspend else ""),
+          file=sys.stderr)
     return common.EXIT_OK

@@ -8,8 +8,8 @@ one item (a problem, a failure) is escaped where the line is made (`printable.li
 the CLI writes itself, reaches the terminal unescaped (`unescaped`).
 
 Colours, only where a person reads: on a terminal, unless NO_COLOR is set (to anything but "") or
-TERM is "dumb". Errors are red and warnings yellow on stderr (`Escaped` knows them by how they start,
-or is told: `write`); a text plan's + ~ - lines are green, yellow and red, ! red and ? yellow
+TERM is "dumb". Errors are red and warnings yellow on stderr (`Escaped` knows them by how they
+start, or is told: `write`); a text plan's + ~ - lines are green, yellow and red, ! red and ? yellow
 (`plan_stream`). The colour codes are added after escaping, so they are the only ones that pass."""
 
 from __future__ import annotations
@@ -135,5 +135,6 @@ def escaped(stream: TextIO) -> TextIO:
 
 
 def unescaped(stream: TextIO) -> TextIO:
-    """The stream under an escaped one, for the few bytes of terminal control the CLI writes itself."""
+    """The stream under an escaped one, for the few bytes of terminal control the CLI writes
+    itself."""
     return stream.raw if isinstance(stream, Escaped) else stream

@@ -1,4 +1,5 @@
-"""`bindy-agent version`: the agent's version, the Git commit it was built from, the CRD API version.
+"""`bindy-agent version`: the agent's version, the Git commit it was built from, the CRD API
+version.
 
 An installed wheel carries its commit in agent/_build.json, written by the build (setup.py); a
 source checkout (an editable install) asks git, and says whether the work tree has changes.
@@ -24,17 +25,17 @@ EXAMPLES = flagsets.examples(
 
 
 def build(add: common.AddVerb) -> None:
-    v = add(description="Print the version of bindy-agent, the Git commit it was built from (and whether the "
-            "tree had changes: clean, dirty, or unknown), and the API version of the Bindy CRDs it reads "
-            "and writes.", epilog=EXAMPLES)
+    v = add(description="Print the version of bindy-agent, the Git commit it was built from (and "
+            "whether the tree had changes: clean, dirty, or unknown), and the API version of the "
+            "Bindy CRDs it reads and writes.", epilog=EXAMPLES)
     v.set_defaults(func=show)
     v.add_argument("-o", "--output", choices=["text", "json"], default="text",
                    help="format (default: %(default)s)")
 
 
 def _git(root: pathlib.Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True,
-                          timeout=30).stdout.strip()
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+                          check=True, timeout=30).stdout.strip()
 
 
 def _from_checkout(package: pathlib.Path) -> dict[str, str]:

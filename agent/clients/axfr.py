@@ -37,7 +37,8 @@ MiB = 1024 * 1024
 class TransferLimits:
     """How much one zone transfer may bring in. Sized for the agent's own limits: a revision holds
     at most 250,000 documents (max_documents) of 64 MiB of YAML (max_revision_bytes); a zone's
-    transfer is allowed twice that in records, for multi-valued RRsets and data the agent did not write."""
+    transfer is allowed twice that in records, for multi-valued RRsets and data the agent did not
+    write."""
 
     max_bytes: int = 128 * MiB
     max_records: int = 500_000
@@ -48,14 +49,15 @@ class TransferLimits:
 
 
 DEFAULT_LIMITS = TransferLimits()
-BYTES_HELP = ("most octets one zone transfer (AXFR) may bring in before it is cut (default 128 MiB; 100,000 "
-              "records weigh about 5 MB on the wire)")
-RECORDS_HELP = ("most records one zone transfer (AXFR) may bring in before it is cut (default 500,000: twice the "
-                "250,000 documents a revision may hold)")
+BYTES_HELP = ("most octets one zone transfer (AXFR) may bring in before it is cut (default 128 "
+              "MiB; 100,000 records weigh about 5 MB on the wire)")
+RECORDS_HELP = ("most records one zone transfer (AXFR) may bring in before it is cut (default "
+                "500,000: twice the 250,000 documents a revision may hold)")
 
 
 class TransferCut(ZoneTransferError):
-    """The transfer hit one of its bounds; `limit` names which ("time", "idle", "bytes", "records")."""
+    """The transfer hit one of its bounds; `limit` names which ("time", "idle", "bytes",
+    "records")."""
 
     def __init__(self, message: str, *, limit: str) -> None:
         super().__init__(message, retryable=limit in ("time", "idle"))
@@ -128,27 +130,31 @@ def transfer(host: str, port: int, xfr: dns.zone.Zone, request: dns.message.Mess
                   "the server stalled; the next attempt asks again") from None
 
 
-def read_zone(endpoint: endpoints.Endpoint, zone: str, *, timeout: float = 10, lifetime: float | None = None,
+def read_zone(endpoint: endpoints.Endpoint, zone: str, *, timeout: float = 10,
+              lifetime: float | None = None,
             limits: TransferLimits = DEFAULT_LIMITS,
             time_hint: str = "give the run more time with --deadline") -> dict[Key, rrsets.RRset]:
     """The zone's RRsets, read with a TSIG-signed AXFR from `endpoint`: cut when no data comes for
-    `timeout` seconds, when the whole transfer takes `lifetime` (default three times `timeout`), or at
-    the octets and records of `limits` (`transfer`)."""
+    `timeout` seconds, when the whole transfer takes `lifetime` (default three times `timeout`), or
+    at the octets and records of `limits` (`transfer`)."""
     keyring, keyname, algorithm = rfc2136.tsig_keyring(endpoint.tsig)
     xfr = dns.zone.Zone(zone)
     request, _ = dns.xfr.make_query(xfr)
     if keyring is not None:
         request.use_tsig(keyring, keyname, algorithm=algorithm)
     try:
-        transfer(endpoint.dns_host, endpoint.dns_port, xfr, request, server=endpoint.instance, timeout=timeout,
-                      lifetime=timeout * 3 if lifetime is None else lifetime, limits=limits, time_hint=time_hint)
+        transfer(endpoint.dns_host, endpoint.dns_port, xfr, request, server=endpoint.instance,
+                 timeout=timeout,
+                      lifetime=timeout * 3 if lifetime is None else lifetime, limits=limits,
+                 time_hint=time_hint)
     except dns.xfr.TransferError as exc:
         if exc.rcode in (dns.rcode.NOTAUTH, dns.rcode.NOTZONE):
             raise ZoneMissing(f"{endpoint.instance}: does not serve zone {zone}") from exc
         if exc.rcode == dns.rcode.REFUSED:
-            raise TransferRefused(f"{endpoint.instance}: AXFR of {zone} refused (the zone's allow-transfer does "
-                                  "not list the agent's address)") from exc
+            raise TransferRefused(f"{endpoint.instance}: AXFR of {zone} refused (the zone's "
+                                  "allow-transfer does not list the agent's address)") from exc
         raise ZoneTransferError(f"{endpoint.instance}: AXFR of {zone} failed: {exc}") from exc
     except rfc2136.NETWORK_ERRORS as exc:
-        raise ZoneTransferError(f"{endpoint.instance}: AXFR of {zone} failed: {rfc2136.why(exc)}") from exc
+        raise ZoneTransferError(f"{endpoint.instance}: AXFR of {zone} failed: "
+                                f"{rfc2136.why(exc)}") from exc
     return zonefile.rrsets_of(xfr, zone)  # as a zone file of the same zone reads

@@ -38,7 +38,8 @@ class Deadline:
 
     def check(self, what: str) -> None:
         if self.expired:
-            raise DeadlineExceeded(f"the run's deadline ({self.seconds:.0f} s) passed before {what}; "
+            raise DeadlineExceeded(f"the run's deadline ({self.seconds:.0f} s) passed before "
+                                   f"{what}; "
                                    "the next run continues from where this one stopped")
 
 

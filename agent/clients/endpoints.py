@@ -12,9 +12,12 @@ The endpoint map tells a run outside a cluster (and the tests) how to reach each
         dns: 127.0.0.10:53                  # DNS: UPDATE, AXFR and verification queries
         api: http://127.0.0.1:8080          # the zone HTTP API (bindcar) base URL
         tokenFile: /etc/bindy/api-token     # bearer token for the zone API (optional)
-        tsigKeyFile: /etc/bindy/primary.key # BIND key file: key "name" { algorithm ...; secret "..."; };
-      dns-system/dns-primary-1:            # an instance served by several pods, each its own server:
-        pods:                               # zones and records are written to, and verified on, each
+        tsigKeyFile: /etc/bindy/primary.key # BIND key file: key "name" { algorithm ...; secret
+        "..."; };
+      dns-system/dns-primary-1:            # an instance served by several pods, each its own
+                                           # server:
+        pods:                               # zones and records are written to, and verified on,
+                                            # each
           - {dns: 127.0.0.11:53, api: http://127.0.0.1:8081}
           - {dns: 127.0.0.12:53, api: http://127.0.0.1:8082}
         tsigKeyFile: /etc/bindy/primary.key
@@ -56,15 +59,18 @@ class TsigKey:
 
 @dataclasses.dataclass(frozen=True)
 class Server:
-    """One pod of an instance: its own `named` (own zone list, own SOA serials) and zone API sidecar."""
+    """One pod of an instance: its own `named` (own zone list, own SOA serials) and zone API
+    sidecar."""
 
-    name: str  # how it is named in plans and reports after its instance: the pod's address, or the map's `dns`
+    # how it is named in plans and reports after its instance: the pod's address, or the map's `dns`
+    name: str
     dns_host: str
     dns_port: int
     api_url: str
-    tsig: TsigKey | None = None  # the key this pod accepts while a rotation rolls out; None: the instance's
-    # the pod's name while its zones-loaded readiness gate is not True (it runs, it is not Ready yet: it
-    # waits for its zones); "" for a Ready pod (or a map's)
+    # the key this pod accepts while a rotation rolls out; None: the instance's
+    tsig: TsigKey | None = None
+    # the pod's name while its zones-loaded readiness gate is not True (it runs, it is not Ready
+    # yet: it waits for its zones); "" for a Ready pod (or a map's)
     waiting: str = ""
 
 
@@ -76,19 +82,22 @@ class Endpoint:
     api_url: str
     token: str = dataclasses.field(default="", repr=False)
     tsig: TsigKey | None = None
-    # the addresses of the instance's ready pods, as its Service's Endpoints list them; None: not read
-    # (an endpoint map), then `dns` is the instance's one address for transfers too
+    # the addresses of the instance's ready pods, as its Service's Endpoints list them; None: not
+    # read (an endpoint map), then `dns` is the instance's one address for transfers too
     pods: tuple[str, ...] | None = None
     pod_port: int = workloads.DNS_CONTAINER_PORT
-    # a primary's zones allow transfers to their secondaries' addresses and to these (the agent's own,
-    # for its TSIG-signed AXFR); None: no per-zone ACL, named.conf's allow-transfer applies (an explicit
-    # allowTransfer in the instance's config, a user-supplied named.conf, or an endpoint map)
+    # a primary's zones allow transfers to their secondaries' addresses and to these (the agent's
+    # own, for its TSIG-signed AXFR); None: no per-zone ACL, named.conf's allow-transfer applies (an
+    # explicit allowTransfer in the instance's config, a user-supplied named.conf, or an endpoint
+    # map)
     transfer_acl: tuple[str, ...] | None = None
-    # the pods it is written to one by one, each its own server (the ready pods, or the map's `pods`);
-    # none: the instance is written through its one address above (its Service, or the map's `dns`)
+    # the pods it is written to one by one, each its own server (the ready pods, or the map's
+    # `pods`); none: the instance is written through its one address above (its Service, or the
+    # map's `dns`)
     servers: tuple[Server, ...] = ()
-    # why nothing can be written to the instance yet: it has no pod at all (just created, starting, or
-    # scaled to 0): its zones wait for its pods, a start-up is not a failure ("" for one that has pods)
+    # why nothing can be written to the instance yet: it has no pod at all (just created, starting,
+    # or scaled to 0): its zones wait for its pods, a start-up is not a failure ("" for one that has
+    # pods)
     starting: str = ""
 
     @property
@@ -97,10 +106,13 @@ class Endpoint:
 
     def transfer_addresses(self) -> list[str]:
         """Where transfers and NOTIFY reach this instance: every ready pod's address and DNS port
-        (`ip:port`, IPv6 in brackets, as Bindy sends them to bindcar), or the map's `dns` (of each pod)."""
+        (`ip:port`, IPv6 in brackets, as Bindy sends them to bindcar), or the map's `dns` (of each
+        pod)."""
         if self.pods is None:
-            return [s.dns_host + f":{s.dns_port}" for s in self.servers] if self.servers else [self.dns]
-        return [f"[{ip}]:{self.pod_port}" if ":" in ip else f"{ip}:{self.pod_port}" for ip in self.pods]
+            return [s.dns_host + f":{s.dns_port}"
+                    for s in self.servers] if self.servers else [self.dns]
+        return [f"[{ip}]:{self.pod_port}" if ":" in ip else f"{ip}:{self.pod_port}"
+                for ip in self.pods]
 
     def transfer_hosts(self) -> list[str]:
         """This instance's addresses without ports (an allow-transfer ACL is port-agnostic)."""
@@ -113,20 +125,21 @@ class Endpoint:
         `namespace/name@pod`; the instance itself when its pods are not known one by one."""
         if not self.servers:
             return [self]
-        return [dataclasses.replace(self, instance=f"{self.instance}{SERVER_SEPARATOR}{s.name}", dns_host=s.dns_host,
-                                    dns_port=s.dns_port, api_url=s.api_url, servers=(),
-                                    tsig=s.tsig or self.tsig) for s in self.servers]
+        return [dataclasses.replace(self, instance=f"{self.instance}{SERVER_SEPARATOR}{s.name}",
+                                    dns_host=s.dns_host, dns_port=s.dns_port, api_url=s.api_url,
+                                    servers=(), tsig=s.tsig or self.tsig) for s in self.servers]
 
 
 def by_server(endpoints: Mapping[str, Endpoint]) -> dict[str, Endpoint]:
-    """Every server of every instance by its id (see `Endpoint.each_server`); an id that is already a
-    server's stays as it is."""
+    """Every server of every instance by its id (see `Endpoint.each_server`); an id that is already
+    a server's stays as it is."""
     return {e.instance: e for endpoint in endpoints.values() for e in endpoint.each_server()}
 
 
 def servers_of(endpoints: Mapping[str, Endpoint]) -> dict[str, tuple[str, ...]]:
     """Instance -> the ids of the servers it is written to (only instances written pod by pod)."""
-    return {i: tuple(e.instance for e in endpoint.each_server()) for i, endpoint in endpoints.items()
+    return {i: tuple(e.instance for e in endpoint.each_server())
+            for i, endpoint in endpoints.items()
             if endpoint.servers}
 
 
@@ -174,7 +187,8 @@ def load_endpoints(path: pathlib.Path) -> dict[str, Endpoint]:
     except yaml.YAMLError as exc:
         raise operatorfile.Unreadable("endpoint map", path, operatorfile.yaml_problem(exc)) from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("instances"), dict):
-        raise ConfigError(f"{path}: expected a mapping with `instances:` (namespace/name -> endpoint)")
+        raise ConfigError(f"{path}: expected a mapping with `instances:` (namespace/name -> "
+                          f"endpoint)")
     out: dict[str, Endpoint] = {}
     for instance, entry in doc["instances"].items():
         where = f"{path}: instances.{instance}"
@@ -182,13 +196,14 @@ def load_endpoints(path: pathlib.Path) -> dict[str, Endpoint]:
             raise ConfigError(f"{where}: expected a mapping with dns and api (or pods)")
         unknown = set(entry) - {"dns", "api", "pods", "tokenFile", "tsigKeyFile"}
         if unknown:
-            raise ConfigError(f"{where}: unknown keys {sorted(unknown)} (allowed: dns, api, pods, tokenFile, "
-                              "tsigKeyFile)")
+            raise ConfigError(f"{where}: unknown keys {sorted(unknown)} (allowed: dns, api, pods, "
+                              "tokenFile, tsigKeyFile)")
         if "/" not in str(instance) or SERVER_SEPARATOR in str(instance):
             raise ConfigError(f"{where}: name instances as namespace/name")
         servers = _servers(entry, where)
         host, port, api = ((servers[0].dns_host, servers[0].dns_port, servers[0].api_url) if servers
-                           else (*_host_port(entry.get("dns"), f"{where}.dns", 53), _api(entry.get("api"), where)))
+                           else (*_host_port(entry.get("dns"), f"{where}.dns", 53),
+                                 _api(entry.get("api"), where)))
         token, tsig = "", None
         if entry.get("tokenFile"):
             token = _read(path, entry["tokenFile"], f"{where}.tokenFile").strip()
@@ -206,15 +221,17 @@ def _api(value: Any, where: str) -> str:
 
 
 def _servers(entry: dict[str, Any], where: str) -> tuple[Server, ...]:
-    """The map's `pods:` of an instance (instead of its `dns` and `api`), each written to on its own."""
+    """The map's `pods:` of an instance (instead of its `dns` and `api`), each written to on its
+    own."""
     pods = entry.get("pods")
     if pods is None:
         return ()
     if "dns" in entry or "api" in entry:
-        raise ConfigError(f"{where}: give either dns and api (one server) or pods (one dns and api per pod), "
-                          "not both")
+        raise ConfigError(f"{where}: give either dns and api (one server) or pods (one dns and api "
+                          "per pod), not both")
     if not isinstance(pods, list) or not pods or not all(isinstance(p, dict) for p in pods):
-        raise ConfigError(f"{where}.pods: expected a list of mappings with dns and api, one per pod")
+        raise ConfigError(f"{where}.pods: expected a list of mappings with dns and api, one per "
+                          f"pod")
     out: list[Server] = []
     for n, pod in enumerate(pods):
         at = f"{where}.pods[{n}]"
@@ -225,7 +242,8 @@ def _servers(entry: dict[str, Any], where: str) -> tuple[Server, ...]:
         out.append(Server(f"[{host}]:{port}" if ":" in host else f"{host}:{port}", host, port,
                           _api(pod.get("api"), at)))
     if len({s.name for s in out}) != len(out):
-        raise ConfigError(f"{where}.pods: two pods have the same dns address; each pod is its own server")
+        raise ConfigError(f"{where}.pods: two pods have the same dns address; each pod is its own "
+                          f"server")
     return tuple(out)
 
 
@@ -239,13 +257,15 @@ def _read(base: pathlib.Path, rel: Any, where: str) -> str:
 log = logging.getLogger(__name__)
 # The agent's Kubernetes API token (automounted): for the API server only, never sent anywhere else.
 SERVICE_ACCOUNT_DIR = pathlib.Path("/var/run/secrets/kubernetes.io/serviceaccount")
-# The zone API token: a projected ServiceAccount token bound to the zone API's audience (deploy/deployment.yaml).
+# The zone API token: a projected ServiceAccount token bound to the zone API's audience
+# (deploy/deployment.yaml).
 ZONE_API_TOKEN = pathlib.Path("/var/run/secrets/bindy-agent/zone-api/token")
 ZONE_API_AUDIENCE = "bindcar"
 
 
 def _audiences(token: str) -> list[str] | None:
-    """The `aud` claim of a JWT (read, not verified: the zone API verifies it), None if not a JWT."""
+    """The `aud` claim of a JWT (read, not verified: the zone API verifies it), None if not a
+    JWT."""
     parts = token.split(".")
     if len(parts) != 3:
         return None
@@ -265,18 +285,21 @@ def zone_api_token(path: pathlib.Path, *, audience: str = ZONE_API_AUDIENCE) -> 
     `audience` - the agent's Kubernetes API token above all - is refused: a zone API that received
     it could replay it against the Kubernetes API with every right the agent has."""
     if SERVICE_ACCOUNT_DIR in path.absolute().parents:
-        raise ConfigError(f"zone API token {path}: that is the agent's Kubernetes API token; mount a projected "
-                          f"ServiceAccount token with audience {audience!r} instead (deploy/deployment.yaml)")
+        raise ConfigError(f"zone API token {path}: that is the agent's Kubernetes API token; mount "
+                          f"a projected ServiceAccount token with audience {audience!r} instead "
+                          f"(deploy/deployment.yaml)")
     try:
-        token = operatorfile.read_text(path, setting="zone API token", limit=operatorfile.KEY_BYTES).strip()
+        token = operatorfile.read_text(path, setting="zone API token",
+                                       limit=operatorfile.KEY_BYTES).strip()
     except operatorfile.Missing:
         log.warning("zone API token %s not found: zone API requests carry no token", path)
         return ""
     audiences = _audiences(token)
     if not audiences or audience not in audiences:
         found = "not a ServiceAccount token" if audiences is None else f"audiences {audiences}"
-        raise ConfigError(f"zone API token {path}: {found}; expected a projected ServiceAccount token with "
-                          f"audience {audience!r}, so it cannot be used against the Kubernetes API")
+        raise ConfigError(f"zone API token {path}: {found}; expected a projected ServiceAccount "
+                          f"token with audience {audience!r}, so it cannot be used against the "
+                          f"Kubernetes API")
     return token
 
 

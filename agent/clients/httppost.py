@@ -1,6 +1,6 @@
-"""Outgoing HTTP posts: commit statuses to forges and alerts to webhooks, each a measured call (target
-`forge` or `alert`, operation `post`: model/calls.py) with a time budget, bounded retries, and every
-value read from a secret file (`read_secret`) redacted from what is logged."""
+"""Outgoing HTTP posts: commit statuses to forges and alerts to webhooks, each a measured call
+(target `forge` or `alert`, operation `post`: model/calls.py) with a time budget, bounded retries,
+and every value read from a secret file (`read_secret`) redacted from what is logged."""
 
 from __future__ import annotations
 
@@ -23,14 +23,16 @@ if TYPE_CHECKING:
 log = logging.getLogger("agent.outcome.delivery")  # the name its lines have always had
 USER_AGENT = "bindy-agent"
 REDACTED = "<secret>"
-_secrets: set[str] = set()  # every value read from a secret file: redacted from log lines and messages
+# every value read from a secret file: redacted from log lines and messages
+_secrets: set[str] = set()
 _lock = threading.Lock()
 Accept = Callable[["httpx.Response"], bool]
 
 
 @dataclasses.dataclass(frozen=True)
 class Budget:
-    """How long one delivery may take in all (retries and waits included), and how often it is retried."""
+    """How long one delivery may take in all (retries and waits included), and how often it is
+    retried."""
 
     timeout: float = 10.0
     retries: int = 3
@@ -38,7 +40,8 @@ class Budget:
 
 
 def register_secret(value: str) -> None:
-    """Redacts `value` (and, for a URL, its path and query, where webhook URLs keep their secret) from now on."""
+    """Redacts `value` (and, for a URL, its path and query, where webhook URLs keep their secret)
+    from now on."""
     parts = [value]
     if "://" in value:
         url = urllib.parse.urlsplit(value)
@@ -56,9 +59,11 @@ def redact(text: str) -> str:
 
 
 def read_secret(path: pathlib.Path, what: str) -> str | None:
-    """The stripped content of a secret file, registered for redaction; None (and a warning) if unusable."""
+    """The stripped content of a secret file, registered for redaction; None (and a warning) if
+    unusable."""
     try:
-        value = operatorfile.read_text(path, setting=f"{what} file", limit=operatorfile.KEY_BYTES).strip()
+        value = operatorfile.read_text(path, setting=f"{what} file",
+                                       limit=operatorfile.KEY_BYTES).strip()
     except operatorfile.Unreadable as exc:
         log.warning("%s; not sent", exc)
         return None
@@ -111,8 +116,8 @@ def _attempt(client: httpx.Client, url: str, *, body: bytes, headers: dict[str, 
 
 def _deliver(what: str, url: str, *, body: bytes, headers: dict[str, str], budget: Budget,
              accept: Accept | None) -> None:
-    """POSTs `body` until a 2xx (or a response `accept` takes as done) arrives, retrying connection errors,
-    429 and 5xx while `budget` allows; DeliveryError (logged) when it gives up."""
+    """POSTs `body` until a 2xx (or a response `accept` takes as done) arrives, retrying connection
+    errors, 429 and 5xx while `budget` allows; DeliveryError (logged) when it gives up."""
     import httpx  # here, not at the top: `plan DIR` and a run without deliveries never load it
 
     deadline = time.monotonic() + budget.timeout
@@ -153,10 +158,11 @@ def _alert(what: str, url: str, *, body: bytes, headers: dict[str, str], budget:
     _deliver(what, url, body=body, headers=headers, budget=budget, accept=accept)
 
 
-def post(target: calls.CallTarget, what: str, url: str, *, body: bytes, headers: dict[str, str], budget: Budget,
-         accept: Accept | None = None) -> bool:
-    """POSTs `body` to a forge (CallTarget.FORGE) or an alert webhook (ALERT); True once delivered. Never
-    raises: why it gave up is logged. `what` names the delivery in logs: never a URL or a token."""
+def post(target: calls.CallTarget, what: str, url: str, *, body: bytes, headers: dict[str, str],
+         budget: Budget, accept: Accept | None = None) -> bool:
+    """POSTs `body` to a forge (CallTarget.FORGE) or an alert webhook (ALERT); True once delivered.
+    Never raises: why it gave up is logged. `what` names the delivery in logs: never a URL or a
+    token."""
     send = _status if target is calls.CallTarget.FORGE else _alert
     try:
         send(what, url, body=body, headers=headers, budget=budget, accept=accept)

@@ -50,7 +50,8 @@ class ApiResource:
     plural: str
     namespaced: bool
 
-    def path(self, namespace: str | None = None, name: str | None = None, sub: str | None = None) -> str:
+    def path(self, namespace: str | None = None, name: str | None = None,
+             sub: str | None = None) -> str:
         group = "/api" if "/" not in self.api_version else "/apis"
         out = f"{group}/{self.api_version}"
         if self.namespaced and namespace:
@@ -71,13 +72,16 @@ RESOURCES: dict[str, ApiResource] = {
     "Service": ApiResource("v1", "Service", "services", True),
     "Deployment": ApiResource("apps/v1", "Deployment", "deployments", True),
     "Endpoints": ApiResource("v1", "Endpoints", "endpoints", True),
-    "Pod": ApiResource("v1", "Pod", "pods", True),  # listed only, to say why an instance is not ready
-    "PersistentVolumeClaim": ApiResource("v1", "PersistentVolumeClaim", "persistentvolumeclaims", True),
+    # listed only, to say why an instance is not ready
+    "Pod": ApiResource("v1", "Pod", "pods", True),
+    "PersistentVolumeClaim": ApiResource("v1", "PersistentVolumeClaim", "persistentvolumeclaims",
+                                         True),
     "Lease": ApiResource("coordination.k8s.io/v1", "Lease", "leases", True),
     "Event": ApiResource("v1", "Event", "events", True),
     "CustomResourceDefinition": ApiResource("apiextensions.k8s.io/v1", "CustomResourceDefinition",
                                          "customresourcedefinitions", False),
-    **{k.name: ApiResource(kinds.API_VERSION, k.name, k.plural, k.namespaced) for k in kinds.KINDS.values()},
+    **{k.name: ApiResource(kinds.API_VERSION, k.name, k.plural, k.namespaced)
+       for k in kinds.KINDS.values()},
 }
 
 CONNECTIONS = 16  # kept open to the API server, at least: more than the apply's concurrent calls
@@ -87,20 +91,24 @@ _VERBS = {"GET": "get", "PATCH": "patch", "DELETE": "delete", "POST": "create", 
 
 
 def _check_kubeconfig(path: str) -> None:
-    """Each file of a kubeconfig path (':'-separated, as $KUBECONFIG) that exists must be a YAML mapping:
-    the client library fails on anything else with errors that do not say which file or why."""
+    """Each file of a kubeconfig path (':'-separated, as $KUBECONFIG) that exists must be a YAML
+    mapping: the client library fails on anything else with errors that do not say which file or
+    why."""
     for one in path.split(os.pathsep):
         try:
-            doc = yaml.safe_load(operatorfile.read_text(one, setting="kubeconfig", limit=operatorfile.SETTINGS_BYTES))
+            doc = yaml.safe_load(operatorfile.read_text(one, setting="kubeconfig",
+                                                        limit=operatorfile.SETTINGS_BYTES))
         except operatorfile.Missing:
-            continue  # kubectl skips a missing file of the list; one missing file is reported by the library
+            # kubectl skips a missing file of the list; one missing file is reported by the library
+            continue
         except operatorfile.Unreadable as exc:
             raise KubeError(str(exc), reason="config") from exc
         except yaml.YAMLError as exc:
             raise KubeError(f"{one}: not a kubeconfig file ({operatorfile.yaml_problem(exc)})",
                             reason="config") from exc
         if not isinstance(doc, dict):
-            raise KubeError(f"{one}: not a kubeconfig file (expected a mapping with clusters, users and contexts)",
+            raise KubeError(f"{one}: not a kubeconfig file (expected a mapping with clusters, "
+                            f"users and contexts)",
                             reason="config")
 
 
@@ -151,14 +159,15 @@ class KubeApi:
 
     def _pool(self) -> tuple[urllib3.PoolManager | urllib3.HTTPConnectionPool, str]:
         """The connection pool of the API server and the URL prefix a request's path goes after.
-        The pool is the client library's own (its TLS settings, CA, client certificate, retries), kept
-        at least CONNECTIONS large: a connection returned to a full pool is closed, and the next
-        request pays a new TLS handshake."""
+        The pool is the client library's own (its TLS settings, CA, client certificate, retries),
+        kept at least CONNECTIONS large: a connection returned to a full pool is closed, and the
+        next request pays a new TLS handshake."""
         with self._lock:
             if self._conn is None:
                 manager = self.client.rest_client.pool_manager
                 host = self.client.configuration.host.rstrip("/")
-                if isinstance(manager, urllib3.ProxyManager):  # the manager sends each request the proxy's way
+                # the manager sends each request the proxy's way
+                if isinstance(manager, urllib3.ProxyManager):
                     self._conn = (manager, host)
                 else:
                     size = max(self.client.configuration.connection_pool_maxsize or 0, CONNECTIONS)
@@ -173,32 +182,38 @@ class KubeApi:
         cached = self._auth_cache
         if cached is not None and now - cached[0] < _AUTH_REFRESH:
             return cached[1]
-        headers = {str(s["key"]): str(s["value"]) for s in self.client.configuration.auth_settings().values()
+        headers = {str(s["key"]): str(s["value"])
+                   for s in self.client.configuration.auth_settings().values()
                    if s.get("in") == "header" and s.get("value")}
         self._auth_cache = (now, headers)
         return headers
 
     @calls.measured("kubernetes", op=lambda self, *args, **kwargs: calls.kube_verb(*args, **kwargs))
-    def _call(self, method: str, path: str, *, query: list[tuple[str, str]] | None = None, body: Any = None,
-              content_type: str = "application/json", accept: str = "application/json") -> Any:
+    def _call(self, method: str, path: str, *, query: list[tuple[str, str]] | None = None,
+              body: Any = None, content_type: str = "application/json",
+              accept: str = "application/json") -> Any:
         """One request on the pooled connections: the reply decoded, or the translated error."""
         with self._lock:
-            (self.writes if method in ("PATCH", "DELETE", "POST", "PUT") else self.reads)[method] += 1
+            (self.writes if method in ("PATCH", "DELETE", "POST", "PUT")
+             else self.reads)[method] += 1
         conn, prefix = self._pool()
-        url = prefix + path + ("?" + urllib.parse.urlencode(query, quote_via=urllib.parse.quote) if query else "")
+        url = prefix + path + ("?" + urllib.parse.urlencode(query, quote_via=urllib.parse.quote)
+                               if query else "")
         if body is not None and not isinstance(body, bytes):
             body = (body if isinstance(body, str) else json.dumps(body)).encode()
-        headers = {**self.client.default_headers, **self._auth(), "Accept": accept, "Content-Type": content_type}
+        headers = {**self.client.default_headers, **self._auth(), "Accept": accept,
+                   "Content-Type": content_type}
         if self.client.cookie:
             headers["Cookie"] = self.client.cookie
         if self.deadline.expired:
-            raise KubeError(f"{method} {path}: not sent: the run's deadline passed", reason="timeout", retryable=True)
+            raise KubeError(f"{method} {path}: not sent: the run's deadline passed",
+                            reason="timeout", retryable=True)
         try:
             response = conn.urlopen(method, url, body=body, headers=headers, preload_content=True,
                                     timeout=urllib3.Timeout(total=self.deadline.timeout(self.timeout)))
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise KubeError(f"{method} {path}: cannot reach the API server: {exc}", reason="unreachable",
-                            retryable=True) from exc
+            raise KubeError(f"{method} {path}: cannot reach the API server: {exc}",
+                            reason="unreachable", retryable=True) from exc
         if response.status >= 400:
             raise _translate(method, path, response.status, response.data)
         return json.loads(response.data) if response.data else None
@@ -213,10 +228,12 @@ class KubeApi:
             raise
 
     def get_metadata(self, kind: str, namespace: str | None, name: str) -> dict[str, Any] | None:
-        """An object's metadata only (PartialObjectMetadata): a Secret's labels without its values."""
+        """An object's metadata only (PartialObjectMetadata): a Secret's labels without its
+        values."""
         accept = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
         try:
-            result: dict[str, Any] = self._call("GET", RESOURCES[kind].path(namespace, name), accept=accept)
+            result: dict[str, Any] = self._call("GET", RESOURCES[kind].path(namespace, name),
+                                                accept=accept)
             return result
         except KubeError as exc:
             if exc.reason == "not_found":
@@ -229,8 +246,8 @@ class KubeApi:
         the cluster, or each of `self.namespaces` when the connection is scoped to them."""
         res = RESOURCES[kind]
         if namespace is None and res.namespaced and self.namespaces is not None:
-            return [item for ns in self.namespaces for item in self.list(kind, label_selector=label_selector,
-                                                                          namespace=ns)]
+            return [item for ns in self.namespaces
+                    for item in self.list(kind, label_selector=label_selector, namespace=ns)]
         query = [("labelSelector", label_selector)] if label_selector else []
         try:
             result = self._call("GET", res.path(namespace), query=query)
@@ -249,52 +266,65 @@ class KubeApi:
         res = RESOURCES[body["kind"]]
         meta = body["metadata"]
         query = [("fieldManager", FIELD_MANAGER), ("force", "true")]
-        result: dict[str, Any] = self._call("PATCH", res.path(meta.get("namespace"), meta["name"]), query=query,
-                                            body=json.dumps(body), content_type="application/apply-patch+yaml")
+        result: dict[str, Any] = self._call("PATCH", res.path(meta.get("namespace"), meta["name"]),
+                                            query=query, body=json.dumps(body),
+                                            content_type="application/apply-patch+yaml")
         return result
 
-    def apply_status(self, kind: str, namespace: str | None, name: str, status: dict[str, Any]) -> dict[str, Any]:
+    def apply_status(self, kind: str, namespace: str | None, name: str,
+                     status: dict[str, Any]) -> dict[str, Any]:
         res = RESOURCES[kind]
         body = {"apiVersion": res.api_version, "kind": kind,
-                "metadata": {"name": name, **({"namespace": namespace} if namespace else {})}, "status": status}
+                "metadata": {"name": name, **({"namespace": namespace} if namespace else {})},
+                "status": status}
         query = [("fieldManager", FIELD_MANAGER), ("force", "true")]
-        result: dict[str, Any] = self._call("PATCH", res.path(namespace, name, "status"), query=query,
-                                            body=json.dumps(body), content_type="application/apply-patch+yaml")
+        result: dict[str, Any] = self._call("PATCH", res.path(namespace, name, "status"),
+                                            query=query, body=json.dumps(body),
+                                            content_type="application/apply-patch+yaml")
         return result
 
-    def patch_status(self, kind: str, namespace: str | None, name: str, patch: dict[str, Any]) -> dict[str, Any]:
-        """A strategic merge patch of an object's status (a pod's condition merged by its `type`, the
-        kubelet's own conditions left as they are)."""
-        result: dict[str, Any] = self._call("PATCH", RESOURCES[kind].path(namespace, name, "status"),
+    def patch_status(self, kind: str, namespace: str | None, name: str,
+                     patch: dict[str, Any]) -> dict[str, Any]:
+        """A strategic merge patch of an object's status (a pod's condition merged by its `type`,
+        the kubelet's own conditions left as they are)."""
+        result: dict[str, Any] = self._call("PATCH",
+                                            RESOURCES[kind].path(namespace, name, "status"),
                                             query=[("fieldManager", FIELD_MANAGER)], body=patch,
                                             content_type="application/strategic-merge-patch+json")
         return result
 
-    def merge_patch(self, kind: str, namespace: str | None, name: str, patch: dict[str, Any]) -> dict[str, Any]:
-        """A JSON merge patch under a field manager of its own (fields the agent's applies never own)."""
+    def merge_patch(self, kind: str, namespace: str | None, name: str,
+                    patch: dict[str, Any]) -> dict[str, Any]:
+        """A JSON merge patch under a field manager of its own (fields the agent's applies never
+        own)."""
         query = [("fieldManager", f"{FIELD_MANAGER}-cli")]
-        result: dict[str, Any] = self._call("PATCH", RESOURCES[kind].path(namespace, name), query=query,
-                                            body=patch, content_type="application/merge-patch+json")
+        result: dict[str, Any] = self._call("PATCH", RESOURCES[kind].path(namespace, name),
+                                            query=query, body=patch,
+                                            content_type="application/merge-patch+json")
         return result
 
     def create(self, body: dict[str, Any]) -> dict[str, Any]:
         """POST a new object (fails with reason "conflict" if it exists)."""
         meta = body["metadata"]
-        result: dict[str, Any] = self._call("POST", RESOURCES[body["kind"]].path(meta.get("namespace")), body=body)
-        return result
-
-    def replace(self, body: dict[str, Any]) -> dict[str, Any]:
-        """PUT an object; with metadata.resourceVersion set, fails with reason "conflict" if it changed."""
-        meta = body["metadata"]
-        result: dict[str, Any] = self._call("PUT", RESOURCES[body["kind"]].path(meta.get("namespace"), meta["name"]),
+        result: dict[str, Any] = self._call("POST",
+                                            RESOURCES[body["kind"]].path(meta.get("namespace")),
                                             body=body)
         return result
 
-    def delete(self, kind: str, namespace: str | None, name: str, *, propagation: str = "Background",
-               uid: str | None = None) -> bool:
+    def replace(self, body: dict[str, Any]) -> dict[str, Any]:
+        """PUT an object; with metadata.resourceVersion set, fails with reason "conflict" if it
+        changed."""
+        meta = body["metadata"]
+        path = RESOURCES[body["kind"]].path(meta.get("namespace"), meta["name"])
+        result: dict[str, Any] = self._call("PUT", path, body=body)
+        return result
+
+    def delete(self, kind: str, namespace: str | None, name: str, *,
+               propagation: str = "Background", uid: str | None = None) -> bool:
         """Deletes an object; False if it was already gone. With `uid`, only that object: one made
         again under the same name since is refused (reason "conflict")."""
-        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation}
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions",
+                                "propagationPolicy": propagation}
         if uid:
             body["preconditions"] = {"uid": uid}
         try:
@@ -323,7 +353,8 @@ def _translate(method: str, path: str, status: int, data: bytes | None) -> KubeE
                          f"(missing RBAC rule: verbs [{verb}] on resource {resource}): {message}",
                          reason="forbidden")
     if status == 401:
-        return KubeError(f"{where}: unauthorized: the credentials were rejected", reason="unauthorized")
+        return KubeError(f"{where}: unauthorized: the credentials were rejected",
+                         reason="unauthorized")
     if status == 404:
         return KubeError(f"{where}: not found", reason="not_found")
     if status == 409:
@@ -331,5 +362,6 @@ def _translate(method: str, path: str, status: int, data: bytes | None) -> KubeE
     if status in (400, 422):
         return KubeError(f"{where}: invalid: {message}", reason="invalid")
     if status == 429 or status >= 500:
-        return KubeError(f"{where}: server error {status}: {message}", reason="server", retryable=True)
+        return KubeError(f"{where}: server error {status}: {message}", reason="server",
+                         retryable=True)
     return KubeError(f"{where}: HTTP {status}: {message}", reason="http")

@@ -42,7 +42,8 @@ class StateUnreadable(ConfigError):
 
 
 def listen(listener: Callable[[str], None]) -> Callable[[], None]:
-    """Hears each record quarantined from now on ("run" or "zone"); returns the function that stops it."""
+    """Hears each record quarantined from now on ("run" or "zone"); returns the function that stops
+    it."""
     with _lock:
         _listeners.append(listener)
 
@@ -55,9 +56,10 @@ def listen(listener: Callable[[str], None]) -> Callable[[], None]:
 
 def told(kind: str, record: str, aside: str | None, why: str) -> None:
     """A record was quarantined: one log line, and every listener hears its kind."""
-    where = f"moved to {aside}" if aside else "it could not be moved aside: the next write replaces it"
-    log.warning("state record %s is unreadable (%s): quarantined (%s); the run goes on as without it, reading "
-                "the world again", record, why, where)
+    where = f"moved to {aside}" if aside else ("it could not be moved aside: the next write "
+                                               "replaces it")
+    log.warning("state record %s is unreadable (%s): quarantined (%s); the run goes on as without "
+                "it, reading the world again", record, why, where)
     with _lock:
         listeners = list(_listeners)
     for listener in listeners:
@@ -69,7 +71,8 @@ def stamp() -> str:
 
 
 def move_file(path: pathlib.Path, *, beside: bool = False) -> str | None:
-    """`path` renamed into the quarantine folder next to it (`beside`: next to it); where it went, or None."""
+    """`path` renamed into the quarantine folder next to it (`beside`: next to it); where it went,
+    or None."""
     folder = path.parent if beside else path.parent / FOLDER
     target = folder / f"{path.name}.unreadable-{stamp()}"
     try:
@@ -83,8 +86,9 @@ def move_file(path: pathlib.Path, *, beside: bool = False) -> str | None:
 
 def move_configmap(api: KubeApi, body: dict[str, Any], *, labels: dict[str, str], why: str,
                    delete: bool) -> str | None:
-    """A copy of the ConfigMap under a name of its own (the same content: the same copy) and a Warning
-    Event on it; with `delete`, the ConfigMap itself is deleted then. Where it went, or None."""
+    """A copy of the ConfigMap under a name of its own (the same content: the same copy) and a
+    Warning Event on it; with `delete`, the ConfigMap itself is deleted then. Where it went, or
+    None."""
     meta = body.get("metadata") or {}
     name, namespace = str(meta.get("name")), str(meta.get("namespace"))
     content = {k: body[k] for k in ("data", "binaryData") if body.get(k)}
@@ -99,8 +103,9 @@ def move_configmap(api: KubeApi, body: dict[str, Any], *, labels: dict[str, str]
     except KubeError as exc:
         log.warning("state ConfigMap %s/%s could not be moved aside: %s", namespace, name, exc)
         return None
-    _event(api, copy, f"state record {name} is unreadable ({why}): moved to {aside}; the agent goes on without it "
-                      "and reads the world again")
+    _event(api, copy,
+           f"state record {name} is unreadable ({why}): moved to {aside}; the agent goes on "
+                      "without it and reads the world again")
     return f"ConfigMap {namespace}/{aside}"
 
 
@@ -110,7 +115,8 @@ def _event(api: KubeApi, obj: dict[str, Any], message: str) -> None:
     try:
         api.create({
             "apiVersion": "v1", "kind": "Event",
-            "metadata": {"generateName": f"{meta.get('name')}.", "namespace": meta.get("namespace")},
+            "metadata": {"generateName": f"{meta.get('name')}.",
+                         "namespace": meta.get("namespace")},
             "involvedObject": {"apiVersion": "v1", "kind": "ConfigMap", "name": meta.get("name"),
                                "namespace": meta.get("namespace"), "uid": meta.get("uid")},
             "reason": "StateQuarantined", "message": message[:1024], "type": "Warning", "count": 1,

@@ -1,4 +1,5 @@
-"""Where the agent keeps what it owns between runs: a local directory, or ConfigMaps in its namespace.
+"""Where the agent keeps what it owns between runs: a local directory, or ConfigMaps in its
+namespace.
 
 One small record per zone (agent/model/ownership.py) and one for the run, so a run that touches
 one zone writes one zone's record - twice: its intent before the first write, settled after.
@@ -45,7 +46,8 @@ from agent.model.ownership import RunState, Unreadable, ZoneOwnership, from_lega
 from agent.sources import boundary, operatorfile
 
 STATE_LABEL = "bindy.firestoned.io/state"
-_PLAIN_LIMIT = 256 * 1024  # larger zone records are stored gzip-compressed (a ConfigMap holds at most 1 MiB)
+# larger zone records are stored gzip-compressed (a ConfigMap holds at most 1 MiB)
+_PLAIN_LIMIT = 256 * 1024
 _SAFE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 STATE_BYTES = operatorfile.STATE_BYTES
 StateUnreadable = quarantine_.StateUnreadable
@@ -59,7 +61,8 @@ class Store(Protocol):
     def load_run(self, *, quarantine: bool = True) -> RunState: ...
     def save_run(self, state: RunState) -> None: ...
     def suspend(self, on: bool) -> None: ...
-    def load_zones(self, *, refresh: bool = True, quarantine: bool = True) -> dict[str, ZoneOwnership]: ...
+    def load_zones(self, *, refresh: bool = True,
+                   quarantine: bool = True) -> dict[str, ZoneOwnership]: ...
     def save_zone(self, zone: ZoneOwnership) -> None: ...
 
 
@@ -71,17 +74,19 @@ class _Remembered:
         self._zones: dict[str, ZoneOwnership] | None = None
         self._zones_lock = threading.Lock()
         self.quarantined = 0
-        self.moves = moves  # False (a dry run, a plan): an unreadable record is read as missing, left in place
+        # False (a dry run, a plan): an unreadable record is read as missing, left in place
+        self.moves = moves
 
     def _told(self, kind: str, record: str, aside: str | None, why: str) -> None:
         self.quarantined += 1
         quarantine_.told(kind, record, aside, why)
 
     def _left(self, record: str, why: str) -> None:
-        """An unreadable record met by a run that writes nothing: read as missing, left where it is."""
+        """An unreadable record met by a run that writes nothing: read as missing, left where it
+        is."""
         self.quarantined += 1
-        quarantine_.log.warning("state record %s is unreadable (%s): read as missing; a run that writes moves it "
-                                "aside", record, why)
+        quarantine_.log.warning("state record %s is unreadable (%s): read as missing; a run that "
+                                "writes moves it aside", record, why)
 
     def _recall(self, refresh: bool) -> dict[str, ZoneOwnership] | None:
         with self._zones_lock:
@@ -92,7 +97,8 @@ class _Remembered:
         zone's plan is reused while its inputs are the same objects: agent/desired/memo.py)."""
         with self._zones_lock:
             old = self._zones or {}
-            zones = {name: old[name] if old.get(name) == zone else zone for name, zone in zones.items()}
+            zones = {name: old[name] if old.get(name) == zone else zone
+                     for name, zone in zones.items()}
             self._zones = dict(zones)
         return zones
 
@@ -107,7 +113,8 @@ class _Remembered:
 
 def _file_name(zone: str) -> str:
     base = zone.rstrip(".")
-    return base if _SAFE.match(base) and len(base) < 200 else hashlib.sha256(zone.encode()).hexdigest()[:32]
+    return (base if _SAFE.match(base) and len(base) < 200
+            else hashlib.sha256(zone.encode()).hexdigest()[:32])
 
 
 def _write_atomic(path: pathlib.Path, text: str) -> None:
@@ -128,12 +135,13 @@ class FileStore(_Remembered):
         except OSError:
             mode = stat.S_IFDIR  # made on the first save
         if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
-            raise ConfigError(f"--state {path}: not used: {boundary.kind_of(mode)}, not a directory; "
-                              "give a directory (it is created when missing)")
+            raise ConfigError(f"--state {path}: not used: {boundary.kind_of(mode)}, not a "
+                              "directory; give a directory (it is created when missing)")
         if stat.S_ISREG(mode):  # an earlier version's single state file
             self._legacy = self._read(path, "run", from_legacy, quarantine=True)
 
-    def _read(self, path: pathlib.Path, kind: str, parse: Callable[[bytes], Any], *, quarantine: bool) -> Any:
+    def _read(self, path: pathlib.Path, kind: str, parse: Callable[[bytes], Any], *,
+              quarantine: bool) -> Any:
         """The record at `path` parsed; None when there is none, or when it is unreadable (then
         quarantined, or StateUnreadable without `quarantine`)."""
         try:
@@ -163,7 +171,8 @@ class FileStore(_Remembered):
     def load_run(self, *, quarantine: bool = True) -> RunState:
         if self._legacy is not None:
             return self._legacy[0]
-        state = self._read(self.root / "run.json", "run", RunState.from_json, quarantine=quarantine) or RunState()
+        state = self._read(self.root / "run.json", "run", RunState.from_json,
+                           quarantine=quarantine) or RunState()
         state.suspended = (self.root / "suspended").exists()
         return state
 
@@ -171,7 +180,8 @@ class FileStore(_Remembered):
         """A mark file in the state directory: while it is there, runs read and write nothing."""
         self.root.mkdir(parents=True, exist_ok=True)
         if on:
-            (self.root / "suspended").write_text("runs are suspended: `bindy-agent resume` to continue\n")
+            (self.root / "suspended").write_text("runs are suspended: `bindy-agent resume` to "
+                                                 "continue\n")
         else:
             (self.root / "suspended").unlink(missing_ok=True)
 
@@ -180,7 +190,8 @@ class FileStore(_Remembered):
         self.root.mkdir(parents=True, exist_ok=True)
         _write_atomic(self.root / "run.json", state.to_json())
 
-    def load_zones(self, *, refresh: bool = True, quarantine: bool = True) -> dict[str, ZoneOwnership]:
+    def load_zones(self, *, refresh: bool = True,
+                   quarantine: bool = True) -> dict[str, ZoneOwnership]:
         if self._legacy is not None:
             return dict(self._legacy[1])
         remembered = self._recall(refresh)
@@ -233,7 +244,8 @@ class ConfigMapStore(_Remembered):
                 self._saved[self.NAME] = data.get("run", "")
         except Unreadable as exc:
             if not quarantine:
-                raise StateUnreadable(f"state ConfigMap {self.namespace}/{self.NAME}: {exc}") from None
+                raise StateUnreadable(f"state ConfigMap {self.namespace}/{self.NAME}: "
+                                      f"{exc}") from None
             assert body is not None
             self._quarantine(body, "run", str(exc))
             self._saved.pop(self.NAME, None)
@@ -249,7 +261,8 @@ class ConfigMapStore(_Remembered):
         if self.api.get("ConfigMap", self.namespace, self.NAME) is None:
             self.save_run(RunState())
         self.api.merge_patch("ConfigMap", self.namespace, self.NAME,
-                             {"metadata": {"annotations": {names.SUSPEND_ANNOTATION: "true" if on else None}}})
+                             {"metadata": {"annotations": {names.SUSPEND_ANNOTATION: "true" if on
+                                                           else None}}})
 
     def save_run(self, state: RunState) -> None:
         if self._legacy_zones is not None:  # converting: every zone gets its own record first
@@ -259,10 +272,12 @@ class ConfigMapStore(_Remembered):
         text = state.to_json()
         if self._saved.get(self.NAME) == text:
             return
-        shown = {"revision": state.applied or "", "lastSeen": state.seen or "", "outcome": state.outcome or "",
-                 "message": state.message}  # the agent's status, for `kubectl get configmap -o yaml`
+        shown = {"revision": state.applied or "", "lastSeen": state.seen or "",
+                 # the agent's status, for `kubectl get configmap -o yaml`
+                 "outcome": state.outcome or "", "message": state.message}
         self.api.apply({"apiVersion": "v1", "kind": "ConfigMap",
-                        "metadata": {"name": self.NAME, "namespace": self.namespace, "labels": self._labels("run")},
+                        "metadata": {"name": self.NAME, "namespace": self.namespace,
+                                     "labels": self._labels("run")},
                         "data": {"run": text, **shown}})
         self._saved[self.NAME] = text
 
@@ -271,50 +286,58 @@ class ConfigMapStore(_Remembered):
         return f"{names.STATE_NAME}-zone-{hashlib.sha256(zone.encode()).hexdigest()[:16]}"
 
     def _fresh_run(self, run: RunState) -> None:
-        """The run's record written afresh in place of a quarantined one (its suspend mark stays)."""
+        """The run's record written afresh in place of a quarantined one (its suspend mark
+        stays)."""
         try:
             self.save_run(run)
         except KubeError as exc:
-            quarantine_.log.warning("state ConfigMap %s/%s could not be written afresh: %s", self.namespace,
-                                    self.NAME, exc)
+            quarantine_.log.warning("state ConfigMap %s/%s could not be written afresh: %s",
+                                    self.namespace, self.NAME, exc)
 
     def _quarantine(self, body: dict[str, Any], kind: str, why: str) -> None:
         if not self.moves:
-            self._left(f"ConfigMap {self.namespace}/{(body.get('metadata') or {}).get('name')}", why)
+            self._left(f"ConfigMap {self.namespace}/{(body.get('metadata') or {}).get('name')}",
+                       why)
             return
-        aside = quarantine_.move_configmap(self.api, body, labels=self._labels("quarantined"), why=why,
-                                           delete=kind == "zone")
-        self._told(kind, f"ConfigMap {self.namespace}/{(body.get('metadata') or {}).get('name')}", aside, why)
+        aside = quarantine_.move_configmap(self.api, body, labels=self._labels("quarantined"),
+                                           why=why, delete=kind == "zone")
+        self._told(kind, f"ConfigMap {self.namespace}/{(body.get('metadata') or {}).get('name')}",
+                   aside, why)
 
     @staticmethod
     def _decode(body: dict[str, Any]) -> str:
-        """A zone record's text: gzip-compressed in binaryData when large, inflated to STATE_BYTES at most."""
+        """A zone record's text: gzip-compressed in binaryData when large, inflated to STATE_BYTES
+        at most."""
         data, binary = body.get("data") or {}, body.get("binaryData") or {}
         if "state.gz" not in binary:
             return str(data.get("state", ""))
         try:
             inflate = zlib.decompressobj(wbits=31)  # gzip
-            text = inflate.decompress(base64.b64decode(binary["state.gz"], validate=True), STATE_BYTES + 1)
+            text = inflate.decompress(base64.b64decode(binary["state.gz"], validate=True),
+                                      STATE_BYTES + 1)
             if len(text) > STATE_BYTES or not inflate.eof:
                 raise Unreadable(f"unreadable: expected a gzip-compressed record of at most "
                                  f"{operatorfile.size_text(STATE_BYTES)} (binaryData state.gz)")
             return text.decode()
         except (binascii.Error, zlib.error, UnicodeDecodeError, TypeError) as exc:
-            raise Unreadable("unreadable: expected binaryData state.gz to be gzip-compressed UTF-8 text in base64 ("
-                             f"{type(exc).__name__})") from None
+            raise Unreadable("unreadable: expected binaryData state.gz to be gzip-compressed UTF-8 "
+                             f"text in base64 ({type(exc).__name__})") from None
 
-    def load_zones(self, *, refresh: bool = True, quarantine: bool = True) -> dict[str, ZoneOwnership]:
+    def load_zones(self, *, refresh: bool = True,
+                   quarantine: bool = True) -> dict[str, ZoneOwnership]:
         remembered = self._recall(refresh)
         if remembered is not None:
             return remembered
         out = dict(self._legacy_zones or {})
-        for body in self.api.list("ConfigMap", namespace=self.namespace, label_selector=f"{STATE_LABEL}=zone"):
+        for body in self.api.list("ConfigMap", namespace=self.namespace,
+                                  label_selector=f"{STATE_LABEL}=zone"):
             try:
                 text = self._decode(body)
                 zone = ZoneOwnership.from_json(text)
             except Unreadable as exc:
                 if not quarantine:
-                    raise StateUnreadable(f"state ConfigMap {self.namespace}/{body['metadata']['name']}: "
+                    raise StateUnreadable(f"state ConfigMap "
+                                          f"{self.namespace}/{body['metadata']['name']}: "
                                           f"{exc}") from None
                 self._quarantine(body, "zone", str(exc))
                 continue
@@ -332,12 +355,12 @@ class ConfigMapStore(_Remembered):
             self.api.delete("ConfigMap", self.namespace, name)
             text = ""
         else:
-            body: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap",
-                                    "metadata": {"name": name, "namespace": self.namespace,
-                                                 "labels": self._labels("zone"),
-                                                 "annotations": {"bindy.firestoned.io/zone": zone.zone}}}
+            metadata = {"name": name, "namespace": self.namespace, "labels": self._labels("zone"),
+                        "annotations": {"bindy.firestoned.io/zone": zone.zone}}
+            body: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}
             if len(text) > _PLAIN_LIMIT:
-                body["binaryData"] = {"state.gz": base64.b64encode(gzip.compress(text.encode(), 6)).decode()}
+                packed = gzip.compress(text.encode(), 6)
+                body["binaryData"] = {"state.gz": base64.b64encode(packed).decode()}
             else:
                 body["data"] = {"state": text}
             self.api.apply(body)
@@ -360,7 +383,8 @@ class ReadOnly:
     def load_run(self, *, quarantine: bool = False) -> RunState:
         return self.store.load_run(quarantine=False)
 
-    def load_zones(self, *, refresh: bool = True, quarantine: bool = False) -> dict[str, ZoneOwnership]:
+    def load_zones(self, *, refresh: bool = True,
+                   quarantine: bool = False) -> dict[str, ZoneOwnership]:
         return self.store.load_zones(refresh=refresh, quarantine=False)
 
     def save_run(self, state: RunState) -> None:

@@ -1,16 +1,18 @@
 """One comment on a pull request (GitHub) or merge request (GitLab), kept up to date in place.
 
 The comment is found by a hidden marker (an HTML comment at the start of its body, invisible once
-rendered) and by its author: the first comment that starts with the marker and was written by the bot
-itself is updated; without one, a comment is created. A second run therefore edits the same comment,
-and a pull request never collects one per push; a comment someone else wrote starting with the marker
-is left alone (the job's token may edit any comment: it must never write its plan into a comment its
-author can edit afterwards). The bot is the token's own user: on GitHub `GET /user` when the token may
-ask (a personal access token), else `github-actions[bot]`, the user of a workflow's GITHUB_TOKEN; on
-GitLab `GET /user` (a project access token's bot user); or the login given (`Thread.author`).
+rendered) and by its author: the first comment that starts with the marker and was written by the
+bot itself is updated; without one, a comment is created. A second run therefore edits the same
+comment, and a pull request never collects one per push; a comment someone else wrote starting with
+the marker is left alone (the job's token may edit any comment: it must never write its plan into a
+comment its author can edit afterwards). The bot is the token's own user: on GitHub `GET /user` when
+the token may ask (a personal access token), else `github-actions[bot]`, the user of a workflow's
+GITHUB_TOKEN; on GitLab `GET /user` (a project access token's bot user); or the login given
+(`Thread.author`).
 
-    GitHub  GET/POST {api}/repos/{owner/repo}/issues/{number}/comments, PATCH .../issues/comments/{id}
-            (Authorization: Bearer TOKEN; the workflow's GITHUB_TOKEN with pull-requests: write)
+    GitHub  GET/POST {api}/repos/{owner/repo}/issues/{number}/comments, PATCH
+            .../issues/comments/{id} (Authorization: Bearer TOKEN; the workflow's GITHUB_TOKEN with
+            pull-requests: write)
     GitLab  GET/POST {api}/projects/{id}/merge_requests/{iid}/notes, PUT .../notes/{id}
             (PRIVATE-TOKEN: a project or personal access token with the api scope)
 """
@@ -39,7 +41,8 @@ class Thread:
     project: str  # owner/repo (GitHub), a project id or path (GitLab)
     number: int  # the pull request's number, the merge request's iid
     token: str = dataclasses.field(repr=False)
-    author: str | None = None  # the login whose comment is kept up to date (None: the token's own user)
+    # the login whose comment is kept up to date (None: the token's own user)
+    author: str | None = None
 
     def comments_url(self) -> str:
         if self.forge == "github":
@@ -54,8 +57,9 @@ class Thread:
 
     def headers(self) -> dict[str, str]:
         if self.forge == "github":
-            return {"Authorization": f"Bearer {self.token}", "Accept": "application/vnd.github+json",
-                    "X-GitHub-Api-Version": "2022-11-28", "User-Agent": "bindy-agent"}
+            return {"Authorization": f"Bearer {self.token}",
+                    "Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
+                    "User-Agent": "bindy-agent"}
         return {"PRIVATE-TOKEN": self.token, "User-Agent": "bindy-agent"}
 
 
@@ -69,16 +73,18 @@ class Posted:
 def _failed(what: str, thread: Thread, response: httpx.Response) -> CommentError:
     hint = ""
     if response.status_code in (401, 403) and thread.forge == "github":
-        hint = ("; the token may not write comments: give the job `permissions: pull-requests: write` (a pull "
-                "request from a fork gets a read-only token)")
+        hint = ("; the token may not write comments: give the job `permissions: pull-requests: "
+                "write` (a pull request from a fork gets a read-only token)")
     elif response.status_code in (401, 403):
-        hint = "; the token may not write notes: use a project or personal access token with the api scope"
+        hint = ("; the token may not write notes: use a project or personal access token with the "
+                "api scope")
     detail = " ".join(response.text.split())[:200]
     return CommentError(f"{thread.forge}: {what}: HTTP {response.status_code} {detail}{hint}",
                         retryable=response.status_code >= 500)
 
 
-def _call(client: httpx.Client, method: str, url: str, thread: Thread, what: str, **kwargs: Any) -> httpx.Response:
+def _call(client: httpx.Client, method: str, url: str, thread: Thread, what: str,
+          **kwargs: Any) -> httpx.Response:
     try:
         response = client.request(method, url, headers=thread.headers(), **kwargs)
     except httpx.HTTPError as exc:
@@ -91,7 +97,8 @@ def _call(client: httpx.Client, method: str, url: str, thread: Thread, what: str
 def author_of(comment: dict[str, Any], forge: str) -> str:
     """Who wrote a comment: GitHub's user.login, GitLab's author.username."""
     who = comment.get("user" if forge == "github" else "author")
-    return str(who.get("login" if forge == "github" else "username") or "") if isinstance(who, dict) else ""
+    return str(who.get("login" if forge == "github" else "username")
+               or "") if isinstance(who, dict) else ""
 
 
 def bot(client: httpx.Client, thread: Thread) -> str:
@@ -113,8 +120,8 @@ def bot(client: httpx.Client, thread: Thread) -> str:
 
 
 def find(client: httpx.Client, thread: Thread, marker: str) -> dict[str, Any] | None:
-    """The first comment whose body starts with `marker` and whose author is the bot, looked through page by
-    page (the bot is asked for only when a comment starts with the marker)."""
+    """The first comment whose body starts with `marker` and whose author is the bot, looked through
+    page by page (the bot is asked for only when a comment starts with the marker)."""
     known: list[str] = []
 
     def mine(comment: dict[str, Any]) -> bool:
@@ -140,7 +147,8 @@ def find(client: httpx.Client, thread: Thread, marker: str) -> dict[str, Any] | 
     return None
 
 
-def _next_page(response: httpx.Response, thread: Thread, params: dict[str, str] | None) -> str | None:
+def _next_page(response: httpx.Response, thread: Thread,
+               params: dict[str, str] | None) -> str | None:
     if thread.forge == "github":
         link = response.links.get("next", {}).get("url")
         return str(link) if link else None
@@ -156,8 +164,8 @@ def _link(comment: dict[str, Any]) -> str:
 
 def upsert(thread: Thread, marker: str, body: str, *, client: httpx.Client | None = None,
            timeout: float = 30) -> Posted:
-    """Updates the bot's comment that starts with `marker` to `body` (which starts with it; a comment that says
-    it already is left alone), or creates it."""
+    """Updates the bot's comment that starts with `marker` to `body` (which starts with it; a
+    comment that says it already is left alone), or creates it."""
     if not body.startswith(marker):
         body = marker + "\n" + body
     own = client or httpx.Client(timeout=timeout, follow_redirects=False)
@@ -168,11 +176,12 @@ def upsert(thread: Thread, marker: str, body: str, *, client: httpx.Client | Non
         if existing is not None:
             comment_id = int(existing["id"])
             method = "PATCH" if thread.forge == "github" else "PUT"
-            response = _call(own, method, thread.comment_url(comment_id), thread, "updating the comment",
-                             json={"body": body})
+            response = _call(own, method, thread.comment_url(comment_id), thread,
+                             "updating the comment", json={"body": body})
             action = "updated"
         else:
-            response = _call(own, "POST", thread.comments_url(), thread, "creating the comment", json={"body": body})
+            response = _call(own, "POST", thread.comments_url(), thread, "creating the comment",
+                             json={"body": body})
             action = "created"
         made = response.json()
         return Posted(action, int(made.get("id", 0)), _link(made))

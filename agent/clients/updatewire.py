@@ -1,4 +1,5 @@
-"""The UPDATE messages of a zone's RRset changes, rendered straight to wire form, in batches (RFC 2136).
+"""The UPDATE messages of a zone's RRset changes, rendered straight to wire form, in batches (RFC
+2136).
 
 Each change is guarded by a prerequisite (RFC 2136 section 2.4) so it only applies if every RRset
 still holds what the agent observed: an update or delete requires the exact observed RRset, a
@@ -35,7 +36,8 @@ DEFAULT_BATCH = 1000
 class _Rendered:
     """Resource records already in wire form, standing in for an RRset in a message section: the
     message renders them as they are (dnspython's renderer calls `to_wire`, as it would an RRset's).
-    Building a large UPDATE through dnspython's RRset objects costs more than named takes to apply it."""
+    Building a large UPDATE through dnspython's RRset objects costs more than named takes to apply
+    it."""
 
     def __init__(self) -> None:
         self.records: list[bytes] = []
@@ -51,24 +53,30 @@ class _Rendered:
 
 
 _RR = struct.Struct("!HHIH")  # type, class, TTL, RDLENGTH
-_MESSAGE_BUDGET = 60_000  # octets of prerequisites and updates per message (a DNS message holds 65,535)
+# octets of prerequisites and updates per message (a DNS message holds 65,535)
+_MESSAGE_BUDGET = 60_000
 
 
 def _records(owner: bytes, rtype: int, rr: rrsets.RRset, ttl: int) -> list[bytes]:
-    objects = rr.objects or tuple(dns.rdata.from_text(dns.rdataclass.IN, rr.rtype, v) for v in rr.rdatas)
-    return [owner + _RR.pack(rtype, dns.rdataclass.IN, ttl, len(w)) + w for w in (o.to_wire() or b"" for o in objects)]
+    objects = rr.objects or tuple(dns.rdata.from_text(dns.rdataclass.IN, rr.rtype, v)
+                                  for v in rr.rdatas)
+    return [owner + _RR.pack(rtype, dns.rdataclass.IN, ttl, len(w)) + w
+            for w in (o.to_wire() or b"" for o in objects)]
 
 
 def _change_wire(change: RRChange, zone: str) -> tuple[list[bytes], list[bytes]]:
     """(prerequisite RRs, update RRs) of one change, RFC 2136 2.4 and 2.5."""
     owner, rtype = rfc2136.name_wire(change.key[0]), dns.rdatatype.from_text(change.key[1])
-    prerequisite = ([owner + _RR.pack(rtype, dns.rdataclass.NONE, 0, 0)] if change.before is None  # not there
-                    else _records(owner, rtype, change.before, 0))  # there with exactly these data (TTL zero)
+    # not there
+    prerequisite = ([owner + _RR.pack(rtype, dns.rdataclass.NONE, 0, 0)] if change.before is None
+                    # there with exactly these data (TTL zero)
+                    else _records(owner, rtype, change.before, 0))
     if change.key == (zone, "NS") and change.before is not None and change.after is not None:
         # named ignores a delete of the whole apex NS RRset (RFC 2136 3.4.2.3): the new records are
         # added, then each old one that goes is deleted by itself (class NONE, RFC 2136 2.5.4)
         gone = dataclasses.replace(change.before, rdatas=tuple(v for v in change.before.rdatas
-                                                               if v not in change.after.rdatas), objects=())
+                                                               if v not in change.after.rdatas),
+                                   objects=())
         update = _records(owner, rtype, change.after, change.after.ttl)
         update += [r[:len(owner) + 2] + struct.pack("!H", dns.rdataclass.NONE) + r[len(owner) + 4:]
                    for r in _records(owner, rtype, gone, 0)]
@@ -80,12 +88,13 @@ def _change_wire(change: RRChange, zone: str) -> tuple[list[bytes], list[bytes]]
 
 
 def _name_servers_first(zone: str, changes: list[RRChange]) -> tuple[list[RRChange], int]:
-    """The changes with those of the zone itself first - new glue, the apex NS, the SOA, old glue - and
-    how many they are: they go in the first message (named checks the name servers after each one,
-    and the SOA's prerequisite holds its serial as observed, which every message moves on)."""
+    """The changes with those of the zone itself first - new glue, the apex NS, the SOA, old glue -
+    and how many they are: they go in the first message (named checks the name servers after each
+    one, and the SOA's prerequisite holds its serial as observed, which every message moves on)."""
     apex = next((c for c in changes if c.key == (zone, "NS")), None)
     soa = [c for c in changes if c.key == (zone, "SOA")]
-    hosts = {rrsets.absolute(v) for rr in (apex.before, apex.after) if rr is not None for v in rr.rdatas} \
+    hosts = {rrsets.absolute(v) for rr in (apex.before, apex.after) if rr is not None
+             for v in rr.rdatas} \
         if apex is not None else set()
     glue = [c for c in changes if c.key[1] in ("A", "AAAA") and c.key[0] in hosts]
     first = [c for c in glue if c.after is not None] + ([apex] if apex else []) + soa + [
@@ -98,19 +107,19 @@ def _name_servers_first(zone: str, changes: list[RRChange]) -> tuple[list[RRChan
 
 def build_updates(zone: str, changes: list[RRChange], tsig: TsigKey | None, *,
                   batch: int = DEFAULT_BATCH) -> list[dns.update.UpdateMessage]:
-    """UPDATE messages of at most `batch` changes (and what fits in one message), each change guarded
-    by its prerequisite (the first message also by those of the later ones: `batches`)."""
+    """UPDATE messages of at most `batch` changes (and what fits in one message), each change
+    guarded by its prerequisite (the first message also by those of the later ones: `batches`)."""
     return [message for message, _ in batches(zone, changes, tsig, batch=batch)]
 
 
 def batches(zone: str, changes: list[RRChange], tsig: TsigKey | None, *,
             batch: int = DEFAULT_BATCH) -> list[tuple[dns.update.UpdateMessage, list[RRChange]]]:
-    """The UPDATE messages of a zone's changes, each with the changes it writes: at most `batch` changes
-    (and what fits in one message), each guarded by its prerequisite. The first message also carries
-    the prerequisites of the later messages' changes, as many as fit (all of them, unless they are
-    many and large): a zone changed since it was observed is then usually refused before anything of
-    it is written, rather than after its first batches went out. Every later message still carries
-    its own prerequisites (the zone may change between messages)."""
+    """The UPDATE messages of a zone's changes, each with the changes it writes: at most `batch`
+    changes (and what fits in one message), each guarded by its prerequisite. The first message also
+    carries the prerequisites of the later messages' changes, as many as fit (all of them, unless
+    they are many and large): a zone changed since it was observed is then usually refused before
+    anything of it is written, rather than after its first batches went out. Every later message
+    still carries its own prerequisites (the zone may change between messages)."""
     keyring, keyname, algorithm = rfc2136.tsig_keyring(tsig)
     out: list[tuple[dns.update.UpdateMessage, list[RRChange]]] = []
     prerequisites = updates = first = _Rendered()
@@ -126,7 +135,8 @@ def batches(zone: str, changes: list[RRChange], tsig: TsigKey | None, *,
         if not out or full and index >= together:
             if len(out) == 1:
                 room = _MESSAGE_BUDGET - prerequisites.size - updates.size
-            message = dns.update.UpdateMessage(zone, keyring=keyring, keyname=keyname, keyalgorithm=algorithm)
+            message = dns.update.UpdateMessage(zone, keyring=keyring, keyname=keyname,
+                                               keyalgorithm=algorithm)
             prerequisites, updates, written, taken = _Rendered(), _Rendered(), [], 0
             message.prerequisite.append(prerequisites)  # type: ignore[arg-type]  # rendered RRs (see _Rendered)
             message.update.append(updates)  # type: ignore[arg-type]
@@ -135,7 +145,8 @@ def batches(zone: str, changes: list[RRChange], tsig: TsigKey | None, *,
         if len(out) > 1 and sizes[0] <= room:
             extra.add(prerequisite, sizes[0])
             room -= sizes[0]
-        elif len(out) > 1:  # in order: once one does not fit, the rest is checked by its own batch only
+        # in order: once one does not fit, the rest is checked by its own batch only
+        elif len(out) > 1:
             room = 0
         prerequisites.add(prerequisite, sizes[0])
         updates.add(update, sizes[1])

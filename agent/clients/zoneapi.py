@@ -72,26 +72,32 @@ class _Backend(httpcore.NetworkBackend):
     def __init__(self) -> None:
         self.inner = httpcore.SyncBackend()
 
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options: typing.Iterable[typing.Any] | None = None) -> httpcore.NetworkStream:
-        return _Stream(self.inner.connect_tcp(host, port, _left(timeout), local_address, socket_options))
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                    local_address: str | None = None,
+                    socket_options: typing.Iterable[typing.Any] | None = None,
+                    ) -> httpcore.NetworkStream:
+        return _Stream(self.inner.connect_tcp(host, port, _left(timeout), local_address,
+                                              socket_options))
 
     def sleep(self, seconds: float) -> None:
         self.inner.sleep(seconds)
 
 
 def bounded_transport() -> httpx.HTTPTransport:
-    """An httpx transport whose requests end when their deadline passes, however the peer trickles."""
+    """An httpx transport whose requests end when their deadline passes, however the peer
+    trickles."""
     transport = httpx.HTTPTransport()
     # httpx offers no hook for the network backend; its pool is replaced with one that has ours
-    transport._pool = httpcore.ConnectionPool(ssl_context=httpx.create_ssl_context(), network_backend=_Backend())
+    transport._pool = httpcore.ConnectionPool(ssl_context=httpx.create_ssl_context(),
+                                              network_backend=_Backend())
     return transport
 
 
 class ZoneApi:
     def __init__(self, base_url: str, *, token: str = "", instance: str = "", timeout: float = 10,
                  call_timeout: float = 30, retries: int = 3, backoff: float = 0.2,
-                 transport: httpx.BaseTransport | None = None, deadline: Deadline = UNBOUNDED) -> None:
+                 transport: httpx.BaseTransport | None = None,
+                 deadline: Deadline = UNBOUNDED) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.http = httpx.Client(base_url=f"{base_url}/api/v1", headers=headers, timeout=timeout,
                                  transport=transport or bounded_transport())
@@ -112,7 +118,8 @@ class ZoneApi:
         self.http.close()
 
     @calls.measured("zone_api", op=lambda self, method, *args, **kwargs: method)
-    def _request(self, method: str, path: str, *, json: Any = None, ok: tuple[int, ...] = (200, 201)) -> httpx.Response:
+    def _request(self, method: str, path: str, *, json: Any = None,
+                 ok: tuple[int, ...] = (200, 201)) -> httpx.Response:
         with self._lock:
             self.calls[method] += 1
         for attempt in range(self.retries + 1):
@@ -122,7 +129,8 @@ class ZoneApi:
                 response = self._send(method, path, json)
             except httpx.TransportError as exc:
                 if last or isinstance(exc, httpx.TimeoutException):  # a stalled peer is not retried
-                    raise ZoneApiError(f"{self.instance}: {method} {path}: {self._failure(exc, limit)}",
+                    raise ZoneApiError(f"{self.instance}: {method} {path}: "
+                                       f"{self._failure(exc, limit)}",
                                        retryable=True) from exc
                 time.sleep(self.backoff * 2**attempt)
                 continue
@@ -132,21 +140,24 @@ class ZoneApi:
             if response.status_code in ok:
                 return response
             detail = _message(response)
-            raise ZoneApiError(f"{self.instance}: {method} {path}: HTTP {response.status_code}: {detail}",
+            raise ZoneApiError(f"{self.instance}: {method} {path}: HTTP {response.status_code}: "
+                               f"{detail}",
                                retryable=response.status_code >= 500)
         raise AssertionError("unreachable")
 
     def _failure(self, exc: httpx.TransportError, limit: float) -> str:
         if isinstance(exc, httpx.TimeoutException) and not isinstance(exc, httpx.ConnectTimeout):
             cut = " (all the run's deadline left)" if limit < self.call_timeout else ""
-            return f"no complete answer within {max(limit, 0):.0f} s{cut}; the zone API accepted but stalled"
+            return (f"no complete answer within {max(limit, 0):.0f} s{cut}; the zone API accepted "
+                    f"but stalled")
         return f"cannot reach the zone API: {exc or type(exc).__name__}"
 
     @staticmethod
     def check(value: str, what: str) -> str:
         """Refuses values the sidecar would interpolate unsafely into rndc configuration."""
         if UNSAFE.search(value):
-            raise ZoneApiError(f"refusing {what} {value!r}: quotes, ';', braces and spaces are not allowed")
+            raise ZoneApiError(f"refusing {what} {value!r}: quotes, ';', braces and spaces are not "
+                               f"allowed")
         return value
 
     def zones(self) -> list[str]:
@@ -158,7 +169,8 @@ class ZoneApi:
 
     def status(self, zone: str) -> dict[str, Any] | None:
         """`rndc zonestatus` through the API; None if the instance does not serve the zone."""
-        response = self._request("GET", f"/zones/{self.check(zone, 'zone name')}/status", ok=(200, 404))
+        response = self._request("GET", f"/zones/{self.check(zone, 'zone name')}/status",
+                                 ok=(200, 404))
         return None if response.status_code == 404 else dict(response.json())
 
     def create(self, body: dict[str, Any]) -> bool:
@@ -176,7 +188,8 @@ class ZoneApi:
 
     def modify(self, zone: str, *, also_notify: list[str] | None = None,
                allow_transfer: list[str] | None = None) -> None:
-        body = {k: v for k, v in (("alsoNotify", also_notify), ("allowTransfer", allow_transfer)) if v is not None}
+        body = {k: v for k, v in (("alsoNotify", also_notify), ("allowTransfer", allow_transfer))
+                if v is not None}
         self._request("PATCH", f"/zones/{self.check(zone, 'zone name')}", json=body)
 
 

@@ -2,20 +2,24 @@
 
 The inverse of placement + rrsets, to adopt a zone that exists today:
 
-    SOA                    -> DNSZone spec.soaRecord (the zone's own; the agent never writes it as a record)
-    apex NS                -> DNSZone spec.nameServers, with the glue address of a name server inside
+    SOA                    -> DNSZone spec.soaRecord (the zone's own; the agent never writes it as a
+                           record)
+    apex NS                -> DNSZone spec.nameServers, with the glue address of a name server
+                           inside
                               the zone (the agent writes them when it creates the zone)
     A / AAAA               -> one ARecord / AAAARecord per RRset (all its addresses)
     CNAME                  -> one CNAMERecord
-    MX, TXT, NS, SRV, CAA  -> one CR per value (their kinds hold one value; the agent joins the CRs of
+    MX, TXT, NS, SRV, CAA  -> one CR per value (their kinds hold one value; the agent joins the CRs
+                           of
                               one name and type into one RRset again)
-    anything else          -> skipped, with the reason (DNSSEC data BIND signs itself, or no Bindy kind)
+    anything else          -> skipped, with the reason (DNSSEC data BIND signs itself, or no Bindy
+                           kind)
 
 (each record type says how its RRsets become CRs: model/recordtypes/)
 
-The zone's TTL is the SOA's; a record states `ttl` only where it differs. Records are selected by the
-DNSZone's `recordsFrom` (the label `bindy.firestoned.io/zone`), as Bindy does. Names are Kubernetes
-names: `<zone>-<owner>-<type>[-<n>]`, made unique and short enough.
+The zone's TTL is the SOA's; a record states `ttl` only where it differs. Records are selected by
+the DNSZone's `recordsFrom` (the label `bindy.firestoned.io/zone`), as Bindy does. Names are
+Kubernetes names: `<zone>-<owner>-<type>[-<n>]`, made unique and short enough.
 """
 
 from __future__ import annotations
@@ -53,7 +57,9 @@ class Adopted:
 
 def slug(text: str, limit: int = 63) -> str:
     """A Kubernetes name (or label value) from DNS labels: lowercase, '-' for anything else."""
-    out = re.sub(r"-+", "-", re.sub(r"[^a-z0-9]", "-", text.lower().replace("*", "wildcard"))).strip("-") or "apex"
+    out = re.sub(r"-+", "-",
+                 re.sub(r"[^a-z0-9]", "-",
+                        text.lower().replace("*", "wildcard"))).strip("-") or "apex"
     if len(out) <= limit:
         return out
     digest = hashlib.sha256(text.encode()).hexdigest()[:8]
@@ -77,18 +83,20 @@ def _metadata(name: str, namespace: str, labels: dict[str, str]) -> dict[str, An
     return {"name": name, "namespace": namespace, **({"labels": labels} if labels else {})}
 
 
-def _zone_doc(zone: str, rrsets: dict[Key, RRset], namespace: str, cluster_ref: str | None) -> dict[str, Any]:
+def _zone_doc(zone: str, rrsets: dict[Key, RRset], namespace: str,
+              cluster_ref: str | None) -> dict[str, Any]:
     soa = _rdatas(rrsets[(zone, "SOA")])[0]
     spec: dict[str, Any] = {"zoneName": zone.rstrip(".")}
     if cluster_ref:
         spec["clusterRef"] = cluster_ref
     spec["ttl"] = rrsets[(zone, "SOA")].ttl
-    spec["soaRecord"] = {"primaryNs": soa.mname.to_text(), "adminEmail": soa.rname.to_text(), "serial": soa.serial,
-                         "refresh": soa.refresh, "retry": soa.retry, "expire": soa.expire,
-                         "negativeTtl": soa.minimum}
+    spec["soaRecord"] = {"primaryNs": soa.mname.to_text(), "adminEmail": soa.rname.to_text(),
+                         "serial": soa.serial, "refresh": soa.refresh, "retry": soa.retry,
+                         "expire": soa.expire, "negativeTtl": soa.minimum}
     if (zone, "NS") in rrsets:
         spec["nameServers"] = [_name_server(r.target.to_text(), zone, rrsets)
-                               for r in sorted(_rdatas(rrsets[(zone, "NS")]), key=lambda r: r.target.to_text())]
+                               for r in sorted(_rdatas(rrsets[(zone, "NS")]),
+                                               key=lambda r: r.target.to_text())]
     spec["recordsFrom"] = [{"selector": {"matchLabels": {ZONE_LABEL: slug(zone)}}}]
     return {"apiVersion": kinds.API_VERSION, "kind": "DNSZone",
             "metadata": _metadata(slug(zone), namespace, {}), "spec": spec}
@@ -130,7 +138,8 @@ def _skip_reason(key: Key, zone: str) -> str | None:
     return None
 
 
-def _records(zone: str, rrsets: dict[Key, RRset], namespace: str, skipped: list[str]) -> list[dict[str, Any]]:
+def _records(zone: str, rrsets: dict[Key, RRset], namespace: str,
+             skipped: list[str]) -> list[dict[str, Any]]:
     default_ttl = rrsets[(zone, "SOA")].ttl
     names, out = _Names(), []
     labels = {ZONE_LABEL: slug(zone)}
@@ -156,14 +165,17 @@ def _records(zone: str, rrsets: dict[Key, RRset], namespace: str, skipped: list[
     return out
 
 
-def adopt(zone: str, rrsets: dict[Key, RRset], *, namespace: str, cluster_ref: str | None = None) -> Adopted:
+def adopt(zone: str, rrsets: dict[Key, RRset], *, namespace: str,
+          cluster_ref: str | None = None) -> Adopted:
     """The DNSZone and record CRs that make the agent serve exactly `rrsets` (the zone's AXFR)."""
     zone = absolute(zone)
     if (zone, "SOA") not in rrsets:
         raise ValueError(f"{zone} has no SOA record: not a zone transfer")
-    moved = [f"{zone} SOA -> DNSZone spec.soaRecord (serial {_rdatas(rrsets[(zone, 'SOA')])[0].serial})"]
+    moved = [f"{zone} SOA -> DNSZone spec.soaRecord (serial "
+             f"{_rdatas(rrsets[(zone, 'SOA')])[0].serial})"]
     if (zone, "NS") in rrsets:
-        moved.append(f"{zone} NS ({len(rrsets[(zone, 'NS')].rdatas)} name servers) -> DNSZone spec.nameServers")
+        moved.append(f"{zone} NS ({len(rrsets[(zone, 'NS')].rdatas)} name servers) -> DNSZone "
+                     f"spec.nameServers")
     skipped = [reason for key in sorted(rrsets) if (reason := _skip_reason(key, zone))]
     records = _records(zone, rrsets, namespace, skipped)
     return Adopted(_zone_doc(zone, rrsets, namespace, cluster_ref), records, moved, skipped)
@@ -171,9 +183,10 @@ def adopt(zone: str, rrsets: dict[Key, RRset], *, namespace: str, cluster_ref: s
 
 def to_yaml(docs: list[dict[str, Any]], header: str = "") -> str:
     """Documents as YAML, one `---` apart, long values on one line."""
-    # quoted where Kubernetes' YAML would read a string as something else (`y`, `n`: booleans), so that
-    # the files read back as they were written, by the agent and by kubectl
-    return header + yaml.dump_all(docs, Dumper=scalars.Dumper, sort_keys=False, width=2**16, allow_unicode=True)
+    # quoted where Kubernetes' YAML would read a string as something else (`y`, `n`: booleans), so
+    # that the files read back as they were written, by the agent and by kubectl
+    return header + yaml.dump_all(docs, Dumper=scalars.Dumper, sort_keys=False, width=2**16,
+                                  allow_unicode=True)
 
 
 def _key(doc: dict[str, Any]) -> str:
@@ -187,12 +200,16 @@ def _owner(record: dict[str, Any], zone: dict[str, Any]) -> str:
 
 
 def check(adopted: Adopted, *, namespace: str) -> list[Problem]:
-    """Validates the CRs as `bindy-agent validate` would. A record CR that does not validate is dropped
-    (and listed as skipped, with the reason); the errors left are the DNSZone's."""
-    zone = {**adopted.zone, "spec": {k: v for k, v in adopted.zone["spec"].items() if k != "clusterRef"}}
-    for _ in range(len(adopted.records) + 1):  # dropping a record can invalidate another (an MX's target)
-        manifest = parse.load_text(to_yaml([zone, *adopted.records]), "imported.yaml", default_namespace=namespace)
-        found = [p for p in manifest.problems + (hierarchy.build(manifest).problems if manifest.ok else [])
+    """Validates the CRs as `bindy-agent validate` would. A record CR that does not validate is
+    dropped (and listed as skipped, with the reason); the errors left are the DNSZone's."""
+    zone = {**adopted.zone,
+            "spec": {k: v for k, v in adopted.zone["spec"].items() if k != "clusterRef"}}
+    # dropping a record can invalidate another (an MX's target)
+    for _ in range(len(adopted.records) + 1):
+        manifest = parse.load_text(to_yaml([zone, *adopted.records]), "imported.yaml",
+                                   default_namespace=namespace)
+        found = [p for p in manifest.problems
+                 + (hierarchy.build(manifest).problems if manifest.ok else [])
                  if p.severity is Severity.ERROR]
         bad = {p.obj: p for p in found}
         dropped = [r for r in adopted.records if _key(r) in bad]
@@ -201,6 +218,7 @@ def check(adopted: Adopted, *, namespace: str) -> list[Problem]:
         for record in dropped:
             problem = bad[_key(record)]
             detail = f"{problem.path}: {problem.message}" if problem.path else problem.message
-            adopted.skipped.append(f"{_owner(record, zone)} {record['kind'].removesuffix('Record')}: {detail}")
+            adopted.skipped.append(f"{_owner(record, zone)} "
+                                   f"{record['kind'].removesuffix('Record')}: {detail}")
         adopted.records = [r for r in adopted.records if _key(r) not in bad]
     return found

@@ -16,17 +16,20 @@ from agent.model import syntax
 from agent.model.key import ObjectKey
 from agent.model.problems import Problem
 
-_LABEL_NAMES = {"Service"}  # kinds whose names are DNS-1035 labels; the others are DNS-1123 subdomains
+# kinds whose names are DNS-1035 labels; the others are DNS-1123 subdomains
+_LABEL_NAMES = {"Service"}
 
 
 def _errors(kind: str, name: str, body: dict[str, Any]) -> Iterable[str]:
     check = syntax.dns1035_error if kind in _LABEL_NAMES else syntax.subdomain_error
     if error := check(name):
-        yield f"generates the {kind} {syntax.brief(name)}, which Kubernetes refuses: the name {error}"
+        yield (f"generates the {kind} {syntax.brief(name)}, which Kubernetes refuses: the name "
+               f"{error}")
     labels = body.get("metadata", {}).get("labels") or {}
     for key, value in sorted(labels.items()):
         if isinstance(value, str) and (error := syntax.label_value_error(value)):
-            yield f"generates the label {key}={syntax.brief(value)}, which Kubernetes refuses: it {error}"
+            yield (f"generates the label {key}={syntax.brief(value)}, which Kubernetes refuses: it "
+                   f"{error}")
 
 
 def check(generated: Iterable[tuple[ObjectKey, dict[str, Any], ObjectKey | None]],
@@ -43,5 +46,6 @@ def check(generated: Iterable[tuple[ObjectKey, dict[str, Any], ObjectKey | None]
                 seen.add((source, message))
                 cause = written.get(source)
                 out.append(Problem(cause.origin_at("metadata.name") if cause else None, str(source),
-                                   "metadata.name", f"{message}; shorten the name (or label) it comes from"))
+                                   "metadata.name",
+                                   f"{message}; shorten the name (or label) it comes from"))
     return out

@@ -1,8 +1,8 @@
-"""Each record into one DNSZone (pure): the zones' `recordsFrom` selectors, the record's `spec.zone`,
-and for a fully qualified `name`, adoption by the zone with the longest matching suffix. Two zones
-is an error, and so is none: such a record would never be
-published (its values are checked all the same). A file's assignment is reused while the file and the zones are the same
-objects as in the last revision (desired/memo.py).
+"""Each record into one DNSZone (pure): the zones' `recordsFrom` selectors, the record's
+`spec.zone`, and for a fully qualified `name`, adoption by the zone with the longest matching
+suffix. Two zones is an error, and so is none: such a record would never be
+published (its values are checked all the same). A file's assignment is reused while the file and
+the zones are the same objects as in the last revision (desired/memo.py).
 """
 
 from __future__ import annotations
@@ -24,11 +24,12 @@ RECORD_KIND_NAMES = {k.name for k in kinds.RECORD_KINDS}
 
 
 class _ZoneSelectors:
-    """The zones that may claim a record: recordsFrom selectors indexed by the label they need first,
-    spec.zone and fully qualified names by zone name. Built once per set of zones."""
+    """The zones that may claim a record: recordsFrom selectors indexed by the label they need
+    first, spec.zone and fully qualified names by zone name. Built once per set of zones."""
 
     def __init__(self, zones: list[Zone]) -> None:
-        self.by_label: dict[tuple[str | None, str, str], list[tuple[int, Zone, LabelSelector]]] = defaultdict(list)
+        self.by_label: dict[tuple[str | None, str, str],
+                            list[tuple[int, Zone, LabelSelector]]] = defaultdict(list)
         self.generic: dict[str | None, list[tuple[int, Zone, LabelSelector]]] = defaultdict(list)
         self.by_name: dict[str, list[Zone]] = defaultdict(list)
         self.origins = {z.key: z.origin for z in zones}
@@ -51,19 +52,24 @@ class _ZoneSelectors:
         candidates = list(self.generic.get(ns, ()))
         for k, v in labels.items():
             candidates += self.by_label.get((ns, k, v), ())
-        if len(candidates) < 2:  # most records: no zone, or the one whose selector names a label of theirs
+        # most records: no zone, or the one whose selector names a label of theirs
+        if len(candidates) < 2:
             return [zone for _, zone, sel in candidates if sel.matches(labels)]
         matched = {order: zone for order, zone, sel in candidates if sel.matches(labels)}
         return [matched[o] for o in sorted(matched)]
 
-    def named(self, record: Loaded, already: list[Zone], out: Findings, budget: hints.Budget) -> list[Zone]:
-        """spec.zone, else adoption of a fully qualified name by the zone with the longest suffix."""
+    def named(self, record: Loaded, already: list[Zone], out: Findings,
+              budget: hints.Budget) -> list[Zone]:
+        """spec.zone, else adoption of a fully qualified name by the zone with the longest
+        suffix."""
         spec = record.model.spec  # type: ignore[attr-defined]
         if spec.zone:
             matches = self.by_name.get(rrsets.absolute(spec.zone), [])
             same_ns = [z for z in matches if z.key.namespace == record.key.namespace] or matches
             if not same_ns:
-                hint = budget.hint("zone name", lambda: hints.name_meant(rrsets.absolute(spec.zone), self.by_name))
+                hint = budget.hint("zone name",
+                                   lambda: hints.name_meant(rrsets.absolute(spec.zone),
+                                                            self.by_name))
                 hint = hint if spec.zone.endswith(".") else hint.replace(".'?)", "'?)")
                 out.add(record, "spec.zone", f"no DNSZone with zoneName {spec.zone!r}{hint}")
             return [z for z in same_ns[:1] if z not in already]
@@ -76,27 +82,33 @@ class _ZoneSelectors:
         return []
 
     def _selectors(self, ns: str | None) -> list[tuple[str, LabelSelector]]:
-        """(who, selector) of the recordsFrom of the zones of a namespace, made once per namespace."""
+        """(who, selector) of the recordsFrom of the zones of a namespace, made once per
+        namespace."""
         if ns not in self._by_namespace:
-            self._by_namespace[ns] = [(str(z.key), s.selector) for z in self.in_namespace.get(ns, [])
+            self._by_namespace[ns] = [(str(z.key), s.selector)
+                                      for z in self.in_namespace.get(ns, [])
                                       for s in z.spec.records_from or []]
         return self._by_namespace[ns]
 
     def _first_labelled(self, ns: str | None) -> tuple[str, LabelSelector] | None:
         if ns not in self._labelled:
-            self._labelled[ns] = next(((who, s) for who, s in self._selectors(ns) if s.match_labels), None)
+            self._labelled[ns] = next(((who, s) for who, s in self._selectors(ns)
+                                       if s.match_labels), None)
         return self._labelled[ns]
 
     def homeless(self, record: Loaded, budget: hints.Budget) -> tuple[str, str]:
-        """(field path, message) for a record no DNSZone takes: why, and the fix most likely meant."""
+        """(field path, message) for a record no DNSZone takes: why, and the fix most likely
+        meant."""
         spec, ns = record.model.spec, record.key.namespace  # type: ignore[attr-defined]
         labels = record.model.metadata.get("labels") or {}
         never = "belongs to no DNSZone, so it would never be published"
         if spec.name.endswith("."):
             hint = budget.hint("zone suffix", lambda: hints.zone_meant(spec.name, self.by_name))
-            return "spec.name", (f"{never}: no DNSZone's zoneName is a suffix of {spec.name}{hint}; add the zone's "
+            return "spec.name", (f"{never}: no DNSZone's zoneName is a suffix of "
+                                 f"{spec.name}{hint}; add the zone's "
                                  "DNSZone, or correct the name")
-        why = f"{never} (no DNSZone's recordsFrom selects its labels, it has no spec.zone, its name is relative)"
+        why = (f"{never} (no DNSZone's recordsFrom selects its labels, it has no spec.zone, its "
+               f"name is relative)")
         zones = self.in_namespace.get(ns, [])
         selectors = self._selectors(ns)
         if hint := budget.hint("record label", lambda: hints.label_for(labels, selectors)):
@@ -107,13 +119,15 @@ class _ZoneSelectors:
             key, value = next(iter((selector.match_labels or {}).items()))
             return path, f"{why}: add the label '{key}: {value}' that {who} selects"
         if zones:
-            return path, f"{why}: add a recordsFrom selector to {zones[0].key} and labels it selects"
-        return path, (f"{why}: there is no DNSZone in namespace {ns}; add one, or give the record the namespace "
-                      "of its DNSZone")
+            return path, (f"{why}: add a recordsFrom selector to {zones[0].key} and labels it "
+                          f"selects")
+        return path, (f"{why}: there is no DNSZone in namespace {ns}; add one, or give the record "
+                      "the namespace of its DNSZone")
 
 
 def _check_values(record: Loaded, out: Findings) -> None:
-    """A record no zone takes is still checked as one in a zone would be: its name and its values."""
+    """A record no zone takes is still checked as one in a zone would be: its name and its
+    values."""
     from agent.desired import recorddata
 
     try:
@@ -125,8 +139,8 @@ def _check_values(record: Loaded, out: Findings) -> None:
 
 def _assign_file(records: list[Loaded], zones: _ZoneSelectors,
                  budget: hints.Budget) -> tuple[dict[ObjectKey, list[Loaded]], list[Problem]]:
-    """Which zone takes each record of one file (by zone key), and the problems found (with did-you-mean
-    hints within the run's `budget`)."""
+    """Which zone takes each record of one file (by zone key), and the problems found (with
+    did-you-mean hints within the run's `budget`)."""
     out = Findings()
     by_zone: dict[ObjectKey, list[Loaded]] = defaultdict(list)
     for r in records:
@@ -145,19 +159,24 @@ def _assign_file(records: list[Loaded], zones: _ZoneSelectors,
     return dict(by_zone), out.problems
 
 
-def assign_records(zones: list[Zone], sources: dict[ObjectKey, Loaded], by_file: Sequence[Sequence[Loaded]],
+def assign_records(zones: list[Zone], sources: dict[ObjectKey, Loaded],
+                   by_file: Sequence[Sequence[Loaded]],
                     out: Findings, memo: Memo) -> dict[ObjectKey, list[list[Loaded]]]:
     """Each zone's records, as one list per file that has some; a file's assignment (and so its
     lists) is reused while it and the zones are the same objects as in the last revision."""
     # the zones as written: a file re-read for another reason leaves them the same
-    token = memo.token(("zone-set",), tuple((z.key, sources[z.key].origin, sources[z.key].model) for z in zones))
+    token = memo.token(("zone-set",),
+                       tuple((z.key, sources[z.key].origin, sources[z.key].model) for z in zones))
     selectors = memo.get(("zone-selectors",), (token,), lambda: _ZoneSelectors(zones))
     budget = hints.Budget()  # this run's did-you-mean hints
     def assign(objects: Sequence[Loaded]) -> tuple[dict[ObjectKey, list[Loaded]], list[Problem]]:
-        return _assign_file([o for o in objects if o.key.kind in RECORD_KIND_NAMES], selectors, budget)
+        return _assign_file([o for o in objects if o.key.kind in RECORD_KIND_NAMES], selectors,
+                            budget)
 
-    files = [objects for objects in by_file if objects]  # a cached file's list stays the same object
-    per_file = memo.each(("assign",), files, assign, name=lambda objects: objects[0].origin.file, shared=(token,))
+    # a cached file's list stays the same object
+    files = [objects for objects in by_file if objects]
+    per_file = memo.each(("assign",), files, assign, name=lambda objects: objects[0].origin.file,
+                         shared=(token,))
     members: dict[ObjectKey, list[list[Loaded]]] = defaultdict(list)
     for by_zone, problems in per_file:
         out.problems += problems

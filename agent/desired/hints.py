@@ -1,11 +1,11 @@
-"""Did-you-mean for a reference that finds nothing (pure): the zone name, cluster or label the author most
-likely meant, among those the revision declares. Asked only when a reference already failed, so a
-valid revision never pays for it (rapidfuzz is imported then too).
+"""Did-you-mean for a reference that finds nothing (pure): the zone name, cluster or label the
+author most likely meant, among those the revision declares. Asked only when a reference already
+failed, so a valid revision never pays for it (rapidfuzz is imported then too).
 
-What one failing reference costs is one pass over the candidates in rapidfuzz's compiled loops (no Python
-loop over pairs), and a run asks for at most HINTS_PER_KIND hints of each kind (`Budget`): a revision with
-10,000 records that all name a missing zone gets a hint on the first 20 of them and the plain error on the
-rest, so that a broken revision is told as fast as a valid one is read.
+What one failing reference costs is one pass over the candidates in rapidfuzz's compiled loops (no
+Python loop over pairs), and a run asks for at most HINTS_PER_KIND hints of each kind (`Budget`): a
+revision with 10,000 records that all name a missing zone gets a hint on the first 20 of them and
+the plain error on the rest, so that a broken revision is told as fast as a valid one is read.
 """
 
 from __future__ import annotations
@@ -16,12 +16,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from agent.model.base import LabelSelector
 from agent.model.key import ObjectKey
 
-CUTOFF = 0.6  # the similarity (0-1) below which two spellings are not taken for one another (kinds, fields)
+# the similarity (0-1) below which two spellings are not taken for one another (kinds, fields)
+CUTOFF = 0.6
 HINTS_PER_KIND = 20  # did-you-mean hints one run looks for, per kind of problem
 
 
 class Budget:
-    """The hints one run may still look for: the first HINTS_PER_KIND problems of each kind get one."""
+    """The hints one run may still look for: the first HINTS_PER_KIND problems of each kind get
+    one."""
 
     def __init__(self, per_kind: int = HINTS_PER_KIND) -> None:
         self.per_kind, self.asked = per_kind, Counter[str]()
@@ -37,24 +39,27 @@ def closest(word: str, choices: Iterable[str], cutoff: float = CUTOFF) -> str | 
     from rapidfuzz import process
     from rapidfuzz.distance import Indel
 
-    found = process.extractOne(word, list(dict.fromkeys(choices)), scorer=Indel.normalized_similarity,
-                               score_cutoff=cutoff)
+    found = process.extractOne(word, list(dict.fromkeys(choices)),
+                               scorer=Indel.normalized_similarity, score_cutoff=cutoff)
     return str(found[0]) if found else None
 
 
 def _nearest(word: str, names: Sequence[str], most: int = 2) -> tuple[int, str] | None:
-    """(edits, name) of the name of `names` (sorted) fewest edits from `word` (case aside), within `most`:
-    Levenshtein, a swap of two neighbours counting as one edit (optimal string alignment)."""
+    """(edits, name) of the name of `names` (sorted) fewest edits from `word` (case aside), within
+    `most`: Levenshtein, a swap of two neighbours counting as one edit (optimal string
+    alignment)."""
     from rapidfuzz import process
     from rapidfuzz.distance import OSA
 
-    found = process.extractOne(word.lower(), [n.lower() for n in names], scorer=OSA.distance, score_cutoff=most)
+    found = process.extractOne(word.lower(), [n.lower() for n in names], scorer=OSA.distance,
+                               score_cutoff=most)
     return (int(found[1]), names[found[2]]) if found else None
 
 
 def name_meant(word: str, names: Iterable[str]) -> str:
-    """` (did you mean 'x'?)` for the DNS name of `names` within two edits of `word` (a typo: exmaple.org,
-    example.ogr), or nothing: example.com is another name than example.org, not a misspelling of it."""
+    """` (did you mean 'x'?)` for the DNS name of `names` within two edits of `word` (a typo:
+    exmaple.org, example.ogr), or nothing: example.com is another name than example.org, not a
+    misspelling of it."""
     found = _nearest(word, sorted(dict.fromkeys(names)))
     return f" (did you mean {found[1]!r}?)" if found else ""
 
@@ -72,8 +77,8 @@ def no_cluster(name: str, clusters: Iterable[ObjectKey], namespace: str | None) 
 
 
 def zone_meant(name: str, zones: Iterable[str]) -> str:
-    """For a fully qualified name no zone contains: name_meant for the zone whose name is nearest to the
-    name's own suffix of as many labels (www.exmaple.org. -> example.org.), or nothing."""
+    """For a fully qualified name no zone contains: name_meant for the zone whose name is nearest to
+    the name's own suffix of as many labels (www.exmaple.org. -> example.org.), or nothing."""
     labels = name.lower().rstrip(".").split(".")
     by_depth: dict[int, list[str]] = {}
     for zone in sorted(zones):
@@ -88,8 +93,8 @@ def _shown(key: str, value: str) -> str:
 
 
 def _best(queries: Iterable[str], choices: Sequence[str]) -> tuple[float, int] | None:
-    """(similarity, index) of the choice most similar to one of `queries` (not equal to it), the first of
-    equals; None under CUTOFF."""
+    """(similarity, index) of the choice most similar to one of `queries` (not equal to it), the
+    first of equals; None under CUTOFF."""
     from rapidfuzz import process
     from rapidfuzz.distance import Indel
 
@@ -103,18 +108,22 @@ def _best(queries: Iterable[str], choices: Sequence[str]) -> tuple[float, int] |
 
 
 def label_for(labels: Mapping[str, str], selectors: Iterable[tuple[str, LabelSelector]]) -> str:
-    """For an object whose `labels` no selector matches: the selector's label nearest to one of its own,
-    as ` (did you mean the label `k: v`? <who> selects it)`, or nothing. `selectors`: (who, selector)."""
+    """For an object whose `labels` no selector matches: the selector's label nearest to one of its
+    own, as ` (did you mean the label `k: v`? <who> selects it)`, or nothing. `selectors`: (who,
+    selector)."""
     have = [_shown(k, v) for k, v in labels.items()]
-    wanted = [(who, _shown(k, v)) for who, s in selectors for k, v in (s.match_labels or {}).items()]
+    wanted = [(who, _shown(k, v)) for who, s in selectors
+              for k, v in (s.match_labels or {}).items()]
     wanted = [(who, want) for who, want in wanted if want not in have]
     best = _best(have, [want for _, want in wanted]) if have and wanted else None
-    return f" (did you mean the label '{wanted[best[1]][1]}'? {wanted[best[1]][0]} selects it)" if best else ""
+    return (f" (did you mean the label '{wanted[best[1]][1]}'? {wanted[best[1]][0]} selects it)"
+            if best else "")
 
 
 def selector_for(selector: LabelSelector, objects: Iterable[tuple[str, Mapping[str, str]]]) -> str:
-    """For a selector that matches none of `objects` ((who, labels)): the label of one of them nearest to a
-    label the selector asks for, as ` (did you mean 'k: v'? <who> has it)`, or nothing."""
+    """For a selector that matches none of `objects` ((who, labels)): the label of one of them
+    nearest to a label the selector asks for, as ` (did you mean 'k: v'? <who> has it)`, or
+    nothing."""
     wanted = [_shown(k, v) for k, v in (selector.match_labels or {}).items()]
     had = [(who, _shown(k, v)) for who, labels in objects for k, v in labels.items()]
     best = _best(wanted, [have for _, have in had]) if wanted and had else None

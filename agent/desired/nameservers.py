@@ -1,18 +1,20 @@
-"""A DNSZone's own name servers as RRsets (pure): the apex NS and the glue of name servers inside the zone.
+"""A DNSZone's own name servers as RRsets (pure): the apex NS and the glue of name servers inside
+the zone.
 
     apex NS   spec.nameServers[].hostname, or spec.soaRecord.primaryNs when there are none
     A glue    spec.nameServers[].ipv4Address, spec.nameServerIps values that are IPv4 addresses
     AAAA glue spec.nameServers[].ipv6Address, spec.nameServerIps values that are IPv6 addresses
 
-Glue is kept only for the zone's name servers inside the zone: names the apex NS names (the DNSZone's
-`nameServers`, or its SOA's primary name server, and NSRecords at the apex). A server elsewhere is
-found through its own zone; a `nameServerIps` entry for any other name has no effect and warns at
-validate (`stray`), so a repository cannot make an arbitrary name of the zone the DNSZone's.
-All of them carry the zone's TTL and are part of the zone's desired RRsets (desired/zonerrsets.py,
-merged with the records Git declares at the same name and type), so they are kept by DNS UPDATE on
-every run and an edit of `nameServers` after the zone was created takes effect. The zone API's
-create body carries the apex NS and the IPv4 glue too (`created`): bindcar writes every
-`nameServerIps` entry as an A record, so IPv6 glue is written by UPDATE right after the create.
+Glue is kept only for the zone's name servers inside the zone: names the apex NS names (the
+DNSZone's `nameServers`, or its SOA's primary name server, and NSRecords at the apex). A server
+elsewhere is found through its own zone; a `nameServerIps` entry for any other name has no effect
+and warns at validate (`stray`), so a repository cannot make an arbitrary name of the zone the
+DNSZone's. All of them carry the zone's TTL and are part of the zone's desired RRsets
+(desired/zonerrsets.py, merged with the records Git declares at the same name and type), so they are
+kept by DNS UPDATE on every run and an edit of `nameServers` after the zone was created takes
+effect. The zone API's create body carries the apex NS and the IPv4 glue too (`created`): bindcar
+writes every `nameServerIps` entry as an A record, so IPv6 glue is written by UPDATE right after the
+create.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ if TYPE_CHECKING:
 
 
 def hosts(zone: Zone) -> list[str]:
-    """The apex NS targets (absolute, lowercase): `nameServers`, else the SOA's primary name server."""
+    """The apex NS targets (absolute, lowercase): `nameServers`, else the SOA's primary name
+    server."""
     named = [rrsets.absolute(ns.hostname) for ns in zone.spec.name_servers or []]
     return list(dict.fromkeys(named)) or [rrsets.absolute(zone.spec.soa_record.primary_ns)]
 
@@ -59,12 +62,13 @@ def apex_hosts(zone: Zone, records: Iterable[str] = ()) -> set[str]:
     """Every name the apex NS names: the DNSZone's (`hosts`) and those of NSRecords at the apex
     (`records`, their targets, while the zone's RRsets are built; read from its apex NS after)."""
     built = zone.rrsets.get((zone.name, "NS"))
-    return {*hosts(zone), *(rrsets.absolute(v) for v in (*records, *(built.rdatas if built else ())))}
+    return {*hosts(zone),
+            *(rrsets.absolute(v) for v in (*records, *(built.rdatas if built else ())))}
 
 
 def glue(zone: Zone, records: Iterable[str] = ()) -> dict[Key, list[dns.rdata.Rdata]]:
-    """(host, "A"/"AAAA") -> the addresses the DNSZone gives its name servers inside the zone (the names
-    its apex NS names: `apex_hosts`); an address for any other name is no glue (`stray`)."""
+    """(host, "A"/"AAAA") -> the addresses the DNSZone gives its name servers inside the zone (the
+    names its apex NS names: `apex_hosts`); an address for any other name is no glue (`stray`)."""
     pairs = [(ns.hostname, ip) for ns in zone.spec.name_servers or []
              for ip in (ns.ipv4_address, ns.ipv6_address) if ip]
     pairs += list((zone.spec.name_server_ips or {}).items())
@@ -78,12 +82,12 @@ def glue(zone: Zone, records: Iterable[str] = ()) -> dict[Key, list[dns.rdata.Rd
 
 
 def stray(zone: Zone) -> list[tuple[str, str]]:
-    """(field path, message) for each `nameServerIps` entry whose name the apex NS does not name: it is
-    no glue and has no effect (glue at any other name would make that name the DNSZone's)."""
+    """(field path, message) for each `nameServerIps` entry whose name the apex NS does not name: it
+    is no glue and has no effect (glue at any other name would make that name the DNSZone's)."""
     servers = apex_hosts(zone)
     return [(f"spec.nameServerIps.{host}", (
-        f"{rrsets.absolute(host)} is not a name server of the zone {zone.name} (not in its apex NS): add it to "
-        "nameServers or remove the entry; it has no effect"))
+        f"{rrsets.absolute(host)} is not a name server of the zone {zone.name} (not in its apex "
+        "NS): add it to nameServers or remove the entry; it has no effect"))
         for host, ip in (zone.spec.name_server_ips or {}).items()
         if _address(ip) is not None and rrsets.absolute(host) not in servers]
 
@@ -98,7 +102,8 @@ def _ns(zone: Zone) -> RRset | None:
         objects = [dns.rdata.from_text(IN, RdataType.NS, h) for h in hosts(zone)]
     except dns.exception.DNSException:
         return None  # not a host name: placement reports it
-    return rrsets.build(zone.name, zone.name, "NS", zone.default_ttl, (o.to_text() for o in objects), objects)
+    return rrsets.build(zone.name, zone.name, "NS", zone.default_ttl,
+                        (o.to_text() for o in objects), objects)
 
 
 def zone_rrsets(zone: Zone, records: Iterable[str] = ()) -> dict[Key, RRset]:
@@ -137,21 +142,22 @@ def created(zone: Zone) -> dict[Key, RRset]:
 
 def keys(zone: Zone) -> set[Key]:
     """The RRsets the DNSZone declares: its apex NS and its glue. Only the apex NS is kept as the
-    DNSZone says whoever wrote it; glue is the agent's where the create wrote it or the agent manages
-    it, and foreign data at a glue name stays a conflict (plan/zonediff.py)."""
+    DNSZone says whoever wrote it; glue is the agent's where the create wrote it or the agent
+    manages it, and foreign data at a glue name stays a conflict (plan/zonediff.py)."""
     return {(zone.name, "NS"), *glue(zone)}
 
 
 def unaddressed(zone: Zone) -> list[tuple[str, str]]:
-    """(field path, message) for each name server of `nameServers` inside the zone without an address
-    in the zone's RRsets, neither from the DNSZone nor from a record: BIND refuses to load such a zone
-    and refuses an UPDATE of its apex NS (check-integrity)."""
+    """(field path, message) for each name server of `nameServers` inside the zone without an
+    address in the zone's RRsets, neither from the DNSZone nor from a record: BIND refuses to load
+    such a zone and refuses an UPDATE of its apex NS (check-integrity)."""
     out: list[tuple[str, str]] = []
     for i, ns in enumerate(zone.spec.name_servers or []):
         host = rrsets.absolute(ns.hostname)
-        if inside(host, zone.name) and (host, "A") not in zone.rrsets and (host, "AAAA") not in zone.rrsets:
+        if (inside(host, zone.name) and (host, "A") not in zone.rrsets
+            and (host, "AAAA") not in zone.rrsets):
             out.append((f"spec.nameServers[{i}].hostname", (
-                f"name server {host} is inside zone {zone.name} but has no address: BIND refuses to load the zone "
-                "and to update its NS (check-integrity); give it an ipv4Address or ipv6Address, or add an "
-                "ARecord for it")))
+                f"name server {host} is inside zone {zone.name} but has no address: BIND refuses "
+                "to load the zone and to update its NS (check-integrity); give it an ipv4Address "
+                "or ipv6Address, or add an ARecord for it")))
     return out

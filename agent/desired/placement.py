@@ -65,8 +65,9 @@ class Zone:
 
     def fresh(self) -> Zone:
         """The same zone and placement, without RRsets (a revision sets its own)."""
-        return Zone(self.key, self.name, self.origin, self.spec, self.labels, self.annotations, self.primaries,
-                    self.secondaries, self.selection_method, self.selected_by_instance)
+        return Zone(self.key, self.name, self.origin, self.spec, self.labels, self.annotations,
+                    self.primaries, self.secondaries, self.selection_method,
+                    self.selected_by_instance)
 
     @property
     def default_ttl(self) -> int:
@@ -82,7 +83,8 @@ class Fleet:
     instances: list[InstanceView]
     by_cluster: dict[tuple[str | None, str], list[InstanceView]]
     providers: dict[str, list[ObjectKey]]
-    budget: hints.Budget = dataclasses.field(default_factory=hints.Budget)  # this run's did-you-mean hints
+    # this run's did-you-mean hints
+    budget: hints.Budget = dataclasses.field(default_factory=hints.Budget)
 
     @classmethod
     def of(cls, clusters: dict[ObjectKey, ClusterView], instances: list[InstanceView]) -> Fleet:
@@ -93,7 +95,8 @@ class Fleet:
         for c in clusters.values():
             if c.provider:
                 providers[c.provider].append(c.key)
-        return cls(clusters, instances, dict(by_cluster), dict(providers))  # plain dicts: lookups never add
+        # plain dicts: lookups never add
+        return cls(clusters, instances, dict(by_cluster), dict(providers))
 
 
 def _select_instances(zone: Zone, obj: Loaded, fleet: Fleet, out: Findings) -> None:
@@ -110,7 +113,8 @@ def _select_instances(zone: Zone, obj: Loaded, fleet: Fleet, out: Findings) -> N
                     f"{', '.join(others)}; the explicit reference wins", Severity.WARNING)
     elif len(selecting) > 1:
         out.add(obj, "metadata.labels", "conflict: selected by the zonesFrom of "
-                f"several clusters ({', '.join(selecting)}); add spec.clusterRef or change the labels")
+                f"several clusters ({', '.join(selecting)}); add spec.clusterRef or change the "
+                f"labels")
     elif selecting:
         zone.selection_method = "labelSelector"
         zone.selected_by_instance = min(str(x.key.name) for x in by_zones_from)
@@ -120,7 +124,8 @@ def _select_instances(zone: Zone, obj: Loaded, fleet: Fleet, out: Findings) -> N
     zone.secondaries = [x.key for x in ordered if x.role == "secondary"]
     if not ordered and not out.failed(zone.key):
         hint = fleet.budget.hint("zone label", lambda: hints.label_for(zone.labels, [
-            (f"the zonesFrom of {x.key}", s.selector) for x in fleet.instances if x.key.namespace == ns
+            (f"the zonesFrom of {x.key}", s.selector) for x in fleet.instances
+            if x.key.namespace == ns
             for s in x.zones_from]))
         out.add(obj, "metadata.labels" if hint else "spec",
                 f"selects no Bind9Instance; the zone will not be served{hint}", Severity.WARNING)
@@ -128,7 +133,8 @@ def _select_instances(zone: Zone, obj: Loaded, fleet: Fleet, out: Findings) -> N
         out.add(obj, "spec", "selects only secondary instances; a zone needs a primary")
 
 
-def _by_reference(zone: Zone, obj: Loaded, fleet: Fleet, out: Findings) -> dict[ObjectKey, InstanceView]:
+def _by_reference(zone: Zone, obj: Loaded, fleet: Fleet,
+                  out: Findings) -> dict[ObjectKey, InstanceView]:
     """The instances a zone names: clusterRef, clusterProviderRef, bind9InstancesFrom (a missing
     target is reported)."""
     spec, ns = zone.spec, zone.key.namespace
@@ -147,17 +153,21 @@ def _by_reference(zone: Zone, obj: Loaded, fleet: Fleet, out: Findings) -> dict[
             ref = spec.cluster_ref
             hint = fleet.budget.hint("cluster", lambda: hints.did_you_mean(ref, [
                 k.name for k in fleet.clusters if k.namespace == ns] + list(fleet.providers)))
-            out.add(obj, "spec.clusterRef", f"no Bind9Cluster {spec.cluster_ref!r} in namespace {ns} and no "
+            out.add(obj, "spec.clusterRef",
+                    f"no Bind9Cluster {spec.cluster_ref!r} in namespace {ns} and no "
                     f"ClusterBind9Provider {spec.cluster_ref!r}{hint}")
     if spec.cluster_provider_ref:
         if spec.cluster_provider_ref in fleet.providers:
             from_provider(spec.cluster_provider_ref)
         else:
             provider = spec.cluster_provider_ref
-            hint = fleet.budget.hint("provider", lambda: hints.did_you_mean(provider, fleet.providers))
-            out.add(obj, "spec.clusterProviderRef", f"no ClusterBind9Provider {spec.cluster_provider_ref!r}{hint}")
+            hint = fleet.budget.hint("provider",
+                                     lambda: hints.did_you_mean(provider, fleet.providers))
+            out.add(obj, "spec.clusterProviderRef",
+                    f"no ClusterBind9Provider {spec.cluster_provider_ref!r}{hint}")
     for i, source in enumerate(spec.bind9_instances_from or []):
-        matched = [x for x in fleet.instances if x.key.namespace == ns and source.selector.matches(x.labels)]
+        matched = [x for x in fleet.instances if x.key.namespace == ns
+                   and source.selector.matches(x.labels)]
         if not matched:
             selector = source.selector
             hint = fleet.budget.hint("instance selector", lambda: hints.selector_for(selector, [  # noqa: B023
@@ -170,9 +180,11 @@ def _by_reference(zone: Zone, obj: Loaded, fleet: Fleet, out: Findings) -> dict[
 
 def _check_zone(zone: Zone, obj: Loaded, out: Findings) -> None:
     spec = zone.spec
-    names = [("spec.zoneName", spec.zone_name), ("spec.soaRecord.primaryNs", spec.soa_record.primary_ns),
+    names = [("spec.zoneName", spec.zone_name),
+             ("spec.soaRecord.primaryNs", spec.soa_record.primary_ns),
              ("spec.soaRecord.adminEmail", spec.soa_record.admin_email)]
-    names += [(f"spec.nameServers[{i}].hostname", ns_.hostname) for i, ns_ in enumerate(spec.name_servers or [])]
+    names += [(f"spec.nameServers[{i}].hostname", ns_.hostname)
+              for i, ns_ in enumerate(spec.name_servers or [])]
     for path, name in names:
         if error := syntax.dns_name_error(name):
             out.add(obj, path, f"{syntax.brief(name)} {error}")
@@ -201,7 +213,8 @@ def placed(obj: Loaded, name: str, fleet: Fleet) -> tuple[Zone, list[Problem]]:
     """A DNSZone checked and placed on its instances (no RRsets yet), and the problems found."""
     assert isinstance(obj.model, DNSZone)
     out = Findings()
-    zone = Zone(obj.key, name, obj.origin, obj.model.spec, dict(obj.model.metadata.get("labels") or {}),
+    zone = Zone(obj.key, name, obj.origin, obj.model.spec,
+                dict(obj.model.metadata.get("labels") or {}),
                 dict(obj.model.metadata.get("annotations") or {}))
     _check_zone(zone, obj, out)
     _select_instances(zone, obj, fleet, out)

@@ -1,7 +1,8 @@
-"""A record CR's values as dnspython rdata (pure): what desired/rrsets.py renders and checks a record's
-data with, by the record's type (model/recordtypes/). A module of its own so that dnspython is imported
-with the first record, not by every command that imports rrsets (`validate` of a repository of zones:
-bench/cli_startup_bench.py); each type's module imports the rdata classes of its type."""
+"""A record CR's values as dnspython rdata (pure): what desired/rrsets.py renders and checks a
+record's data with, by the record's type (model/recordtypes/). A module of its own so that dnspython
+is imported with the first record, not by every command that imports rrsets (`validate` of a
+repository of zones: bench/cli_startup_bench.py); each type's module imports the rdata classes of
+its type."""
 
 from __future__ import annotations
 
@@ -34,8 +35,8 @@ _TYPES = recordtypes.REGISTRY
 
 
 def rendered(record: records.AnyRecord) -> Rendered:
-    """The record's rdata by presentation form (raises RecordError on a bad value), and what an RRset
-    of this record alone holds: the forms sorted, the rdata in the mapping's order. Rdata are
+    """The record's rdata by presentation form (raises RecordError on a bad value), and what an
+    RRset of this record alone holds: the forms sorted, the rdata in the mapping's order. Rdata are
     immutable and the same values recur across records (targets, SPF texts, CAA), so they are
     built and rendered once per distinct value, and such RRsets share their tuples."""
     record_type = _TYPES.get(record.kind) or recordtypes.of_kind(record.kind)

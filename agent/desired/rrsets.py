@@ -23,19 +23,20 @@ from agent.model.recordtypes.values import MAX_RDATA as MAX_RDATA
 from agent.model.recordtypes.values import RecordError as RecordError
 from agent.model.recordtypes.values import absolute as absolute
 from agent.model.recordtypes.values import check_hostname as check_hostname
-from agent.model.rrset import RRset as RRset  # where it is defined: below observe/ and plan/, which hold RRsets
+from agent.model.rrset import RRset as RRset  # defined below observe/ and plan/, which hold RRsets
 
 if TYPE_CHECKING:
-    # dnspython and the record models are imported by the first record (desired/recorddata.py) or host name
-    # checked: `validate` of a repository without records loads neither (bench/cli_startup_bench.py)
+    # dnspython and the record models are imported by the first record (desired/recorddata.py) or
+    # host name checked: `validate` of a repository without records loads neither
+    # (bench/cli_startup_bench.py)
     import dns.name
     import dns.rdata
 
     from agent.model import records
 
 DEFAULT_TTL = 300  # Bindy's DEFAULT_DNS_RECORD_TTL_SECS: a record (or zone) without `ttl`
-# An UPDATE changing an RRset carries the old one (prerequisite) and the new one in one DNS message of
-# at most 65,535 octets: an RRset of at most half that always fits.
+# An UPDATE changing an RRset carries the old one (prerequisite) and the new one in one DNS message
+# of at most 65,535 octets: an RRset of at most half that always fits.
 MAX_RRSET_OCTETS = 32_000
 
 
@@ -48,7 +49,8 @@ def owner_name(name: str, zone: str) -> str:
     else:
         _check_not_doubled(name, zone)
         fqdn = absolute(f"{name}.{zone}")
-    if len(fqdn) > _PLAIN_OWNER_MAX or not _PLAIN_OWNER.fullmatch(fqdn):  # else every check below passes
+    # else every check below passes
+    if len(fqdn) > _PLAIN_OWNER_MAX or not _PLAIN_OWNER.fullmatch(fqdn):
         _check_owner(name, zone, fqdn)
     if fqdn != zone and not fqdn.endswith("." + zone):
         raise RecordError("spec.name", f"{name!r} is outside its zone {zone}")
@@ -56,7 +58,8 @@ def owner_name(name: str, zone: str) -> str:
 
 
 def check_name(name: str) -> None:
-    """`name` checked as an owner name without its zone (a record no zone takes): its labels and length."""
+    """`name` checked as an owner name without its zone (a record no zone takes): its labels and
+    length."""
     if name == "@":
         return
     fqdn = absolute(name)
@@ -66,20 +69,23 @@ def check_name(name: str) -> None:
 
 def _check_not_doubled(name: str, zone: str) -> None:
     """A relative name that ends with its zone's name (`www.example.org` in example.org.) names
-    `www.example.org.example.org.`: always a mistake (DNSControl refuses it too), refused with the fix."""
+    `www.example.org.example.org.`: always a mistake (DNSControl refuses it too), refused with the
+    fix."""
     apex = zone[:-1]
     tail = name[-len(apex):] if len(name) >= len(apex) else ""
     if tail.lower() != apex or not (len(name) == len(apex) or name[-len(apex) - 1] == "."):
         return
     inner = name[: -len(apex) - 1]
     fix = f"name: {inner!r}" if inner else "name: '@' (the zone apex)"
-    raise RecordError("spec.name", f"{name!r} is relative to the zone, so it names {name}.{zone}, with the zone's "
-                      f"name twice: write {fix}, or the fully qualified {name + '.'!r}")
+    raise RecordError("spec.name",
+                      f"{name!r} is relative to the zone, so it names {name}.{zone}, with the "
+                      f"zone's name twice: write {fix}, or the fully qualified {name + '.'!r}")
 
 
-# An owner name every check of `_check_owner` passes: ASCII labels of 1-63 letters, digits, '-' or '_'
-# (not starting or ending with '-'), '*' only first, and at most 255 octets on the wire (254 characters
-# with the final dot). A name it does not match is checked one rule at a time, which words the message.
+# An owner name every check of `_check_owner` passes: ASCII labels of 1-63 letters, digits, '-' or
+# '_' (not starting or ending with '-'), '*' only first, and at most 255 octets on the wire (254
+# characters with the final dot). A name it does not match is checked one rule at a time, which
+# words the message.
 _PLAIN_OWNER = re.compile(r"(?:\*\.)?(?:[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?\.)+")
 _PLAIN_OWNER_MAX = 254
 
@@ -90,22 +96,26 @@ def _check_owner(name: str, zone: str, fqdn: str) -> None:
     labels = fqdn[:-1].split(".")
     for i, label in enumerate(labels):
         if not _LABEL.fullmatch(label) or (label == "*" and i != 0):
-            raise RecordError("spec.name", f"{name!r} is not a valid DNS name (label {label[:63]!r}: "
+            raise RecordError("spec.name",
+                              f"{name!r} is not a valid DNS name (label {label[:63]!r}: "
                               "1-63 letters, digits, '-' or '_'; '*' only as the first label)")
     if error := syntax.dns_name_error(fqdn):
-        raise RecordError("spec.name", f"{syntax.brief(name)} in zone {syntax.brief(zone)} makes the owner name "
+        raise RecordError("spec.name",
+                          f"{syntax.brief(name)} in zone {syntax.brief(zone)} makes the owner name "
                           f"{syntax.brief(fqdn)}, which {error}")
 
 
 def rdatas(record: records.AnyRecord) -> list[dns.rdata.Rdata]:
-    """The rdata values of a record CR (raises RecordError on a bad value): desired/recorddata.py."""
+    """The rdata values of a record CR (raises RecordError on a bad value):
+    desired/recorddata.py."""
     from agent.desired import recorddata
 
     return recorddata.rdatas(record)
 
 
 def values(record: records.AnyRecord) -> dict[str, dns.rdata.Rdata]:
-    """The record's rdata by presentation form (raises RecordError on a bad value): desired/recorddata.py."""
+    """The record's rdata by presentation form (raises RecordError on a bad value):
+    desired/recorddata.py."""
     from agent.desired import recorddata
 
     return recorddata.values(record)
@@ -132,19 +142,23 @@ def oversized(rrset: RRset) -> str | None:
     """Why an RRset cannot travel in a DNS UPDATE, or None. A bound from the presentation forms
     first (never smaller than the wire form but for short addresses), the wire form when near."""
     per_record = 12  # compressed owner, type, class, TTL, RDLENGTH
-    # a bound of that bound first, without a call per value: an owner of at most 4 octets per character
-    if 4 * len(rrset.name) + 2 + sum(map(len, rrset.rdatas)) + (per_record + 17) * len(rrset.rdatas) \
+    # a bound of that bound first, without a call per value: an owner of at most 4 octets per
+    # character
+    if 4 * len(rrset.name) + 2 + sum(map(len, rrset.rdatas)) + (per_record
+                                                                + 17) * len(rrset.rdatas) \
             <= MAX_RRSET_OCTETS:
         return None
-    bound = syntax.wire_octets(rrset.name) + sum(per_record + max(len(t) + 1, 16) for t in rrset.rdatas)
+    bound = syntax.wire_octets(rrset.name) + sum(per_record + max(len(t) + 1, 16)
+                                                 for t in rrset.rdatas)
     if bound <= MAX_RRSET_OCTETS:
         return None
-    octets = syntax.wire_octets(rrset.name) + sum(per_record + len(r.to_wire() or b"") for r in rrset.objects)
+    octets = syntax.wire_octets(rrset.name) + sum(per_record + len(r.to_wire() or b"")
+                                                  for r in rrset.objects)
     if octets <= MAX_RRSET_OCTETS:
         return None
-    return (f"the RRset {syntax.brief(rrset.name)} {rrset.rtype} is {octets:,} octets on the wire; at most "
-            f"{MAX_RRSET_OCTETS:,} fit in a DNS UPDATE next to the RRset it replaces - spread the values over "
-            "more names")
+    return (f"the RRset {syntax.brief(rrset.name)} {rrset.rtype} is {octets:,} octets on the wire; "
+            f"at most {MAX_RRSET_OCTETS:,} fit in a DNS UPDATE next to the RRset it replaces - "
+            "spread the values over more names")
 
 
 def addresses(rrset: RRset) -> str:

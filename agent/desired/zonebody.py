@@ -44,7 +44,8 @@ def primary(zone: Zone, *, also_notify: list[str], update_key: str | None,
     if spec.dnssec_policy:
         config["dnssecPolicy"] = spec.dnssec_policy
         config["inlineSigning"] = True
-    body: dict[str, object] = {"zoneName": zone.name.rstrip("."), "zoneType": "primary", "zoneConfig": config}
+    body: dict[str, object] = {"zoneName": zone.name.rstrip("."), "zoneType": "primary",
+                               "zoneConfig": config}
     if update_key:
         body["updateKeyName"] = update_key
     return body
@@ -52,4 +53,5 @@ def primary(zone: Zone, *, also_notify: list[str], update_key: str | None,
 
 def secondary(zone_name: str, *, primaries: list[str]) -> dict[str, object]:
     """The create body of a zone on a secondary that transfers it from `primaries` (`ip:port`)."""
-    return {"zoneName": zone_name.rstrip("."), "zoneType": "secondary", "zoneConfig": {"primaries": list(primaries)}}
+    return {"zoneName": zone_name.rstrip("."), "zoneType": "secondary",
+            "zoneConfig": {"primaries": list(primaries)}}

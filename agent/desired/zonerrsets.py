@@ -1,9 +1,10 @@
-"""A placed zone's RRsets from the records assigned to it and from the DNSZone itself (its apex NS and
-glue: desired/nameservers.py, joined with records of the same name and type): one RRset per owner
-name and type, the lowest TTL when its records disagree, and what a DNS server would refuse found here, where the
-file and line are known: a CNAME at the apex, beside other data or with two targets (RFC 1034 3.6.2,
-RFC 2181 10.1), an MX/SRV/NS target inside the zone without an address (check-integrity), an RRset
-too big to send. A zone is rebuilt only when its placement or one of its files' records changed.
+"""A placed zone's RRsets from the records assigned to it and from the DNSZone itself (its apex NS
+and glue: desired/nameservers.py, joined with records of the same name and type): one RRset per
+owner name and type, the lowest TTL when its records disagree, and what a DNS server would refuse
+found here, where the file and line are known: a CNAME at the apex, beside other data or with two
+targets (RFC 1034 3.6.2, RFC 2181 10.1), an MX/SRV/NS target inside the zone without an address
+(check-integrity), an RRset too big to send. A zone is rebuilt only when its placement or one of its
+files' records changed.
 """
 
 from __future__ import annotations
@@ -22,16 +23,19 @@ from agent.model import recordtypes
 from agent.model.key import ObjectKey
 from agent.model.problems import Problem, Severity
 
-_Entry = tuple[Loaded, tuple[dict[str, Any], tuple[str, ...], tuple[Any, ...]], int]  # recorddata.rendered, TTL
+# recorddata.rendered, TTL
+_Entry = tuple[Loaded, tuple[dict[str, Any], tuple[str, ...], tuple[Any, ...]], int]
 
 
-def _grouped(zone: Zone, members: list[Loaded], out: Findings) -> dict[tuple[str, str], list[_Entry]]:
+def _grouped(zone: Zone, members: list[Loaded],
+             out: Findings) -> dict[tuple[str, str], list[_Entry]]:
     """The zone's records by owner name and type, in their order, each with its values and TTL; the
     records whose name or values cannot be published are reported instead."""
     groups: dict[tuple[str, str], list[_Entry]] = {}
     if not members:
         return groups
-    from agent.desired import recorddata  # with the first record, as rrsets.values does (once a zone, not a record)
+    # with the first record, as rrsets.values does (once a zone, not a record)
+    from agent.desired import recorddata
 
     for r in members:
         spec = r.model.spec  # type: ignore[attr-defined]
@@ -54,7 +58,8 @@ def _grouped(zone: Zone, members: list[Loaded], out: Findings) -> dict[tuple[str
 def _add_rrsets(zone: Zone, members: list[Loaded], out: Findings) -> None:
     groups = _grouped(zone, members, out)
     apex_ns = groups.get((zone.name, "NS"))
-    own = nameservers.zone_rrsets(zone, {t for _, (texts, _, _), _ in apex_ns for t in texts} if apex_ns else ())
+    own = nameservers.zone_rrsets(zone, {t for _, (texts, _, _), _ in apex_ns for t in texts}
+                                  if apex_ns else ())
     types_at: dict[str, set[str]] = defaultdict(set)
     for owner, rtype in [*groups, *own]:
         types_at[owner].add(rtype)
@@ -62,9 +67,11 @@ def _add_rrsets(zone: Zone, members: list[Loaded], out: Findings) -> None:
     for key in sorted(groups):
         owner, rtype = key
         group = groups[key]
-        vals: Collection[str] = set().union(*(texts for _, (texts, _, _), _ in group)) if len(group) > 1 \
+        vals: Collection[str] = set().union(*(texts for _, (texts, _,
+                                                            _), _ in group)) if len(group) > 1 \
             else group[0][1][0].keys()
-        if rtype == "CNAME" and (problem := _cname_problem(zone.name, owner, types_at[owner], vals)):
+        if rtype == "CNAME" and (problem := _cname_problem(zone.name, owner, types_at[owner],
+                                                           vals)):
             _cname_conflict(zone, owner, group, groups, own, problem, out)
             continue
         ttls = {ttl for _, _, ttl in group}
@@ -73,7 +80,8 @@ def _add_rrsets(zone: Zone, members: list[Loaded], out: Findings) -> None:
                     f"({sorted(ttls)}); using the lowest", Severity.WARNING)
         ttl = min(ttls)
         declared = own.pop(key, None)  # the DNSZone's apex NS or glue, and records
-        if declared is None and len(group) == 1:  # one record: its values as they are (shared, not copied)
+        # one record: its values as they are (shared, not copied)
+        if declared is None and len(group) == 1:
             _, (_, texts, objects), _ = group[0]
             rrset = rrsets.RRset(zone.name, owner, rtype, ttl, texts, objects)
         else:
@@ -101,7 +109,8 @@ def _cname_problem(origin: str, owner: str, types: set[str], values: Collection[
     if others:
         return f"a CNAME cannot share its name with other records ({', '.join(others)})"
     if len(values) > 1:
-        return f"a name can have only one CNAME target, got {len(values)}: {', '.join(sorted(values))}"
+        return (f"a name can have only one CNAME target, got {len(values)}: "
+                f"{', '.join(sorted(values))}")
     return None
 
 
@@ -109,12 +118,15 @@ def _where(r: Loaded) -> str:
     return f"{r.key.kind} {r.key.namespace}/{r.key.name} at {r.origin_at('spec.name')}"
 
 
-def _cname_conflict(zone: Zone, owner: str, group: list[_Entry], groups: dict[tuple[str, str], list[_Entry]],
-                    own: dict[tuple[str, str], Any], problem: str, out: Findings) -> None:
-    """A CNAME that cannot be served, said at each CNAME record; beside other data, each says where the
-    others are, and each of those records says where the CNAME is (the record just added may be either)."""
+def _cname_conflict(zone: Zone, owner: str, group: list[_Entry],
+                    groups: dict[tuple[str, str], list[_Entry]], own: dict[tuple[str, str], Any],
+                    problem: str, out: Findings) -> None:
+    """A CNAME that cannot be served, said at each CNAME record; beside other data, each says where
+    the others are, and each of those records says where the CNAME is (the record just added may be
+    either)."""
     beside = owner != zone.name  # at the apex, the zone itself is what it conflicts with
-    others = [r for (name, rtype), entries in sorted(groups.items()) if beside and name == owner and rtype != "CNAME"
+    others = [r for (name, rtype), entries in sorted(groups.items()) if beside and name == owner
+              and rtype != "CNAME"
               for r, _, _ in entries]
     declared = [f"the nameServers of DNSZone {zone.key.namespace}/{zone.key.name} at {zone.origin}"
                 for (name, rtype) in sorted(own) if beside and name == owner][:1]
@@ -123,12 +135,13 @@ def _cname_conflict(zone: Zone, owner: str, group: list[_Entry], groups: dict[tu
         out.add(r, "spec.name", problem + (f": {'; '.join(elsewhere)}" if elsewhere else ""))
     cnames = "; ".join(_where(r) for r, _, _ in group)
     for r in others:
-        out.add(r, "spec.name", f"{owner} also has a CNAME ({cnames}), and a CNAME cannot share its name with "
+        out.add(r, "spec.name",
+                f"{owner} also has a CNAME ({cnames}), and a CNAME cannot share its name with "
                 "other records (RFC 1034 3.6.2): remove one of them, or give it another name")
 
 
-def _check_targets(zone: Zone, groups: dict[tuple[str, str], list[_Entry]], types_at: dict[str, set[str]],
-                   out: Findings) -> None:
+def _check_targets(zone: Zone, groups: dict[tuple[str, str], list[_Entry]],
+                   types_at: dict[str, set[str]], out: Findings) -> None:
     """BIND's check-integrity refuses a whole UPDATE whose MX, SRV or NS record points at a name
     inside the zone that has no A/AAAA record; catch it here, where the file and line are known."""
     for group in groups.values():
@@ -141,7 +154,8 @@ def _check_targets(zone: Zone, groups: dict[tuple[str, str], list[_Entry]], type
                 inside = target == zone.name or target.endswith("." + zone.name)
                 if inside and target != "." and not types_at.get(target, set()) & {"A", "AAAA"}:
                     out.add(r, field, f"{target} is inside zone {zone.name} but has no A or AAAA "
-                            "record; BIND refuses such an update (check-integrity). Add an ARecord for it")
+                            "record; BIND refuses such an update (check-integrity). Add an ARecord "
+                            "for it")
 
 
 _ZoneInputs = tuple[Zone, list[list[Loaded]]]  # a placed zone, and its records: a list per file
@@ -150,7 +164,8 @@ _ZoneInputs = tuple[Zone, list[list[Loaded]]]  # a placed zone, and its records:
 def _with_rrsets(inputs: _ZoneInputs) -> tuple[Zone, list[Problem]]:
     """The placed zone with its RRsets, and the problems found building them."""
     placed, members = inputs
-    zone, scratch = placed.fresh(), Findings()  # the placed zone is shared by revisions: never changed
+    # the placed zone is shared by revisions: never changed
+    zone, scratch = placed.fresh(), Findings()
     _add_rrsets(zone, [r for found in members for r in found], scratch)
     zone.from_other_namespaces = [k for k in zone.records if k.namespace != zone.key.namespace]
     return zone, scratch.problems
@@ -169,7 +184,8 @@ def zones_rrsets(placed: list[Zone], members: dict[ObjectKey, list[list[Loaded]]
     (nameservers.unaddressed, an error) and an address for a name that is no name server
     (nameservers.stray, a warning) are reported."""
     inputs = [(zone, members.get(zone.key, [])) for zone in placed]
-    built = memo.each(("rrsets",), inputs, _with_rrsets, name=lambda i: i[0].name, same=_same_inputs)
+    built = memo.each(("rrsets",), inputs, _with_rrsets, name=lambda i: i[0].name,
+                      same=_same_inputs)
     for zone, problems in built:
         out.problems += problems
         if sources is not None and zone.key in sources:

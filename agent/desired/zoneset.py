@@ -1,5 +1,5 @@
-"""The zones of a revision (pure): every DNSZone placed on its instances (desired/placement.py), each
-zone name declared once, each record in its zone (desired/assignment.py), each zone's RRsets
+"""The zones of a revision (pure): every DNSZone placed on its instances (desired/placement.py),
+each zone name declared once, each record in its zone (desired/assignment.py), each zone's RRsets
 (desired/zonerrsets.py), and the records no server would answer with (desired/occlusion.py). With a
 long-running agent's memo, a zone's placement, a file's assignment and a zone's RRsets are reused
 while what they come from is the same (desired/memo.py).
@@ -32,7 +32,8 @@ def place(manifest: Manifest, clusters: dict[ObjectKey, ClusterView],
         return placement.placed(obj, rrsets.absolute(obj.model.spec.zone_name), fleet)
 
     found = manifest.of_kind("DNSZone")
-    # a zone's placement is reused while its DNSZone is the same object and the instances say the same
+    # a zone's placement is reused while its DNSZone is the same object and the instances say the
+    # same
     each = memo.each(("placed",), found, place_one, name=lambda obj: obj.key, shared=(fleet_token,))
     placed_zones: list[Zone] = []  # placed, without RRsets
     sources: dict[ObjectKey, Loaded] = {}
@@ -47,26 +48,29 @@ def place(manifest: Manifest, clusters: dict[ObjectKey, ClusterView],
         first_seen[placed.name] = placed
         sources[placed.key] = obj
         placed_zones.append(placed)
-    members = assignment.assign_records(placed_zones, sources, manifest.by_file or [manifest.objects], out, memo)
+    members = assignment.assign_records(placed_zones, sources,
+                                        manifest.by_file or [manifest.objects], out, memo)
     zones = zonerrsets.zones_rrsets(placed_zones, members, out, memo)
-    # a zone built again is checked again; a reused one's findings are the ones it had (the same zone object
-    # holds the same records: zonerrsets reuses it only then)
+    # a zone built again is checked again; a reused one's findings are the ones it had (the same
+    # zone object holds the same records: zonerrsets reuses it only then)
     inner = occlusion.below(zones)
-    checked = [(z, sources[z.key], tuple(inner.get(z.name, ())), members.get(z.key, [])) for z in zones]
-    for problems in memo.each(("zone-checks",), checked, _zone_problems, name=lambda item: item[0].name,
-                              same=_same_zone):
+    checked = [(z, sources[z.key], tuple(inner.get(z.name, ())), members.get(z.key, []))
+               for z in zones]
+    for problems in memo.each(("zone-checks",), checked, _zone_problems,
+                              name=lambda item: item[0].name, same=_same_zone):
         out.problems += problems
     return zones, out.problems
 
 
-_Checked = tuple[Zone, Loaded, tuple[Zone, ...], list[list[Loaded]]]  # zone, DNSZone, zones below, records
+# zone, DNSZone, zones below, records
+_Checked = tuple[Zone, Loaded, tuple[Zone, ...], list[list[Loaded]]]
 
 
 def _zone_problems(item: _Checked) -> list[Problem]:
-    """On the zone's DNSZone: a name server inside the zone without an address (nameservers.unaddressed:
-    BIND would not load the zone, an error) and an address for a name that is no name server
-    (nameservers.stray: no effect, a warning); on its records: those no server would answer with
-    (desired/occlusion.py)."""
+    """On the zone's DNSZone: a name server inside the zone without an address
+    (nameservers.unaddressed: BIND would not load the zone, an error) and an address for a name that
+    is no name server (nameservers.stray: no effect, a warning); on its records: those no server
+    would answer with (desired/occlusion.py)."""
     zone, source, inner, records = item
     out = Findings()
     for path, message in nameservers.unaddressed(zone):
@@ -78,4 +82,5 @@ def _zone_problems(item: _Checked) -> list[Problem]:
 
 
 def _same_zone(a: _Checked, b: _Checked) -> bool:
-    return a[0] is b[0] and a[1] is b[1] and len(a[2]) == len(b[2]) and all(map(operator.is_, a[2], b[2]))
+    return (a[0] is b[0] and a[1] is b[1] and len(a[2]) == len(b[2])
+            and all(map(operator.is_, a[2], b[2])))

@@ -1,4 +1,5 @@
-"""The safety gate: every refusal of a dangerous plan, decided on the whole revision before any write.
+"""The safety gate: every refusal of a dangerous plan, decided on the whole revision before any
+write.
 
     per zone       deleting more than a threshold share of its managed RRsets (zones with at least
                    `min_managed`; every RRset counts, glue too, except the apex NS set), or deleting
@@ -13,7 +14,8 @@ NS set that leaves at least one name server is a declared change (the DNSZone's 
 NSRecords at the apex), applied like any other; so is an edit of the glue. The gate is the
 operator's: a repository can only make it stricter. A DNSZone's delete-threshold-percent annotation
 counts only where it is lower than the operator's threshold (for a zone that left Git, the one it
-had when last applied); allow-unsafe-plan relaxes nothing (agent/desired/overrides.py warns about both).
+had when last applied); allow-unsafe-plan relaxes nothing (agent/desired/overrides.py warns about
+both).
 """
 
 from __future__ import annotations
@@ -47,15 +49,16 @@ class Policy:
 
     @classmethod
     def of(cls, values: Mapping[str, Any]) -> Policy:
-        """The operator's gate from values named as `run`'s settings and `sync`'s flags are: `force`,
-        `allow_prune`, `delete_threshold_percent` (None or absent: the default)."""
+        """The operator's gate from values named as `run`'s settings and `sync`'s flags are:
+        `force`, `allow_prune`, `delete_threshold_percent` (None or absent: the default)."""
         percent = values.get("delete_threshold_percent")
         return cls(force=bool(values.get("force")), allow_prune=bool(values.get("allow_prune")),
                    delete_threshold=DELETE_THRESHOLD if percent is None else percent / 100)
 
 
-FORCE_HOW = ("the operator can allow it for one run with `bindy-agent sync --force` (for `bindy-agent run`: the "
-             "setting force, --force or BINDY_AGENT_FORCE=true); a DNSZone annotation cannot relax the gate")
+FORCE_HOW = ("the operator can allow it for one run with `bindy-agent sync --force` (for "
+             "`bindy-agent run`: the setting force, --force or BINDY_AGENT_FORCE=true); a DNSZone "
+             "annotation cannot relax the gate")
 
 
 THRESHOLD_HOW = (f"{FORCE_HOW}, or raise the agent's delete threshold (--delete-threshold-percent, "
@@ -68,15 +71,16 @@ def _threshold(zone: str, annotations: dict[str, str], default: float) -> tuple[
         return default, None
     percent = overrides.percent(annotations[THRESHOLD_ANNOTATION])
     if percent is None:
-        return default, (f"zone {zone}: annotation {THRESHOLD_ANNOTATION} must be a whole percentage from 0 to 100, "
-                         f"got {annotations[THRESHOLD_ANNOTATION]!r}")
+        return default, (f"zone {zone}: annotation {THRESHOLD_ANNOTATION} must be a whole "
+                         f"percentage from 0 to 100, got {annotations[THRESHOLD_ANNOTATION]!r}")
     return min(default, percent / 100), None
 
 
 def records_refusal(zone: str, plan: zoneplan.RRsetPlan, managed: set[Key],
                     annotations: dict[str, str], policy: Policy) -> str | None:
-    """None if one primary's RRset plan may go ahead, else why not. Every managed RRset counts against
-    the delete threshold, glue too, except the apex NS set: deleting it is refused on its own."""
+    """None if one primary's RRset plan may go ahead, else why not. Every managed RRset counts
+    against the delete threshold, glue too, except the apex NS set: deleting it is refused on its
+    own."""
     if not plan.changes and THRESHOLD_ANNOTATION not in annotations:
         return None  # most zones of most runs: nothing to refuse (a bad threshold is refused below)
     if policy.force:
@@ -85,15 +89,15 @@ def records_refusal(zone: str, plan: zoneplan.RRsetPlan, managed: set[Key],
     if bad:
         return bad
     if any(c.key == (zone, "NS") and c.action == "delete" for c in plan.changes):
-        return (f"zone {zone}: refusing to delete the apex NS set: the zone would have no name server; "
-                f"{FORCE_HOW}")
+        return (f"zone {zone}: refusing to delete the apex NS set: the zone would have no name "
+                f"server; {FORCE_HOW}")
     counted = managed - {(zone, "NS")}
     deletes = sum(1 for c in plan.changes if c.action == "delete")
     if len(counted) >= policy.min_managed and deletes > threshold * len(counted):
         share = 100 * deletes / len(counted)
-        return (f"zone {zone}: refusing to delete {deletes} of {len(counted)} managed RRsets ({share:.0f}%); "
-                f"the limit is {threshold * 100:.0f}% for zones with at least {policy.min_managed} managed RRsets; "
-                f"{THRESHOLD_HOW}")
+        return (f"zone {zone}: refusing to delete {deletes} of {len(counted)} managed RRsets "
+                f"({share:.0f}%); the limit is {threshold * 100:.0f}% for zones with at least "
+                f"{policy.min_managed} managed RRsets; {THRESHOLD_HOW}")
     return None
 
 
@@ -105,8 +109,8 @@ def zone_refusal(zp: ZonePlan, policy: Policy) -> str | None:
         threshold, _ = _threshold(zp.name, zp.annotations, policy.delete_threshold)
         if count >= policy.min_managed and threshold < 1.0:  # the whole zone: 100% of its RRsets
             where = "it left Git" if zp.zone is None else "it no longer selects any instance"
-            return (f"zone {zp.name}: refusing to delete the whole zone from {len(zp.deletes)} server(s) ({where}): "
-                    f"that deletes all {count} managed RRsets; {FORCE_HOW}")
+            return (f"zone {zp.name}: refusing to delete the whole zone from {len(zp.deletes)} "
+                    f"server(s) ({where}): that deletes all {count} managed RRsets; {FORCE_HOW}")
         return None
     for plan in zp.records.values():
         refusal = records_refusal(zp.name, plan, zp.managed_before, zp.annotations, policy)
@@ -122,10 +126,10 @@ def prune_refusal(plan: Plan, policy: Policy) -> str | None:
         return None
     if len(deletes) > policy.prune_threshold * managed:
         kinds = sorted({c.key.kind for c in deletes})
-        return (f"Kubernetes: refusing to delete {len(deletes)} of the {managed} objects the agent manages "
-                f"({100 * len(deletes) / managed:.0f}%: {', '.join(kinds)}); the limit is "
-                f"{policy.prune_threshold * 100:.0f}% when it manages at least {policy.prune_min}; allow it with "
-                "`--allow-prune` (or `--force`)")
+        return (f"Kubernetes: refusing to delete {len(deletes)} of the {managed} objects the agent "
+                f"manages ({100 * len(deletes) / managed:.0f}%: {', '.join(kinds)}); the limit is "
+                f"{policy.prune_threshold * 100:.0f}% when it manages at least {policy.prune_min}; "
+                "allow it with `--allow-prune` (or `--force`)")
     return None
 
 
@@ -136,8 +140,9 @@ def _may_refuse(zp: ZonePlan) -> bool:
 
 
 def check(plan: Plan, policy: Policy) -> list[Refusal]:
-    """Every reason to refuse this plan (empty: it may be applied); agent/gate/verdict.py `approve` is
-    how a plan is gated."""
-    refusals = [Refusal(zp.name, r) for zp in plan.zones or [] if _may_refuse(zp) and (r := zone_refusal(zp, policy))]
+    """Every reason to refuse this plan (empty: it may be applied); agent/gate/verdict.py `approve`
+    is how a plan is gated."""
+    refusals = [Refusal(zp.name, r) for zp in plan.zones or [] if _may_refuse(zp)
+                and (r := zone_refusal(zp, policy))]
     prune = prune_refusal(plan, policy)
     return refusals + ([Refusal(None, prune)] if prune else [])

@@ -1,6 +1,6 @@
 """The one entry of the gate: every plan a run, a dry run, `plan --kubeconfig`, a pull request's
-delta or a second DNS round may apply passes through `approve`, which returns it with the refusals of
-the rules that apply to its scope (any refusal: nothing of it is applied).
+delta or a second DNS round may apply passes through `approve`, which returns it with the refusals
+of the rules that apply to its scope (any refusal: nothing of it is applied).
 
     every scope      each zone's deletes and whole-zone removal, a large Kubernetes prune
                      (agent/gate/safety.py), zones found in sync left out
@@ -26,7 +26,8 @@ def refusals(plan: Plan, policy: safety.Policy, scope: Scope = ALL) -> list[Refu
     zones = plan.zones or []
     refused = [Refusal(zp.name, why) for zp in zones if (why := safety.zone_refusal(zp, policy))]
     named = {r.zone for r in refused}
-    return refused + [r for zp in zones if zp.name not in named and (r := transfers.still_refused(zp))]
+    return refused + [r for zp in zones if zp.name not in named
+                      and (r := transfers.still_refused(zp))]
 
 
 def approve(plan: Plan, policy: safety.Policy, scope: Scope = ALL) -> Plan:

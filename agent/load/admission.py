@@ -1,6 +1,6 @@
 """Bindy's admission rules (its ValidatingAdmissionPolicies) on one CR, checked after the schema
-(pure): the table of rules - policy, kinds, the fields Bindy reads - and `violations`. The rules read
-the validated object by Bindy's field names (load/fieldvalues.py), so a value they did not see
+(pure): the table of rules - policy, kinds, the fields Bindy reads - and `violations`. The rules
+read the validated object by Bindy's field names (load/fieldvalues.py), so a value they did not see
 cannot reach the plan under another spelling; the checks themselves, one function per CEL
 validation, are load/rulechecks.py."""
 
@@ -20,7 +20,8 @@ from agent.model.base import Model
 RuleCheck = Callable[[Found], Iterator[tuple[Loc, str]]]  # yields (location, message) per violation
 
 
-Fields = tuple[str, ...] | Callable[[str], tuple[str, ...]]  # Bindy's field paths, or those of a kind
+# Bindy's field paths, or those of a kind
+Fields = tuple[str, ...] | Callable[[str], tuple[str, ...]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,7 +29,8 @@ class Rule:
     policy: str  # Bindy's ValidatingAdmissionPolicy (metadata.name)
     name: str  # which of its validations
     kinds: Container[str]
-    fields: Fields  # Bindy's field paths ("[*]" is every list item), or the function giving a kind's
+    # Bindy's field paths ("[*]" is every list item), or the function giving a kind's
+    fields: Fields
     check: RuleCheck
 
     def fields_of(self, kind: str) -> tuple[str, ...]:
@@ -71,17 +73,19 @@ class _Kinds(Container[str]):
 
 RECORDS = _Kinds()
 NAMED = _Kinds("DNSZone")
-ACLS = ("spec.global.allowQuery[*]", "spec.global.allowTransfer[*]", "spec.primary.allowTransfer[*]",
-        "spec.secondary.allowTransfer[*]", "spec.config.allowQuery[*]", "spec.config.allowTransfer[*]")
+ACLS = ("spec.global.allowQuery[*]", "spec.global.allowTransfer[*]",
+        "spec.primary.allowTransfer[*]", "spec.secondary.allowTransfer[*]",
+        "spec.config.allowQuery[*]", "spec.config.allowTransfer[*]")
 NAMES = ("spec.zoneName", "spec.zoneRef.zoneName", "spec.recordName", "spec.name",
          "spec.zone")  # spec.zone: the agent's record -> zone shorthand, Bindy's zoneRef.zoneName
-RNDC = ("spec.rndcSecretRef.algorithm", "spec.rndcKey.algorithm", "spec.rndcKey.secretRef.algorithm",
-        "spec.config.rndcSecretRef.algorithm", "spec.global.rndcSecretRef.algorithm",
-        "spec.rndcSecretRefs[*].algorithm",
+RNDC = ("spec.rndcSecretRef.algorithm", "spec.rndcKey.algorithm",
+        "spec.rndcKey.secretRef.algorithm", "spec.config.rndcSecretRef.algorithm",
+        "spec.global.rndcSecretRef.algorithm", "spec.rndcSecretRefs[*].algorithm",
         *(f"spec.{role}.{key}.algorithm" for role in ("primary", "secondary")
           for key in ("rndcSecretRef", "rndcKey", "rndcKey.secretRef")))
 RNDC_REFS = tuple(path.removesuffix(".algorithm") for path in RNDC
-                  if path.endswith(("ecretRef.algorithm", "ecretRefs[*].algorithm")))  # every RNDC Secret reference
+                  # every RNDC Secret reference
+                  if path.endswith(("ecretRef.algorithm", "ecretRefs[*].algorithm")))
 MOUNTS = ("spec.volumeMounts[*].mountPath",)
 SIGNING = ("spec.global.dnssec.signing", "spec.config.dnssec.signing")
 BIND9_IMAGES = ("spec.image.image",)
@@ -89,35 +93,43 @@ BINDCAR = ("spec.bindcarConfig", "spec.config.bindcarConfig", "spec.global.bindc
 
 
 def target_fields(kind: str) -> tuple[str, ...]:
-    """The host fields of a record kind (CNAME, MX, NS, SRV: model/recordtypes/), read by Bindy's target
-    rules; its type is imported by then, with the model of the document checked."""
+    """The host fields of a record kind (CNAME, MX, NS, SRV: model/recordtypes/), read by Bindy's
+    target rules; its type is imported by then, with the model of the document checked."""
     return recordtypes.of_kind(kind).targets
 
-# One entry per CEL validation of the eight policies in Bindy's deploy/admission-policies/ that apply
-# to the CRs a repository holds, with Bindy's policy name and the fields Bindy reads. Where Bindy's
-# CEL reads `spec.common.*` (not a field of Bindy's CRDs: the common spec is flattened into `spec`)
-# the rule reads `spec.*`; where the CRD lets users set the same value in a sibling place (a
+# One entry per CEL validation of the eight policies in Bindy's deploy/admission-policies/ that
+# apply to the CRs a repository holds, with Bindy's policy name and the fields Bindy reads. Where
+# Bindy's CEL reads `spec.common.*` (not a field of Bindy's CRDs: the common spec is flattened into
+# `spec`) the rule reads `spec.*`; where the CRD lets users set the same value in a sibling place (a
 # cluster's spec.global.bindcarConfig, an instance's spec.config.bindcarConfig, every RNDC key
 # algorithm) the rule reads that too, since the value reaches the same pod. mount-path-traversal
 # and dnssec-keys-secret-prefix come from Bindy's tests and README (its newer pod-shape policy).
 # The API server runs these after the CRD schema; so does the loader.
 RULES: tuple[Rule, ...] = (
     Rule("bindy-acl-validation", "acl-list-size", INFRA, ACLS, rulechecks.acl_list_size),
-    Rule("bindy-acl-validation", "acl-entry-length", INFRA, ACLS, _each(rulechecks.acl_entry_length)),
-    Rule("bindy-acl-validation", "acl-injection-chars", INFRA, ACLS, _each(rulechecks.acl_injection)),
+    Rule("bindy-acl-validation", "acl-entry-length", INFRA, ACLS,
+         _each(rulechecks.acl_entry_length)),
+    Rule("bindy-acl-validation", "acl-injection-chars", INFRA, ACLS,
+         _each(rulechecks.acl_injection)),
     Rule("bindy-acl-validation", "acl-token-grammar", INFRA, ACLS, _each(rulechecks.acl_token)),
-    Rule("bindy-zone-name-validation", "dns-name-length", NAMED, NAMES, _each(rulechecks.name_length)),
-    Rule("bindy-zone-name-validation", "dns-name-chars", NAMED, NAMES, _each(rulechecks.name_chars)),
+    Rule("bindy-zone-name-validation", "dns-name-length", NAMED, NAMES,
+         _each(rulechecks.name_length)),
+    Rule("bindy-zone-name-validation", "dns-name-chars", NAMED, NAMES,
+         _each(rulechecks.name_chars)),
     Rule("bindy-zone-name-validation", "dns-name-dots", NAMED, NAMES, _each(rulechecks.name_dots)),
-    Rule("bindy-zone-name-validation", "dns-name-not-ipv4", NAMED, NAMES, _each(rulechecks.name_not_ipv4)),
+    Rule("bindy-zone-name-validation", "dns-name-not-ipv4", NAMED, NAMES,
+         _each(rulechecks.name_not_ipv4)),
     Rule("bindy-rndc-algorithm-strict", "rndc-algorithm", INFRA | {"DNSZone"}, RNDC,
          _each(rulechecks.rndc_algorithm)),
     Rule("bindy-pod-shape-validation", "volume-sources", INFRA, ("spec.volumes[*]",),
          rulechecks.volume_sources),
-    Rule("bindy-pod-shape-validation", "mount-path-prefix", INFRA, MOUNTS, _each(rulechecks.mount_prefix)),
-    Rule("bindy-pod-shape-validation", "mount-path-traversal", INFRA, MOUNTS, _each(rulechecks.traversal)),
+    Rule("bindy-pod-shape-validation", "mount-path-prefix", INFRA, MOUNTS,
+         _each(rulechecks.mount_prefix)),
+    Rule("bindy-pod-shape-validation", "mount-path-traversal", INFRA, MOUNTS,
+         _each(rulechecks.traversal)),
     Rule("bindy-pod-shape-validation", "subpath-traversal", INFRA,
-         ("spec.volumeMounts[*].subPath", "spec.volumeMounts[*].subPathExpr"), _each(rulechecks.traversal)),
+         ("spec.volumeMounts[*].subPath", "spec.volumeMounts[*].subPathExpr"),
+         _each(rulechecks.traversal)),
     Rule("bindy-pod-shape-validation", "dnssec-keys-secret-prefix", INFRA,
          tuple(f"{s}.keysFrom.secretRef.name" for s in SIGNING), _each(rulechecks.keys_secret)),
     Rule("bindy-dnssec-policy-validation", "dnssec-policy-name", INFRA | {"DNSZone"},
@@ -156,30 +168,37 @@ AGENT_RULES: tuple[Rule, ...] = (
 
 
 def _source(rule: Rule) -> str:
-    return f"{AGENT} rule {rule.name}" if rule.policy == AGENT else f"Bindy admission policy {rule.policy}"
+    if rule.policy == AGENT:
+        return f"{AGENT} rule {rule.name}"
+    return f"Bindy admission policy {rule.policy}"
 
 
-# The field lists the rules read, each selected once per document (the rules of one policy read the same fields).
+# The field lists the rules read, each selected once per document (the rules of one policy read the
+# same fields).
 _FIELDS = list(dict.fromkeys(r.fields for r in RULES + AGENT_RULES))
 
 # Values that every rule reading those fields accepts, told apart by one match instead of a call per
 # rule (every record has a name, and half of them a target): what matches here, each rule passes -
 # a test asserts it. Anything else goes through the rules one by one, which word the message.
-_NAME_FINE = re.compile(r"(?![.-])(?!(?:\d+\.){3}\d+\.?$)(?!.*\.\.)[A-Za-z0-9_*][A-Za-z0-9_*.-]{0,252}")
+_NAME_FINE = re.compile(r"(?![.-])(?!(?:\d+\.){3}\d+\.?$)(?!.*\.\.)"
+                        r"[A-Za-z0-9_*][A-Za-z0-9_*.-]{0,252}")
 _TARGET_FINE = re.compile(r"(?!.*\.\.)[A-Za-z0-9_-][A-Za-z0-9._-]{0,251}\.")
-FINE: dict[int, re.Pattern[str]] = {_FIELDS.index(NAMES): _NAME_FINE, _FIELDS.index(target_fields): _TARGET_FINE}
+FINE: dict[int, re.Pattern[str]] = {_FIELDS.index(NAMES): _NAME_FINE,
+                                    _FIELDS.index(target_fields): _TARGET_FINE}
 
 
-Path = tuple[tuple[str, ...], tuple[str, ...] | None]  # split, and the attribute names it reads (if known)
-Run = tuple[tuple[Path, ...], int, tuple[Rule, ...]]  # paths, their _FIELDS index, the rules reading them
+# split, and the attribute names it reads (if known)
+Path = tuple[tuple[str, ...], tuple[str, ...] | None]
+# paths, their _FIELDS index, the rules reading them
+Run = tuple[tuple[Path, ...], int, tuple[Rule, ...]]
 
 
 def _runs(kind: str, model: type | None) -> tuple[Run, ...]:
-    """`kind`'s rules in RULES order, consecutive ones reading the same fields as one run, with their
-    paths split once (this runs on every document of a revision). Given the class of the validated
-    object, only the paths an object of that class can hold (fieldvalues.reachable), with the attribute
-    names they read where the classes on the way are known: a record's rules read two of their five
-    name fields, two attributes each; a run left with no path is not there."""
+    """`kind`'s rules in RULES order, consecutive ones reading the same fields as one run, with
+    their paths split once (this runs on every document of a revision). Given the class of the
+    validated object, only the paths an object of that class can hold (fieldvalues.reachable), with
+    the attribute names they read where the classes on the way are known: a record's rules read two
+    of their five name fields, two attributes each; a run left with no path is not there."""
     runs: list[tuple[tuple[Path, ...], int, list[Rule]]] = []
     for rule in RULES + AGENT_RULES:
         if kind not in rule.kinds:
@@ -211,8 +230,9 @@ def violations(kind: str, doc: Model | dict[str, Any]) -> list[RuleViolation]:
     for paths, fields, rules in runs:
         found = selected.get(fields)
         if found is None:
-            found = [f for steps, names in paths for f in (fieldvalues.select(doc, steps) if names is None
-                                                           else fieldvalues.pick(doc, names, steps))]
+            found = [f for steps, names in paths
+                     for f in (fieldvalues.select(doc, steps) if names is None
+                               else fieldvalues.pick(doc, names, steps))]
             fine = FINE.get(fields)
             if fine is not None:
                 found = [f for f in found if not (isinstance(f[1], str) and fine.fullmatch(f[1]))]

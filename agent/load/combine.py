@@ -1,7 +1,7 @@
-"""A revision's Manifest from its files' parts, in file order (pure): each object key once, the first
-definition winning and every later one a "duplicate object" problem at its own file:line. With a
-long-running agent's FileCache whose last revision defined no key twice, only the keys of the files that changed are
-checked (`FileCache.changed_keys`) and the files' lists are read as one.
+"""A revision's Manifest from its files' parts, in file order (pure): each object key once, the
+first definition winning and every later one a "duplicate object" problem at its own file:line. With
+a long-running agent's FileCache whose last revision defined no key twice, only the keys of the
+files that changed are checked (`FileCache.changed_keys`) and the files' lists are read as one.
 """
 
 from __future__ import annotations
@@ -27,8 +27,10 @@ def combine(parts: list[Manifest], cache: FileCache) -> Manifest:
             clean &= not _merge(total, part, seen)
         total.objects = list(itertools.chain.from_iterable(total.by_file))
     else:  # nothing defined twice: the files' lists as they are; a kind's index when asked
-        total = Manifest.joined(parts, cache.asked())  # a kind no changed file has: the very list joined last time
-    cache.remember(parts, seen if clean else None, total.asked())  # filled as the revision is asked for kinds
+        # a kind no changed file has: the very list joined last time
+        total = Manifest.joined(parts, cache.asked())
+    # filled as the revision is asked for kinds
+    cache.remember(parts, seen if clean else None, total.asked())
     return total
 
 
@@ -36,9 +38,11 @@ def _merge(total: Manifest, part: Manifest, seen: dict[ObjectKey, Origin]) -> bo
     """Adds one file's part; True when it defines a key again."""
     total.documents += part.documents
     total.problems += part.problems
-    kept = part.objects  # usually the file's own list, shared: the same object run after run for a cache
+    # usually the file's own list, shared: the same object run after run for a cache
+    kept = part.objects
     keys = part.keys()
-    twice = seen.keys() & keys.keys() if len(keys) == len(kept) else set(keys)  # or defined twice within
+    # or defined twice within
+    twice = seen.keys() & keys.keys() if len(keys) == len(kept) else set(keys)
     if twice:
         kept_now: list[Loaded] = []
         for obj in part.objects:

@@ -53,60 +53,75 @@ def tree(node: yaml.Node, constructor: yaml.constructor.SafeConstructor,
     return data, count[0]
 
 
-def _build(node: yaml.Node, constructor: yaml.constructor.SafeConstructor, duplicates: list[tuple[int, str]],
-           count: list[int], strings: dict[str, str], ints: dict[str, int]) -> Any:
-    # A call per collection, not per node: its scalars (keys, most values) are built and counted in its loop.
+def _build(node: yaml.Node, constructor: yaml.constructor.SafeConstructor,
+           duplicates: list[tuple[int, str]], count: list[int], strings: dict[str, str],
+           ints: dict[str, int]) -> Any:
+    # A call per collection, not per node: its scalars (keys, most values) are built and counted in
+    # its loop.
     kind, tag = type(node), node.tag
     if kind is _SCALAR_NODE:
         count[0] += 1
         return _scalar(node, tag, constructor, strings, ints)
     if kind is _MAPPING_NODE and tag == _MAP:
-        out: dict[Any, Any] = {}
-        pairs = node.value
-        nodes = 1 + len(pairs)  # the mapping and its keys
-        for key_node, value_node in pairs:
-            if type(key_node) is not _SCALAR_NODE:
-                raise Unusual(key_node.tag)
-            key_tag, key = key_node.tag, key_node.value
-            if key_tag == _STR:
-                key = strings.setdefault(key, key)
-            elif key_tag in _KEY_TAGS:
-                key = _scalar(key_node, key_tag, constructor, strings, ints)
-            else:
-                raise Unusual(key_tag)
-            if key in out:
-                duplicates.append((key_node.start_mark.line + 1, key_node.value))
-            if type(value_node) is _SCALAR_NODE:
-                nodes += 1
-                if (value_tag := value_node.tag) == _STR:  # most values: as `_scalar` does, without the call
-                    value = value_node.value
-                    out[key] = strings.setdefault(value, value)
-                else:
-                    out[key] = _scalar(value_node, value_tag, constructor, strings, ints)
-            else:
-                out[key] = _build(value_node, constructor, duplicates, count, strings, ints)
-        count[0] += nodes
-        return out
+        return _mapping(node, constructor, duplicates, count, strings, ints)
     if kind is _SEQUENCE_NODE and tag == _SEQ:
-        items: list[Any] = []
-        nodes = 1
-        for item in node.value:
-            if type(item) is _SCALAR_NODE:
-                nodes += 1
-                if (item_tag := item.tag) == _STR:
-                    value = item.value
-                    items.append(strings.setdefault(value, value))
-                else:
-                    items.append(_scalar(item, item_tag, constructor, strings, ints))
-            else:
-                items.append(_build(item, constructor, duplicates, count, strings, ints))
-        count[0] += nodes
-        return items
+        return _sequence(node, constructor, duplicates, count, strings, ints)
     raise Unusual(tag)
 
 
-def _scalar(node: yaml.Node, tag: str, constructor: yaml.constructor.SafeConstructor, strings: dict[str, str],
-            ints: dict[str, int]) -> Any:
+def _mapping(node: yaml.Node, constructor: yaml.constructor.SafeConstructor,
+             duplicates: list[tuple[int, str]], count: list[int], strings: dict[str, str],
+             ints: dict[str, int]) -> dict[Any, Any]:
+    out: dict[Any, Any] = {}
+    pairs = node.value
+    nodes = 1 + len(pairs)  # the mapping and its keys
+    for key_node, value_node in pairs:
+        if type(key_node) is not _SCALAR_NODE:
+            raise Unusual(key_node.tag)
+        key_tag, key = key_node.tag, key_node.value
+        if key_tag == _STR:
+            key = strings.setdefault(key, key)
+        elif key_tag in _KEY_TAGS:
+            key = _scalar(key_node, key_tag, constructor, strings, ints)
+        else:
+            raise Unusual(key_tag)
+        if key in out:
+            duplicates.append((key_node.start_mark.line + 1, key_node.value))
+        if type(value_node) is _SCALAR_NODE:
+            nodes += 1
+            # most values: as `_scalar` does, without the call
+            if (value_tag := value_node.tag) == _STR:
+                value = value_node.value
+                out[key] = strings.setdefault(value, value)
+            else:
+                out[key] = _scalar(value_node, value_tag, constructor, strings, ints)
+        else:
+            out[key] = _build(value_node, constructor, duplicates, count, strings, ints)
+    count[0] += nodes
+    return out
+
+
+def _sequence(node: yaml.Node, constructor: yaml.constructor.SafeConstructor,
+              duplicates: list[tuple[int, str]], count: list[int], strings: dict[str, str],
+              ints: dict[str, int]) -> list[Any]:
+    items: list[Any] = []
+    nodes = 1
+    for item in node.value:
+        if type(item) is _SCALAR_NODE:
+            nodes += 1
+            if (item_tag := item.tag) == _STR:
+                value = item.value
+                items.append(strings.setdefault(value, value))
+            else:
+                items.append(_scalar(item, item_tag, constructor, strings, ints))
+        else:
+            items.append(_build(item, constructor, duplicates, count, strings, ints))
+    count[0] += nodes
+    return items
+
+
+def _scalar(node: yaml.Node, tag: str, constructor: yaml.constructor.SafeConstructor,
+            strings: dict[str, str], ints: dict[str, int]) -> Any:
     if tag == _STR:
         value = node.value
         return strings.setdefault(value, value)

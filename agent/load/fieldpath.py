@@ -24,9 +24,12 @@ def line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int:
                     node = value_node
                     break
             else:  # a key with dots in it, as a label or an annotation has: the rest of the path
-                rest = ".".join(str(s) for s in loc[i:])  # (a trailing dot, as a host name has, is not in loc)
-                return next((k.start_mark.line + 1 for k, _ in node.value if k.value in (rest, rest + ".")), line)
-        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and step < len(node.value):
+                # (a trailing dot, as a host name has, is not in loc)
+                rest = ".".join(str(s) for s in loc[i:])
+                return next((k.start_mark.line + 1 for k, _ in node.value
+                             if k.value in (rest, rest + ".")), line)
+        elif (isinstance(node, yaml.SequenceNode) and isinstance(step, int)
+              and step < len(node.value)):
             node = node.value[step]
             line = node.start_mark.line + 1
         else:
@@ -54,7 +57,8 @@ def split(path: str) -> tuple[Any, ...]:
 
 
 def path_to(root: yaml.Node, target: yaml.Node) -> tuple[Any, ...]:
-    """The field path of a node in a document (a key: its mapping's path and the key), () if not found."""
+    """The field path of a node in a document (a key: its mapping's path and the key), () if not
+    found."""
     todo: list[tuple[yaml.Node, tuple[Any, ...]]] = [(root, ())]
     seen: set[int] = set()
     while todo:

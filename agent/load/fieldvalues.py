@@ -21,7 +21,8 @@ def steps(path: str) -> tuple[str, ...]:
 
 
 _ABSENT: Any = object()
-_ATTRIBUTES: dict[type, dict[str, str]] = {}  # per model class: Bindy's field name -> attribute name
+# per model class: Bindy's field name -> attribute name
+_ATTRIBUTES: dict[type, dict[str, str]] = {}
 
 
 def _child(node: Any, step: str) -> Any:
@@ -32,7 +33,8 @@ def _child(node: Any, step: str) -> Any:
     if names is None:
         if not isinstance(node, Model):
             return _ABSENT
-        names = _ATTRIBUTES[type(node)] = {f.alias or n: n for n, f in type(node).model_fields.items()}
+        names = _ATTRIBUTES[type(node)] = {f.alias or n: n
+                                           for n, f in type(node).model_fields.items()}
     value = node.__dict__.get(names.get(step, ""))  # where pydantic keeps a model's field values
     return _ABSENT if value is None else value
 
@@ -68,9 +70,9 @@ def reachable(model: type, steps: tuple[str, ...]) -> bool:
 
 
 def attributes(model: type, steps: tuple[str, ...]) -> tuple[str, ...] | None:
-    """The attribute names `steps` read, one per step, when each step is a field of a model class the
-    path surely goes through: then `select` in a validated instance of `model` is `pick` of them.
-    None when the path goes through a list, a mapping or a union, or cannot hold anything."""
+    """The attribute names `steps` read, one per step, when each step is a field of a model class
+    the path surely goes through: then `select` in a validated instance of `model` is `pick` of
+    them. None when the path goes through a list, a mapping or a union, or cannot hold anything."""
     walked = _walk(model, steps)
     return walked if isinstance(walked, tuple) else None
 
@@ -105,5 +107,8 @@ def _walk(model: type, steps: tuple[str, ...]) -> tuple[str, ...] | bool:
 def _model_class(annotation: Any) -> type | None:
     """The model class a field annotated so holds (or None in its place); None for anything else."""
     union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
-    held = [a for a in (typing.get_args(annotation) if union else (annotation,)) if a is not type(None)]
-    return held[0] if len(held) == 1 and isinstance(held[0], type) and issubclass(held[0], Model) else None
+    held = [a for a in (typing.get_args(annotation) if union else (annotation,))
+            if a is not type(None)]
+    if len(held) == 1 and isinstance(held[0], type) and issubclass(held[0], Model):
+        return held[0]
+    return None

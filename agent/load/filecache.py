@@ -18,7 +18,8 @@ from agent.load.sourcefile import SourceFile
 from agent.model.key import ObjectKey
 from agent.model.problems import Origin
 
-Spent = tuple[int, int, int, int]  # what a file took of the read budget: bytes, documents, nodes, alias nodes
+# what a file took of the read budget: bytes, documents, nodes, alias nodes
+Spent = tuple[int, int, int, int]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,8 +57,10 @@ class FileCache:
         self._context: tuple[object, ...] = ()
         self.parts: list[Manifest] = []  # the last revision's parts, in file order ...
         self._seen: dict[ObjectKey, Origin] | None = None  # ... and their keys; None: start afresh
-        self._asked: dict[str, list[Loaded]] = {}  # ... and the kinds asked of it, joined (Manifest.of_kind)
-        self._touched: set[str] = set()  # the kinds of the files that differ from the last revision's
+        # ... and the kinds asked of it, joined (Manifest.of_kind)
+        self._asked: dict[str, list[Loaded]] = {}
+        # the kinds of the files that differ from the last revision's
+        self._touched: set[str] = set()
         self.last = Positions()  # the last revision's files, position by position
         self.hits = self.misses = 0
         self.loaded = False  # a revision has been loaded through it
@@ -69,7 +72,8 @@ class FileCache:
             self.last = Positions()
 
     def take(self, key: tuple[str, str], budget: readbudget.ReadBudget) -> Manifest | None:
-        """The cached part of a file, charged to `budget`; None when it is not cached or would not fit."""
+        """The cached part of a file, charged to `budget`; None when it is not cached or would not
+        fit."""
         parsed = self.entries.get(key)
         if parsed is None or not budget.afford(parsed.spent):
             return None  # read and parsed again, so that an exceeded limit is reported as usual
@@ -83,7 +87,8 @@ class FileCache:
         twice (or was last time), so that the caller merges in order and reports each duplicate at
         the right file."""
         seen, old = self._seen, self.parts
-        self._seen = None  # taken: whatever happens below, the next revision starts from what is left
+        # taken: whatever happens below, the next revision starts from what is left
+        self._seen = None
         if seen is None:
             return None
         now, before = {id(p) for p in parts}, {id(p) for p in old}
@@ -94,7 +99,8 @@ class FileCache:
                 self._touched.update(part.kinds())
                 gone = part.keys()
                 for key in gone:
-                    seen.pop(key, None)  # a key left behind by mistake could only force the full merge
+                    # a key left behind by mistake could only force the full merge
+                    seen.pop(key, None)
         for part in added:
             self._touched.update(part.kinds())
             keys = part.keys()
@@ -104,20 +110,24 @@ class FileCache:
         return seen
 
     def asked(self) -> dict[str, list[Loaded]]:
-        """The kinds the last revision joined that no changed file has: the very lists, still right."""
+        """The kinds the last revision joined that no changed file has: the very lists, still
+        right."""
         return {k: v for k, v in self._asked.items() if k not in self._touched}
 
     def remember(self, parts: list[Manifest], seen: dict[ObjectKey, Origin] | None,
                  asked: dict[str, list[Loaded]]) -> None:
-        """This revision's parts, their key map (None: none, start afresh), the kinds joined of it."""
+        """This revision's parts, their key map (None: none, start afresh), the kinds joined of
+        it."""
         self.parts, self._seen, self._asked = parts, seen, asked
 
     def keep(self, entries: dict[tuple[str, str], Parsed], last: Positions) -> None:
-        """This revision's cached files and positions, for the next one: a revision has been loaded."""
+        """This revision's cached files and positions, for the next one: a revision has been
+        loaded."""
         self.entries, self.last, self.loaded = entries, last, True
 
     def count(self, *, hits: int = 0, misses: int = 0) -> None:
-        """Files taken whole from the cache (`hits`; negative: taken back) and files parsed and kept."""
+        """Files taken whole from the cache (`hits`; negative: taken back) and files parsed and
+        kept."""
         self.hits += hits
         self.misses += misses
 

@@ -28,7 +28,8 @@ class Inert:
     path: str  # dotted below the object; "*" stands for every item of a list
     why: str  # why it does nothing here, and what to do instead
     bindy_ignores: bool = False  # Bindy's operator does not act on it either
-    when: Callable[[Any], bool] | None = None  # warn only for values that would matter (None: any value)
+    # warn only for values that would matter (None: any value)
+    when: Callable[[Any], bool] | None = None
 
     @property
     def field(self) -> str:
@@ -47,28 +48,32 @@ def _signing(kinds: tuple[str, ...], base: str) -> list[Inert]:
     return [
         Inert(kinds, f"{base}.dnssec.signing.nsec3Salt", "named chooses the NSEC3 salt itself "
               "(`nsec3param ... salt-length 16`); remove it", bindy_ignores=True),
-        Inert(kinds, f"{base}.dnssec.signing.exportToSecret", "a signed zone's keys are made once by the "
-              "agent and kept in the Secret <zone>-dnssec-keys of the zone's namespace, whatever this says; "
-              "remove it", bindy_ignores=True),
-        Inert(kinds, f"{base}.dnssec.signing.keysFrom", "a signed zone's keys are made once by the agent, kept "
-              "in the Secret <zone>-dnssec-keys and copied into every primary pod's key directory; Bindy mounts "
-              "this Secret at /var/cache/bind/keys but sets no key-directory, so named never reads it; remove "
-              "it", bindy_ignores=True),
-        Inert(kinds, f"{base}.dnssec.signing.autoGenerate", "named generates the keys of a dnssec-policy "
+        Inert(kinds, f"{base}.dnssec.signing.exportToSecret",
+              "a signed zone's keys are made once by the "
+              "agent and kept in the Secret <zone>-dnssec-keys of the zone's namespace, whatever "
+              "this says; remove it", bindy_ignores=True),
+        Inert(kinds, f"{base}.dnssec.signing.keysFrom",
+              "a signed zone's keys are made once by the agent, kept "
+              "in the Secret <zone>-dnssec-keys and copied into every primary pod's key directory; "
+              "Bindy mounts this Secret at /var/cache/bind/keys but sets no key-directory, so "
+              "named never reads it; remove it", bindy_ignores=True),
+        Inert(kinds, f"{base}.dnssec.signing.autoGenerate",
+              "named generates the keys of a dnssec-policy "
               "whatever this says; remove it", bindy_ignores=True, when=_is_false),
     ]
 
 
-_INLINE_WHY = ("the agent generates every value of an inline RNDC Secret and keeps only the key names; "
-               "to bring your own key, create the Secret and name it in rndcKey.secretRef")
+_INLINE_WHY = ("the agent generates every value of an inline RNDC Secret and keeps only the key "
+               "names; to bring your own key, create the Secret and name it in rndcKey.secretRef")
 
 
 def _unreadable_duration(value: Any) -> bool:
     return not isinstance(value, str) or rulechecks.rotate_after(value) is not None
 
 
-_ROTATE_AFTER_WHY = ("it is not a rotation interval Bindy reads (a whole number of hours, days or weeks within "
-                     "1h..8760h, e.g. 720h, 30d or 4w), so the key is never rotated; write it that way")
+_ROTATE_AFTER_WHY = ("it is not a rotation interval Bindy reads (a whole number of hours, days or "
+                     "weeks within 1h..8760h, e.g. 720h, 30d or 4w), so the key is never rotated; "
+                     "write it that way")
 
 
 def _is_false(value: Any) -> bool:
@@ -76,17 +81,20 @@ def _is_false(value: Any) -> bool:
 
 
 INERT: tuple[Inert, ...] = (
-    Inert(INSTANCE, "spec.primaryServers", "a secondary transfers its zones from the primary instances of "
+    Inert(INSTANCE, "spec.primaryServers",
+          "a secondary transfers its zones from the primary instances of "
           "its own cluster; remove it", bindy_ignores=True),
     Inert(CLUSTERS, "spec.rndcSecretRefs", "name the RNDC key with spec.global.rndcSecretRef or "
           "spec.primary/secondary.rndcSecretRef", bindy_ignores=True),
     *_signing(CLUSTERS, "spec.global"),
     *_signing(INSTANCE, "spec.config"),
     Inert(INSTANCE, "spec.rndcKey.rotateAfter", _ROTATE_AFTER_WHY, when=_unreadable_duration),
-    *(Inert(CLUSTERS, p, _ROTATE_AFTER_WHY, when=_unreadable_duration) for p in _roles("rndcKey.rotateAfter")),
+    *(Inert(CLUSTERS, p, _ROTATE_AFTER_WHY, when=_unreadable_duration)
+      for p in _roles("rndcKey.rotateAfter")),
     Inert(INSTANCE, "spec.rndcKey.secret.data", _INLINE_WHY),
     Inert(INSTANCE, "spec.rndcKey.secret.stringData", _INLINE_WHY),
-    *(Inert(CLUSTERS, p, "an inline Secret on a role is not used: each instance the cluster generates "
+    *(Inert(CLUSTERS, p,
+            "an inline Secret on a role is not used: each instance the cluster generates "
             "gets its own generated key; to share a key, create the Secret and name it in "
             "rndcKey.secretRef") for p in _roles("rndcKey.secret")),
 )
@@ -97,7 +105,8 @@ for _entry in INERT:
         _BY_KIND.setdefault(_kind, []).append((_entry.path.split("."), _entry))
 
 
-def _values(data: Any, parts: list[str], loc: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], Any]]:
+def _values(data: Any, parts: list[str],
+            loc: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], Any]]:
     if not parts:
         yield loc, data
         return
@@ -110,7 +119,8 @@ def _values(data: Any, parts: list[str], loc: tuple[Any, ...]) -> Iterator[tuple
 
 
 def found(kind: str, document: dict[str, Any]) -> Iterator[tuple[tuple[Any, ...], Inert]]:
-    """(where, entry) for every field of `document` (a validated CR, as written) that has no effect."""
+    """(where, entry) for every field of `document` (a validated CR, as written) that has no
+    effect."""
     for parts, entry in _BY_KIND.get(kind, ()):
         for loc, value in _values(document, parts, ()):
             if entry.when is None or entry.when(value):

@@ -1,7 +1,8 @@
 """One validated object of a revision (`Loaded`): its key, its model, where it was defined, and the
 line of any of its fields, found again only when a problem asks (`origin_at`) by composing its
 document once more from its file's text: keeping every node tree alive instead would cost far more
-(memory, and garbage-collector scans). An object keeps its file's `FileText` and its document's span.
+(memory, and garbage-collector scans). An object keeps its file's `FileText` and its document's
+span.
 """
 
 from __future__ import annotations
@@ -33,15 +34,16 @@ class Loaded:
     model: Resource
     origin: Origin
     text: FileText | None = dataclasses.field(default=None, repr=False, compare=False)  # its file's
-    span: int = dataclasses.field(default=0, repr=False, compare=False)  # where in it: span(start, end)
+    # where in it: span(start, end)
+    span: int = dataclasses.field(default=0, repr=False, compare=False)
     # what later steps derived from this object alone (`derived`), once asked
     _derived: dict[Callable[[Any], Any], Any] | None = dataclasses.field(
         default=None, init=False, repr=False, compare=False)
 
     def derived(self, compute: Callable[[Loaded], T]) -> T:
         """compute(self), computed once and kept with this object, which a long-running agent reuses
-        while its file is unchanged (e.g. the Secrets a CR names, agent/desired/tenancy.py). `compute`
-        must depend on nothing but the object: it is the key."""
+        while its file is unchanged (e.g. the Secrets a CR names, agent/desired/tenancy.py).
+        `compute` must depend on nothing but the object: it is the key."""
         found = self._derived
         if found is None:
             found = {}
@@ -52,8 +54,8 @@ class Loaded:
         return value
 
     def written(self, path: str) -> bool:
-        """Whether the document as written has the field `path` (not one loading filled in, such as a
-        namespace from --namespace); True when the file can no longer say."""
+        """Whether the document as written has the field `path` (not one loading filled in, such as
+        a namespace from --namespace); True when the file can no longer say."""
         node = self._node()
         if node is None:
             return True
@@ -64,7 +66,8 @@ class Loaded:
         return node is not None
 
     def _node(self) -> yaml.Node | None:
-        """The object's document composed again from its file, or None when that no longer defines it."""
+        """The object's document composed again from its file, or None when that no longer defines
+        it."""
         text = self.text.text() if self.text is not None else None
         if not text:
             return None
@@ -83,7 +86,8 @@ class Loaded:
         node = self._node() if path else None
         if node is None:
             return self.origin
-        return Origin(self.origin.file, self.origin.line - 1 + fieldpath.line_of(node, fieldpath.split(path)))
+        return Origin(self.origin.file,
+                      self.origin.line - 1 + fieldpath.line_of(node, fieldpath.split(path)))
 
 
 def _defines(node: yaml.Node | None, key: ObjectKey) -> bool:

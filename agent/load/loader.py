@@ -73,23 +73,26 @@ def _one(file: SourceFile, budget: readbudget.ReadBudget, cache: FileCache, defa
     if part is not None:
         fresh[key] = cache.entries[key]
         if part.text is not None:
-            part.text.rebind(file)  # this revision's file: the same content, read from this checkout
+            # this revision's file: the same content, read from this checkout
+            part.text.rebind(file)
         return part, key
     before, limited = budget.counters(), budget.limited
     unread: list[Problem] = []
     text = _read(file, budget, unread)
     if text is None:
         return Manifest(objects=[], problems=unread, files=1), None
-    part = parse.load_text(text, file.path, default_namespace=default_namespace, budget=budget, source=file)
-    if not cache.keeps or not key[1] or budget.limited != limited:  # cut by what was left: may read whole next time
+    part = parse.load_text(text, file.path, default_namespace=default_namespace, budget=budget,
+                           source=file)
+    # cut by what was left: may read whole next time
+    if not cache.keeps or not key[1] or budget.limited != limited:
         return part, None
     cache.count(misses=1)
     fresh[key] = Parsed(part, budget.spent_since(before))
     return part, key
 
 
-def _load_in_order(files: Sequence[SourceFile], cache: FileCache, limits: Limits, default_namespace: str,
-                   progress: Callable[[int, int], None] | None) -> _Loaded:
+def _load_in_order(files: Sequence[SourceFile], cache: FileCache, limits: Limits,
+                   default_namespace: str, progress: Callable[[int, int], None] | None) -> _Loaded:
     budget = readbudget.ReadBudget(limits)
     parts: list[Manifest] = []
     keys: list[tuple[str, str] | None] = []
@@ -105,10 +108,12 @@ def _load_in_order(files: Sequence[SourceFile], cache: FileCache, limits: Limits
             progress(i, len(files))
     if len(parts) < len(files):  # a limit stopped it: the next revision is read in order again
         return parts, Positions(), fresh
-    return parts, Positions(list(files), keys, add_spent(fresh[k].spent for k in keys if k is not None)), fresh
+    return parts, Positions(list(files), keys,
+                            add_spent(fresh[k].spent for k in keys if k is not None)), fresh
 
 
-def _reuse(files: Sequence[SourceFile], cache: FileCache, limits: Limits, default_namespace: str) -> _Loaded | None:
+def _reuse(files: Sequence[SourceFile], cache: FileCache, limits: Limits,
+           default_namespace: str) -> _Loaded | None:
     """The revision's parts when it is the last one's files but a few (a long-running agent's source
     hands out the same file objects while they are unchanged): the few are read or taken from the
     cache, the rest are the last parts as they are, and what they took is charged at once. None
@@ -118,7 +123,8 @@ def _reuse(files: Sequence[SourceFile], cache: FileCache, limits: Limits, defaul
     if not last.files or len(last.files) != len(files) or len(cache.parts) != len(files):
         return None
     keys = list(last.keys)
-    changed = [i for i, same in enumerate(map(operator.is_, last.files, files)) if not same or keys[i] is None]
+    changed = [i for i, same in enumerate(map(operator.is_, last.files, files)) if not same
+               or keys[i] is None]
     if len(changed) > len(files) // 4:
         return None
     old = [cache.entries[k] for i in changed if (k := keys[i]) is not None]
@@ -135,7 +141,8 @@ def _reuse(files: Sequence[SourceFile], cache: FileCache, limits: Limits, defaul
     hits = cache.hits
     for i in changed:
         parts[i], keys[i] = _one(files[i], budget, cache, default_namespace, fresh)
-        if budget.exhausted or budget.limited:  # what was left decided: only the order gives the answer
+        # what was left decided: only the order gives the answer
+        if budget.exhausted or budget.limited:
             cache.count(hits=hits - cache.hits)  # taken back: the revision is read in order
             return None
     cache.count(hits=len(files) - len(changed))

@@ -1,7 +1,8 @@
-"""The validated objects of a revision, or of one of its files (`Manifest`), with every problem found
-and the indexes asked of it: objects by kind, where each key is defined. A revision whose files
-define no key twice reads its files' lists as one (model/joined.py) and joins a kind's index from
-theirs when first asked, so an unchanged file costs list operations, not a loop over its objects.
+"""The validated objects of a revision, or of one of its files (`Manifest`), with every problem
+found and the indexes asked of it: objects by kind, where each key is defined. A revision whose
+files define no key twice reads its files' lists as one (model/joined.py) and joins a kind's index
+from theirs when first asked, so an unchanged file costs list operations, not a loop over its
+objects.
 """
 
 from __future__ import annotations
@@ -21,23 +22,30 @@ from agent.model.problems import Origin, Problem, Severity
 class Manifest:
     """A parsed revision: its valid objects (file order) and every problem found."""
 
-    objects: Sequence[Loaded]  # a list; for a revision, its files' lists read as one (model/joined.py)
+    # a list; for a revision, its files' lists read as one (model/joined.py)
+    objects: Sequence[Loaded]
     problems: list[Problem]
     files: int = 0
     documents: int = 0
-    by_file: list[Sequence[Loaded]] = dataclasses.field(default_factory=list)  # the same objects, file by file
+    # the same objects, file by file
+    by_file: list[Sequence[Loaded]] = dataclasses.field(default_factory=list)
     text: FileText | None = None  # one file's part: what its objects' text is read from
-    # the indexes, built when first asked: a revision's files' parts (joined), kinds joined from them,
-    # the objects by kind, where each key is defined
-    _parts: list[Manifest] | None = dataclasses.field(default=None, init=False, repr=False, compare=False)
-    _asked: dict[str, list[Loaded]] | None = dataclasses.field(default=None, init=False, repr=False, compare=False)
-    _by_kind: dict[str, list[Loaded]] | None = dataclasses.field(default=None, init=False, repr=False, compare=False)
-    _keys: dict[ObjectKey, Origin] | None = dataclasses.field(default=None, init=False, repr=False, compare=False)
+    # the indexes, built when first asked: a revision's files' parts (joined), kinds joined from
+    # them, the objects by kind, where each key is defined
+    _parts: list[Manifest] | None = dataclasses.field(default=None, init=False, repr=False,
+                                                      compare=False)
+    _asked: dict[str, list[Loaded]] | None = dataclasses.field(default=None, init=False, repr=False,
+                                                               compare=False)
+    _by_kind: dict[str, list[Loaded]] | None = dataclasses.field(default=None, init=False,
+                                                                 repr=False, compare=False)
+    _keys: dict[ObjectKey, Origin] | None = dataclasses.field(default=None, init=False, repr=False,
+                                                              compare=False)
 
     @classmethod
     def joined(cls, parts: list[Manifest], asked: dict[str, list[Loaded]] | None) -> Manifest:
         """The revision of files' parts that define no key twice: their lists as they are, a kind's
-        index when asked; `asked`: kinds already joined that are still right (from the last revision)."""
+        index when asked; `asked`: kinds already joined that are still right (from the last
+        revision)."""
         total = cls(objects=[], problems=[], files=len(parts))
         total.documents = sum(part.documents for part in parts)
         total.problems = list(itertools.chain.from_iterable(part.problems for part in parts))
@@ -46,7 +54,8 @@ class Manifest:
         total._parts, total._asked = parts, asked
         return total
 
-    def add_file(self, kept: Sequence[Loaded], kinds_of: dict[str, list[Loaded]] | None = None) -> None:
+    def add_file(self, kept: Sequence[Loaded],
+                 kinds_of: dict[str, list[Loaded]] | None = None) -> None:
         """Appends one file's objects (those kept) and their kind index (`kinds_of`, else built)."""
         if self._by_kind is None:
             self._by_kind = {}
@@ -76,12 +85,13 @@ class Manifest:
         asked = self.asked()  # joined from the files' indexes
         found = asked.get(name)
         if found is None:
-            found = asked[name] = list(itertools.chain.from_iterable(p.kinds().get(name, ()) for p in parts))
+            kinds = (p.kinds().get(name, ()) for p in parts)
+            found = asked[name] = list(itertools.chain.from_iterable(kinds))
         return found
 
     def kinds(self) -> dict[str, list[Loaded]]:
-        """The objects by kind (built once; load_files builds it from its files' as it goes, or joins
-        a kind from its files' when first asked)."""
+        """The objects by kind (built once; load_files builds it from its files' as it goes, or
+        joins a kind from its files' when first asked)."""
         index = self._by_kind
         if index is None:
             parts = self._parts

@@ -1,6 +1,6 @@
-"""One file's text -> its part of a revision (`load_text`): every YAML document in it composed by the
-C parser, checked against the read budget before it is built (load/readbudget.py), built in one pass
-when it is a plain tree (load/construct.py) and the general way otherwise, then checked
+"""One file's text -> its part of a revision (`load_text`): every YAML document in it composed by
+the C parser, checked against the read budget before it is built (load/readbudget.py), built in one
+pass when it is a plain tree (load/construct.py) and the general way otherwise, then checked
 (load/document.py). A YAML error or a duplicate key is a problem at its line; a warning that recurs
 in a file is listed once. A document's root node is kept only while it is checked.
 """
@@ -22,18 +22,21 @@ from agent.model.problems import Origin, Problem, Severity
 
 
 def load_text(text: str, file: str, *, default_namespace: str = names.DEFAULT_NAMESPACE,
-              budget: readbudget.ReadBudget | None = None, source: SourceFile | None = None) -> Manifest:
+              budget: readbudget.ReadBudget | None = None,
+              source: SourceFile | None = None) -> Manifest:
     """Loads one file's text (multi-document), spending `budget` (a fresh default one if None). The
     objects keep `source`, to read their text again, or else the text itself."""
     budget = budget or readbudget.ReadBudget(Limits())
-    manifest = Manifest(objects=[], problems=[], files=1, text=FileText(text if source is None else source))
+    manifest = Manifest(objects=[], problems=[], files=1,
+                        text=FileText(text if source is None else source))
     refused = budget.precheck(text, file)
     if refused is not None:
         manifest.problems.append(refused)
         return manifest
     loader = Loader(text)
     loader.duplicates = []
-    repeats: dict[tuple[str, str], int] = {}  # the file's warnings as its documents report them (Document)
+    # the file's warnings as its documents report them (Document)
+    repeats: dict[tuple[str, str], int] = {}
     try:
         while loader.check_node():
             node = loader.get_node()
@@ -54,7 +57,8 @@ def load_text(text: str, file: str, *, default_namespace: str = names.DEFAULT_NA
                     manifest.documents += 1
                     manifest.problems.append(problem)
                     continue
-            _load_document(loader, start, node, data, text, file, default_namespace, manifest, repeats)
+            _load_document(loader, start, node, data, text, file, default_namespace, manifest,
+                           repeats)
     except yaml.MarkedYAMLError as exc:
         manifest.problems.append(_yaml_problem(exc, file))
     except yaml.YAMLError as exc:
@@ -66,10 +70,11 @@ def load_text(text: str, file: str, *, default_namespace: str = names.DEFAULT_NA
 
 
 def _fold_repeated_warnings(found: list[Problem], counted: dict[tuple[str, str], int]) -> None:
-    """A warning that recurs in one file (the same field, the same words) is listed once, at its first
-    place, with how many more there are: a file of 100 records written with the same shorthand gave
-    100 identical lines, and a repository 33,333, which hid everything else. Errors are all kept.
-    `counted`: how many more of each the documents counted instead of reporting (Document.report)."""
+    """A warning that recurs in one file (the same field, the same words) is listed once, at its
+    first place, with how many more there are: a file of 100 records written with the same shorthand
+    gave 100 identical lines, and a repository 33,333, which hid everything else. Errors are all
+    kept. `counted`: how many more of each the documents counted instead of reporting
+    (Document.report)."""
     first: dict[tuple[str, str], int] = {}
     more: dict[tuple[str, str], int] = {key: count for key, count in counted.items() if count}
     kept: list[Problem] = []
@@ -130,12 +135,14 @@ def _yaml_problem(exc: yaml.MarkedYAMLError, file: str) -> Problem:
 
 
 def _load_document(loader: Loader, start: int, node: yaml.Node, data: Any, text: str, file: str,
-                   default_namespace: str, manifest: Manifest, repeats: dict[tuple[str, str], int]) -> None:
+                   default_namespace: str, manifest: Manifest,
+                   repeats: dict[tuple[str, str], int]) -> None:
     manifest.documents += 1
     doc = document.Document(file, node, data, manifest.problems, text, manifest.text, repeats)
     if len(loader.duplicates) > start:
         for line, key in loader.duplicates[start:]:
-            manifest.problems.append(Problem(Origin(file, line), "", "", f"duplicate key {key!r} in a mapping"))
+            manifest.problems.append(Problem(Origin(file, line), "", "",
+                                             f"duplicate key {key!r} in a mapping"))
     if data is None:
         return
     loaded = document.check(doc, default_namespace)

@@ -1,6 +1,7 @@
 """How much of a revision may be read and parsed (pure).
 
-The limits' running budget while files are read, the nesting depth, and the expansion of YAML aliases.
+The limits' running budget while files are read, the nesting depth, and the expansion of YAML
+aliases.
 
 Aliases: libyaml composes `*anchor` as the very node the anchor names, so a document is a graph
 whose distinct nodes are bounded by its size while its expansion - what constructing, validating
@@ -24,17 +25,20 @@ import yaml
 from agent.model.limits import MAX_DEPTH, MAX_DOCUMENT_NODES, Limits, MiB, flag
 from agent.model.problems import Origin, Problem
 
-_PREFIX = 24  # no line starting with this many of ' -?:' -> block nesting <= 2 * (_PREFIX - 1) + 2 levels
-# a line starting with _PREFIX of them: the first line (`match`), or one after a newline (`search` for the
-# newline first is five times faster than `^` in MULTILINE mode, which the engine tries at every character)
+# no line starting with this many of ' -?:' -> block nesting <= 2 * (_PREFIX - 1) + 2 levels
+_PREFIX = 24
+# a line starting with _PREFIX of them: the first line (`match`), or one after a newline (`search`
+# for the newline first is five times faster than `^` in MULTILINE mode, which the engine tries at
+# every character)
 _LONG_PREFIX = re.compile(rf"[ \t?:-]{{{_PREFIX}}}")
 _LONG_PREFIX_LINE = re.compile(rf"\n[ \t?:-]{{{_PREFIX}}}")
 _DOC_MARKER = re.compile(r"^(?:---|\.\.\.)(?=\s|$)", re.M)
-_ALIAS = re.compile(r"(?<=[\s,\[{])\*[^\s,\[\]{}]")  # an alias token (or, harmlessly, text that looks like one)
-TOO_DEEP = (f"nested more than {MAX_DEPTH} levels deep; no Bindy or Kubernetes object is, so the file is "
-            "not loaded - flatten it")
-TOO_BIG = (f"a YAML document of more than {MAX_DOCUMENT_NODES:,} nodes (keys, values, lists, mappings); no Bindy "
-           "object needs as many, so the file is not loaded - split it")
+# an alias token (or, harmlessly, text that looks like one)
+_ALIAS = re.compile(r"(?<=[\s,\[{])\*[^\s,\[\]{}]")
+TOO_DEEP = (f"nested more than {MAX_DEPTH} levels deep; no Bindy or Kubernetes object is, so the "
+            "file is not loaded - flatten it")
+TOO_BIG = (f"a YAML document of more than {MAX_DOCUMENT_NODES:,} nodes (keys, values, lists, "
+           "mappings); no Bindy object needs as many, so the file is not loaded - split it")
 _FLOW = MAX_DEPTH - 2 * _PREFIX  # levels flow collections ('[', '{') may add to the block levels
 
 
@@ -57,8 +61,8 @@ class ReadBudget:
         self.alias_nodes = limits.max_alias_nodes
         self.nodes = limits.max_nodes
         self.exhausted = False  # a revision-wide limit was hit: nothing more is read
-        # how many times something was refused for what the revision had left (it depends on the files
-        # read before it)
+        # how many times something was refused for what the revision had left (it depends on the
+        # files read before it)
         self.limited = 0
 
     def counters(self) -> tuple[int, int, int, int]:
@@ -85,15 +89,17 @@ class ReadBudget:
         """Whether a file of `size` bytes may be read; spends nothing."""
         limits = self.limits
         if size > limits.max_file_bytes:
-            return Problem(Origin(file, 1), "", "", f"not read: the file is {_size(size)}, over the "
-                           f"{_size(limits.max_file_bytes)} allowed for one file; split it into smaller files "
-                           f"(or raise the limit: {flag('max_file_bytes')})")
+            return Problem(Origin(file, 1), "", "",
+                           f"not read: the file is {_size(size)}, over the "
+                           f"{_size(limits.max_file_bytes)} allowed for one file; split it into "
+                           f"smaller files (or raise the limit: {flag('max_file_bytes')})")
         if size > self.bytes:
             self.exhausted = True
             self.limited += 1
-            return Problem(Origin(file, 1), "", "", f"not read: the revision's YAML files add up to more than "
-                           f"{_size(limits.max_revision_bytes)}; this file and the files after it were not read "
-                           f"(raise the limit: {flag('max_revision_bytes')})")
+            return Problem(Origin(file, 1), "", "",
+                           f"not read: the revision's YAML files add up to more than "
+                           f"{_size(limits.max_revision_bytes)}; this file and the files after it "
+                           f"were not read (raise the limit: {flag('max_revision_bytes')})")
         return None
 
     def precheck(self, text: str, file: str) -> Problem | None:
@@ -108,7 +114,8 @@ class ReadBudget:
                 event = loader.get_event()
                 if isinstance(event, yaml.DocumentStartEvent):
                     nodes = 0
-                elif isinstance(event, yaml.ScalarEvent | yaml.SequenceStartEvent | yaml.MappingStartEvent):
+                elif isinstance(event, yaml.ScalarEvent | yaml.SequenceStartEvent
+                                | yaml.MappingStartEvent):
                     depth += not isinstance(event, yaml.ScalarEvent)
                     nodes, total = nodes + 1, total + 1
                     if problem := self._passed(file, event, depth, nodes, total):
@@ -119,7 +126,8 @@ class ReadBudget:
             # libyaml 0.2.5+ (PyYAML 6.0.3+) stops at 1,000 levels itself, and may do so before the
             # first event when it scans ahead in flow context: that is the same refusal as ours
             if exc.problem and "nesting depth" in exc.problem:
-                return Problem(Origin(file, exc.problem_mark.line + 1 if exc.problem_mark else 1), "", "", TOO_DEEP)
+                return Problem(Origin(file, exc.problem_mark.line + 1 if exc.problem_mark else 1),
+                               "", "", TOO_DEEP)
             return None  # within the limits up to the error; the parse reports the error itself
         except yaml.YAMLError:
             return None
@@ -128,14 +136,16 @@ class ReadBudget:
         return None
 
     def _safe(self, text: str) -> bool:
-        if _LONG_PREFIX.match(text) or _LONG_PREFIX_LINE.search(text) or (whole := _node_bound(text)) > self.nodes:
+        if (_LONG_PREFIX.match(text) or _LONG_PREFIX_LINE.search(text)
+            or (whole := _node_bound(text)) > self.nodes):
             return False
         if whole <= MAX_DOCUMENT_NODES and _flows(text) <= _FLOW:
             return True
         return all(_node_bound(text, a, b) <= MAX_DOCUMENT_NODES and _flows(text, a, b) <= _FLOW
                    for a, b in _spans(text))
 
-    def _passed(self, file: str, event: yaml.Event, depth: int, nodes: int, total: int) -> Problem | None:
+    def _passed(self, file: str, event: yaml.Event, depth: int, nodes: int,
+                total: int) -> Problem | None:
         line = event.start_mark.line + 1 if event.start_mark else 1
         if depth > MAX_DEPTH:
             return Problem(Origin(file, line), "", "", TOO_DEEP)
@@ -146,7 +156,8 @@ class ReadBudget:
     def _too_many_nodes(self, file: str, line: int) -> Problem:
         self.exhausted = True
         self.limited += 1
-        return Problem(Origin(file, line), "", "", f"more than {self.limits.max_nodes:,} YAML nodes (keys, values, "
+        return Problem(Origin(file, line), "", "",
+                       f"more than {self.limits.max_nodes:,} YAML nodes (keys, values, "
                        f"lists, mappings) in the revision; the rest was not read (raise the limit: "
                        f"{flag('max_nodes')})")
 
@@ -156,15 +167,18 @@ class ReadBudget:
         start, end = node.start_mark.index, node.end_mark.index
         return text.find("*", start, end) < 0 or not _ALIAS.search(text, start, end)
 
-    def spend(self, node: yaml.Node, text: str, file: str, nodes: int | None = None) -> Problem | None:
+    def spend(self, node: yaml.Node, text: str, file: str,
+              nodes: int | None = None) -> Problem | None:
         """Counts one composed document (`nodes`: its count, when the caller has it already, for
         a plain tree); a problem when it may not be used."""
         line = node.start_mark.line + 1
         if self.documents == 0:
             self.exhausted = True
             self.limited += 1
-            return Problem(Origin(file, line), "", "", f"more than {self.limits.max_documents:,} YAML documents "
-                           f"in the revision; the rest was not read (raise the limit: {flag('max_documents')})")
+            return Problem(Origin(file, line), "", "",
+                           f"more than {self.limits.max_documents:,} YAML documents "
+                           f"in the revision; the rest was not read (raise the limit: "
+                           f"{flag('max_documents')})")
         self.documents -= 1
         if nodes is None and not self.plain(node, text):
             return self._aliases(node, file)
@@ -175,19 +189,24 @@ class ReadBudget:
         try:
             added, depth, culprit, distinct = expansion(node, self.alias_nodes)
         except _Recursive as exc:
-            return Problem(Origin(file, exc.line), "", "", "a YAML alias inside the anchor it refers to makes "
-                           "a structure contain itself; no Bindy or Kubernetes object can - write the value out")
+            return Problem(Origin(file, exc.line), "", "",
+                           "a YAML alias inside the anchor it refers to makes "
+                           "a structure contain itself; no Bindy or Kubernetes object can - write "
+                           "the value out")
         if depth > MAX_DEPTH:
-            return Problem(Origin(file, node.start_mark.line + 1), "", "", "expanding its YAML aliases nests this "
-                           f"document more than {MAX_DEPTH} levels deep; write the values out instead")
+            return Problem(Origin(file, node.start_mark.line + 1), "", "",
+                           "expanding its YAML aliases nests this "
+                           f"document more than {MAX_DEPTH} levels deep; write the values out "
+                           f"instead")
         if added > self.alias_nodes:
             self.limited += 1
             limit = self.limits.max_alias_nodes
             left = "" if self.alias_nodes == limit else f" ({self.alias_nodes:,} of them left)"
-            return Problem(Origin(file, culprit), "", "", f"YAML aliases of the anchor at this line expand the "
-                           f"document by {added:,} nodes; a revision may add {limit:,}{left} (an alias bomb?). "
-                           f"Write the values out instead of repeating aliases (or raise the limit: "
-                           f"{flag('max_alias_nodes')})")
+            return Problem(Origin(file, culprit), "", "",
+                           f"YAML aliases of the anchor at this line expand the "
+                           f"document by {added:,} nodes; a revision may add {limit:,}{left} (an "
+                           f"alias bomb?). Write the values out instead of repeating aliases (or "
+                           f"raise the limit: {flag('max_alias_nodes')})")
         self.alias_nodes -= added
         self.nodes -= distinct
         return self._too_many_nodes(file, node.start_mark.line + 1) if self.nodes < 0 else None

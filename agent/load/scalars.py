@@ -1,4 +1,5 @@
-"""The YAML schema Kubernetes manifests are read with: what a plain scalar means, which tags are allowed (pure).
+"""The YAML schema Kubernetes manifests are read with: what a plain scalar means, which tags are
+allowed (pure).
 
 kubectl and Kubernetes' Go clients read YAML with sigs.k8s.io/yaml, which decodes with go-yaml v2
 and converts the result to JSON. PyYAML's own resolver is YAML 1.1's and differs: it reads
@@ -34,22 +35,26 @@ CORE = frozenset({STR, INT, FLOAT, BOOL, NULL, MAP, SEQ})
 
 _BOOLS = {spelling: value for words, value in (("y yes true on", True), ("n no false off", False))
           for word in words.split()
-          for spelling in ((word, word.upper()) if len(word) == 1 else (word, word.capitalize(), word.upper()))}
+          for spelling in ((word, word.upper()) if len(word) == 1
+                           else (word, word.capitalize(), word.upper()))}
 _NULLS = frozenset({"", "~", "null", "Null", "NULL"})
 # Every pattern here is linear in its input: no two quantifiers next to each other may take the
-# same character (`[0-9_]*[0-9][0-9_]*` backtracked quadratically: 0b + 40,000 digits + 2 took 51 s),
-# so "at least one digit among digits and '_'" is written `_*[0-9][0-9_]*`.
+# same character (`[0-9_]*[0-9][0-9_]*` backtracked quadratically: 0b + 40,000 digits + 2 took 51
+# s), so "at least one digit among digits and '_'" is written `_*[0-9][0-9_]*`.
 _INT = re.compile(r"""[-+]?(?:0[xX]_*[0-9a-fA-F][0-9a-fA-F_]*
                     |0[oO]_*[0-7][0-7_]*
                     |0[bB]_*[01][01_]*
                     |0[0-7_]*
                     |[1-9][0-9_]*)\Z""", re.X)
-_FLOAT = re.compile(r"""[-+]?(?:\.[0-9][0-9_]*|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?\Z""", re.X)
+_FLOAT = re.compile(r"""[-+]?(?:\.[0-9][0-9_]*|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?\Z""",
+                    re.X)
 _INFINITE = frozenset({".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF",
                        ".nan", ".NaN", ".NAN"})
-_FLOAT_OR_SPECIAL = (r"(?:" + _FLOAT.pattern.removesuffix(r"\Z") + r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))\Z")
+_FLOAT_OR_SPECIAL = (r"(?:" + _FLOAT.pattern.removesuffix(r"\Z")
+                     + r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))\Z")
 _BASES = {"x": 16, "o": 8, "b": 2}
-_MAX_DIGITS = 64  # after leading zeros: no integer of 64 bits needs more (binary), so none is converted
+# after leading zeros: no integer of 64 bits needs more (binary), so none is converted
+_MAX_DIGITS = 64
 _SHOWN = 24  # characters of a value quoted in a message
 
 
@@ -71,12 +76,14 @@ def shown(value: str) -> str:
 
 
 def short_tag(tag: str) -> str:
-    name = f"!!{tag[len(_TAG):]}" if tag.startswith(_TAG) else tag if tag.startswith("!") else f"!<{tag}>"
+    name = (f"!!{tag[len(_TAG):]}" if tag.startswith(_TAG) else tag if tag.startswith("!")
+            else f"!<{tag}>")
     return name if len(name) <= 60 else name[:57] + "..."
 
 
 _ADVICE = {
-    _TAG + "binary": "Kubernetes carries binary data as base64 text: remove the tag and keep the text",
+    _TAG + "binary": "Kubernetes carries binary data as base64 text: remove the tag and keep the "
+                     "text",
     _TAG + "timestamp": "a date or time is text in Kubernetes: remove the tag",
     _TAG + "set": "write a list instead",
     _TAG + "omap": "write a mapping instead",
@@ -87,17 +94,19 @@ _ADVICE = {
 def refuse_tag(_loader: object, node: yaml.Node) -> Any:
     """Any tag outside the core schema: an error naming it, with what to write instead."""
     tag = str(node.tag)
-    advice = _ADVICE.get(tag) or ("a Python object is not data: write the value out" if tag.startswith(
+    advice = _ADVICE.get(tag) or ("a Python object is not data: write the value out"
+                                  if tag.startswith(
         _TAG + "python/") else "remove the tag (and quote the value if it is text)")
-    raise BadScalar(node, f"YAML tag {short_tag(tag)} is not in the core schema Kubernetes reads (only !!str, "
-                    f"!!int, !!float, !!bool, !!null, !!map, !!seq); {advice}")
+    raise BadScalar(node, f"YAML tag {short_tag(tag)} is not in the core schema Kubernetes reads "
+                    f"(only !!str, !!int, !!float, !!bool, !!null, !!map, !!seq); {advice}")
 
 
 _KINDS = {yaml.ScalarNode: "value", yaml.MappingNode: "mapping", yaml.SequenceNode: "list"}
 
 
 def _of_kind(node: yaml.Node, tag: str, kind: type[yaml.Node]) -> None:
-    """BadScalar unless the node is of the kind its core tag makes (`!!map [1]`, `!!seq {}`, `!!str []`)."""
+    """BadScalar unless the node is of the kind its core tag makes (`!!map [1]`, `!!seq {}`, `!!str
+    []`)."""
     if not isinstance(node, kind):
         what = _KINDS.get(type(node), "node")
         raise BadScalar(node, f"a {what} tagged {short_tag(tag)}: remove the tag, or write a "
@@ -125,7 +134,8 @@ def construct_seq(loader: yaml.constructor.SafeConstructor, node: yaml.Node) -> 
 
 
 def _not_a(node: yaml.Node, value: str, what: str, tag: str) -> BadScalar:
-    return BadScalar(node, f"{shown(value)} is tagged {short_tag(tag)} but is not {what}; write {what}, or "
+    return BadScalar(node, f"{shown(value)} is tagged {short_tag(tag)} but is not {what}; write "
+                           f"{what}, or "
                      "remove the tag if it is text")
 
 
@@ -144,7 +154,8 @@ def construct_bool(_loader: object, node: yaml.Node) -> bool:
 
 
 def integer(node: yaml.Node, value: str) -> int:
-    """An integer scalar's value; BadScalar when it does not fit in 64 bits (int64 or uint64, as go-yaml)."""
+    """An integer scalar's value; BadScalar when it does not fit in 64 bits (int64 or uint64, as
+    go-yaml)."""
     text = value.replace("_", "")
     sign, digits = (-1, text[1:]) if text[0] == "-" else (1, text.lstrip("+"))
     base = 10
@@ -154,8 +165,8 @@ def integer(node: yaml.Node, value: str) -> int:
     digits = digits.lstrip("0") or "0"
     number = sign * int(digits, base) if len(digits) <= _MAX_DIGITS else None
     if number is None or not -(2**63) <= number < 2**64:
-        raise BadScalar(node, f"the integer {shown(value)} does not fit in 64 bits, the most a Kubernetes number "
-                        "holds; quote it if it is text")
+        raise BadScalar(node, f"the integer {shown(value)} does not fit in 64 bits, the most a "
+                        "Kubernetes number holds; quote it if it is text")
     return number
 
 
@@ -173,13 +184,13 @@ def construct_float(_loader: object, node: yaml.Node) -> float:
     elif _FLOAT.match(value):
         number = float(value.replace("_", ""))
     elif value in _INFINITE:
-        raise BadScalar(node, f"{value} is not a number JSON can carry, so Kubernetes cannot read it; write a "
-                        "finite number, or quote it if it is text")
+        raise BadScalar(node, f"{value} is not a number JSON can carry, so Kubernetes cannot read "
+                        "it; write a finite number, or quote it if it is text")
     else:
         raise _not_a(node, value, "a number", FLOAT)
     if math.isinf(number):
-        raise BadScalar(node, f"the number {shown(value)} is out of range (a double's); write a smaller number, "
-                        "or quote it if it is text")
+        raise BadScalar(node, f"the number {shown(value)} is out of range (a double's); write a "
+                        "smaller number, or quote it if it is text")
     return number
 
 
@@ -214,8 +225,9 @@ class Loader(yaml.CSafeLoader):
 
 for _tag in ("binary", "timestamp", "set", "omap", "pairs", "value"):
     Loader.yaml_constructors.pop(_TAG + _tag, None)
-_CONSTRUCTORS: dict[str | None, Any] = {None: refuse_tag, NULL: construct_null, BOOL: construct_bool,
-                                        INT: construct_int, FLOAT: construct_float, MERGE: construct_merge_value,
+_CONSTRUCTORS: dict[str | None, Any] = {None: refuse_tag, NULL: construct_null,
+                                        BOOL: construct_bool, INT: construct_int,
+                                        FLOAT: construct_float, MERGE: construct_merge_value,
                                         STR: construct_str, MAP: construct_map, SEQ: construct_seq}
 for _key, _construct in _CONSTRUCTORS.items():  # None: any tag without a constructor of its own
     Loader.add_constructor(_key, _construct)

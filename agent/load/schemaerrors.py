@@ -32,7 +32,8 @@ def _unwrap(annotation: Any) -> Any:
 
 
 def _fields(shape: Any) -> dict[str, Any] | None:
-    """A model's or a TypedDict's keys as written in YAML, each with its annotation; None otherwise."""
+    """A model's or a TypedDict's keys as written in YAML, each with its annotation; None
+    otherwise."""
     if isinstance(shape, type) and issubclass(shape, pydantic.BaseModel):
         return {f.alias or n: f.annotation for n, f in shape.model_fields.items()}
     if typing_extensions.is_typeddict(shape):
@@ -58,7 +59,8 @@ def _allowed_keys(model: type[pydantic.BaseModel], loc: tuple[Any, ...]) -> list
 
 
 def _bindy_spelling(model: type[pydantic.BaseModel], loc: tuple[Any, ...]) -> str | None:
-    """Bindy's name of a field written as the agent's Python attribute (volume_mounts: volumeMounts)."""
+    """Bindy's name of a field written as the agent's Python attribute (volume_mounts:
+    volumeMounts)."""
     shape = _shape_at(model, loc[:-1])
     if isinstance(shape, type) and issubclass(shape, pydantic.BaseModel):
         field = shape.model_fields.get(str(loc[-1]))
@@ -77,7 +79,8 @@ def _yaml_type(value: Any) -> str:
     if isinstance(value, bool):
         return f"the boolean {str(value).lower()}"
     if isinstance(value, int):
-        return f"the integer {value}" if value.bit_length() <= 128 else "an integer"  # no 4,300-digit str()
+        # no 4,300-digit str()
+        return f"the integer {value}" if value.bit_length() <= 128 else "an integer"
     if isinstance(value, float):
         return f"the number {value!r} (not an integer)"
     if isinstance(value, str):
@@ -94,11 +97,12 @@ def _type_message(kind: str, value: Any) -> str:
     message = f"must be {expected} (the API server checks types strictly), not {_yaml_type(value)}"
     if kind == "int_type" and isinstance(value, str) and value.strip().lstrip("+-").isdigit():
         return f"{message}: write the number without quotes"
-    if kind == "int_type" and isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
+    if (kind == "int_type" and isinstance(value, float) and value.is_integer()
+        and abs(value) < 2**63):
         return f"{message}: write {int(value)}"
     if kind == "string_type" and isinstance(value, (bool, int, float)):
-        return (f"{message}: quote it to keep it text (YAML reads unquoted numbers, true/false, yes/no, "
-                "on/off and y/n as other types)")
+        return (f"{message}: quote it to keep it text (YAML reads unquoted numbers, true/false, "
+                "yes/no, on/off and y/n as other types)")
     if kind == "bool_type" and isinstance(value, str) and value.lower() in ("true", "false"):
         return f"{message}: write {value.lower()} without quotes"
     return message
@@ -110,11 +114,12 @@ def _mailbox_message(value: str) -> str:
 
     local, _, domain = value.partition("@")
     domain = domain.rstrip(".") or "example.org"
-    said = f"{value!r} is an e-mail address; the SOA spells the mailbox as a DNS name, its '@' as a '.'"
+    said = (f"{value!r} is an e-mail address; the SOA spells the mailbox as a DNS name, its '@' as "
+            f"a '.'")
     if re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?", local):
         return f"{said} (write '{local}.{domain}.')"
-    return (f"{said}, and Bindy's adminEmail takes only letters, digits and '-' before it ({local!r} has "
-            f"others): use a mailbox such as 'hostmaster.{domain}.'")
+    return (f"{said}, and Bindy's adminEmail takes only letters, digits and '-' before it "
+            f"({local!r} has others): use a mailbox such as 'hostmaster.{domain}.'")
 
 
 def message(err: Any, model: type[pydantic.BaseModel]) -> tuple[tuple[Any, ...], str]:

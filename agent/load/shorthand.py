@@ -2,13 +2,13 @@
 
 Each rewrite yields a warning naming the canonical field, so users can modernise their files:
 
-    ClusterBind9Provider/Bind9Cluster  primaryReplicas: 2        -> primary: {replicas: 2}
-                                       secondaryReplicas: 3      -> secondary: {replicas: 3}
-    ClusterBind9Provider               namespaces: [a]           -> namespace: a
+    ClusterBind9Provider/Bind9Cluster  primaryReplicas: 2    -> primary: {replicas: 2}
+                                       secondaryReplicas: 3  -> secondary: {replicas: 3}
+    ClusterBind9Provider               namespaces: [a]       -> namespace: a
     DNSZone                            soa: {primaryNameServer, adminEmail, ttl}
-                                                                 -> soaRecord: {primaryNs, adminEmail,
-                                                                    serial, refresh, ...} + ttl
-    ARecord / AAAARecord               ipv4: x / ipv6: x         -> ipv4Addresses: [x] / ipv6Addresses
+                                         -> soaRecord: {primaryNs, adminEmail, serial, ...} + ttl
+    ARecord / AAAARecord               ipv4: x / ipv6: x
+                                         -> ipv4Addresses: [x] / ipv6Addresses: [x]
                                        (a record type's `shorthand`: model/recordtypes/)
 
 `role: Primary` is not among them: Bindy's CRD accepts only `primary` and `secondary`, so it is an
@@ -43,7 +43,8 @@ def _replicas(spec: dict[str, Any], notes: list[Note]) -> None:
         if block is None:
             block = spec[role] = {}
         if not isinstance(block, dict):
-            notes.append((f"spec.{old}", f"cannot move into spec.{role}: it is not a mapping", True))
+            notes.append((f"spec.{old}", f"cannot move into spec.{role}: it is not a mapping",
+                          True))
         elif "replicas" in block:
             notes.append((f"spec.{old}", f"both spec.{old} and spec.{role}.replicas are set; "
                           f"remove spec.{old}", True))
@@ -64,7 +65,8 @@ def _provider_namespaces(spec: dict[str, Any], notes: list[Note]) -> None:
         notes.append(("spec.namespaces", "shorthand: use spec.namespace", False))
     else:
         notes.append(("spec.namespaces", "shorthand: Bindy's canonical field is spec.namespace "
-                      "(one namespace); the agent creates one Bind9Cluster in each listed namespace",
+                      "(one namespace); the agent creates one Bind9Cluster in each listed "
+                      "namespace",
                       False))
 
 
@@ -72,7 +74,8 @@ def _role(spec: dict[str, Any], notes: list[Note]) -> None:
     role = spec.get("role")
     if isinstance(role, str) and role != role.lower() and role.lower() in ("primary", "secondary"):
         spec["role"] = role.lower()  # one message, not a second one from the schema's enum
-        notes.append(("spec.role", f"{role!r} is not a role Bindy accepts: write spec.role: {role.lower()} "
+        notes.append(("spec.role",
+                      f"{role!r} is not a role Bindy accepts: write spec.role: {role.lower()} "
                       "(Bindy's CRD allows only 'primary' or 'secondary', in lowercase)", True))
 
 
@@ -81,7 +84,8 @@ def _soa(spec: dict[str, Any], notes: list[Note]) -> None:
     if not isinstance(soa, dict):
         return
     if "soaRecord" in spec:
-        notes.append(("spec.soa", "both spec.soa and spec.soaRecord are set; remove spec.soa", True))
+        notes.append(("spec.soa", "both spec.soa and spec.soaRecord are set; remove spec.soa",
+                      True))
         return
     del spec["soa"]
     record: dict[str, Any] = {}
@@ -89,7 +93,8 @@ def _soa(spec: dict[str, Any], notes: list[Note]) -> None:
         if key == "primaryNameServer":
             record["primaryNs"] = _fqdn(value)
         elif key == "adminEmail":
-            record["adminEmail"] = _fqdn(value.replace("@", ".") if isinstance(value, str) else value)
+            record["adminEmail"] = _fqdn(value.replace("@", ".") if isinstance(value, str)
+                                         else value)
         elif key == "ttl":
             spec.setdefault("ttl", value)
         else:
@@ -99,7 +104,8 @@ def _soa(spec: dict[str, Any], notes: list[Note]) -> None:
         record[key] = SOA_DEFAULTS[key]
     spec["soaRecord"] = record
     defaults = f"; defaults filled: {', '.join(filled)}" if filled else ""
-    notes.append(("spec.soa", "shorthand: use spec.soaRecord {primaryNs, adminEmail, serial, refresh, "
+    notes.append(("spec.soa",
+                  "shorthand: use spec.soaRecord {primaryNs, adminEmail, serial, refresh, "
                   "retry, expire, negativeTtl} and spec.ttl" + defaults, False))
 
 
@@ -107,7 +113,8 @@ def _addresses(spec: dict[str, Any], notes: list[Note], old: str, new: str) -> N
     if old not in spec:
         return
     if new in spec:
-        notes.append((f"spec.{old}", f"both spec.{old} and spec.{new} are set; remove spec.{old}", True))
+        notes.append((f"spec.{old}", f"both spec.{old} and spec.{new} are set; remove spec.{old}",
+                      True))
         return
     value = spec.pop(old)
     spec[new] = value if isinstance(value, list) else [value]
@@ -132,6 +139,7 @@ def normalise(kind: str, doc: dict[str, Any]) -> list[Note]:
         for old, new in recordtypes.of_kind(kind).shorthand:
             _addresses(spec, notes, old, new)
     if kind.endswith(recordtypes.SUFFIX) and "zone" in spec:
-        notes.append(("spec.zone", "shorthand: Bindy selects records with DNSZone spec.recordsFrom; "
+        notes.append(("spec.zone",
+                      "shorthand: Bindy selects records with DNSZone spec.recordsFrom; "
                       "the agent places this record in the zone named here", False))
     return notes

@@ -38,7 +38,8 @@ class FileText:
         self._text: str | None = file if isinstance(file, str) else None
 
     def rebind(self, file: SourceFile) -> None:
-        if file is not self.file:  # a long-running agent's source hands out the same file while it is unchanged
+        # a long-running agent's source hands out the same file while it is unchanged
+        if file is not self.file:
             self.file, self._text = file, None
 
     def text(self) -> str | None:

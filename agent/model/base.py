@@ -19,10 +19,11 @@ from typing import Annotated, Any, Literal, Required, Self
 
 
 def _without_pydantic_plugins() -> None:
-    """The agent uses no pydantic plugin: pydantic's search for them (the entry points of every installed
-    distribution, read through importlib.metadata when the first validator is built) would cost a
-    pre-commit hook's `validate` a fifth of its start-up (bench/cli_startup_bench.py). pydantic reads its
-    plugins from this one module, which is therefore given as one that finds none, unless already loaded."""
+    """The agent uses no pydantic plugin: pydantic's search for them (the entry points of every
+    installed distribution, read through importlib.metadata when the first validator is built) would
+    cost a pre-commit hook's `validate` a fifth of its start-up (bench/cli_startup_bench.py).
+    pydantic reads its plugins from this one module, which is therefore given as one that finds
+    none, unless already loaded."""
     name = "pydantic.plugin._loader"
     if name not in sys.modules:
         loader = types.ModuleType(name, "pydantic plugins: none (agent/model/base.py)")
@@ -51,12 +52,14 @@ Port = Annotated[int, Field(ge=0, le=65535)]
 RFC3339 = str
 
 HmacAlgorithm = Literal["hmac-sha1", "hmac-sha224", "hmac-sha256", "hmac-sha384", "hmac-sha512"]
-PolicyName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")]  # a BIND dnssec-policy name
+# a BIND dnssec-policy name
+PolicyName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")]
 
 
 class Model(BaseModel):
-    """Strict base: camelCase aliases, unknown fields rejected; attribute names accepted too, but only
-    from the agent's own code (a repository's documents go through `Resource.from_document`)."""
+    """Strict base: camelCase aliases, unknown fields rejected; attribute names accepted too, but
+    only from the agent's own code (a repository's documents go through
+    `Resource.from_document`)."""
 
     model_config = ConfigDict(
         alias_generator=to_camel,
@@ -94,8 +97,9 @@ class OwnerReference(Model):
 class ObjectMeta(TypedDict, total=False):
     """Kubernetes ObjectMeta. Server-populated fields are accepted (an exported object loads)."""
 
-    # A TypedDict, so it is kept as the plain dict of the keys a document sets: every record has one,
-    # and a model of all 15 fields cost 0.5 KB (50 MB at 100,000 records) where that dict costs 0.2 KB.
+    # A TypedDict, so it is kept as the plain dict of the keys a document sets: every record has
+    # one, and a model of all 15 fields cost 0.5 KB (50 MB at 100,000 records) where that dict costs
+    # 0.2 KB.
 
     name: Required[Annotated[str, Field(min_length=1, max_length=253)]]
     namespace: Annotated[str, Field(min_length=1, max_length=63)] | None
@@ -190,8 +194,10 @@ class Resource(Model):
         """The object a repository document describes, checked as the API server checks a CR against
         its CRD: fields only by Bindy's camelCase names, and types strictly (no string, float or
         boolean taken for an integer, no number for a string). Raises pydantic.ValidationError."""
-        # model_validate without its Python frame (one per document): the validator itself, built on first use
-        model: Self = cls.__pydantic_validator__.validate_python(data, strict=True, by_alias=True, by_name=False)
+        # model_validate without its Python frame (one per document): the validator itself, built on
+        # first use
+        model: Self = cls.__pydantic_validator__.validate_python(data, strict=True, by_alias=True,
+                                                                 by_name=False)
         return model
 
     def share_field_sets(self) -> None:
@@ -201,7 +207,8 @@ class Resource(Model):
         spec = self.__dict__.get("spec")
         for model in (self, spec) if isinstance(spec, Model) else (self,):
             fields = model.__pydantic_fields_set__
-            shared = _LAST_FIELD_SET.get(type(model))  # most often the same as the last of its class
+            # most often the same as the last of its class
+            shared = _LAST_FIELD_SET.get(type(model))
             if shared != fields:
                 shared = _FIELD_SETS.get(key := frozenset(fields))
                 if shared is None:

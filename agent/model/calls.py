@@ -11,7 +11,8 @@ agent/run/metrics.py) hears each one as (target, operation, result, seconds).
     axfr         axfr                           one zone transfer (clients/axfr.py)
     soa_query    soa                            the SOA serials of a batch of zones on one server
     dns_query    query                          a batch of verification queries to one server
-    forge        post                           one commit status, with its retries (clients/httppost.py)
+    forge        post                           one commit status, with its retries
+                 (clients/httppost.py)
     alert        post                           one alert to a webhook or Slack, with its retries
 
 `result` is "ok" when the call returned and "error" when it raised (a post: not delivered). Nothing
@@ -80,9 +81,10 @@ def record(target: str, operation: str, result: str, seconds: float) -> None:
         listener(target, operation, result, seconds)
 
 
-def measured(target: str, op: str | Callable[..., str] = "") -> Callable[[Callable[P, R]], Callable[P, R]]:
-    """Decorates an I/O function: each call is counted and timed. `op` is the operation, or a function
-    of the call's arguments that names it (e.g. the HTTP method)."""
+def measured(target: str,
+             op: str | Callable[..., str] = "") -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Decorates an I/O function: each call is counted and timed. `op` is the operation, or a
+    function of the call's arguments that names it (e.g. the HTTP method)."""
     def wrap(fn: Callable[P, R]) -> Callable[P, R]:
         @functools.wraps(fn)
         def call(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -104,7 +106,8 @@ def kube_verb(method: str, path: str, *args: Any, content_type: str = "", **kwar
     del args, kwargs
     if method == "GET":
         # after /api/v1 or /apis/GROUP/VERSION: a collection has an odd number of segments
-        # (configmaps, namespaces/NS/configmaps), an object an even one (namespaces/NS/configmaps/NAME)
+        # (configmaps, namespaces/NS/configmaps), an object an even one
+        # (namespaces/NS/configmaps/NAME)
         parts = path.strip("/").split("/")
         rest = parts[2:] if parts[:1] == ["api"] else parts[3:]
         return "list" if len(rest) % 2 else "get"

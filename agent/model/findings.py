@@ -1,6 +1,7 @@
 """What a plan or a run found, as records instead of strings: a refusal of the safety gate, a
 conflict (something the agent will not overwrite), a conflict on one RRset, a failure of a write.
-Each prints as the text a user reads today, so reports, notes, statuses and plans keep their words."""
+Each prints as the text a user reads today, so reports, notes, statuses and plans keep their
+words."""
 
 from __future__ import annotations
 

@@ -136,7 +136,8 @@ class RoleConfig(Model):
 
     allow_transfer: list[str] | None = None
     labels: dict[str, str] | None = None
-    replicas: Replicas | None = Field(None, description="Number of instances of this role (default 1)")
+    replicas: Replicas | None = Field(None, description="Number of instances of this role (default "
+                                                        "1)")
     rndc_key: RndcKeyConfig | None = None
     rndc_secret_ref: RndcSecretRef | None = None
     service: ServiceConfig | None = None

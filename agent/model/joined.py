@@ -24,7 +24,8 @@ class Joined(Sequence[T]):
 
     @property
     def parts(self) -> Sequence[Sequence[T]]:
-        """The lists read as one, themselves (a step that works list by list: agent/plan/kubediff.py)."""
+        """The lists read as one, themselves (a step that works list by list:
+        agent/plan/kubediff.py)."""
         return self._lists
 
     def __len__(self) -> int:

@@ -1,4 +1,5 @@
-"""ObjectKey: the identity of a Kubernetes object (kind, namespace, name) everywhere in the agent."""
+"""ObjectKey: the identity of a Kubernetes object (kind, namespace, name) everywhere in the
+agent."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ class ObjectKey(NamedTuple):
 
 
 def key_of(body: dict[str, Any]) -> ObjectKey:
-    """The key of an object's body (a cluster-scoped CR's key has no namespace, whatever it says)."""
+    """The key of an object's body (a cluster-scoped CR's key has no namespace, whatever it
+    says)."""
     meta = body["metadata"]
     namespace = meta.get("namespace")
     if body["kind"] in kinds.KINDS and not kinds.KINDS[body["kind"]].namespaced:

@@ -26,7 +26,8 @@ READY_COLUMN = ("Ready", "string", ".status.conditions[?(@.type=='Ready')].statu
 @dataclasses.dataclass(frozen=True)
 class Kind:
     name: str
-    module: str  # the module under agent/model/ defining the model class, which is named as the kind
+    # the module under agent/model/ defining the model class, which is named as the kind
+    module: str
     plural: str
     short_names: tuple[str, ...]
     namespaced: bool
@@ -37,7 +38,8 @@ class Kind:
     def model(self) -> type[Resource]:
         if self.record_type is not None:
             return recordtypes.of_kind(self.name).model
-        model: type[Resource] = getattr(importlib.import_module(f"agent.model.{self.module}"), self.name)
+        model: type[Resource] = getattr(importlib.import_module(f"agent.model.{self.module}"),
+                                        self.name)
         return model
 
     @functools.cached_property
@@ -46,7 +48,8 @@ class Kind:
         if self.record_type is None:
             return self.own_columns
         return (("Name", "string", ".spec.name"), ("Zone", "string", ".status.zoneRef.zoneName"),
-                *recordtypes.of_kind(self.name).columns, ("TTL", "integer", ".spec.ttl"), READY_COLUMN)
+                *recordtypes.of_kind(self.name).columns, ("TTL", "integer", ".spec.ttl"),
+                READY_COLUMN)
 
     @property
     def singular(self) -> str:
@@ -100,6 +103,7 @@ KINDS: dict[str, Kind] = {
         )),
     )
 }
-KINDS.update((k.name, k) for k in (record_kind(recordtypes.kind_of(m), m) for m in recordtypes.BUILT_IN))
+KINDS.update((k.name, k)
+             for k in (record_kind(recordtypes.kind_of(m), m) for m in recordtypes.BUILT_IN))
 
 RECORD_KINDS = tuple(k for k in KINDS.values() if k.record_type)

@@ -12,7 +12,8 @@ import dataclasses
 
 MiB = 1024 * 1024
 MAX_DEPTH = 100  # nesting levels of one YAML document; a Deployment's deepest field is about 15
-MAX_DOCUMENT_NODES = 100_000  # YAML nodes of one document; the largest RRset that fits an UPDATE has ~2,000
+# YAML nodes of one document; the largest RRset that fits an UPDATE has ~2,000
+MAX_DOCUMENT_NODES = 100_000
 MAX_PATH_BYTES = 4096  # a file's path inside the revision (Linux PATH_MAX)
 
 

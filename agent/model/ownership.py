@@ -33,7 +33,8 @@ _STRICT = pydantic.ConfigDict(strict=True, allow_inf_nan=False)
 
 
 class Unreadable(ValueError):
-    """A state record that is not one the agent wrote: "unreadable: expected <what>; <where>: <why>"."""
+    """A state record that is not one the agent wrote: "unreadable: expected <what>; <where>:
+    <why>"."""
 
 
 @pydantic.with_config(_STRICT)
@@ -78,16 +79,19 @@ class _LegacyDoc(TypedDict, total=False):
     reconciledAt: float
 
 
-ZONE_SHAPE = ("a JSON object with zone (text), placements (instance -> role), managed ([name, type] pairs) "
-              "and the optional annotations, pending, revision, notify, transferFrom, allowTransfer")
-RUN_SHAPE = ("a JSON object with applied, seen, outcome (text or null), reconciledAt, writingAt (finite "
-             "numbers), notesPending (true or false), message (text), or nothing at all")
-LEGACY_SHAPE = "a JSON object with zones (zone -> instance -> role) and records (zone -> [name, type] pairs)"
+ZONE_SHAPE = ("a JSON object with zone (text), placements (instance -> role), managed ([name, "
+              "type] pairs) and the optional annotations, pending, revision, notify, transferFrom, "
+              "allowTransfer")
+RUN_SHAPE = ("a JSON object with applied, seen, outcome (text or null), reconciledAt, writingAt "
+             "(finite numbers), notesPending (true or false), message (text), or nothing at all")
+LEGACY_SHAPE = ("a JSON object with zones (zone -> instance -> role) and records (zone -> [name, "
+                "type] pairs)")
 _ADAPTERS: dict[type, pydantic.TypeAdapter[Any]] = {}
 
 
 def _parsed(shape: type, expected: str, text: str | bytes) -> Any:
-    """`text` validated as `shape` (JSON), or Unreadable saying what was expected and where it is not."""
+    """`text` validated as `shape` (JSON), or Unreadable saying what was expected and where it is
+    not."""
     adapter = _ADAPTERS.get(shape)
     if adapter is None:
         adapter = _ADAPTERS[shape] = pydantic.TypeAdapter(shape)
@@ -109,10 +113,13 @@ def digest(values: Iterable[str], ttl: int) -> str:
 class Intent:
     """What a run is about to do to one zone; written before the first write, cleared after."""
 
-    writes: dict[Key, str] = dataclasses.field(default_factory=dict)  # RRset -> digest of the new data
+    # RRset -> digest of the new data
+    writes: dict[Key, str] = dataclasses.field(default_factory=dict)
     deletes: set[Key] = dataclasses.field(default_factory=set)
-    place: dict[str, str] = dataclasses.field(default_factory=dict)  # instance -> role, about to be created
-    unplace: set[str] = dataclasses.field(default_factory=set)  # instances the zone is about to leave
+    # instance -> role, about to be created
+    place: dict[str, str] = dataclasses.field(default_factory=dict)
+    # instances the zone is about to leave
+    unplace: set[str] = dataclasses.field(default_factory=set)
 
     def as_dict(self) -> dict[str, Any]:
         return {"writes": sorted([n, t, d] for (n, t), d in self.writes.items()),
@@ -121,19 +128,23 @@ class Intent:
 
     @classmethod
     def from_dict(cls, doc: Any) -> Intent:
-        return cls({(n, t): d for n, t, d in doc.get("writes", [])}, {(n, t) for n, t in doc.get("deletes", [])},
-                   dict(doc.get("place", {})), set(doc.get("unplace", [])))
+        return cls({(n, t): d for n, t, d in doc.get("writes", [])},
+                   {(n, t) for n, t in doc.get("deletes", [])}, dict(doc.get("place", {})),
+                   set(doc.get("unplace", [])))
 
 
 @dataclasses.dataclass
 class ZoneOwnership:
     zone: str  # absolute, lowercase
-    placements: dict[str, str] = dataclasses.field(default_factory=dict)  # instance -> "primary" | "secondary"
+    # instance -> "primary" | "secondary"
+    placements: dict[str, str] = dataclasses.field(default_factory=dict)
     managed: set[Key] = dataclasses.field(default_factory=set)
-    annotations: dict[str, str] = dataclasses.field(default_factory=dict)  # the gate annotations last applied
+    # the gate annotations last applied
+    annotations: dict[str, str] = dataclasses.field(default_factory=dict)
     pending: Intent | None = None
     revision: str | None = None  # the revision whose writes to this zone were last settled
-    # the secondaries' addresses its primaries were last told to NOTIFY (None: not known, an older record)
+    # the secondaries' addresses its primaries were last told to NOTIFY (None: not known, an older
+    # record)
     notify: list[str] | None = None
     # the primaries' addresses its secondaries were last created with, to transfer from (None: not
     # known, an older record): when the primaries' pods move, the secondaries are created again
@@ -143,7 +154,8 @@ class ZoneOwnership:
     allow_transfer: list[str] | None = None
 
     def to_json(self) -> str:
-        doc: dict[str, Any] = {"zone": self.zone, "placements": dict(sorted(self.placements.items())),
+        doc: dict[str, Any] = {"zone": self.zone,
+                               "placements": dict(sorted(self.placements.items())),
                                "managed": sorted([n, t] for n, t in self.managed)}
         if self.annotations:
             doc["annotations"] = dict(sorted(self.annotations.items()))
@@ -164,9 +176,10 @@ class ZoneOwnership:
         """A zone's record; Unreadable when it is not one (see ZONE_SHAPE)."""
         doc: Any = _parsed(_ZoneDoc, ZONE_SHAPE, text)
         pending = doc.get("pending")
-        return cls(doc["zone"], dict(doc.get("placements", {})), {(n, t) for n, t in doc.get("managed", [])},
-                   dict(doc.get("annotations", {})), Intent.from_dict(pending) if pending is not None else None,
-                   doc.get("revision"), doc.get("notify"), doc.get("transferFrom"), doc.get("allowTransfer"))
+        return cls(doc["zone"], dict(doc.get("placements", {})),
+                   {(n, t) for n, t in doc.get("managed", [])}, dict(doc.get("annotations", {})),
+                   Intent.from_dict(pending) if pending is not None else None, doc.get("revision"),
+                   doc.get("notify"), doc.get("transferFrom"), doc.get("allowTransfer"))
 
     @property
     def empty(self) -> bool:
@@ -180,18 +193,21 @@ class RunState:
     seen: str | None = None  # the last revision a run looked at
     outcome: str | None = None  # that run's outcome: applied / partial / rejected / refused
     reconciled_at: float = 0.0  # when the last full reconcile (observe + apply) finished (epoch s)
-    notes_pending: bool = False  # a report could not be pushed: the next run pushes it, even with nothing to do
+    # a report could not be pushed: the next run pushes it, even with nothing to do
+    notes_pending: bool = False
     message: str = ""  # that run's outcome in a line, for people (the status object shows it)
     suspended: bool = False  # read from the store's suspend mark (not part of the record itself)
-    # saved before a run's first Kubernetes write, cleared by its end (0.0): while set, a run is writing
-    # or its leader died before its end was saved, and no list of the cluster made before it is complete
+    # saved before a run's first Kubernetes write, cleared by its end (0.0): while set, a run is
+    # writing or its leader died before its end was saved, and no list of the cluster made before it
+    # is complete
     writing_at: float = 0.0
 
     @property
     def wrote_at(self) -> float:
         """When the cluster last changed by a run's writes, as far as the state knows (epoch s); inf
         while a run writes (or died writing), and before any run's end was ever saved (a first run
-        that creates the state's namespace cannot mark its writes): a list of the cluster may miss some."""
+        that creates the state's namespace cannot mark its writes): a list of the cluster may miss
+        some."""
         return float("inf") if self.writing_at or not self.reconciled_at else self.reconciled_at
 
     def to_json(self) -> str:
@@ -207,21 +223,23 @@ class RunState:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> RunState:
-        """The run's record (nothing at all: a fresh one); Unreadable when it is not one (see RUN_SHAPE)."""
+        """The run's record (nothing at all: a fresh one); Unreadable when it is not one (see
+        RUN_SHAPE)."""
         doc: Any = _parsed(_RunDoc, RUN_SHAPE, text) if text.strip() else {}
-        return cls(doc.get("applied"), doc.get("seen"), doc.get("outcome"), float(doc.get("reconciledAt", 0.0)),
-                   bool(doc.get("notesPending", False)), str(doc.get("message", "")),
-                   writing_at=float(doc.get("writingAt", 0.0)))
+        return cls(doc.get("applied"), doc.get("seen"), doc.get("outcome"),
+                   float(doc.get("reconciledAt", 0.0)), bool(doc.get("notesPending", False)),
+                   str(doc.get("message", "")), writing_at=float(doc.get("writingAt", 0.0)))
 
 
 def from_legacy(text: str | bytes) -> tuple[RunState, dict[str, ZoneOwnership]]:
-    """Reads the single-document state of earlier versions ({zones, records, applied, ...}); Unreadable
-    when it is not one (see LEGACY_SHAPE)."""
+    """Reads the single-document state of earlier versions ({zones, records, applied, ...});
+    Unreadable when it is not one (see LEGACY_SHAPE)."""
     doc: Any = _parsed(_LegacyDoc, LEGACY_SHAPE, text) if text.strip() else {}
     zones: dict[str, ZoneOwnership] = {}
     for name, placed in doc.get("zones", {}).items():
         zones[name] = ZoneOwnership(name, dict(placed))
     for name, keys in doc.get("records", {}).items():
         zones.setdefault(name, ZoneOwnership(name)).managed = {(n, t) for n, t in keys}
-    run = RunState(doc.get("applied"), doc.get("seen"), doc.get("outcome"), float(doc.get("reconciledAt", 0.0)))
+    run = RunState(doc.get("applied"), doc.get("seen"), doc.get("outcome"),
+                   float(doc.get("reconciledAt", 0.0)))
     return run, zones

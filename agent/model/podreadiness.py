@@ -18,17 +18,20 @@ from agent.model import names
 
 
 def _conditions(pod: Mapping[str, Any]) -> dict[str, str]:
-    return {str(c.get("type")): str(c.get("status")) for c in (pod.get("status") or {}).get("conditions") or []}
+    return {str(c.get("type")): str(c.get("status"))
+            for c in (pod.get("status") or {}).get("conditions") or []}
 
 
 def is_waiting(pod: Mapping[str, Any]) -> bool:
     """The pod runs with its containers ready, carries the zones-loaded gate, which is not True, and
     is not being deleted."""
     meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
-    gated = any(g.get("conditionType") == names.ZONES_LOADED_CONDITION for g in spec.get("readinessGates") or [])
+    gated = any(g.get("conditionType") == names.ZONES_LOADED_CONDITION
+                for g in spec.get("readinessGates") or [])
     conds = _conditions(pod)
     return (gated and not meta.get("deletionTimestamp") and bool(status.get("podIP"))
-            and conds.get("ContainersReady") == "True" and conds.get(names.ZONES_LOADED_CONDITION) != "True")
+            and conds.get("ContainersReady") == "True"
+            and conds.get(names.ZONES_LOADED_CONDITION) != "True")
 
 
 def waiting_of(pods: Sequence[Mapping[str, Any]]) -> dict[str, str]:

@@ -17,7 +17,8 @@ class KubeRead(StrEnum):
 class DnsRead(StrEnum):
     TRANSFER = "transfer"  # nothing remembered: zone transfers, ownership records read again
     SERIALS = "serials"  # remembered zones, every zone's serial asked
-    FOCUSED = "focused"  # remembered zones, only the serials of the scope's, changed and waiting zones asked
+    # remembered zones, only the serials of the scope's, changed and waiting zones asked
+    FOCUSED = "focused"
     NONE = "none"
 
 
@@ -31,10 +32,12 @@ class Reading:
     plan_memo: bool  # reuse the zone plans of unchanged zones (trusting the remembered cluster)
 
 
-# what a one-shot run reads (the CLI, a sweep): the cluster listed, every zone transferred, nothing remembered
-IN_FULL = Reading(KubeRead.LIST, DnsRead.TRANSFER, remembered=False, refresh_ownership=True, zones_first=False,
-                  plan_memo=False)
-# how a push's zones are read while the reconcile it cut waits (push-first): their serials against what
-# is remembered, the cluster not at all (the reconcile applies it), the zone plans of unchanged zones reused
-PUSHED_ZONES = Reading(KubeRead.NONE, DnsRead.FOCUSED, remembered=True, refresh_ownership=False, zones_first=False,
-                       plan_memo=True)
+# what a one-shot run reads (the CLI, a sweep): the cluster listed, every zone transferred, nothing
+# remembered
+IN_FULL = Reading(KubeRead.LIST, DnsRead.TRANSFER, remembered=False, refresh_ownership=True,
+                  zones_first=False, plan_memo=False)
+# how a push's zones are read while the reconcile it cut waits (push-first): their serials against
+# what is remembered, the cluster not at all (the reconcile applies it), the zone plans of unchanged
+# zones reused
+PUSHED_ZONES = Reading(KubeRead.NONE, DnsRead.FOCUSED, remembered=True, refresh_ownership=False,
+                       zones_first=False, plan_memo=True)

@@ -1,6 +1,6 @@
-"""What every record kind shares: a spec with a `name` (relative, "@" or fully qualified) and a `ttl`,
-the status the agent writes, and `Record`, the class of every record CR (each kind's is in its module
-of model/recordtypes/).
+"""What every record kind shares: a spec with a `name` (relative, "@" or fully qualified) and a
+`ttl`, the status the agent writes, and `Record`, the class of every record CR (each kind's is in
+its module of model/recordtypes/).
 
 `zone` is the seeds' shorthand for naming the zone a record belongs to (an agent extension:
 Bindy itself selects records with DNSZone `recordsFrom`).

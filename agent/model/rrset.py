@@ -1,6 +1,6 @@
 """RRset: one owner name and type of a zone, its TTL and its values in presentation form - what Git
-asks for (agent/desired/rrsets.py builds them), what a server serves (agent/observe/) and what a plan
-changes. Defined in model/ so that what observe returns needs nothing of desired/ or plan/."""
+asks for (agent/desired/rrsets.py builds them), what a server serves (agent/observe/) and what a
+plan changes. Defined in model/ so that what observe returns needs nothing of desired/ or plan/."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""What a plan covers: every zone and Kubernetes, the zones a push changed (push-first), or the zones
-a second DNS round reads again. The planner, the gate and the writers read it; nothing here decides."""
+"""What a plan covers: every zone and Kubernetes, the zones a push changed (push-first), or the
+zones a second DNS round reads again. The planner, the gate and the writers read it; nothing here
+decides."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from enum import StrEnum
 
 class ScopeRule(StrEnum):
     ALL = "all"  # every zone, Kubernetes included
-    CHANGED_ZONES = "changed-zones"  # push-first: the zones the push changed, resolved once desired is built
-    STALE = "stale"  # the second DNS round: the zones whose serial moved while the first was written
+    # push-first: the zones the push changed, resolved once desired is built
+    CHANGED_ZONES = "changed-zones"
+    # the second DNS round: the zones whose serial moved while the first was written
+    STALE = "stale"
 
 
 @dataclass(frozen=True)
@@ -21,7 +24,8 @@ class Scope:
 
     @classmethod
     def changed_zones(cls) -> Scope:
-        """Push-first: zones unresolved until the desired state is built; Kubernetes left to the reconcile."""
+        """Push-first: zones unresolved until the desired state is built; Kubernetes left to the
+        reconcile."""
         return cls(None, False, ScopeRule.CHANGED_ZONES)
 
     @classmethod

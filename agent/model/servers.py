@@ -12,10 +12,12 @@ def instance_id(key: ObjectKey) -> str:
 
 
 # A server is one `named` with its zone API: an instance written through one address is its own id,
-# each pod of an instance written pod by pod is "namespace/name@<pod>" (Kubernetes names have no "@").
+# each pod of an instance written pod by pod is "namespace/name@<pod>" (Kubernetes names have no
+# "@").
 SERVER_SEPARATOR = "@"
 
 
 def instance_of(server: str) -> str:
-    """The instance ("namespace/name") of a server id ("namespace/name@pod", or the instance itself)."""
+    """The instance ("namespace/name") of a server id ("namespace/name@pod", or the instance
+    itself)."""
     return server.partition(SERVER_SEPARATOR)[0]

@@ -1,5 +1,5 @@
-"""The wall time of each step of a run, by name: fetch, load, validate, desired, observe, plan, gate,
-apply_kubernetes, apply_dns, verify, status, report, push (a step that runs twice adds up)."""
+"""The wall time of each step of a run, by name: fetch, load, validate, desired, observe, plan,
+gate, apply_kubernetes, apply_dns, verify, status, report, push (a step that runs twice adds up)."""
 
 from __future__ import annotations
 

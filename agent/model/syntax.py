@@ -26,13 +26,16 @@ MAX_LABEL_OCTETS, MAX_NAME_OCTETS = 63, 255
 
 def printable(text: str) -> str:
     """`text` safe to print on one line: undecodable bytes (surrogate escapes) and non-printable
-    characters (newlines, escape sequences, U+2028 ...) written as backslash escapes (agent/model/printable.py)."""
+    characters (newlines, escape sequences, U+2028 ...) written as backslash escapes
+    (agent/model/printable.py)."""
     return _printable.line(text)
 
 
 def brief(name: str, width: int = 40) -> str:
     """A name quoted for a message, cut when long (the file and line say where the rest is)."""
-    return repr(name) if len(name) <= width else repr(name[:width]) + f"... ({len(name)} characters)"
+    if len(name) <= width:
+        return repr(name)
+    return repr(name[:width]) + f"... ({len(name)} characters)"
 
 
 def _name_error(value: str, limit: int, pattern: re.Pattern[str], rule: str) -> str | None:
@@ -41,7 +44,8 @@ def _name_error(value: str, limit: int, pattern: re.Pattern[str], rule: str) -> 
     return None if pattern.fullmatch(value) else rule
 
 
-_DNS1123_RULE = "use lowercase letters, digits, '-' (and '.' in names), starting and ending with a letter or digit"
+_DNS1123_RULE = ("use lowercase letters, digits, '-' (and '.' in names), starting and ending with "
+                 "a letter or digit")
 
 
 def subdomain_error(value: str) -> str | None:
@@ -57,7 +61,8 @@ def label_error(value: str) -> str | None:
 
 def dns1035_error(value: str) -> str | None:
     """A Service name (DNS-1035 label: starts with a letter)."""
-    return _name_error(value, 63, DNS1035_LABEL, "use lowercase letters, digits and '-', starting with a letter "
+    return _name_error(value, 63, DNS1035_LABEL,
+                       "use lowercase letters, digits and '-', starting with a letter "
                        "and ending with a letter or digit")
 
 

@@ -28,7 +28,8 @@ def condition(ctype: str, status: str, reason: str, message: str) -> dict[str, s
 
 
 def conditions(outcome: Outcome, *, dns_pending: bool = False) -> list[dict[str, str]]:
-    """A CR's conditions from its outcome; `dns_pending`: applied to Kubernetes, DNS not configured in this run."""
+    """A CR's conditions from its outcome; `dns_pending`: applied to Kubernetes, DNS not configured
+    in this run."""
     if not outcome.ok:
         return [condition("Ready", "False", outcome.reason or "ReconcileFailed", outcome.message),
                 condition("Degraded", "True", outcome.reason or "ReconcileFailed", outcome.message)]
@@ -40,13 +41,14 @@ def conditions(outcome: Outcome, *, dns_pending: bool = False) -> list[dict[str,
             condition("Degraded", "False", "ReconcileSucceeded", "")]
 
 
-def readiness(deployment: dict[str, Any], pods: Iterable[dict[str, Any]] = ()) -> list[dict[str, str]]:
+def readiness(deployment: dict[str, Any],
+              pods: Iterable[dict[str, Any]] = ()) -> list[dict[str, str]]:
     """A Bind9Instance's conditions from its Deployment, as Bindy counts its pods: Ready True with
     AllReady when every replica is ready (and of the current template), else False with NotReady
     (none ready) or PartiallyReady. Pods still starting are Progressing; Degraded once a pod says it
-    cannot start (`pods`: the instance's pods as listed, e.g. a container waiting with ErrImagePull or
-    CrashLoopBackOff, or Unschedulable: the pod, reason and message are named) or the Deployment says
-    it failed (ReplicaFailure, ProgressDeadlineExceeded), with its message."""
+    cannot start (`pods`: the instance's pods as listed, e.g. a container waiting with ErrImagePull
+    or CrashLoopBackOff, or Unschedulable: the pod, reason and message are named) or the Deployment
+    says it failed (ReplicaFailure, ProgressDeadlineExceeded), with its message."""
     spec, status = deployment.get("spec") or {}, deployment.get("status") or {}
     want = int(spec.get("replicas", 1))
     ready = int(status.get("readyReplicas") or 0)
@@ -55,7 +57,8 @@ def readiness(deployment: dict[str, Any], pods: Iterable[dict[str, Any]] = ()) -
                 condition("Degraded", "False", "AllReady", "")]
     conds = status.get("conditions") or []
     if ready == 0:
-        reason, message = "NotReady", "Waiting for pods to become ready" if want else "No pods are wanted (replicas: 0)"
+        reason = "NotReady"
+        message = "Waiting for pods to become ready" if want else "No pods are wanted (replicas: 0)"
     else:
         reason, message = "PartiallyReady", f"{min(ready, want)}/{want} pods are ready"
     # pods starting say no more than that (as Bindy): the message stays the same from run to run
@@ -64,8 +67,10 @@ def readiness(deployment: dict[str, Any], pods: Iterable[dict[str, Any]] = ()) -
         conds, (("ReplicaFailure", "True"), ("Progressing", "False")))) if x)
     message += f": {failed}" if failed else ""
     if failed:
-        return [condition("Ready", "False", reason, message), condition("Degraded", "True", reason, message)]
-    return [condition("Ready", "False", reason, message), condition("Progressing", "True", reason, message),
+        return [condition("Ready", "False", reason, message),
+                condition("Degraded", "True", reason, message)]
+    return [condition("Ready", "False", reason, message),
+            condition("Progressing", "True", reason, message),
             condition("Degraded", "False", reason, "")]
 
 
@@ -73,7 +78,8 @@ def all_ready(deployment: dict[str, Any]) -> bool:
     """Every wanted replica of the Deployment is ready and of its current template."""
     spec, status = deployment.get("spec") or {}, deployment.get("status") or {}
     want = int(spec.get("replicas", 1))
-    current = (status.get("observedGeneration") or 0) >= (deployment.get("metadata") or {}).get("generation", 0)
+    current = (status.get("observedGeneration") or 0) >= (deployment.get("metadata")
+                                                          or {}).get("generation", 0)
     updated = int(status.get("updatedReplicas") or 0) if current else 0
     return want > 0 and int(status.get("readyReplicas") or 0) >= want and updated >= want
 
@@ -81,17 +87,21 @@ def all_ready(deployment: dict[str, Any]) -> bool:
 def unready(live: Mapping[ObjectKey, dict[str, Any]], instances: Iterable[ObjectKey] | None = None,
             ) -> list[dict[str, Any]]:
     """The live Deployments that are not all ready: the ones whose pods are worth reading. With
-    `instances`, only theirs (an instance's Deployment has its name): not a walk of every live object."""
+    `instances`, only theirs (an instance's Deployment has its name): not a walk of every live
+    object."""
     if instances is None:
-        return [body for key, body in live.items() if key.kind == "Deployment" and not all_ready(body)]
+        return [body for key, body in live.items() if key.kind == "Deployment"
+                and not all_ready(body)]
     found = (live.get(ObjectKey("Deployment", i.namespace, i.name)) for i in instances)
     return [body for body in found if body is not None and not all_ready(body)]
 
 
 def _deployment_problem(conds: list[dict[str, Any]], bad: tuple[tuple[str, str], ...]) -> str:
-    """The reason and message of the first Deployment condition in `bad` (type, status) that holds."""
+    """The reason and message of the first Deployment condition in `bad` (type, status) that
+    holds."""
     for ctype, value in bad:
-        found = next((c for c in conds if c.get("type") == ctype and c.get("status") == value), None)
+        found = next((c for c in conds if c.get("type") == ctype and c.get("status") == value),
+                     None)
         if found is not None:
             return f"{found.get('reason') or ctype}: {found.get('message') or ''}".rstrip(": ")
     return ""
@@ -103,9 +113,9 @@ def is_ready(conds: list[dict[str, str]]) -> bool:
 
 
 def settled(status: Mapping[str, Any]) -> bool:
-    """A status that shows nothing to come back to: Ready True, not Degraded, no revision's rejection
-    mark (Progressing False). A long-running agent computes an unsettled status again on its next run,
-    whatever that run changes (agent/run/memorize.py `statuses_computed`)."""
+    """A status that shows nothing to come back to: Ready True, not Degraded, no revision's
+    rejection mark (Progressing False). A long-running agent computes an unsettled status again on
+    its next run, whatever that run changes (agent/run/memorize.py `statuses_computed`)."""
     conds = status.get("conditions") or []
     trouble = (("Degraded", "True"), ("Progressing", "False"))
     return is_ready(conds) and not any((c.get("type"), c.get("status")) in trouble for c in conds)

@@ -1,13 +1,15 @@
 """A DNSZone's `status.dnssec` from what its primaries serve (pure): whether the zone is signed, and
 the DS records its parent needs, computed from the served key-signing keys (DNSKEY with the SEP
-flag) - no query of its own: the RRsets are those observe read, or that apply left (ZoneResult.after).
+flag) - no query of its own: the RRsets are those observe read, or that apply left
+(ZoneResult.after).
 
 Bindy's CRD has the field but its operator never fills it; the agent does, in Bindy's format:
 `<zone>. IN DS <key tag> <algorithm> <digest type> <DIGEST>`, SHA-256 digests (RFC 8624: SHA-1
-must not be used for DS). Every primary signs with the zone's one key set (agent/desired/zonekeys.py),
-so they serve the same KSK; the DS listed is that of the KSKs *every* signed primary serves - a DS
-that validates on some servers only is never shown (while they differ, e.g. a pod of an older
-template still rolling out, the list is empty and `differs` says which servers disagree).
+must not be used for DS). Every primary signs with the zone's one key set
+(agent/desired/zonekeys.py), so they serve the same KSK; the DS listed is that of the KSKs *every*
+signed primary serves - a DS that validates on some servers only is never shown (while they differ,
+e.g. a pod of an older template still rolling out, the list is empty and `differs` says which
+servers disagree).
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from agent.desired.placement import Zone
 from agent.desired.rrsets import RRset
 from agent.model.ownership import Key
 
-with warnings.catch_warnings():  # dnspython loads its DSA code from cryptography, which says DSA is deprecated
+# dnspython loads its DSA code from cryptography, which says DSA is deprecated
+with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message="DSA is deprecated")
     import dns.dnssec
 
@@ -50,25 +53,29 @@ def _ksks(zone: str, served: dict[Key, RRset]) -> list[dns.rdtypes.ANY.DNSKEY.DN
 
 
 def ds_records(zone: str, keys: Iterable[dns.rdtypes.ANY.DNSKEY.DNSKEY]) -> list[str]:
-    """The DS records of these keys, in presentation form (digest in upper case, as BIND writes it)."""
+    """The DS records of these keys, in presentation form (digest in upper case, as BIND writes
+    it)."""
     name = dns.name.from_text(zone)
     out = []
     for key in keys:
         ds = dns.dnssec.make_ds(name, key, "SHA256")
-        out.append(f"{zone} IN DS {ds.key_tag} {ds.algorithm} {ds.digest_type} {ds.digest.hex().upper()}")
+        out.append(f"{zone} IN DS {ds.key_tag} {ds.algorithm} {ds.digest_type} "
+                   f"{ds.digest.hex().upper()}")
     return out
 
 
 def differs(zone: Zone, served: Iterable[tuple[str, dict[Key, RRset]]]) -> str:
     """"" when every signed server serves the same KSKs; else which servers serve which key tags."""
-    seen = {server: sorted(dns.dnssec.key_id(k) for k in _ksks(zone.name, rrsets)) for server, rrsets in served
+    seen = {server: sorted(dns.dnssec.key_id(k) for k in _ksks(zone.name, rrsets))
+            for server, rrsets in served
             if (zone.name, "DNSKEY") in rrsets}
     if len({tuple(tags) for tags in seen.values()}) <= 1:
         return ""
     return "its servers serve different key-signing keys (" + ", ".join(
-        f"{server}: {' '.join(map(str, tags)) or 'none'}" for server, tags in sorted(seen.items())) + (
-        "): a DS validates on some of them only, so none is shown; they agree once every primary pod runs with the "
-        "zone's key Secret")
+        f"{server}: {' '.join(map(str, tags)) or 'none'}"
+        for server, tags in sorted(seen.items())) + (
+        "): a DS validates on some of them only, so none is shown; they agree once every primary "
+        "pod runs with the zone's key Secret")
 
 
 def status(zone: Zone, served: Iterable[dict[Key, RRset]]) -> dict[str, Any] | None:
@@ -82,7 +89,8 @@ def status(zone: Zone, served: Iterable[dict[Key, RRset]]) -> dict[str, Any] | N
     for rrsets in signed:
         for key in _ksks(zone.name, rrsets):
             keys.setdefault(key.to_text(), key)
-    everywhere = set.intersection(*({k.to_text() for k in _ksks(zone.name, r)} for r in signed)) if signed else set()
+    everywhere = set.intersection(*({k.to_text() for k in _ksks(zone.name, r)}
+                                    for r in signed)) if signed else set()
     keys = {text: key for text, key in keys.items() if text in everywhere}
     if not keys:
         return {"signed": False, "dsRecords": []}

@@ -31,22 +31,26 @@ import pydantic
 from agent.outcome import delivery, report
 
 MIN_KEY_LENGTH = 32  # like the webhook secret: an HMAC keyed with less proves little
-MAX_NOTE_BYTES = 4 * 1024 * 1024  # the summary note stays < 100 kB at 3,000 changes (its lists are cut)
-MAX_FULL_BYTES = 256 * 1024 * 1024  # the complete JSON: every change of a revision (~30 MB at 100,000 records)
+# the summary note stays < 100 kB at 3,000 changes (its lists are cut)
+MAX_NOTE_BYTES = 4 * 1024 * 1024
+# the complete JSON: every change of a revision (~30 MB at 100,000 records)
+MAX_FULL_BYTES = 256 * 1024 * 1024
 TRAILER = report.SIGNATURE
 _TRAILER_RE = re.compile(r"bindy-agent-signature: v1 hmac-sha256=([0-9a-f]{64})")
 _DOMAIN = b"bindy-agent report note v1"
 Kind = Literal["summary", "full"]
 
-NO_KEY = "no --report-key-file given (BINDY_AGENT_REPORT_KEY_FILE): cannot check that bindy-agent wrote this report"
-UNSIGNED = "the note has no signature: bindy-agent wrote it without a report key, or did not write it"
-MISMATCH = ("the signature does not match: the note was edited, copied from another commit or signed with another "
-            "key; bindy-agent may not have written it")
+NO_KEY = ("no --report-key-file given (BINDY_AGENT_REPORT_KEY_FILE): cannot check that bindy-agent "
+          "wrote this report")
+UNSIGNED = ("the note has no signature: bindy-agent wrote it without a report key, or did not "
+            "write it")
+MISMATCH = ("the signature does not match: the note was edited, copied from another commit or "
+            "signed with another key; bindy-agent may not have written it")
 
 
 def read_key(path: pathlib.Path) -> bytes:
-    """The report key from its file; refused when short. The value never appears in a message, and is
-    redacted from log lines should it ever reach one."""
+    """The report key from its file; refused when short. The value never appears in a message, and
+    is redacted from log lines should it ever reach one."""
     return delivery.read_key(path, what="report key", minimum=MIN_KEY_LENGTH,
                              use="give the same file to `bindy-agent report --report-key-file`")
 
@@ -66,19 +70,22 @@ def sign(key: bytes | None, kind: Kind, sha: str, text: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Shown:
-    """What `report` may show of a note: its document (None when malformed), and whether it is the agent's."""
+    """What `report` may show of a note: its document (None when malformed), and whether it is the
+    agent's."""
 
     doc: dict[str, Any] | None
     verified: bool
     reason: str | None = None  # why it is not verified (one line)
-    signed_json: str | None = None  # a verified complete report: its JSON object as the agent wrote it
+    # a verified complete report: its JSON object as the agent wrote it
+    signed_json: str | None = None
 
     @property
     def malformed(self) -> bool:
         return self.doc is None and self.signed_json is None
 
     def as_json(self, revision: str) -> dict[str, Any]:
-        """The document with `verified` (and `unverifiedReason`) set here, whatever the note wrote there."""
+        """The document with `verified` (and `unverifiedReason`) set here, whatever the note wrote
+        there."""
         doc = {"revision": revision, "malformed": True} if self.doc is None else dict(self.doc)
         doc.pop("unverifiedReason", None)
         doc["verified"] = self.verified
@@ -87,14 +94,19 @@ class Shown:
         return doc
 
     def json_text(self, revision: str, extra: dict[str, Any] | None = None) -> str:
-        """as_json() as compact JSON, with the fields of `extra` (a note's later runs); a signed complete
-        report is not parsed and written again (30 MB at 100,000 records): the agent wrote it, and it
-        gets `verified` and `extra` in front."""
+        """as_json() as compact JSON, with the fields of `extra` (a note's later runs); a signed
+        complete report is not parsed and written again (30 MB at 100,000 records): the agent wrote
+        it, and it gets `verified` and `extra` in front."""
         if self.signed_json is not None:
-            front = "".join(f"{json.dumps(k)}:{json.dumps(v, separators=(',', ':'), sort_keys=True)},"
-                            for k, v in (extra or {}).items())
+            front = "".join(f"{json.dumps(k)}:{_compact(v)}," for k, v in (extra or {}).items())
             return '{"verified":true,' + front + self.signed_json[1:]
-        return json.dumps({**self.as_json(revision), **(extra or {})}, separators=(",", ":"), sort_keys=True)
+        return json.dumps({**self.as_json(revision), **(extra or {})}, separators=(",", ":"),
+                          sort_keys=True)
+
+
+def _compact(value: Any) -> str:
+    """A JSON value written as the agent writes a note: no spaces, keys sorted."""
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
 
 
 def malformed(reason: str) -> Shown:
@@ -113,7 +125,8 @@ def examine(data: bytes, *, sha: str, key: bytes | None, kind: Kind) -> Shown:
         match = _TRAILER_RE.fullmatch(trailer or "")
         if trailer is None:
             reason = UNSIGNED
-        elif match is None or not hmac.compare_digest(match.group(1), _digest(key, kind, sha, body.encode())):
+        elif match is None or not hmac.compare_digest(match.group(1),
+                                                      _digest(key, kind, sha, body.encode())):
             reason = MISMATCH
         else:
             reason = None
@@ -141,16 +154,21 @@ def _document(body: str, kind: Kind) -> dict[str, Any]:
     except RecursionError:
         raise ValueError("its JSON nests too deeply") from None
     except json.JSONDecodeError as exc:
-        raise ValueError(f"its JSON does not parse: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+        raise ValueError(f"its JSON does not parse: {exc.msg} at line {exc.lineno} column "
+                         f"{exc.colno}") from None
     if not isinstance(doc, dict):
-        raise ValueError(f"its JSON is {type(doc).__name__ if doc is not None else 'null'}, not an object")
+        raise ValueError(f"its JSON is {type(doc).__name__ if doc is not None else 'null'}, not an "
+                         f"object")
     return doc
 
 
-# -- the shape `report.render_text` relies on: a wrong type is a malformed note, never a crash --------------
-_MAX_NUMBER = 2**53  # a count or a duration past the integers a double holds exactly is not the agent's
+# -- the shape `report.render_text` relies on: a wrong type is a malformed note, never a crash
+# --------------
+# a count or a duration past the integers a double holds exactly is not the agent's
+_MAX_NUMBER = 2**53
 _Int = Annotated[pydantic.StrictInt, pydantic.Field(ge=0, le=_MAX_NUMBER)]
-_Seconds = Annotated[pydantic.StrictFloat, pydantic.Field(ge=0, le=_MAX_NUMBER, allow_inf_nan=False)]
+_Seconds = Annotated[pydantic.StrictFloat,
+                     pydantic.Field(ge=0, le=_MAX_NUMBER, allow_inf_nan=False)]
 _Str = pydantic.StrictStr
 
 
@@ -241,8 +259,8 @@ def extendable(data: bytes, *, sha: str, key: bytes | None) -> dict[str, Any] | 
     """The document of the note on `sha` that a later run may add an entry to, or None (the run then
     writes its own report in its place). With a key: only a note that verifies, so nothing another
     hand wrote is ever signed by the agent. Without one: any well-formed report on `sha` (its
-    signature line dropped): the agent signs nothing then, so it lends no trust, and `report` says it
-    cannot verify."""
+    signature line dropped): the agent signs nothing then, so it lends no trust, and `report` says
+    it cannot verify."""
     shown = examine(data, sha=sha, key=key, kind="summary")
     if shown.doc is None or (key is not None and not shown.verified):
         return None

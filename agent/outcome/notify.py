@@ -1,4 +1,5 @@
-"""Alerts to a generic webhook and to Slack on failure, refusal and recovery - never on a plain success.
+"""Alerts to a generic webhook and to Slack on failure, refusal and recovery - never on a plain
+success.
 
     event      when
     failure    a run ended partial (some objects or zones failed)
@@ -26,7 +27,8 @@ from agent.model.calls import CallTarget
 from agent.model.outcomes import Outcome
 from agent.outcome import delivery, report
 
-NOT_APPLIED = (Outcome.PARTIAL, Outcome.REJECTED, Outcome.REFUSED)  # REFUSED: the state's name for a gate refusal
+# REFUSED: the state's name for a gate refusal
+NOT_APPLIED = (Outcome.PARTIAL, Outcome.REJECTED, Outcome.REFUSED)
 MAX_ITEMS = 10  # failures, refusals and errors listed in one alert
 MAX_ITEM_CHARS = 500
 MAX_BODY_BYTES = 16_384
@@ -89,25 +91,29 @@ def _webhook_json(doc: dict[str, Any], name: str, previous_outcome: str | None, 
     shown, omitted = _lists(doc, limit)
     commit = {k: _clip(v) for k, v in (doc.get("commit") or {}).items()}
     body = {"event": name, "outcome": doc["outcome"], "previousOutcome": previous_outcome,
-            "revision": doc["revision"], "runId": doc["runId"], "commit": commit, "summary": doc["summary"],
-            "text": _text(doc, name, previous_outcome), "reportUrl": link, **shown, "omitted": omitted}
+            "revision": doc["revision"], "runId": doc["runId"], "commit": commit,
+            "summary": doc["summary"], "text": _text(doc, name, previous_outcome),
+            "reportUrl": link, **shown, "omitted": omitted}
     return json.dumps(body, sort_keys=True).encode()
 
 
-def webhook_body(doc: dict[str, Any], name: str, previous_outcome: str | None, link: str | None) -> bytes:
+def webhook_body(doc: dict[str, Any], name: str, previous_outcome: str | None,
+                 link: str | None) -> bytes:
     """The generic webhook's JSON, at most MAX_BODY_BYTES: the lists shrink until it fits."""
     for limit in (MAX_ITEMS, 3):
         data = _webhook_json(doc, name, previous_outcome, link, limit)
         if len(data) <= MAX_BODY_BYTES:
             return data
-    return _webhook_json(doc, name, previous_outcome, link, 0)  # counts only; every string is clipped
+    # counts only; every string is clipped
+    return _webhook_json(doc, name, previous_outcome, link, 0)
 
 
 def _slack_escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def slack_body(doc: dict[str, Any], name: str, previous_outcome: str | None, link: str | None) -> bytes:
+def slack_body(doc: dict[str, Any], name: str, previous_outcome: str | None,
+               link: str | None) -> bytes:
     icon = {"failure": ":x:", "refusal": ":no_entry:", "recovery": ":white_check_mark:"}[name]
     shown, omitted = _lists(doc, MAX_ITEMS)
     lines = [f"{icon} *{name}*: " + _slack_escape(_text(doc, name, previous_outcome))]
@@ -129,21 +135,23 @@ def _send_webhook(settings: NotifySettings, url: str, body: bytes, name: str) ->
         secret = delivery.read_secret(settings.webhook_secret_file, "alert webhook signature")
         if secret is None:
             return False
-        headers["X-Signature-256"] = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+        headers["X-Signature-256"] = "sha256=" + hmac.new(secret.encode(), body,
+                                                          hashlib.sha256).hexdigest()
     host = urllib.parse.urlsplit(url).hostname or "?"
     return httppost.post(CallTarget.ALERT, f"{name} alert to the webhook on {host}", url, body=body,
                          headers=headers, budget=settings.budget)
 
 
-def after_run(settings: NotifySettings | None, report_doc: dict[str, Any], previous_outcome: str | None, *,
-              previous_revision: str | None = None) -> str | None:
+def after_run(settings: NotifySettings | None, report_doc: dict[str, Any],
+              previous_outcome: str | None, *, previous_revision: str | None = None) -> str | None:
     """Sends the alert a finished run calls for, if any; returns its event name. Never raises."""
     name = event(report_doc, previous_outcome, previous_revision)
     if settings is None or name is None:
         return name
     link = delivery.report_link(settings.report_url, report_doc["revision"])
     if settings.webhook_url:
-        _send_webhook(settings, settings.webhook_url, webhook_body(report_doc, name, previous_outcome, link), name)
+        _send_webhook(settings, settings.webhook_url,
+                      webhook_body(report_doc, name, previous_outcome, link), name)
     if settings.slack_url_file is not None:
         slack = delivery.read_secret(settings.slack_url_file, "Slack alert")
         if slack is not None:

@@ -18,7 +18,8 @@ from agent.model import names
 
 # what the kubelet says of a container that is only starting
 STARTING = frozenset({"ContainerCreating", "PodInitializing"})
-MESSAGE_LIMIT = 300  # characters of the kubelet's or scheduler's message kept (an image pull error can be long)
+# characters of the kubelet's or scheduler's message kept (an image pull error can be long)
+MESSAGE_LIMIT = 300
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,13 +32,15 @@ class Problem:
     others: int = 0
 
     def message(self) -> str:
-        more = f" (and {self.others} more pod{'s' if self.others > 1 else ''})" if self.others else ""
+        plural = "s" if self.others > 1 else ""
+        more = f" (and {self.others} more pod{plural})" if self.others else ""
         return f"pod {self.pod}: {self.reason}: {self.detail}{more}".rstrip(": ")
 
 
 def _short(text: Any) -> str:
-    """The message on one line, at most MESSAGE_LIMIT characters: its start and its end, since an error
-    chain ends with its cause (containerd's pull error: `...: 401 Unauthorized`, `...: not found`)."""
+    """The message on one line, at most MESSAGE_LIMIT characters: its start and its end, since an
+    error chain ends with its cause (containerd's pull error: `...: 401 Unauthorized`, `...: not
+    found`)."""
     flat = " ".join(str(text or "").split())
     if len(flat) <= MESSAGE_LIMIT:
         return flat
@@ -61,21 +64,26 @@ def _container(status: dict[str, Any]) -> tuple[str, str] | None:
 
 
 def of_pod(pod: dict[str, Any]) -> tuple[str, str] | None:
-    """(reason, detail) of why this pod cannot start, or None when it is running or only starting."""
+    """(reason, detail) of why this pod cannot start, or None when it is running or only
+    starting."""
     status = pod.get("status") or {}
     if (pod.get("metadata") or {}).get("deletionTimestamp"):
         return None  # going away: its replacement says how it is doing
     if status.get("phase") == "Failed":
         return status.get("reason") or "Failed", _short(status.get("message"))
-    for cstatus in [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]:
+    for cstatus in [*(status.get("initContainerStatuses") or []),
+                    *(status.get("containerStatuses") or [])]:
         found = _container(cstatus)
         if found is not None:
             return found
     for cond in status.get("conditions") or []:
-        if cond.get("type") == "PodScheduled" and cond.get("status") == "False" and cond.get("reason"):
+        if (cond.get("type") == "PodScheduled" and cond.get("status") == "False"
+                and cond.get("reason")):
             return cond["reason"], _short(cond.get("message"))
-    for cond in status.get("conditions") or []:  # it runs, but the agent could not give it every zone
-        if cond.get("type") == names.ZONES_LOADED_CONDITION and cond.get("status") == "False" and cond.get("reason"):
+    # it runs, but the agent could not give it every zone
+    for cond in status.get("conditions") or []:
+        if (cond.get("type") == names.ZONES_LOADED_CONDITION and cond.get("status") == "False"
+                and cond.get("reason")):
             return cond["reason"], _short(cond.get("message"))
     return None
 

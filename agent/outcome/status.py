@@ -44,8 +44,8 @@ REVISION_KINDS = {"Bind9Cluster", "ClusterBind9Provider", "DNSZone"}
 
 
 class _RecordZones(Mapping[ObjectKey, Zone]):
-    """The zone each record is placed in, asked of the zones (a few thousand) rather than indexed for
-    every record (100,000), since a run asks it of the records whose status it writes."""
+    """The zone each record is placed in, asked of the zones (a few thousand) rather than indexed
+    for every record (100,000), since a run asks it of the records whose status it writes."""
 
     def __init__(self, zones: list[Zone]) -> None:
         self.zones = zones
@@ -74,26 +74,30 @@ class _Index:
     zones_by_key: dict[ObjectKey, Zone]
     zone_results: dict[ObjectKey | None, ZoneResult]
     dns: bool  # zones and records were synced in this run
-    deployments: dict[ObjectKey, dict[str, Any]]  # Bind9Instance -> its live Deployment (with .status)
-    pods: Mapping[ObjectKey, list[dict[str, Any]]]  # Bind9Instance -> its pods as listed (of unready ones)
-    served_by_pods: set[ObjectKey] = dataclasses.field(default_factory=set)  # instances written pod by pod
+    # Bind9Instance -> its live Deployment (with .status)
+    deployments: dict[ObjectKey, dict[str, Any]]
+    # Bind9Instance -> its pods as listed (of unready ones)
+    pods: Mapping[ObjectKey, list[dict[str, Any]]]
+    # instances written pod by pod
+    served_by_pods: set[ObjectKey] = dataclasses.field(default_factory=set)
 
     @classmethod
     def of(cls, desired: Desired, outcomes: dict[ObjectKey, Outcome], dns: DnsResult | None,
            deployments: dict[ObjectKey, dict[str, Any]] | None = None,
-           pods: Mapping[ObjectKey, list[dict[str, Any]]] | None = None, only: set[ObjectKey] | None = None,
-           ) -> _Index:
+           pods: Mapping[ObjectKey, list[dict[str, Any]]] | None = None,
+           only: set[ObjectKey] | None = None, ) -> _Index:
         by_instance: dict[ObjectKey, list[Zone]] = {}
         for zone in desired.zones:
             for inst in zone.instances:
                 by_instance.setdefault(inst, []).append(zone)
         placed = sum(len(z.records) for z in desired.zones)
         record_zone: Mapping[ObjectKey, Zone] = (
-            _RecordZones(desired.zones) if only is not None and len(only) * len(desired.zones) < placed
+            _RecordZones(desired.zones) if only is not None
+            and len(only) * len(desired.zones) < placed
             else {rk: z for z in desired.zones for rk in z.records})
         results = {z.key: z for z in dns.zones} if dns else {}
-        return cls(desired, outcomes, by_instance, record_zone, {z.key: z for z in desired.zones}, results,
-                   dns is not None, deployments or {}, pods or {})
+        return cls(desired, outcomes, by_instance, record_zone, {z.key: z for z in desired.zones},
+                   results, dns is not None, deployments or {}, pods or {})
 
 
 def _conditions_of(key: ObjectKey, index: _Index) -> list[dict[str, str]]:
@@ -106,8 +110,11 @@ def _conditions_of(key: ObjectKey, index: _Index) -> list[dict[str, str]]:
     if not index.dns:
         return conditions(outcome, dns_pending=True)
     zone = index.zones_by_key.get(key) if key.kind == "DNSZone" else index.record_zone.get(key)
-    if zone is not None and not zone.instances:  # its selector matches no instance (any more): on no server
-        return zoneconditions.zone(None) if key.kind == "DNSZone" else zoneconditions.record(None, "", "")
+    # its selector matches no instance (any more): on no server
+    if zone is not None and not zone.instances:
+        if key.kind == "DNSZone":
+            return zoneconditions.zone(None)
+        return zoneconditions.record(None, "", "")
     if key.kind == "DNSZone":
         conds = zoneconditions.signed_alike(zone, index.zone_results.get(key),
                                             zoneconditions.zone(index.zone_results.get(key)))
@@ -122,7 +129,8 @@ def _conditions_of(key: ObjectKey, index: _Index) -> list[dict[str, str]]:
 def _cluster_fields(key: ObjectKey, index: _Index) -> dict[str, Any]:
     names = sorted(i.key.name for i in index.desired.instances.values()
                    if i.key.namespace == key.namespace and i.cluster == key.name)
-    ready = [n for n in names if is_ready(_conditions_of(ObjectKey("Bind9Instance", key.namespace, n), index))]
+    ready = [n for n in names
+             if is_ready(_conditions_of(ObjectKey("Bind9Instance", key.namespace, n), index))]
     return {"instances": names, "instanceCount": len(names), "readyInstances": len(ready)}
 
 
@@ -136,14 +144,15 @@ def _instance_fields(key: ObjectKey, index: _Index, service_ip: str | None) -> d
     out: dict[str, Any] = {}
     instance = index.desired.instances.get(key)
     if instance is not None:
-        out["clusterRef"] = {"apiVersion": kinds.API_VERSION, "kind": "Bind9Cluster", "name": instance.cluster,
-                             "namespace": key.namespace}
+        out["clusterRef"] = {"apiVersion": kinds.API_VERSION, "kind": "Bind9Cluster",
+                             "name": instance.cluster, "namespace": key.namespace}
     zones = index.zones_by_instance.get(key, [])
     out["zones"] = [_ref(z.key, zoneName=z.name.rstrip(".")) for z in zones]
     out["zonesCount"] = len(zones)
     selected = [z for z in zones if z.selection_method == "labelSelector"]
     if selected:
-        out["selectedZones"] = [{"name": z.key.name, "namespace": z.key.namespace, "zoneName": z.name.rstrip(".")}
+        out["selectedZones"] = [{"name": z.key.name, "namespace": z.key.namespace,
+                                 "zoneName": z.name.rstrip(".")}
                                 for z in selected]
     if service_ip:
         out["serviceAddress"] = service_ip
@@ -161,10 +170,11 @@ def _zone_fields(key: ObjectKey, index: _Index) -> dict[str, Any]:
         return states.get(f"{i.namespace}/{i.name}", ("Claimed", ""))
 
     out: dict[str, Any] = {
-        "bind9Instances": [_ref(i, status=state(i)[0], message=state(i)[1] or None) for i in placed.instances],
+        "bind9Instances": [_ref(i, status=state(i)[0], message=state(i)[1] or None)
+                           for i in placed.instances],
         "bind9InstancesCount": len(placed.instances),
-        "records": [_ref(rk, recordName=owner) for rk, (owner, _) in sorted(placed.records.items(),
-                                                                            key=lambda kv: str(kv[0]))],
+        "records": [_ref(rk, recordName=owner) for rk, (owner, _)
+                    in sorted(placed.records.items(), key=lambda kv: str(kv[0]))],
         "recordsCount": len(placed.records)}
     if placed.selection_method:
         out["selectionMethod"] = placed.selection_method
@@ -182,7 +192,8 @@ def _record_fields(key: ObjectKey, index: _Index) -> dict[str, Any]:
     if home is None:
         return {}
     owner, rtype = home.records[key]
-    out: dict[str, Any] = {"zone": home.name.rstrip("."), "zoneRef": _ref(home.key, zoneName=home.name.rstrip(".")),
+    out: dict[str, Any] = {"zone": home.name.rstrip("."),
+                           "zoneRef": _ref(home.key, zoneName=home.name.rstrip(".")),
                            "publishedName": owner}
     rrset = home.rrsets.get((owner, rtype))
     if rrset is not None:
@@ -202,9 +213,10 @@ def _fields(key: ObjectKey, index: _Index, service_ips: dict[ObjectKey, str]) ->
     return _record_fields(key, index)
 
 
-def statuses(desired: Desired, outcomes: dict[ObjectKey, Outcome], *, revisions: dict[ObjectKey, str],
-             generations: dict[ObjectKey, int], service_ips: dict[ObjectKey, str],
-             dns: DnsResult | None = None, only: set[ObjectKey] | None = None,
+def statuses(desired: Desired, outcomes: dict[ObjectKey, Outcome], *,
+             revisions: dict[ObjectKey, str], generations: dict[ObjectKey, int],
+             service_ips: dict[ObjectKey, str], dns: DnsResult | None = None,
+             only: set[ObjectKey] | None = None,
              deployments: dict[ObjectKey, dict[str, Any]] | None = None,
              pods: Mapping[ObjectKey, list[dict[str, Any]]] | None = None,
              served_by_pods: set[ObjectKey] | None = None) -> dict[ObjectKey, dict[str, Any]]:
@@ -245,15 +257,17 @@ def _outcomes(desired: Desired, result: KubeResult) -> dict[ObjectKey, Outcome]:
 
 
 def _revisions(desired: Desired, live: dict[ObjectKey, dict[str, Any]], revision: str | None,
-               changed: set[ObjectKey] | None, dns: DnsResult | None, *, only: set[ObjectKey] | None = None,
-               ) -> dict[ObjectKey, str]:
-    """Clusters and providers carry the revision applied; a zone carries the one that last changed it:
-    this one if it changed now, else the one whose writes it serves (recorded with its ownership, so
-    a run that wrote it but was killed before the statuses still counts), else what it shows."""
+               changed: set[ObjectKey] | None, dns: DnsResult | None, *,
+               only: set[ObjectKey] | None = None, ) -> dict[ObjectKey, str]:
+    """Clusters and providers carry the revision applied; a zone carries the one that last changed
+    it: this one if it changed now, else the one whose writes it serves (recorded with its
+    ownership, so a run that wrote it but was killed before the statuses still counts), else what it
+    shows."""
     out: dict[ObjectKey, str] = {}
     if not revision:
         return out
-    written = {z.key: z.revision for z in dns.zones if z.key is not None and z.revision} if dns else {}
+    written = {z.key: z.revision for z in dns.zones if z.key is not None
+               and z.revision} if dns else {}
     # `only`: the CRs whose status is made (a key that is not a CR of the revision is never asked)
     for key in (o.key for o in desired.objects) if only is None else only:
         if key.kind not in REVISION_KINDS:
@@ -266,19 +280,21 @@ def _revisions(desired: Desired, live: dict[ObjectKey, dict[str, Any]], revision
     return out
 
 
-def wanted(desired: Desired, result: KubeResult, *, revision: str | None, dns: DnsResult | None = None,
-           only: set[ObjectKey] | None = None, changed: set[ObjectKey] | None = None,
-           pods: Mapping[ObjectKey, list[dict[str, Any]]] | None = None, endpoints: Mapping[str, Any] | None = None,
-           ) -> dict[ObjectKey, dict[str, Any]]:
+def wanted(desired: Desired, result: KubeResult, *, revision: str | None,
+           dns: DnsResult | None = None, only: set[ObjectKey] | None = None,
+           changed: set[ObjectKey] | None = None,
+           pods: Mapping[ObjectKey, list[dict[str, Any]]] | None = None,
+           endpoints: Mapping[str, Any] | None = None, ) -> dict[ObjectKey, dict[str, Any]]:
     """Every CR's status after a sync (or that of the CRs in `only`), from what the Kubernetes and
     DNS steps did; `changed` are the zones this revision changed (None: all); `pods`: the pods of
-    the Deployments that are not ready, by Deployment (`unready` says which to read); `endpoints`: how
-    the run reached each instance - a zone follows the pods of the instances reached through their
-    pods (in the cluster), not of those reached through an endpoint map."""
+    the Deployments that are not ready, by Deployment (`unready` says which to read); `endpoints`:
+    how the run reached each instance - a zone follows the pods of the instances reached through
+    their pods (in the cluster), not of those reached through an endpoint map."""
     live = result.live
     # read for the CRs whose status is made (`only`: a few), not for every live object (100,000)
     crs = live.keys() if only is None else [k for k in only if k in live]
-    generations = {k: live[k]["metadata"].get("generation", 0) for k in crs if k.kind in kinds.KINDS}
+    generations = {k: live[k]["metadata"].get("generation", 0) for k in crs
+                   if k.kind in kinds.KINDS}
     service_ips, deployments = {}, {}  # an instance's Service and Deployment have its name
     for ikey in desired.instances:
         service = live.get(ObjectKey("Service", ikey.namespace, ikey.name))
@@ -287,13 +303,16 @@ def wanted(desired: Desired, result: KubeResult, *, revision: str | None, dns: D
         deployment = live.get(ObjectKey("Deployment", ikey.namespace, ikey.name))
         if deployment is not None:
             deployments[ikey] = deployment
-    by_instance = {ObjectKey("Bind9Instance", k.namespace, k.name): v for k, v in (pods or {}).items()}
-    out = statuses(desired, _outcomes(desired, result), revisions=_revisions(desired, live, revision, changed, dns,
-                                                                            only=only),
-                   generations=generations, service_ips=service_ips, dns=dns, only=only, deployments=deployments,
-                   pods=by_instance, served_by_pods={ObjectKey("Bind9Instance", *i.split("/", 1)) for i, e in (
+    by_instance = {ObjectKey("Bind9Instance", k.namespace, k.name): v
+                   for k, v in (pods or {}).items()}
+    out = statuses(desired, _outcomes(desired, result),
+                   revisions=_revisions(desired, live, revision, changed, dns, only=only),
+                   generations=generations, service_ips=service_ips, dns=dns, only=only,
+                   deployments=deployments, pods=by_instance,
+                   served_by_pods={ObjectKey("Bind9Instance", *i.split("/", 1)) for i, e in (
                        endpoints or {}).items() if e.pods is not None})
-    for key, status in out.items():  # rndcKeyRotation, from the key Secret's annotations as Bindy shows it
+    # rndcKeyRotation, from the key Secret's annotations as Bindy shows it
+    for key, status in out.items():
         instance = desired.instances.get(key) if key.kind == "Bind9Instance" else None
         if instance is not None:
             secret = live.get(ObjectKey("Secret", key.namespace, workloads.rndc_key_name(key.name)))
@@ -311,11 +330,13 @@ def _zone_touched(zr: ZoneResult) -> bool:
 def changed_zones(plan: Plan) -> set[ObjectKey]:
     """The DNSZones this revision changes: their RRsets or placements, or the CR itself."""
     out = {zp.key for zp in plan.zones or [] if zp.key is not None and not zp.empty}
-    out |= {c.key for c in plan.kube or [] if c.key.kind == "DNSZone" and c.action in ("create", "update")}
+    out |= {c.key for c in plan.kube or [] if c.key.kind == "DNSZone"
+            and c.action in ("create", "update")}
     return out
 
 
-def affected(desired: Desired, plan: Plan, kube: KubeResult | None, dns: DnsResult | None) -> set[ObjectKey]:
+def affected(desired: Desired, plan: Plan, kube: KubeResult | None,
+             dns: DnsResult | None) -> set[ObjectKey]:
     """The CRs whose status this run may have changed: what it changed or failed, the zones it
     touched and their records that changed, and the infrastructure CRs (few)."""
     out = {o.key for o in desired.infrastructure if o.key.kind in INFRA_KINDS}
@@ -331,6 +352,7 @@ def affected(desired: Desired, plan: Plan, kube: KubeResult | None, dns: DnsResu
         if not zr.ok or any(not c.ok for c in zr.checks) or zr.created_on or zr.deleted_from:
             out |= set(zone.records)  # a zone-wide failure or a new placement shows on every record
             continue
-        keys = {c.key for c in zr.changes} | {tuple(c.split(":", 1)[0].split(" ", 1)) for c in zr.conflicts}
+        keys = {c.key for c in zr.changes} | {tuple(c.split(":", 1)[0].split(" ", 1))
+                                              for c in zr.conflicts}
         out |= {rk for rk, rrset in zone.records.items() if rrset in keys}
     return out

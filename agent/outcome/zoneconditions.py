@@ -16,22 +16,26 @@ from agent.reconcile.dnsresult import ZoneResult
 
 def zone(zr: ZoneResult | None) -> list[dict[str, str]]:
     if zr is None:
-        return conditions(Outcome(False, "the zone selects no Bind9Instance, so it is not served", "NoInstances"))
+        return conditions(Outcome(False, "the zone selects no Bind9Instance, so it is not served",
+                                  "NoInstances"))
     if zr.primary_error:
-        return conditions(Outcome(False, f"Failed to configure zone on primaries: {zr.primary_error}", "PrimaryFailed"))
+        return conditions(Outcome(False, f"Failed to configure zone on primaries: "
+                                         f"{zr.primary_error}", "PrimaryFailed"))
     if zr.refused:
         return conditions(Outcome(False, zr.refused, "PlanRefused"))
     configured = [i for i, (state, _) in zr.instances.items() if state == "Configured"]
     primaries = sum(1 for i in configured if i in zr.primaries)
     secondaries = len(configured) - primaries
     message = f"Configured on {primaries} primary server(s) and {secondaries} secondary server(s)"
-    message += "".join(f"; {i} served by {ok}/{total} pods" for i, (ok, total) in sorted(zr.served.items()))
+    message += "".join(f"; {i} served by {ok}/{total} pods"
+                       for i, (ok, total) in sorted(zr.served.items()))
     bad = sorted({f"{c.server} ({c.name} {c.rtype})" for c in zr.checks if not c.ok})
     if zr.secondary_error:
         degraded = condition("Degraded", "True", "SecondaryFailed",
                              f"{message}, but secondary configuration failed: {zr.secondary_error}")
     elif bad:
-        degraded = condition("Degraded", "True", "NotServed", "not answering the new data: " + ", ".join(bad[:10]))
+        degraded = condition("Degraded", "True", "NotServed",
+                             "not answering the new data: " + ", ".join(bad[:10]))
     else:
         degraded = condition("Degraded", "False", "ReconcileSucceeded", "")
     waiting = "; ".join(sorted({m for state, m in zr.instances.values() if state == "Claimed"}))
@@ -42,22 +46,26 @@ def zone(zr: ZoneResult | None) -> list[dict[str, str]]:
             *([condition("Progressing", "True", "WaitingForServers", waiting)] if waiting else [])]
 
 
-def signed_alike(zone: Zone | None, zr: ZoneResult | None, conds: list[dict[str, str]]) -> list[dict[str, str]]:
-    """A signed zone whose servers serve different keys is Degraded: no DS would validate on all of them."""
+def signed_alike(zone: Zone | None, zr: ZoneResult | None,
+                 conds: list[dict[str, str]]) -> list[dict[str, str]]:
+    """A signed zone whose servers serve different keys is Degraded: no DS would validate on all of
+    them."""
     if zone is None or zr is None or not zr.after or not zone.spec.dnssec_policy:
         return conds
-    differs = dnssecstatus.differs(zone, ((server, seen.rrsets or {}) for server, seen in zr.after.items()))
+    differs = dnssecstatus.differs(zone, ((server, seen.rrsets or {})
+                                          for server, seen in zr.after.items()))
     if not differs:
         return conds
-    return [c for c in conds if c["type"] != "Degraded"] + [condition("Degraded", "True", "KeysDiffer", differs)]
+    return [c for c in conds
+            if c["type"] != "Degraded"] + [condition("Degraded", "True", "KeysDiffer", differs)]
 
 
-def served_now(zone: Zone | None, deployments: Mapping[ObjectKey, dict[str, Any]], conds: list[dict[str, str]],
-               ) -> list[dict[str, str]]:
-    """A zone is not Ready while none of its instances has a ready pod, and is Degraded while some have
-    fewer ready pods than they want (scaled to 0, pods gone, crashing: the pod's reason is given);
-    while such an instance's pods are still starting, it is Progressing, waiting for them. A zone
-    that already failed (Ready False for another reason) is left as it is."""
+def served_now(zone: Zone | None, deployments: Mapping[ObjectKey, dict[str, Any]],
+               conds: list[dict[str, str]], ) -> list[dict[str, str]]:
+    """A zone is not Ready while none of its instances has a ready pod, and is Degraded while some
+    have fewer ready pods than they want (scaled to 0, pods gone, crashing: the pod's reason is
+    given); while such an instance's pods are still starting, it is Progressing, waiting for them. A
+    zone that already failed (Ready False for another reason) is left as it is."""
     waiting = any(c["type"] == "Ready" and c["reason"] == "WaitingForServers" for c in conds)
     if zone is None or not (is_ready(conds) or waiting):
         return conds
@@ -73,7 +81,8 @@ def served_now(zone: Zone | None, deployments: Mapping[ObjectKey, dict[str, Any]
         if want == 0:
             lacking.append(f"{inst.name} is scaled to 0 pods")
         elif ready < want and shown.get("Degraded", {}).get("status") == "True":
-            lacking.append(f"{inst.name}: {shown['Degraded']['message']}")  # why its pods do not start
+            # why its pods do not start
+            lacking.append(f"{inst.name}: {shown['Degraded']['message']}")
         elif ready < want:
             lacking.append(f"{inst.name} has {ready}/{want} pods ready")
             starting.append(inst.name)
@@ -82,8 +91,10 @@ def served_now(zone: Zone | None, deployments: Mapping[ObjectKey, dict[str, Any]
     message = "not served by every server: " + "; ".join(lacking)
     out = [c for c in conds if c["type"] not in ("Degraded", "Progressing")]
     if not serving:
-        out = [condition("Ready", "False", "NotServed" if not waiting else "WaitingForServers", message)]
-    first = waiting and len(starting) == len(lacking)  # a first start, nothing failing: not degraded (yet)
+        out = [condition("Ready", "False", "NotServed" if not waiting else "WaitingForServers",
+                         message)]
+    # a first start, nothing failing: not degraded (yet)
+    first = waiting and len(starting) == len(lacking)
     out.append(condition("Degraded", "False", "WaitingForServers", "") if first else
                condition("Degraded", "True", "NotServed", message))
     if starting:
@@ -98,7 +109,8 @@ def record(zr: ZoneResult | None, owner: str, rtype: str) -> list[dict[str, str]
         return conditions(Outcome(False, f"Failed to configure record: {why}", "RecordFailed"))
     conflict = next((c for c in zr.conflicts if c.startswith(f"{owner} {rtype}:")), None)
     if conflict:
-        return conditions(Outcome(False, f"Failed to configure record: conflict: {conflict}", "RecordFailed"))
+        return conditions(Outcome(False, f"Failed to configure record: conflict: {conflict}",
+                                  "RecordFailed"))
     checks = [c for c in zr.checks if (c.name, c.rtype) == (owner, rtype)]
     configured = sum(1 for s, _ in zr.instances.values() if s == "Configured")
     if not configured and any(s == "Claimed" for s, _ in zr.instances.values()):
@@ -108,5 +120,6 @@ def record(zr: ZoneResult | None, owner: str, rtype: str) -> list[dict[str, str]
     served = sum(1 for c in checks if c.ok) if checks else configured
     if checks and served < len(checks):
         missing = ", ".join(c.server for c in checks if not c.ok)
-        return conditions(Outcome(False, f"Record configured, but not served yet by: {missing}", "RecordFailed"))
+        return conditions(Outcome(False, f"Record configured, but not served yet by: {missing}",
+                                  "RecordFailed"))
     return conditions(Outcome(True, f"Record configured on {served} endpoint(s)"))

@@ -1,1 +1,2 @@
-"""Step 4, plan: the whole revision's changes against what was observed, and how they render. Pure."""
+"""Step 4, plan: the whole revision's changes against what was observed, and how they render.
+Pure."""

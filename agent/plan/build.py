@@ -24,15 +24,17 @@ from agent.plan.changes import DRIFT, Action, Change, KubeTarget, Plan, RRsetTar
 
 NOT_OBSERVED_KUBE = "Kubernetes is not observed without --kubeconfig; only DNS is planned."
 # a push's zones alone (scope CHANGED_ZONES): said instead of NOT_OBSERVED_KUBE
-PUSH_FIRST = ("pushes first: this run applies the {zones} zone(s) the push changed; the reconcile of the whole "
-              "revision it cut short follows at once (Kubernetes objects, statuses, every other zone)")
-NOT_OBSERVED_DNS = ("DNS (zones and records) is not observed without zone endpoints; only the Kubernetes layer is "
-                    "planned.")
+PUSH_FIRST = ("pushes first: this run applies the {zones} zone(s) the push changed; the reconcile "
+              "of the whole revision it cut short follows at once (Kubernetes objects, statuses, "
+              "every other zone)")
+NOT_OBSERVED_DNS = ("DNS (zones and records) is not observed without zone endpoints; only the "
+                    "Kubernetes layer is planned.")
 RENOTIFY = "the secondaries' or the agent's pods moved"  # a primary's transfers written again
-REOPEN = ("it refused the agent's zone transfer: its allow-transfer gets the agent's address, then the zone is "
-          "read and planned again")
-# The agent's own work, never drift (plan/changes.py `drifted`): a new pod's zones, what an interrupted
-# run left, what a server gets with a zone created on it; and the drift a zone create repairs
+REOPEN = ("it refused the agent's zone transfer: its allow-transfer gets the agent's address, then "
+          "the zone is read and planned again")
+# The agent's own work, never drift (plan/changes.py `drifted`): a new pod's zones, what an
+# interrupted run left, what a server gets with a zone created on it; and the drift a zone create
+# repairs
 NEW_POD = "a new pod: it waits for its zones"
 FINISHED = "an interrupted run's writes, finished"
 WITH_ZONE = "written with the zone, created on a server that lacked it"
@@ -45,24 +47,28 @@ def empty_world(desired: Desired) -> Observed:
     return Observed(KubeObserved({}, set(), set()), DnsObserved({}, {}, instances))
 
 
-def kube_changes(desired: Desired, observed: KubeObserved, *, agent: str, rotate_rndc_keys: bool = False,
-                 trust_hash: bool = False, now: dt.datetime | None = None, memo: Memo = NO_MEMO,
+def kube_changes(desired: Desired, observed: KubeObserved, *, agent: str,
+                 rotate_rndc_keys: bool = False, trust_hash: bool = False,
+                 now: dt.datetime | None = None, memo: Memo = NO_MEMO,
                  ) -> list[kubechange.KubeChange]:
     """`rotate_rndc_keys`: every generated key Secret gets a new key now, by the same gap-free path
     as autoRotate (plan/rotation.py); `now`: the clock rotation decisions are made with; `memo`: the
     last revision's diff, list by list (kubediff.diff_parts)."""
-    infrastructure, dropping = rotation.rotated_infrastructure(desired, observed.live, now or dt.datetime.now(dt.UTC),
+    infrastructure, dropping = rotation.rotated_infrastructure(desired, observed.live,
+                                                               now or dt.datetime.now(dt.UTC),
                                                                force=rotate_rndc_keys)
     objects = desired.objects
     if isinstance(objects, Joined):  # the infrastructure, then the CRs of each Git file
         parts = [objects.parts[0] if infrastructure is None else infrastructure, *objects.parts[1:]]
-        changes = kubediff.diff_parts(parts, observed.live, observed.inventory, agent=agent, trust_hash=trust_hash,
-                                      memo=memo)
+        changes = kubediff.diff_parts(parts, observed.live, observed.inventory, agent=agent,
+                                      trust_hash=trust_hash, memo=memo)
     else:
         rotated = objects if infrastructure is None else [
             *infrastructure, *itertools.islice(objects, desired.infra, None)]
-        changes = kubediff.diff(rotated, observed.live, observed.inventory, agent=agent, trust_hash=trust_hash)
-    dropped, why = (f"data.{names.PREVIOUS_SECRET_KEY}",), "RNDC key rotation rolled out: the previous key is dropped"
+        changes = kubediff.diff(rotated, observed.live, observed.inventory, agent=agent,
+                                trust_hash=trust_hash)
+    dropped, why = (f"data.{names.PREVIOUS_SECRET_KEY}",
+                    ), "RNDC key rotation rolled out: the previous key is dropped"
     drops = {o.key for o in dropping}
     changes = [dataclasses.replace(c, fields=(*c.fields, *dropped), reason=c.reason or why)
                if c.key in drops and c.action == "update" else c for c in changes]
@@ -72,7 +78,8 @@ def kube_changes(desired: Desired, observed: KubeObserved, *, agent: str, rotate
     return changes
 
 
-_PlanInputs = tuple[Any, ...]  # a Zone, its ownership record, then what each primary serves (ZoneObserved)
+# a Zone, its ownership record, then what each primary serves (ZoneObserved)
+_PlanInputs = tuple[Any, ...]
 
 
 def _same_inputs(a: _PlanInputs, b: _PlanInputs) -> bool:
@@ -90,17 +97,24 @@ def zone_plans(desired: Desired, observed: DnsObserved, memo: Memo = NO_MEMO, *,
         plans = [zonediff.plan_zone(z.name, z, observed) for z in desired.zones if z.name in only]
     else:
         reachable = memo.token(("reachable",), frozenset(observed.reachable))
-        servers = memo.token(("servers",), tuple(sorted(observed.servers.items())))  # the zone API bodies' addresses
-        pods = memo.token(("pods",), tuple(sorted(observed.pods.items())))  # each instance's servers, as planned
-        inputs: list[_PlanInputs] = [(z, observed.ownership.get(z.name), *observed.zones.get(z.name, {}).values())
+        # the zone API bodies' addresses
+        servers = memo.token(("servers",), tuple(sorted(observed.servers.items())))
+        # each instance's servers, as planned
+        pods = memo.token(("pods",), tuple(sorted(observed.pods.items())))
+        inputs: list[_PlanInputs] = [(z, observed.ownership.get(z.name),
+                                      *observed.zones.get(z.name, {}).values())
                                      for z in desired.zones]
-        plans = memo.each(("zone-plans",), inputs, lambda i: zonediff.plan_zone(i[0].name, i[0], observed),
-                          name=lambda i: i[0].name, same=_same_inputs, shared=(reachable, servers, pods))
+        plans = memo.each(("zone-plans",), inputs,
+                          lambda i: zonediff.plan_zone(i[0].name, i[0], observed),
+                          name=lambda i: i[0].name, same=_same_inputs,
+                          shared=(reachable, servers, pods))
         memo.sweep()
     wanted = {z.name for z in desired.zones}
-    plans += [zonediff.plan_zone(name, None, observed, force=force) for name in sorted(observed.ownership)
+    plans += [zonediff.plan_zone(name, None, observed, force=force)
+              for name in sorted(observed.ownership)
               if name not in wanted and (only is None or name in only)]
-    return [p for p in plans if p.zone is not None or p.deletes or p.errors or p.managed_before or p.kept]
+    return [p for p in plans if p.zone is not None or p.deletes or p.errors or p.managed_before
+            or p.kept]
 
 
 def build(desired: Desired, observed: Observed, *, revision: str | None = None,
@@ -109,31 +123,26 @@ def build(desired: Desired, observed: Observed, *, revision: str | None = None,
           scope: Scope = ALL, create_namespaces: bool = False, now: dt.datetime | None = None,
           kube_memo: Memo = NO_MEMO) -> Plan:
     """`trust_hash`: the Kubernetes objects were remembered, not read back (see kubediff.diff);
-    `memo`: the plans of the last revision, for zones nothing changed in; `force`: a zone that left Git
-    is deleted even where it holds RRsets the agent did not write (zonediff.plan_zone); `scope`: the
-    zones planned (zone_plans; a push's zones say so in a note instead of Kubernetes' absence);
+    `memo`: the plans of the last revision, for zones nothing changed in; `force`: a zone that left
+    Git is deleted even where it holds RRsets the agent did not write (zonediff.plan_zone); `scope`:
+    the zones planned (zone_plans; a push's zones say so in a note instead of Kubernetes' absence);
     `create_namespaces`: missing namespaces are created, not reported; `now`: the clock of RNDC key
-    rotation (plan/rotation.py; default: the current time); `kube_memo`: the last revision's Kubernetes
-    diff, list by list (a memo swept with each revision: the expansion's). The plan is made whole here
-    and never edited after (the gate's refusals come with a copy: agent/gate/verdict.py)."""
+    rotation (plan/rotation.py; default: the current time); `kube_memo`: the last revision's
+    Kubernetes diff, list by list (a memo swept with each revision: the expansion's). The plan is
+    made whole here and never edited after (the gate's refusals come with a copy:
+    agent/gate/verdict.py)."""
     kube = (kube_changes(desired, observed.kube, agent=agent, rotate_rndc_keys=rotate_rndc_keys,
-                         trust_hash=trust_hash, now=now, memo=kube_memo) if observed.kube is not None else None)
+                         trust_hash=trust_hash, now=now, memo=kube_memo)
+            if observed.kube is not None else None)
     only = None if scope.zones is None else set(scope.zones)
-    zones = zone_plans(desired, observed.dns, memo, force=force, only=only) if observed.dns is not None else None
+    zones = zone_plans(desired, observed.dns, memo, force=force,
+                       only=only) if observed.dns is not None else None
     changes: list[Change] = []
     conflicts: list[str] = []
     notes: list[str] = []
     unplanned: list[str] = []
-    kube_managed, crds = 0, []
-    namespaces: list[str] = []
-    blocked: dict[ObjectKey, str] = {}
-    inventory: list[ObjectKey] | None = None
-    if observed.kube is not None:
-        if any(c.action == "delete" for c in kube or []):  # the prune gate's base; without a delete, not asked
-            live = observed.kube.live
-            kube_managed = sum(1 for key, body in live.items() if kubediff.prunable(key, body, agent))
-        crds = crddiff.diff(observed.kube.crds) if observed.kube.crds is not None else []
-        namespaces, blocked, inventory = _namespaces(desired, observed.kube, agent=agent, create=create_namespaces)
+    kube_managed, crds, (namespaces, blocked, inventory) = _cluster_side(
+        desired, observed.kube, kube, agent=agent, create_namespaces=create_namespaces)
     _cluster_view(changes, crds, namespaces, desired)
     _kube_view(changes, conflicts, kube or [])
     _zone_view(changes, conflicts, unplanned, zones or [])
@@ -141,18 +150,38 @@ def build(desired: Desired, observed: Observed, *, revision: str | None = None,
         notes.append(PUSH_FIRST.format(zones=len(only or ())))
     elif kube is None:
         notes.append(NOT_OBSERVED_KUBE)
-    elif rotate_rndc_keys and observed.kube is not None:  # a key whose last rotation rolls out waits: said
+    # a key whose last rotation rolls out waits: said
+    elif rotate_rndc_keys and observed.kube is not None:
         notes += rotation.why_not(desired, observed.kube.live, now or dt.datetime.now(dt.UTC))
     if zones is None:
         notes.append(NOT_OBSERVED_DNS)
-    return Plan(changes, list(desired.problems), revision, conflicts, notes, kube, zones, kube_managed=kube_managed,
-                unplanned=unplanned, namespaces=namespaces, crds=crds, blocked=blocked, inventory=inventory)
+    return Plan(changes, list(desired.problems), revision, conflicts, notes, kube, zones,
+                kube_managed=kube_managed, unplanned=unplanned, namespaces=namespaces, crds=crds,
+                blocked=blocked, inventory=inventory)
 
 
 Namespaces = tuple[list[str], dict[ObjectKey, str], list[ObjectKey] | None]
 
 
-def _namespaces(desired: Desired, observed: KubeObserved, *, agent: str, create: bool) -> Namespaces:
+def _cluster_side(desired: Desired, observed: KubeObserved | None,
+                  kube: list[kubechange.KubeChange] | None, *, agent: str,
+                  create_namespaces: bool) -> tuple[int, list[kubechange.CrdChange], Namespaces]:
+    """What the plan says of the cluster besides its objects' changes: how many objects the agent
+    manages (the prune gate's base; without a delete, not asked), the CRDs to install, and the
+    namespaces (`_namespaces`)."""
+    if observed is None:
+        return 0, [], ([], {}, None)
+    kube_managed = 0
+    if any(c.action == "delete" for c in kube or []):
+        kube_managed = sum(1 for key, body in observed.live.items()
+                           if kubediff.prunable(key, body, agent))
+    crds = crddiff.diff(observed.crds) if observed.crds is not None else []
+    return kube_managed, crds, _namespaces(desired, observed, agent=agent,
+                                           create=create_namespaces)
+
+
+def _namespaces(desired: Desired, observed: KubeObserved, *, agent: str,
+                create: bool) -> Namespaces:
     """The namespaces the revision needs that do not exist: created first when allowed, else their
     objects are not applied (and say why); and the inventory the agent keeps in its own namespace:
     (namespaces created, objects blocked and why, the inventory or None)."""
@@ -163,10 +192,12 @@ def _namespaces(desired: Desired, observed: KubeObserved, *, agent: str, create:
     if create:
         created = missing
     else:
-        why = {ns: (f"namespace {ns} does not exist: create it (the agent does not create namespaces unless run "
-                    "with --create-namespaces)") for ns in missing}  # one message per namespace, not per object
+        why = {ns: (f"namespace {ns} does not exist: create it (the agent does not create "
+                    # one message per namespace, not per object
+                    "namespaces unless run with --create-namespaces)") for ns in missing}
         if why:
-            blocked = {o.key: why[o.key.namespace] for o in desired.objects if o.key.namespace in why}
+            blocked = {o.key: why[o.key.namespace] for o in desired.objects
+                       if o.key.namespace in why}
     inventory = None
     if agent in observed.namespaces or create:
         inventory = [o.key for o in desired.objects]  # sorted when written (reconcile/kubeapply.py)
@@ -189,15 +220,18 @@ def _cluster_view(changes: list[Change], crds: list[kubechange.CrdChange], names
     namespaces it creates."""
     add = changes.append
     for crd in crds:
-        add(Change(_ACTIONS[crd.action], KubeTarget("CustomResourceDefinition", None, crd.name), new=crd.body,
-                   fields=crd.fields, reason=crddiff.REASON[crd.action]))
-    declared = {o.key.namespace for o in desired.objects if o.key.namespace} if namespaces else set()
+        add(Change(_ACTIONS[crd.action], KubeTarget("CustomResourceDefinition", None, crd.name),
+                   new=crd.body, fields=crd.fields, reason=crddiff.REASON[crd.action]))
+    declared = {o.key.namespace for o in desired.objects
+                if o.key.namespace} if namespaces else set()
     for ns in namespaces:
-        add(Change(Action.CREATE, KubeTarget("Namespace", None, ns), new=kubechange.namespace_body(ns),
+        add(Change(Action.CREATE, KubeTarget("Namespace", None, ns),
+                   new=kubechange.namespace_body(ns),
                    reason=NAMESPACE_DECLARED if ns in declared else NAMESPACE_AGENT))
 
 
-def _kube_view(lines: list[Change], conflicts: list[str], changes: list[kubechange.KubeChange]) -> None:
+def _kube_view(lines: list[Change], conflicts: list[str],
+               changes: list[kubechange.KubeChange]) -> None:
     add = lines.append
     for c in changes:
         target = KubeTarget(*c.key)
@@ -218,35 +252,41 @@ def _zone_view(changes: list[Change], conflicts: list[str], unplanned: list[str]
             conflicts += [f"{zp.name}: {c}" for c in zp.conflicts]
             continue
         for instance in zp.deletes:
-            role = "no longer selected" if instance not in zp.primaries + zp.secondaries else "role changed"
+            role = ("no longer "
+                    "selected") if instance not in zp.primaries + zp.secondaries else "role changed"
             add(Change(Action.DELETE, ZoneTarget(zp.name, instance, role)))
-        for instance, role in zp.creates:  # the body the zone API gets (without the addresses: what is known)
+        # the body the zone API gets (without the addresses: what is known)
+        for instance, role in zp.creates:
             after: dict[str, Any] = zp.bodies.get(instance) or {"zoneType": role}
             if instance not in zp.bodies and role == "secondary":
                 after = {**after, "primaries": list(zp.primaries)}
             add(Change(Action.CREATE, ZoneTarget(zp.name, instance, role), new=after,
                        reason=zp.unbuildable.get(instance) or _created_why(zp, instance, role)))
         # the primaries' transfers (also-notify, allow-transfer), written again
-        for instance, why in [(i, RENOTIFY) for i in zp.renotify] + [(i, REOPEN) for i in zp.reopen]:
+        told = [(i, RENOTIFY) for i in zp.renotify] + [(i, REOPEN) for i in zp.reopen]
+        for instance, why in told:
             sent = zp.transfers.get(instance)
             shown = sent.as_dict() if sent is not None else {"alsoNotify": list(zp.secondaries)}
-            add(Change(Action.UPDATE, ZoneTarget(zp.name, instance, "primary"), new=shown, fields=tuple(shown),
-                       reason=why))
-        unplanned += [f"{zp.name} on {i}: {e.removeprefix(f'{i}: ')}" for i, e in sorted(zp.errors.items())]
+            add(Change(Action.UPDATE, ZoneTarget(zp.name, instance, "primary"), new=shown,
+                       fields=tuple(shown), reason=why))
+        unplanned += [f"{zp.name} on {i}: {e.removeprefix(f'{i}: ')}"
+                      for i, e in sorted(zp.errors.items())]
         conflicts += [f"{zp.name}: {c}" for c in zp.conflicts]
-    for zp in zones:  # shallow names first; a zone's keys are unique, so no two changes compare equal
+    # shallow names first; a zone's keys are unique, so no two changes compare equal
+    for zp in zones:
         if zp.in_sync:
             continue
         own = _own_rrsets(zp)
-        for _, (name, rtype), c in sorted([((key := c.key)[0].count("."), key, c) for c in zp.rrset_changes],
+        for _, (name, rtype), c in sorted([((key := c.key)[0].count("."), key, c)
+                                           for c in zp.rrset_changes],
                                           key=lambda k: k[:2]):
-            add(Change(_ACTIONS[c.action], RRsetTarget(zp.name, name, rtype), old=c.before, new=c.after,
-                       reason=own.get((name, rtype), "")))
+            add(Change(_ACTIONS[c.action], RRsetTarget(zp.name, name, rtype), old=c.before,
+                       new=c.after, reason=own.get((name, rtype), "")))
 
 
 def _created_why(zp: zoneplan.ZonePlan, server: str, role: str) -> str:
-    """Why a zone is created on a server: the agent's own work (a new pod, primaries that moved, a new
-    placement, an interrupted run), or drift (a server that had it lost it)."""
+    """Why a zone is created on a server: the agent's own work (a new pod, primaries that moved, a
+    new placement, an interrupted run), or drift (a server that had it lost it)."""
     if server in zp.repoint:
         return "its primaries' pods moved: removed and created again"
     if server in zp.fresh:
@@ -255,12 +295,13 @@ def _created_why(zp: zoneplan.ZonePlan, server: str, role: str) -> str:
         return FINISHED
     seen = zp.observed.get(server)
     had = zp.placements_before.get(servers.instance_of(server)) == role
-    return ZONE_GONE if had and (role == "secondary" or (seen is not None and seen.rrsets is None)) else ""
+    return ZONE_GONE if had and (role == "secondary"
+                                 or (seen is not None and seen.rrsets is None)) else ""
 
 
 def _own_rrsets(zp: zoneplan.ZonePlan) -> dict[tuple[str, str], str]:
-    """The RRset changes that are the agent's own work: each only on servers the zone is created on (a
-    new pod, a repointed secondary), or in a zone whose interrupted run is finished now."""
+    """The RRset changes that are the agent's own work: each only on servers the zone is created on
+    (a new pod, a repointed secondary), or in a zone whose interrupted run is finished now."""
     created = {s for s, _ in zp.creates}
     if zp.recovered:
         return {c.key: FINISHED for p in zp.records.values() for c in p.changes}

@@ -12,7 +12,8 @@ JSON output (`--output json`), format version 1:
                   "layer": "kubernetes"|"zones"|"records",
                   "target": {...},   # kubernetes: kind, namespace, name (also Bindy's CRDs and the
                                      #   namespaces a sync creates: kind CustomResourceDefinition or
-                                     #   Namespace, namespace null; applied before the other objects)
+                                     #   Namespace, namespace null; applied before the other
+                                     # objects)
                                      # zones: zone, instance, role
                                      # records: zone, name, type
                   "before": {...}|null, "after": {...}|null,
@@ -66,7 +67,9 @@ class KubeTarget:
     layer = "kubernetes"
 
     def __str__(self) -> str:
-        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
+        if self.namespace:
+            return f"{self.kind} {self.namespace}/{self.name}"
+        return f"{self.kind} {self.name}"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -100,8 +103,8 @@ Shown = dict[str, Any] | RRset | KubeObject | None  # what a change's before/aft
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Change:
-    """One line of the plan. `before` and `after` are made when read, from what the plan holds anyway
-    (an RRset, a desired object): a plan of 100,000 creates keeps no second copy of them."""
+    """One line of the plan. `before` and `after` are made when read, from what the plan holds
+    anyway (an RRset, a desired object): a plan of 100,000 creates keeps no second copy of them."""
 
     action: Action
     target: Target
@@ -133,7 +136,8 @@ def drifted(change: Change) -> bool:
     "drift: ..."), or an RRset changed on a server that had the zone. The agent's own work is not: a
     new or replaced pod's zones and records, secondaries repointed to moved primaries, the transfers
     told to moved pods, an interrupted run finished (each says so in its reason)."""
-    return change.reason.startswith(DRIFT) or (change.target.layer == "records" and not change.reason)
+    return change.reason.startswith(DRIFT) or (change.target.layer == "records"
+                                               and not change.reason)
 
 
 def _shown(what: Shown) -> dict[str, Any] | None:
@@ -147,8 +151,8 @@ def _shown(what: Shown) -> dict[str, Any] | None:
 @dataclasses.dataclass(frozen=True)
 class Plan:
     """Everything a revision will do, decided before the first write, and never edited once made:
-    `plan/build.py` makes it whole, the gate (`agent/gate/verdict.py approve`) returns a copy with its
-    refusals, a delta a copy with its base and labels (`dataclasses.replace`).
+    `plan/build.py` makes it whole, the gate (`agent/gate/verdict.py approve`) returns a copy with
+    its refusals, a delta a copy with its base and labels (`dataclasses.replace`).
 
     `kube` and `zones` are what apply executes (None: that layer was not observed, so nothing is
     done there); `changes` is the same plan as a flat list for people and reports; `refused` are
@@ -161,24 +165,30 @@ class Plan:
     notes: list[str] = dataclasses.field(default_factory=list)
     kube: list[kubechange.KubeChange] | None = None
     zones: list[zoneplan.ZonePlan] | None = None
-    refused: tuple[Refusal, ...] = ()  # the gate's (agent/gate/verdict.py): only `approve` sets them
-    kube_managed: int = 0  # objects the agent made and may prune, before this revision (counted when it prunes)
-    unplanned: list[str] = dataclasses.field(default_factory=list)  # zones on servers that could not be observed
+    # the gate's (agent/gate/verdict.py): only `approve` sets them
+    refused: tuple[Refusal, ...] = ()
+    # objects the agent made and may prune, before this revision (counted when it prunes)
+    kube_managed: int = 0
+    # zones on servers that could not be observed
+    unplanned: list[str] = dataclasses.field(default_factory=list)
     base: str | None = None  # a delta (`plan --base`): the revision `revision` is compared against
     base_problems: list[Problem] = dataclasses.field(default_factory=list)
-    invalid: tuple[str, ...] = ()  # inputs that did not validate ("revision", "base", "head"): nothing planned
-    labels: dict[str, str] = dataclasses.field(default_factory=dict)  # revision -> how people name it ("main (1a2b)")
+    # inputs that did not validate ("revision", "base", "head"): nothing planned
+    invalid: tuple[str, ...] = ()
+    # revision -> how people name it ("main (1a2b)")
+    labels: dict[str, str] = dataclasses.field(default_factory=dict)
     # Kubernetes beyond the objects' changes: the missing namespaces apply creates first (allowed by
     # --create-namespaces) and Bindy's CRDs it creates or updates before them (when the run installs
-    # them: the setting install_crds), both also lines of `changes`; the objects it does not apply and
-    # why (their namespace is missing), and what the inventory lists once applied (None: not written,
-    # the agent's namespace is missing)
+    # them: the setting install_crds), both also lines of `changes`; the objects it does not apply
+    # and why (their namespace is missing), and what the inventory lists once applied (None: not
+    # written, the agent's namespace is missing)
     namespaces: list[str] = dataclasses.field(default_factory=list)
-    crds: list[kubechange.CrdChange] = dataclasses.field(default_factory=list)  # Bindy's CRDs, applied before all
+    # Bindy's CRDs, applied before all
+    crds: list[kubechange.CrdChange] = dataclasses.field(default_factory=list)
     blocked: dict[ObjectKey, str] = dataclasses.field(default_factory=dict)
     inventory: list[ObjectKey] | None = None
-    # where its changes come from in the repository, and how to link there (plan/locate.Sources): what
-    # the Markdown plan links each change to; None: nowhere known
+    # where its changes come from in the repository, and how to link there (plan/locate.Sources):
+    # what the Markdown plan links each change to; None: nowhere known
     sources: Any = None
 
     @property

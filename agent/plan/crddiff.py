@@ -3,7 +3,8 @@ create, one that lacks what the models' says is an update (extra fields the API 
 fine: the comparison is kubediff.differences), an equal one is nothing.
 
 The installed CRDs are read by agent/observe/kubeobserve.crds; agent/reconcile/crdapply.py writes
-the plan's CRD changes, first of all the Kubernetes writes, and only once the gate passed the plan."""
+the plan's CRD changes, first of all the Kubernetes writes, and only once the gate passed the
+plan."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The delta of a pull request (pure): what applying `head` changes in a world where `base` was applied.
+"""The delta of a pull request (pure): what applying `head` changes in a world where `base` was
+applied.
 
     base ──plan against an empty world──► the world base leaves behind (`would_be`)
     head ──plan against that world──────► the delta: every Kubernetes object, zone placement
@@ -25,10 +26,12 @@ from agent.plan.changes import Action, Change, KubeTarget, Plan, mask_secrets
 
 
 def _as_applied(obj: KubeObject, agent: str) -> dict[str, Any]:
-    """The live object a sync of `obj` leaves: the manifest, a Secret's values in `data` as the API server has them."""
+    """The live object a sync of `obj` leaves: the manifest, a Secret's values in `data` as the API
+    server has them."""
     body = kubechange.manifest(obj, agent)
     if body.get("kind") == "Secret" and isinstance(body.get("stringData"), dict):
-        data = {k: base64.b64encode(str(v).encode()).decode() for k, v in body.pop("stringData").items()}
+        data = {k: base64.b64encode(str(v).encode()).decode()
+                for k, v in body.pop("stringData").items()}
         body["data"] = {**(body.get("data") or {}), **data}
     return body
 
@@ -59,7 +62,8 @@ def instances(*states: Desired) -> set[str]:
 def would_be(desired: Desired, *, agent: str = names.DEFAULT_AGENT_NAMESPACE,
              reachable: set[str] | None = None) -> Observed:
     """The world right after a sync of `desired`, as a run would observe it."""
-    return Observed(_kube_world(desired, agent), _dns_world(desired, instances(desired) | (reachable or set())))
+    return Observed(_kube_world(desired, agent),
+                    _dns_world(desired, instances(desired) | (reachable or set())))
 
 
 def changed_fields(before: Any, after: Any, path: str = "") -> list[str]:
@@ -89,10 +93,12 @@ def _exact_update(change: Change, base: dict[KubeTarget, KubeObject]) -> Change:
     return dataclasses.replace(change, old=before, fields=fields or change.fields)
 
 
-def delta(base: Desired, head: Desired, *, base_revision: str | None = None, head_revision: str | None = None,
-          agent: str = names.DEFAULT_AGENT_NAMESPACE) -> Plan:
-    """What `head` changes relative to `base`, as a sync of head would plan it after a sync of base."""
+def delta(base: Desired, head: Desired, *, base_revision: str | None = None,
+          head_revision: str | None = None, agent: str = names.DEFAULT_AGENT_NAMESPACE) -> Plan:
+    """What `head` changes relative to `base`, as a sync of head would plan it after a sync of
+    base."""
     world = would_be(base, agent=agent, reachable=instances(head))
     plan = build.build(head, world, revision=head_revision, agent=agent)
     by_target = {KubeTarget(o.key.kind, o.key.namespace, o.key.name): o for o in base.objects}
-    return dataclasses.replace(plan, base=base_revision, changes=[_exact_update(c, by_target) for c in plan.changes])
+    return dataclasses.replace(plan, base=base_revision,
+                               changes=[_exact_update(c, by_target) for c in plan.changes])

@@ -32,7 +32,8 @@ from agent.model.key import ObjectKey
 from agent.model.names import HASH_ANNOTATION, selector
 from agent.plan.kubechange import KubeChange, is_managed, manifest, terminating, tier_of
 
-CREATE_ONLY = frozenset({"PersistentVolumeClaim"})  # created when absent; never updated, conflicting or pruned
+# created when absent; never updated, conflicting or pruned
+CREATE_ONLY = frozenset({"PersistentVolumeClaim"})
 
 
 def _decode(value: str) -> str:
@@ -75,7 +76,8 @@ def secret_differences(want: dict[str, Any], live: dict[str, Any]) -> list[str]:
     out = differences({k: v for k, v in want.items() if k not in ("stringData", "data")}, live)
     data = live.get("data") or {}
     for key, value in (want.get("stringData") or {}).items():
-        if key not in data or (value != workloads.SECRET_PLACEHOLDER and _decode(data[key]) != value):
+        if key not in data or (value != workloads.SECRET_PLACEHOLDER
+                               and _decode(data[key]) != value):
             out.append(f"data.{key}")
     return out
 
@@ -98,19 +100,21 @@ def diff(desired: Iterable[KubeObject], live: dict[ObjectKey, dict[str, Any]],
     return changes + _prune(live, len(wanted), lambda: [o.key for o in objects], agent=agent)
 
 
-_Part = tuple[tuple[KubeChange, ...], int]  # a list's changes, and how many of its objects were live
+# a list's changes, and how many of its objects were live
+_Part = tuple[tuple[KubeChange, ...], int]
 
 
 def diff_parts(parts: Sequence[Sequence[KubeObject]], live: dict[ObjectKey, dict[str, Any]],
-               inventory: set[ObjectKey], *, agent: str, trust_hash: bool = False, memo: Memo = NO_MEMO,
-               ) -> list[KubeChange]:
+               inventory: set[ObjectKey], *, agent: str, trust_hash: bool = False,
+               memo: Memo = NO_MEMO, ) -> list[KubeChange]:
     """`diff` of the revision's objects given list by list (the infrastructure, then the CRs of each
     Git file, in apply order), for a long-running agent's `memo`. A push changes a few files of
-    thousands: with `trust_hash`, a list that is the very list diffed last time (the memo's contract:
-    an unchanged file is the same objects), and that had nothing to change then, still has nothing
-    to change, since live is what this agent left and the agent changes only what a plan says. It is
-    not read again. That holds while every object the inventory lists is live (one that was deleted,
-    or failed, is diffed again: everything is); a full observe (no `trust_hash`) diffs every list."""
+    thousands: with `trust_hash`, a list that is the very list diffed last time (the memo's
+    contract: an unchanged file is the same objects), and that had nothing to change then, still has
+    nothing to change, since live is what this agent left and the agent changes only what a plan
+    says. It is not read again. That holds while every object the inventory lists is live (one that
+    was deleted, or failed, is diffed again: everything is); a full observe (no `trust_hash`) diffs
+    every list."""
     recalled = trust_hash and not inventory.difference(live)  # (a dict: looked up, not copied)
     world = memo.token(("kube-diff-world", agent), recalled) if recalled else object()
     fresh: set[int] = set()
@@ -122,25 +126,29 @@ def diff_parts(parts: Sequence[Sequence[KubeObject]], live: dict[ObjectKey, dict
         _diff_into(changes, wanted, part, live, inventory, agent=agent, trust_hash=trust_hash)
         return tuple(changes), len(wanted)
 
-    found = memo.each(("kube-diff",), parts, one, name=lambda part: part[0].key if part else None, shared=(world,))
+    found = memo.each(("kube-diff",), parts, one, name=lambda part: part[0].key if part else None,
+                      shared=(world,))
     changes: list[KubeChange] = []
     present = 0
     for part, (done, count) in zip(parts, found, strict=True):
-        if done and id(part) not in fresh:  # it had changes last time, which were applied since: diffed again
+        # it had changes last time, which were applied since: diffed again
+        if done and id(part) not in fresh:
             done, count = one(part)
         changes += done
         present += count
-    return changes + _prune(live, present, lambda: [o.key for part in parts for o in part], agent=agent)
+    return changes + _prune(live, present, lambda: [o.key for part in parts for o in part],
+                            agent=agent)
 
 
-def _prune(live: dict[ObjectKey, dict[str, Any]], present: int, wanted: Callable[[], Iterable[ObjectKey]], *,
-           agent: str) -> list[KubeChange]:
-    """The deletes, children first: what the agent made that the revision no longer has. A revision's
-    keys are unique (a duplicate is a validation error): when as many of them are live as there are
-    live objects, none is left over, and the revision's keys are not gathered."""
+def _prune(live: dict[ObjectKey, dict[str, Any]], present: int,
+           wanted: Callable[[], Iterable[ObjectKey]], *, agent: str) -> list[KubeChange]:
+    """The deletes, children first: what the agent made that the revision no longer has. A
+    revision's keys are unique (a duplicate is a validation error): when as many of them are live as
+    there are live objects, none is left over, and the revision's keys are not gathered."""
     left = live.keys() - set(wanted()) if present < len(live) else ()
     prune = [k for k in left if prunable(k, live[k], agent)]
-    prune.sort(key=lambda k: (-tier_of(k.kind), -CHILD_ORDER.get(k.kind, 0), k.kind, k.namespace or "", k.name))
+    prune.sort(key=lambda k: (-tier_of(k.kind), -CHILD_ORDER.get(k.kind, 0), k.kind,
+                              k.namespace or "", k.name))
     return [KubeChange("delete", k, None) for k in prune]
 
 
@@ -152,24 +160,28 @@ def _absent_why(current: dict[str, Any] | None, listed: bool) -> str:
 
 def prunable(key: ObjectKey, body: dict[str, Any], agent: str) -> bool:
     """Made by this agent, not already being deleted, and removed when the revision no longer has it
-    (a claim never is, nor a zone's DNSSEC key Secret). The prune gate's base counts these: a claim is
-    live after a run remembered it and absent after a full observe (its kind is not listed), and an
-    object a finalizer holds after its delete is listed but not remembered, so counting either made
-    the same revision pass or be refused depending on how the run saw the cluster; a key Secret is
-    never deleted, so counting it would let a prune pass that the same revision without it refuses."""
+    (a claim never is, nor a zone's DNSSEC key Secret). The prune gate's base counts these: a claim
+    is live after a run remembered it and absent after a full observe (its kind is not listed), and
+    an object a finalizer holds after its delete is listed but not remembered, so counting either
+    made the same revision pass or be refused depending on how the run saw the cluster; a key Secret
+    is never deleted, so counting it would let a prune pass that the same revision without it
+    refuses."""
     return (key.kind not in CREATE_ONLY and not zone_keys(key, body) and is_managed(body, agent)
             and not terminating(body))
 
 
 def zone_keys(key: ObjectKey, body: dict[str, Any]) -> bool:
-    """A signed zone's DNSSEC key Secret (agent/desired/zonekeys.py), which the agent never deletes."""
-    return key.kind == "Secret" and ((body.get("metadata") or {}).get("labels") or {}).get(zonekeys.LABEL) == "true"
+    """A signed zone's DNSSEC key Secret (agent/desired/zonekeys.py), which the agent never
+    deletes."""
+    return key.kind == "Secret" and ((body.get("metadata") or {}).get("labels")
+                                     or {}).get(zonekeys.LABEL) == "true"
 
 
 def _diff_into(changes: list[KubeChange], wanted: list[ObjectKey], desired: Iterable[KubeObject],
                live: dict[ObjectKey, dict[str, Any]], inventory: set[ObjectKey], *, agent: str,
                trust_hash: bool) -> None:
-    """The creates, updates and conflicts of `desired` into `changes`; the keys found live into `wanted`."""
+    """The creates, updates and conflicts of `desired` into `changes`; the keys found live into
+    `wanted`."""
     for obj in desired:
         current = live.get(obj.key)
         if current is None or terminating(current):
@@ -182,11 +194,13 @@ def _diff_into(changes: list[KubeChange], wanted: list[ObjectKey], desired: Iter
         if obj.key.kind in CREATE_ONLY:
             continue
         if not is_managed(current, agent):
-            changes.append(KubeChange("conflict", obj.key, obj, reason="exists but was not created by this "
+            changes.append(KubeChange("conflict", obj.key, obj,
+                                      reason="exists but was not created by this "
                                       f"agent (no labels {selector(agent)}); not touched"))
             continue
         body = manifest(obj, agent)
-        fields = secret_differences(body, current) if obj.key.kind == "Secret" else differences(body, current)
+        fields = (secret_differences(body, current) if obj.key.kind == "Secret"
+                  else differences(body, current))
         if fields:
             drift = _applied_hash(current) == obj.hash
             changes.append(KubeChange("update", obj.key, obj, tuple(fields), drift=drift,

@@ -33,7 +33,8 @@ class Located:
     side: str  # HEAD, or BASE for what the change removes
     file: str  # relative to the revision's root
     line: int
-    made_from: str = ""  # a generated object: the CR it is made from ("Bind9Cluster dns-system/dns")
+    # a generated object: the CR it is made from ("Bind9Cluster dns-system/dns")
+    made_from: str = ""
 
 
 class _Side:
@@ -56,7 +57,8 @@ class _Side:
         return self._zones.get(name)
 
     def records(self, zone: Zone, owner: str, rtype: str) -> list[ObjectKey]:
-        """The record CRs of the zone that make the RRset (owner, rtype), in the revision's order."""
+        """The record CRs of the zone that make the RRset (owner, rtype), in the revision's
+        order."""
         if zone.name not in self._owners:
             index: dict[tuple[str, str], list[ObjectKey]] = {}
             for key, placed in zone.records.items():
@@ -66,8 +68,9 @@ class _Side:
 
 
 class Locator:
-    """Answers where a change comes from (`__call__`) and whether a Kubernetes object is a CR written in
-    the repository (`written`); `base`: the revision a delta compares against (None: a single revision)."""
+    """Answers where a change comes from (`__call__`) and whether a Kubernetes object is a CR
+    written in the repository (`written`); `base`: the revision a delta compares against (None: a
+    single revision)."""
 
     def __init__(self, head: Desired, base: Desired | None = None) -> None:
         self.head = _Side(HEAD, head)
@@ -77,7 +80,8 @@ class Locator:
         return self.base if change.action is Action.DELETE else self.head
 
     def written(self, change: Change) -> bool:
-        """A Kubernetes object written in the repository (a CR), as opposed to one the agent generates."""
+        """A Kubernetes object written in the repository (a CR), as opposed to one the agent
+        generates."""
         target = change.target
         if not isinstance(target, KubeTarget):
             return False
@@ -105,8 +109,8 @@ class Locator:
         return Located(side.name, origin.file, origin.line)
 
     def _edited(self, side: _Side, keys: list[ObjectKey]) -> ObjectKey | None:
-        """Of the records making an RRset, the first the change edited (added, or changed since the base):
-        an edit of one record of an RRset links to that record; the first one otherwise."""
+        """Of the records making an RRset, the first the change edited (added, or changed since the
+        base): an edit of one record of an RRset links to that record; the first one otherwise."""
         other = self.base if side is self.head else None
         for key in keys if other is not None and len(keys) > 1 else ():
             now, before = side.object(key), other.object(key)  # type: ignore[union-attr]
@@ -124,7 +128,8 @@ class Locator:
         source = side.object(obj.source) if obj.source is not None else None
         if source is None or source.origin is None:
             return None
-        made_from = f"{source.key.kind} {source.key.namespace}/{source.key.name}" if source.key.namespace \
+        made_from = (f"{source.key.kind} "
+                     f"{source.key.namespace}/{source.key.name}") if source.key.namespace \
             else f"{source.key.kind} {source.key.name}"
         return Located(side.name, source.origin.file, source.origin.line, made_from)
 
@@ -135,12 +140,14 @@ def _document(obj: KubeObject) -> object:
     return content if isinstance(content, dict) else content.model
 
 
-Link = Callable[[Located], "str | None"]  # a file:line as a URL (the CLI's --link-base), None: not linked
+# a file:line as a URL (the CLI's --link-base), None: not linked
+Link = Callable[[Located], "str | None"]
 
 
 @dataclasses.dataclass(frozen=True)
 class Sources:
-    """What a pull-request comment knows of the repository: where changes come from, and how to link there."""
+    """What a pull-request comment knows of the repository: where changes come from, and how to link
+    there."""
 
     locator: Locator | None = None
     link: Link | None = None
@@ -149,7 +156,8 @@ class Sources:
         return self.locator(change) if self.locator is not None else None
 
     def written(self, change: Change) -> bool:
-        """A CR of the repository; without a locator, a Bindy kind the agent did not generate (its label says)."""
+        """A CR of the repository; without a locator, a Bindy kind the agent did not generate (its
+        label says)."""
         if self.locator is not None:
             return self.locator.written(change)
         if not isinstance(change.target, KubeTarget) or change.target.kind not in kinds.KINDS:

@@ -34,10 +34,10 @@ GENERATED_TABLE = ["| | object | change | made from |", "|:-:|---|---|---|"]
 
 
 def code(text: str, *, cell: bool = False) -> str:
-    """`text` as inline code shown exactly as written, on one line (controls and newlines escaped). Its
-    fence is longer than any run of backticks inside; a space pads text that starts or ends with a
-    backtick or a space (CommonMark strips one from each side). In a table `cell`, every `|` is escaped:
-    GFM splits cells on it even inside code, and takes the backslash away again."""
+    """`text` as inline code shown exactly as written, on one line (controls and newlines escaped).
+    Its fence is longer than any run of backticks inside; a space pads text that starts or ends with
+    a backtick or a space (CommonMark strips one from each side). In a table `cell`, every `|` is
+    escaped: GFM splits cells on it even inside code, and takes the backslash away again."""
     text = printable.line(text)
     if not text:
         return ""
@@ -59,7 +59,8 @@ def mark(action: Action) -> str:
 
 
 def lookup(body: Any, path: str) -> Any:
-    """The value at a field path such as `spec.ipv4Addresses[0]` (keys may hold dots, e.g. labels)."""
+    """The value at a field path such as `spec.ipv4Addresses[0]` (keys may hold dots, e.g.
+    labels)."""
     if not path:
         return body
     if path.startswith("[") and isinstance(body, list):
@@ -67,8 +68,8 @@ def lookup(body: Any, path: str) -> Any:
         index = int(path[1:end])
         return lookup(body[index], path[end + 1:].lstrip(".")) if index < len(body) else _MISSING
     if isinstance(body, dict):
-        for key in sorted((k for k in body if path == k or path.startswith((k + ".", k + "["))), key=len,
-                          reverse=True):
+        for key in sorted((k for k in body if path == k or path.startswith((k + ".", k + "["))),
+                          key=len, reverse=True):
             return lookup(body[key], path[len(key):].lstrip("."))
     return _MISSING
 
@@ -91,7 +92,8 @@ def _url(link: str) -> str:
 
 
 def where(located: Located | None, sources: Sources, *, made_from: bool = False) -> str:
-    """The file:line cell: a link when --link-base was given; for a generated object, the CR it is made from."""
+    """The file:line cell: a link when --link-base was given; for a generated object, the CR it is
+    made from."""
     if located is None:
         return ""
     place = cell(f"{located.file}:{located.line}")
@@ -105,7 +107,8 @@ def kube_change(change: Change) -> str:
     """An update of a Kubernetes object with its first fields as `old -> new`; else what it does."""
     if change.action is not Action.UPDATE or change.before is None or change.after is None:
         return cell(detail(change))
-    shown = [f"{cell(f)}: {cell(value(lookup(change.before, f)))} -> {cell(value(lookup(change.after, f)))}"
+    shown = [f"{cell(f)}: {cell(value(lookup(change.before, f)))} -> "
+             f"{cell(value(lookup(change.after, f)))}"
              for f in change.fields[:SHOWN_FIELDS]]
     more = len(change.fields) - SHOWN_FIELDS
     return "<br>".join(shown + ([f"and {more} more fields"] if more > 0 else []))
@@ -120,7 +123,8 @@ def rrset_change(change: Change) -> str:
         return f"{cell(_short(before.get('values', [])))} TTL {before.get('ttl', '')}"
     parts = []
     if before.get("values") != after.get("values"):
-        parts.append(f"{cell(_short(before.get('values', []), 40))} -> {cell(_short(after.get('values', []), 40))}")
+        parts.append(f"{cell(_short(before.get('values', []), 40))} -> "
+                     f"{cell(_short(after.get('values', []), 40))}")
     if before.get("ttl") != after.get("ttl"):
         parts.append(f"TTL {before.get('ttl')} -> {after.get('ttl')}")
     return ", ".join(parts)
@@ -139,8 +143,8 @@ def record_rows(changes: Iterable[Change], sources: Sources) -> Iterator[str]:
     zone = None
     for c in changes:
         assert isinstance(c.target, RRsetTarget)
-        row = (f"| {mark(c.action)} | {cell(_relative(c.target.name, c.target.zone))} | {cell(c.target.rtype)} | "
-               f"{rrset_change(c)} | {where(sources.where(c), sources)} |")
+        row = (f"| {mark(c.action)} | {cell(_relative(c.target.name, c.target.zone))} | "
+               f"{cell(c.target.rtype)} | {rrset_change(c)} | {where(sources.where(c), sources)} |")
         if c.target.zone != zone:
             zone = c.target.zone
             row = _zone_row(zone, 5) + "\n" + row
@@ -148,12 +152,13 @@ def record_rows(changes: Iterable[Change], sources: Sources) -> Iterator[str]:
 
 
 def zone_rows(changes: Iterable[Change], sources: Sources) -> Iterator[str]:
-    """One row per zone created, updated or removed on a server, grouped by zone like the records."""
+    """One row per zone created, updated or removed on a server, grouped by zone like the
+    records."""
     zone = None
     for c in changes:
         assert isinstance(c.target, ZoneTarget)
-        row = (f"| {mark(c.action)} | {cell(c.target.instance)} | {cell(c.target.role)} | {cell(detail(c))} | "
-               f"{where(sources.where(c), sources)} |")
+        row = (f"| {mark(c.action)} | {cell(c.target.instance)} | {cell(c.target.role)} | "
+               f"{cell(detail(c))} | {where(sources.where(c), sources)} |")
         if c.target.zone != zone:
             zone = c.target.zone
             row = _zone_row(zone, 5) + "\n" + row
@@ -162,7 +167,8 @@ def zone_rows(changes: Iterable[Change], sources: Sources) -> Iterator[str]:
 
 def cr_rows(changes: Iterable[Change], sources: Sources) -> Iterator[str]:
     for c in changes:
-        yield f"| {mark(c.action)} | {cell(str(c.target))} | {kube_change(c)} | {where(sources.where(c), sources)} |"
+        yield (f"| {mark(c.action)} | {cell(str(c.target))} | {kube_change(c)} | "
+               f"{where(sources.where(c), sources)} |")
 
 
 def generated_rows(changes: Iterable[Change], sources: Sources) -> Iterator[str]:

@@ -24,9 +24,11 @@ PIECES: dict[str, Callable[[Plan], Iterator[str]]] = {
 FORMATS = sorted(PIECES)
 
 
-def chunks(plan: Plan, output: str, *, size: int = CHUNK, sources: Sources = NOWHERE) -> Iterator[str]:
-    """The plan in `output` format, in pieces of about `size` characters (the last one shorter); `sources`:
-    where the Markdown plan's changes come from and how to link there (plan/locate.py)."""
+def chunks(plan: Plan, output: str, *, size: int = CHUNK,
+           sources: Sources = NOWHERE) -> Iterator[str]:
+    """The plan in `output` format, in pieces of about `size` characters (the last one shorter);
+    `sources`: where the Markdown plan's changes come from and how to link there
+    (plan/locate.py)."""
     if output == "markdown":
         return _gathered(markdown_plan.pieces(plan, sources=sources), size)
     return _gathered(PIECES[output](plan), size)

@@ -1,7 +1,8 @@
 """The Markdown plan, meant to be pasted as a pull-request comment, written for its reviewers.
 
     headline        how many CRs of the repository the change edits, and the totals of each layer,
-                    labelled (a record edited in its CR is one CR and one RRset: each layer counts it once)
+                    labelled (a record edited in its CR is one CR and one RRset: each layer counts
+                    it once)
     refusals        what the safety gate would refuse (then a sync applies nothing)
     DNS records     first, what a reviewer came for, grouped by zone (plan/markdown_rows.py)
     zones           the zones created on or removed from servers, grouped by zone
@@ -9,12 +10,12 @@
     generated       what the agent makes from them (Deployments, Services, ...), folded in <details>
     the rest        conflicts, what was not observed, errors and warnings
 
-Each change is marked `+`, `~` or `-`, shows an edit as `old -> new`, and links to its file:line when
-the CLI has --link-base (plan/locate.py finds the line). It fits GitHub's 65,536-character limit
-(`MARKDOWN_LIMIT`): the headline and every count are always shown; when the tables do not fit, each is
-cut to the same number of rows (the most that fit) and ends with "... and N more". Rows are rendered
-lazily and only as far as the limit can reach: a plan of 100,000 changes renders about as many rows as
-fit in one comment, never all of them.
+Each change is marked `+`, `~` or `-`, shows an edit as `old -> new`, and links to its file:line
+when the CLI has --link-base (plan/locate.py finds the line). It fits GitHub's 65,536-character
+limit (`MARKDOWN_LIMIT`): the headline and every count are always shown; when the tables do not fit,
+each is cut to the same number of rows (the most that fit) and ends with "... and N more". Rows are
+rendered lazily and only as far as the limit can reach: a plan of 100,000 changes renders about as
+many rows as fit in one comment, never all of them.
 """
 
 from __future__ import annotations
@@ -35,9 +36,9 @@ __all__ = ["MARKDOWN_LIMIT", "code", "pieces"]
 
 
 class _Rows:
-    """A section's rows, rendered when first asked for and only while they could still fit: `length(n)`
-    is the characters of the first n rows with their newlines, exact up to `limit` (past it, some number
-    above `limit`, which is all a fitting needs to know)."""
+    """A section's rows, rendered when first asked for and only while they could still fit:
+    `length(n)` is the characters of the first n rows with their newlines, exact up to `limit` (past
+    it, some number above `limit`, which is all a fitting needs to know)."""
 
     def __init__(self, count: int, rows: Iterable[str], limit: int) -> None:
         self.count, self._rows, self._limit = count, iter(rows), limit
@@ -61,7 +62,8 @@ class _Section:
     footer: tuple[str, ...] = ()  # after the rows (a folded section's closing tag)
 
     def length(self, n: int) -> int:
-        """Its characters with at most n rows, each line with its newline (its empty last line's too)."""
+        """Its characters with at most n rows, each line with its newline (its empty last line's
+        too)."""
         cut = self.rows.count - n
         return (sum(len(line) + 1 for line in (*self.heading, *self.footer)) + self.rows.length(n)
                 + (len(self.more(cut)) + 1 if cut > 0 else 0) + 1)
@@ -76,8 +78,8 @@ class _Section:
 
 
 RECORDS, ZONES, CRS, GENERATED = "records", "zones", "crs", "generated"
-TOTALS = ((RECORDS, "DNS records (RRsets)"), (ZONES, "Zones on servers"), (CRS, "CRs of the repository"),
-          (GENERATED, "Generated Kubernetes objects"))
+TOTALS = ((RECORDS, "DNS records (RRsets)"), (ZONES, "Zones on servers"),
+          (CRS, "CRs of the repository"), (GENERATED, "Generated Kubernetes objects"))
 
 
 def _layer(change: Change, sources: Sources) -> str:
@@ -92,10 +94,13 @@ def _layer(change: Change, sources: Sources) -> str:
 def _table(title: str, header: list[str], count: int, found: Iterator[str], limit: int, *,
            folded: str = "") -> _Section:
     columns = header[0].count("|") - 1
-    more: Callable[[int], str] = lambda n: f"| | ... and {n:,} more |" + " |" * (columns - 2)  # noqa: E731
+
+    def more(n: int) -> str:
+        return f"| | ... and {n:,} more |" + " |" * (columns - 2)
+
     if folded:
-        return _Section(["<details>", f"<summary>{folded}</summary>", "", *header], _Rows(count, found, limit), more,
-                        ("", "</details>"))
+        return _Section(["<details>", f"<summary>{folded}</summary>", "", *header],
+                        _Rows(count, found, limit), more, ("", "</details>"))
     return _Section([f"### {title}", "", *header], _Rows(count, found, limit), more)
 
 
@@ -104,24 +109,26 @@ def _bullets(title: str, items: list[str], limit: int) -> _Section:
                     lambda n: f"- ... and {n:,} more")
 
 
-def _sections(plan: Plan, limit: int, sources: Sources, counts: dict[str, Counter[Action]]) -> list[_Section]:
+def _sections(plan: Plan, limit: int, sources: Sources,
+              counts: dict[str, Counter[Action]]) -> list[_Section]:
     def of(layer: str) -> Iterator[Change]:
         return (c for c in plan.changes if _layer(c, sources) == layer)
 
     out: list[_Section] = []
     if plan.refusals:
-        out.append(_bullets(f"### The safety gate would refuse this plan ({len(plan.refusals)}): a sync applies "
-                            "nothing", plan.refusals, limit))
+        out.append(_bullets(f"### The safety gate would refuse this plan ({len(plan.refusals)}): a "
+                            "sync applies nothing", plan.refusals, limit))
     tables = ((RECORDS, "DNS records", rows.RECORDS_TABLE, rows.record_rows, ""),
               (ZONES, "Zones on servers", rows.ZONES_TABLE, rows.zone_rows, ""),
               (CRS, "CRs of the repository", rows.CRS_TABLE, rows.cr_rows, ""),
-              (GENERATED, "", rows.GENERATED_TABLE, rows.generated_rows, "Generated Kubernetes objects ({}): what "
+              (GENERATED, "", rows.GENERATED_TABLE, rows.generated_rows,
+               "Generated Kubernetes objects ({}): what "
                "the agent makes from the CRs"))
     for layer, title, header, render, folded in tables:
         count = sum(counts[layer].values())
         if count:
-            out.append(_table(f"{title} ({count})", header, count, render(of(layer), sources), limit,
-                              folded=folded.format(count)))
+            out.append(_table(f"{title} ({count})", header, count, render(of(layer), sources),
+                              limit, folded=folded.format(count)))
     bullets: list[tuple[str, list[str]]] = [
         (f"### Conflicts, left untouched ({len(plan.conflicts)})", plan.conflicts),
         (f"### Not observed ({len(plan.unplanned)})", plan.unplanned),
@@ -133,7 +140,8 @@ def _problem_sections(plan: Plan) -> list[tuple[str, list[str]]]:
     def group(items: list[Problem], where: str) -> list[tuple[str, list[str]]]:
         errors = [str(p) for p in items if p.severity is Severity.ERROR]
         warnings = [str(p) for p in items if p.severity is Severity.WARNING]
-        return [(f"### Errors{where} ({len(errors)})", errors), (f"### Warnings{where} ({len(warnings)})", warnings)]
+        return [(f"### Errors{where} ({len(errors)})", errors),
+                (f"### Warnings{where} ({len(warnings)})", warnings)]
     if plan.base is None:
         return group(plan.problems, "")
     base = group(plan.base_problems, " in the base") if "base" in plan.invalid else []
@@ -148,26 +156,32 @@ def _count(plan: Plan, sources: Sources) -> dict[str, Counter[Action]]:
 
 
 def _totals(counts: dict[str, Counter[Action]]) -> list[str]:
-    """Each layer's adds, changes and removes, labelled: the same edit is counted once in each layer."""
+    """Each layer's adds, changes and removes, labelled: the same edit is counted once in each
+    layer."""
     def shown(layer: str, action: Action, sign: str) -> str:
         n = counts[layer][action]
         return f"`{sign}{n:,}`" if n else "0"
 
     lines = ["| | added | changed | removed |", "|---|--:|--:|--:|"]
-    lines += [f"| {title} | {shown(layer, Action.CREATE, '+')} | {shown(layer, Action.UPDATE, '~')} | "
-              f"{shown(layer, Action.DELETE, '-')} |" for layer, title in TOTALS]
-    return [*lines, "", "_Each layer counts an edit once: a record edited in its CR is one CR and one RRset._", ""]
+    lines += [f"| {title} | {shown(layer, Action.CREATE, '+')} | "
+              f"{shown(layer, Action.UPDATE, '~')} | {shown(layer, Action.DELETE, '-')} |"
+              for layer, title in TOTALS]
+    return [*lines, "",
+            "_Each layer counts an edit once: a record edited in its CR is one CR and one RRset._",
+            ""]
 
 
 def _headline(plan: Plan, counts: dict[str, Counter[Action]]) -> str:
     crs = counts[CRS]
     n = sum(crs.values())
     if not plan.changes:
-        return "**No changes**: the head does exactly what the base does." if plan.base is not None else \
+        return ("**No changes**: the head does exactly what the base "
+                "does.") if plan.base is not None else \
             "**No changes**: the world matches the revision."
     what = f"edit{'s' if n != 1 else ''} to the repository's CRs" if plan.base is not None else \
         f"CR{'s' if n != 1 else ''} of the repository to apply"
-    parts = [f"{crs[a]:,} {word}" for a, word in ((Action.CREATE, "added"), (Action.UPDATE, "changed"),
+    parts = [f"{crs[a]:,} {word}"
+             for a, word in ((Action.CREATE, "added"), (Action.UPDATE, "changed"),
                                                   (Action.DELETE, "removed")) if crs[a]]
     return f"**{n:,} {what}**" + (f": {', '.join(parts)}." if parts else ".")
 
@@ -175,23 +189,26 @@ def _headline(plan: Plan, counts: dict[str, Counter[Action]]) -> str:
 def _head(plan: Plan, counts: dict[str, Counter[Action]]) -> list[str]:
     lines = ["## bindy-agent plan", ""]
     if plan.base is not None:
-        lines += [f"Changes from base {code(label(plan, plan.base))} to head {code(label(plan, plan.revision))}",
+        lines += [f"Changes from base {code(label(plan, plan.base))} to head "
+                  f"{code(label(plan, plan.revision))}",
                   ""]
     elif plan.revision:
         lines += [f"Revision {code(plan.revision)}", ""]
     if plan.invalid:
         errors = {"base": plan.base_problems, "head": plan.problems, "revision": plan.problems}
-        counts_ = ", ".join(f"{what} has {sum(p.severity is Severity.ERROR for p in errors[what])} errors"
+        counts_ = ", ".join(f"{what} has {sum(p.severity is Severity.ERROR for p in errors[what])} "
+                            f"errors"
                             for what in plan.invalid)
-        return lines + [f"**Not planned: the {counts_}.** Nothing can be applied until they are fixed.", ""]
+        return lines + [f"**Not planned: the {counts_}.** Nothing can be applied until they are "
+                        f"fixed.", ""]
     lines += [_headline(plan, counts), ""]
     return lines + (_totals(counts) if plan.changes else [])
 
 
 def pieces(plan: Plan, *, limit: int = MARKDOWN_LIMIT, sources: Sources = NOWHERE) -> Iterator[str]:
-    """The Markdown plan, line by line: every table with as many rows as fit (all of them if they do),
-    and a note when they were cut; never more than `limit` characters. `sources`: where each change comes
-    from in the repository, and how to link there (plan/locate.py)."""
+    """The Markdown plan, line by line: every table with as many rows as fit (all of them if they
+    do), and a note when they were cut; never more than `limit` characters. `sources`: where each
+    change comes from in the repository, and how to link there (plan/locate.py)."""
     if sources is NOWHERE and plan.sources is not None:
         sources = plan.sources
     counts = _count(plan, sources)

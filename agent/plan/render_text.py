@@ -1,5 +1,5 @@
-"""The text plan, for a terminal: produced line by line, so a plan of 100,000 changes is written as it
-is rendered and never held as one string.
+"""The text plan, for a terminal: produced line by line, so a plan of 100,000 changes is written as
+it is rendered and never held as one string.
 
 Every line goes through `printable.line`: a name or value a revision wrote is shown as written, one
 line each, never as terminal control. `detail`, `summary_line` and `label` are shared with the
@@ -20,13 +20,14 @@ def summary_line(plan: Plan) -> str:
 
 
 def _closing_line(plan: Plan) -> str:
-    """The last line of a text plan: the totals, never "matches" when part of the world was not seen."""
+    """The last line of a text plan: the totals, never "matches" when part of the world was not
+    seen."""
     missing = len(plan.unplanned)
     if plan.changes:
         return summary_line(plan) + (f" ({missing} not observed, see above.)" if missing else "")
     if missing:
-        return (f"No changes planned, but {missing} zones could not be observed on their servers (above): the "
-                "world may still differ from the revision.")
+        return (f"No changes planned, but {missing} zones could not be observed on their servers "
+                "(above): the world may still differ from the revision.")
     if plan.base is not None:
         return "No changes: the head does exactly what the base does."
     return "No changes: the world matches the revision."
@@ -41,12 +42,14 @@ def _short(values: list[str], width: int) -> str:
 
 
 def detail(change: Change) -> str:
-    """What a change does, on one line (an RRset's TTL, type and values; a zone's primaries; why)."""
+    """What a change does, on one line (an RRset's TTL, type and values; a zone's primaries;
+    why)."""
     if isinstance(change.target, RRsetTarget):
         data = change.after or change.before or {}
         line = f"{data.get('ttl', '')} {change.target.rtype} {_short(data.get('values', []), 60)}"
         if change.action is Action.UPDATE and change.before:
-            line += f"  (was {change.before.get('ttl')} {_short(change.before.get('values', []), 40)})"
+            line += (f"  (was {change.before.get('ttl')} "
+                     f"{_short(change.before.get('values', []), 40)})")
         return line
     if isinstance(change.target, ZoneTarget) and change.after and change.after.get("primaries"):
         return "primaries: " + ", ".join(change.after["primaries"])
@@ -97,7 +100,8 @@ def _lines(plan: Plan) -> Iterator[str]:
         yield from (f"  ? {u}" for u in plan.unplanned)
         yield ""
     if plan.refusals:
-        yield f"The safety gate refuses this plan ({len(plan.refusals)}); a sync would apply nothing:"
+        yield (f"The safety gate refuses this plan ({len(plan.refusals)}); a sync would apply "
+               f"nothing:")
         yield from (f"  ! {r}" for r in plan.refusals)
         yield ""
     yield from (f"Note: {n}" for n in plan.notes)
@@ -105,6 +109,7 @@ def _lines(plan: Plan) -> Iterator[str]:
 
 
 def pieces(plan: Plan) -> Iterator[str]:
-    """The text plan, one line at a time (each ends with a newline; each line one line, shown as written)."""
+    """The text plan, one line at a time (each ends with a newline; each line one line, shown as
+    written)."""
     for line in _lines(plan):
         yield printable.line(line) + "\n"

@@ -1,4 +1,5 @@
-"""RNDC / TSIG key rotation of a generated `<instance>-rndc-key` Secret (pure: the clock is an argument).
+"""RNDC / TSIG key rotation of a generated `<instance>-rndc-key` Secret (pure: the clock is an
+argument).
 
 Bindy's bookkeeping, with Bindy's names (src/constants.rs, src/bind9/rndc.rs): the Secret carries
 `bindy.firestoned.io/rndc-created-at`, `rndc-rotate-at` (created + rotateAfter) and
@@ -12,12 +13,14 @@ names it, and bindcar cannot change that) and every pod keeps the key it started
 the key file and the sidecar its environment once, at start), so a pod's named and sidecar always
 agree. What changes at a rotation:
 
-    steady    Secret: secret (current)                       every pod: current
-    rotate    Secret: secret := new, previous-secret := old  pods roll: old pods old key, new pods new
-    rolling   Secret keeps both until the Deployment has     the agent signs each pod with the key that
-              rolled every pod (updated = available =       pod accepts (a TSIG-signed SOA query first:
-              replicas, generation observed)                 agent/observe/keyprobe.py), never a guess
-    dropped   previous-secret dropped                        only the new key is accepted anywhere
+    steady    Secret: secret (current)                  every pod: current
+    rotate    Secret: secret := new,                    pods roll: old pods old key, new pods
+              previous-secret := old                    new
+    rolling   Secret keeps both until the Deployment    the agent signs each pod with the key
+              has rolled every pod (updated =           that pod accepts (a TSIG-signed SOA
+              available = replicas, generation          query first: agent/observe/keyprobe.py),
+              observed)                                 never a guess
+    dropped   previous-secret dropped                   only the new key is accepted anywhere
 
 A rotation never starts while the last one is rolling out (its previous key still has pods).
 """
@@ -40,7 +43,8 @@ from agent.model.names import PREVIOUS_SECRET_KEY
 CREATED_AT = "bindy.firestoned.io/rndc-created-at"
 ROTATE_AT = "bindy.firestoned.io/rndc-rotate-at"
 ROTATION_COUNT = "bindy.firestoned.io/rndc-rotation-count"
-ROTATED_AT = "bindy.firestoned.io/rndc-rotated-at"  # on the Deployment's pod template: rolls the pods
+# on the Deployment's pod template: rolls the pods
+ROTATED_AT = "bindy.firestoned.io/rndc-rotated-at"
 ANNOTATIONS = (CREATED_AT, ROTATE_AT, ROTATION_COUNT)
 MIN_AGE = dt.timedelta(hours=1)  # Bindy's MIN_TIME_BETWEEN_ROTATIONS_HOURS
 
@@ -71,7 +75,8 @@ def _parse(text: str | None) -> dt.datetime | None:
 class Decision:
     """What one instance's key Secret and Deployment carry after this run."""
 
-    phase: str  # OFF, STEADY, ROTATE (a new key now), ROLLING (pods still start over to the last new key)
+    # OFF, STEADY, ROTATE (a new key now), ROLLING (pods still start over to the last new key)
+    phase: str
     annotations: dict[str, str]  # the Secret's rotation annotations (none when OFF)
     rolled_at: str | None  # the pod template's rndc-rotated-at (None: never rotated)
     keep_previous: bool  # previous-secret stays in the Secret
@@ -103,22 +108,25 @@ def rolled_out(deployment: dict[str, Any] | None, rolled_at: str | None) -> bool
     template = (((deployment.get("spec") or {}).get("template") or {}).get("metadata") or {})
     if rolled_at is not None and (template.get("annotations") or {}).get(ROTATED_AT) != rolled_at:
         return False
-    meta, spec, status = deployment.get("metadata") or {}, deployment.get("spec") or {}, deployment.get("status") or {}
+    meta, spec, status = (deployment.get("metadata") or {}, deployment.get("spec") or {},
+                          deployment.get("status") or {})
     want = spec.get("replicas", 1)
     return (status.get("observedGeneration", 0) >= meta.get("generation", 0)
             and status.get("updatedReplicas", 0) == want and status.get("replicas", 0) == want
-            and status.get("availableReplicas", 0) == want and not status.get("unavailableReplicas"))
+            and status.get("availableReplicas", 0) == want
+            and not status.get("unavailableReplicas"))
 
 
-def decide(config: RndcKeyConfig | None, secret: dict[str, Any] | None, deployment: dict[str, Any] | None,
-           now: dt.datetime, *, force: bool = False) -> Decision:
+def decide(config: RndcKeyConfig | None, secret: dict[str, Any] | None,
+           deployment: dict[str, Any] | None, now: dt.datetime, *, force: bool = False) -> Decision:
     """The phase of a generated key Secret. `config`: the instance's rndcKey; `secret` and
     `deployment`: the live objects (None: not there yet); `force`: `sync --rotate-rndc-keys`, a
     rotation now whatever rotate-at says (still never while the last one rolls out)."""
     auto = config is not None and config.auto_rotate
     try:
         after = parse_duration(config.rotate_after) if auto and config is not None else None
-    except ValueError:  # warned at validate (load/inert.py): as in Bindy, such a key is never rotated
+    # warned at validate (load/inert.py): as in Bindy, such a key is never rotated
+    except ValueError:
         after = None
     meta = (secret or {}).get("metadata") or {}
     live = {k: v for k, v in (meta.get("annotations") or {}).items() if k in ANNOTATIONS}
@@ -127,7 +135,8 @@ def decide(config: RndcKeyConfig | None, secret: dict[str, Any] | None, deployme
     count = int(live[ROTATION_COUNT]) if live.get(ROTATION_COUNT, "").isdigit() else 0
     rolled_at = live.get(CREATED_AT) if count > 0 else None
     rolling = has_previous and not rolled_out(deployment, rolled_at)
-    if not auto and not force and not live:  # never rotated and not asked to: no bookkeeping, as Bindy
+    # never rotated and not asked to: no bookkeeping, as Bindy
+    if not auto and not force and not live:
         return Decision(OFF, {}, None, rolling)
     if secret is None:  # created in this run
         return Decision(STEADY, _annotations(now, after, 0), None, False)
@@ -136,11 +145,13 @@ def decide(config: RndcKeyConfig | None, secret: dict[str, Any] | None, deployme
     due = force or (after is not None and now >= created + after and now - created >= MIN_AGE)
     if due and rolling:
         return Decision(ROLLING, _annotations(created, after, count), rolled_at, True,
-                        why_not="the last rotation is still rolling out: its previous key is in use until every pod "
-                                "has restarted; rotate again once the Deployment is rolled out")
+                        why_not="the last rotation is still rolling out: its previous key is in "
+                                "use until every pod has restarted; rotate again once the "
+                                "Deployment is rolled out")
     if due:
         return Decision(ROTATE, _annotations(now, after, count + 1), stamp(now), True)
-    return Decision(ROLLING if rolling else STEADY, _annotations(created, after, count), rolled_at, rolling)
+    return Decision(ROLLING if rolling else STEADY, _annotations(created, after, count), rolled_at,
+                    rolling)
 
 
 def _annotations(created: dt.datetime, after: dt.timedelta | None, count: int) -> dict[str, str]:
@@ -151,16 +162,21 @@ def _annotations(created: dt.datetime, after: dt.timedelta | None, count: int) -
 
 
 def status(config: RndcKeyConfig | None, secret: dict[str, Any] | None) -> dict[str, Any] | None:
-    """`rndcKeyRotation` of an instance from its live key Secret (Bindy shows it only with autoRotate)."""
+    """`rndcKeyRotation` of an instance from its live key Secret (Bindy shows it only with
+    autoRotate)."""
     if config is None or not config.auto_rotate or secret is None:
         return None
     annotations = (secret.get("metadata") or {}).get("annotations") or {}
-    return Decision(STEADY, {k: v for k, v in annotations.items() if k in ANNOTATIONS}, None, False).status()
+    return Decision(STEADY, {k: v for k, v in annotations.items() if k in ANNOTATIONS}, None,
+                    False).status()
 
 
-# -- the objects a revision wants, with each generated key Secret in its phase -------------------------
-NEW_SECRET = "<new secret>"  # stringData: the reconciler generates a new key (agent/reconcile/kubeapply.py)
-CURRENT_SECRET = "<current secret>"  # stringData: the live Secret's `secret` (the key being replaced)
+# -- the objects a revision wants, with each generated key Secret in its phase
+# -------------------------
+# stringData: the reconciler generates a new key (agent/reconcile/kubeapply.py)
+NEW_SECRET = "<new secret>"
+# stringData: the live Secret's `secret` (the key being replaced)
+CURRENT_SECRET = "<current secret>"
 
 
 def _generated_key(obj: KubeObject) -> bool:
@@ -176,19 +192,23 @@ def rotated(desired: Desired, live: dict[ObjectKey, dict[str, Any]], now: dt.dat
     (`decide`), and the Secrets whose previous key is to be dropped now (their rollout is done:
     a change of its own, as a key left out of stringData stays in the live Secret)."""
     infrastructure, dropping = rotated_infrastructure(desired, live, now, force=force)
-    if infrastructure is None:  # no generated key: the revision's objects as they are (not copied: 100,000 CRs)
+    # no generated key: the revision's objects as they are (not copied: 100,000 CRs)
+    if infrastructure is None:
         return desired.objects, dropping
-    return itertools.chain(infrastructure, itertools.islice(desired.objects, desired.infra, None)), dropping
+    return itertools.chain(infrastructure,
+                           itertools.islice(desired.objects, desired.infra, None)), dropping
 
 
-def rotated_infrastructure(desired: Desired, live: dict[ObjectKey, dict[str, Any]], now: dt.datetime, *,
+def rotated_infrastructure(desired: Desired, live: dict[ObjectKey, dict[str, Any]],
+                           now: dt.datetime, *,
                            force: bool = False) -> tuple[list[KubeObject] | None, list[KubeObject]]:
     """`rotated` of the objects before the Git CRs (`Desired.infrastructure`: every generated key
     Secret and Deployment is one of them); None when no key is generated (they are as they are)."""
     phases: dict[ObjectKey, Decision] = {}
     out: list[KubeObject] = []
     dropping: list[KubeObject] = []
-    infrastructure = desired.infrastructure  # the generated objects (key Secrets, Deployments) are all here
+    # the generated objects (key Secrets, Deployments) are all here
+    infrastructure = desired.infrastructure
     for obj in infrastructure:
         if not _generated_key(obj):
             continue
@@ -206,7 +226,8 @@ def rotated_infrastructure(desired: Desired, live: dict[ObjectKey, dict[str, Any
         elif obj.key.kind == "Secret":
             new = dataclasses.replace(obj, content=_secret_body(obj.body_copy(), phase))
             out.append(new)
-            if not phase.keep_previous and PREVIOUS_SECRET_KEY in ((live.get(obj.key) or {}).get("data") or {}):
+            data = (live.get(obj.key) or {}).get("data") or {}
+            if not phase.keep_previous and PREVIOUS_SECRET_KEY in data:
                 dropping.append(new)
         else:
             out.append(dataclasses.replace(obj, content=_deployment_body(obj.body_copy(), phase))
@@ -216,7 +237,8 @@ def rotated_infrastructure(desired: Desired, live: dict[ObjectKey, dict[str, Any
 
 def _secret_body(body: dict[str, Any], decision: Decision) -> dict[str, Any]:
     if decision.annotations:
-        body["metadata"]["annotations"] = {**(body["metadata"].get("annotations") or {}), **decision.annotations}
+        body["metadata"]["annotations"] = {**(body["metadata"].get("annotations") or {}),
+                                           **decision.annotations}
     data = body["stringData"]
     if decision.rotate:
         data["secret"] = NEW_SECRET
@@ -228,7 +250,8 @@ def _secret_body(body: dict[str, Any], decision: Decision) -> dict[str, Any]:
 
 def _deployment_body(body: dict[str, Any], decision: Decision) -> dict[str, Any]:
     template = body["spec"]["template"]["metadata"]
-    template["annotations"] = {**(template.get("annotations") or {}), ROTATED_AT: decision.rolled_at}
+    template["annotations"] = {**(template.get("annotations") or {}),
+                               ROTATED_AT: decision.rolled_at}
     return body
 
 
@@ -239,7 +262,8 @@ def why_not(desired: Desired, live: dict[ObjectKey, dict[str, Any]], now: dt.dat
         if _generated_key(obj) and obj.owner is not None:
             instance = desired.instances.get(obj.owner)
             decision = decide(instance.spec.rndc_key if instance else None, live.get(obj.key),
-                              live.get(ObjectKey("Deployment", obj.key.namespace, obj.owner.name)), now, force=True)
+                              live.get(ObjectKey("Deployment", obj.key.namespace, obj.owner.name)),
+                              now, force=True)
             if decision.why_not:
                 out.append(f"{obj.key}: not rotated: {decision.why_not}")
     return out

@@ -27,7 +27,8 @@ def rrset_plan(zone: str, desired: dict[Key, RRset], observed: dict[Key, RRset],
                own: set[Key] | frozenset[Key] = frozenset()) -> RRsetPlan:
     changes: list[RRChange] = []
     conflicts: list[str] = []
-    after: dict[Key, None] = {}  # made a set at the end, sized for what it holds (half of one grown key by key)
+    # made a set at the end, sized for what it holds (half of one grown key by key)
+    after: dict[Key, None] = {}
     for key in sorted(desired):
         want, have = desired[key], observed.get(key)
         if have is None:

@@ -26,7 +26,8 @@ def key(zone: str) -> Key:
 
 
 def change(zone: Zone, have: dict[Key, RRset]) -> RRChange | None:
-    """The SOA update a primary that serves `have` needs, or None when its SOA says what the DNSZone says."""
+    """The SOA update a primary that serves `have` needs, or None when its SOA says what the DNSZone
+    says."""
     before = have.get(key(zone.name))
     if before is None or len(before.rdatas) != 1:
         return None
@@ -34,14 +35,15 @@ def change(zone: Zone, have: dict[Key, RRset]) -> RRChange | None:
     if len(fields) != 7 or not all(f.isdigit() for f in fields[2:]):
         return None
     spec = zone.spec.soa_record
-    wanted = [rrsets.absolute(spec.primary_ns), rrsets.absolute(spec.admin_email), str(spec.refresh),
-              str(spec.retry), str(spec.expire), str(spec.negative_ttl)]
+    wanted = [rrsets.absolute(spec.primary_ns), rrsets.absolute(spec.admin_email),
+              str(spec.refresh), str(spec.retry), str(spec.expire), str(spec.negative_ttl)]
     served = [fields[0].lower(), fields[1].lower(), *fields[3:]]
     if served == wanted:
         return None
     serial = (int(fields[2]) + 1) % SERIAL_SPACE
     value = " ".join([*wanted[:2], str(serial), *wanted[2:]])
-    return RRChange("update", before, rrsets.build(zone.name, zone.name, "SOA", before.ttl, [value]))
+    return RRChange("update", before,
+                    rrsets.build(zone.name, zone.name, "SOA", before.ttl, [value]))
 
 
 def is_soa(change: RRChange) -> bool:

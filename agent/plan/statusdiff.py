@@ -10,7 +10,8 @@ from typing import Any
 
 from agent.model.key import ObjectKey
 
-DROPPED = ("lastAppliedRevision",)  # once on every CR; now only where agent/outcome/status.py puts it
+# once on every CR; now only where agent/outcome/status.py puts it
+DROPPED = ("lastAppliedRevision",)
 
 
 def _strip_times(status: dict[str, Any]) -> dict[str, Any]:
@@ -18,7 +19,8 @@ def _strip_times(status: dict[str, Any]) -> dict[str, Any]:
     copy["conditions"] = [{k: v for k, v in c.items() if k != "lastTransitionTime"}
                           for c in status.get("conditions") or []]
     if "bind9Instances" in status:
-        copy["bind9Instances"] = [{k: v for k, v in i.items() if k != "lastReconciledAt" and v is not None}
+        copy["bind9Instances"] = [{k: v for k, v in i.items() if k != "lastReconciledAt"
+                                   and v is not None}
                                   for i in status.get("bind9Instances") or []]
     return copy
 
@@ -30,17 +32,22 @@ def merge_times(new: dict[str, Any], live: dict[str, Any] | None, now: str) -> d
     conds = []
     for c in new.get("conditions", []):
         prev = old.get(c["type"])
-        kept = prev.get("lastTransitionTime") if prev and prev.get("status") == c["status"] else None
+        kept = (prev.get("lastTransitionTime") if prev and prev.get("status") == c["status"]
+                else None)
         conds.append({**c, "lastTransitionTime": kept or now})
     merged = {**new, "conditions": conds}
     if "bind9Instances" in new:
-        before = {(i.get("namespace"), i.get("name")): i for i in (live or {}).get("bind9Instances") or []}
+        before = {(i.get("namespace"), i.get("name")): i for i in (live or {}).get("bind9Instances")
+                  or []}
         items = []
         for item in new["bind9Instances"]:
             item = {k: v for k, v in item.items() if v is not None}
             prev = before.get((item["namespace"], item["name"]))
-            same = prev and prev.get("status") == item["status"] and prev.get("message") == item.get("message")
-            items.append({**item, "lastReconciledAt": prev.get("lastReconciledAt") if same and prev else now})
+            same = (prev and prev.get("status") == item["status"]
+                    and prev.get("message") == item.get("message"))
+            items.append({**item,
+                          "lastReconciledAt": prev.get("lastReconciledAt") if same and prev
+                          else now})
         merged["bind9Instances"] = items
     return merged
 
@@ -50,17 +57,19 @@ def changed(new: dict[str, Any], live: dict[str, Any] | None) -> bool:
     if not live:
         return True
     want, have = _strip_times(new), _strip_times(live)
-    dropped = any(k in have and k not in want for k in DROPPED)  # fields the agent no longer sets there
+    # fields the agent no longer sets there
+    dropped = any(k in have and k not in want for k in DROPPED)
     return dropped or any(have.get(k) != v for k, v in want.items())
 
 
-StatusWrite = tuple[ObjectKey, dict[str, Any], dict[str, Any]]  # the CR, the status to write, the live one
+# the CR, the status to write, the live one
+StatusWrite = tuple[ObjectKey, dict[str, Any], dict[str, Any]]
 
 
-def to_write(wanted: dict[ObjectKey, dict[str, Any]], live: dict[ObjectKey, dict[str, Any]], skip: set[ObjectKey],
-             now: str) -> list[StatusWrite]:
-    """The statuses that differ from the live ones, with their transition times kept (`skip`: CRs the
-    agent does not own, e.g. same-named objects in conflict)."""
+def to_write(wanted: dict[ObjectKey, dict[str, Any]], live: dict[ObjectKey, dict[str, Any]],
+             skip: set[ObjectKey], now: str) -> list[StatusWrite]:
+    """The statuses that differ from the live ones, with their transition times kept (`skip`: CRs
+    the agent does not own, e.g. same-named objects in conflict)."""
     todo = []
     for key, new in wanted.items():
         current = live.get(key)
@@ -74,9 +83,9 @@ def to_write(wanted: dict[ObjectKey, dict[str, Any]], live: dict[ObjectKey, dict
 
 def rejection_marks(served: list[dict[str, Any]], *, reason: str, message: str, now: str,
                     ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """After an invalid or refused revision, each live CR keeps its state (the last good revision keeps
-    serving) and gains `Progressing=False` with `reason` and why: (the CR, its new status), for the
-    CRs whose status that changes."""
+    """After an invalid or refused revision, each live CR keeps its state (the last good revision
+    keeps serving) and gains `Progressing=False` with `reason` and why: (the CR, its new status),
+    for the CRs whose status that changes."""
     marks = []
     for live in served:
         old = live.get("status") or {}
@@ -92,12 +101,14 @@ REJECTION_REASONS = ("RevisionRejected", "PlanRefused")
 
 def keep_rejection(wanted: dict[ObjectKey, dict[str, Any]], live: dict[ObjectKey, dict[str, Any]],
                    ) -> dict[ObjectKey, dict[str, Any]]:
-    """The statuses of a run that reconciles the revision that serves while the head is rejected: each
-    keeps the head's rejection mark (`rejection_marks`) its live status carries, until a good head."""
+    """The statuses of a run that reconciles the revision that serves while the head is rejected:
+    each keeps the head's rejection mark (`rejection_marks`) its live status carries, until a good
+    head."""
     out = {}
     for key, new in wanted.items():
         conds = ((live.get(key) or {}).get("status") or {}).get("conditions") or []
-        mark = next((c for c in conds if c.get("type") == "Progressing" and c.get("status") == "False"
+        mark = next((c for c in conds if c.get("type") == "Progressing"
+                     and c.get("status") == "False"
                      and c.get("reason") in REJECTION_REASONS), None)
         out[key] = new if mark is None else _with_progressing(new, mark)
     return out

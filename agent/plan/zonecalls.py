@@ -36,8 +36,8 @@ def sources(primaries: list[str], servers: Mapping[str, Reach]) -> list[str]:
 
 def create_body(zone: Zone, instance: str, role: str, primaries: list[str], secondaries: list[str],
                 servers: Mapping[str, Reach]) -> dict[str, Any] | str:
-    """The create body of `zone` on `instance` (an instance, or one of its servers) in `role`, or why
-    none can be made (a string)."""
+    """The create body of `zone` on `instance` (an instance, or one of its servers) in `role`, or
+    why none can be made (a string)."""
     if role == "secondary":
         found = sources(primaries, servers)
         if not found:
@@ -47,4 +47,5 @@ def create_body(zone: Zone, instance: str, role: str, primaries: list[str], seco
     reach = servers.get(instance_of(instance))
     return zonebody.primary(zone, update_key=reach.update_key if reach else None,
                             also_notify=list(sent.also_notify),
-                            allow_transfer=list(sent.allow_transfer) if sent.allow_transfer is not None else None)
+                            allow_transfer=list(sent.allow_transfer)
+                            if sent.allow_transfer is not None else None)

@@ -4,19 +4,20 @@
     selected             not placed (or unsure)    -> create (idempotent: "exists" is fine)
     selected             placed, other role        -> delete, then create
     not selected         placed                    -> delete (the zone leaves that server)
-    (secondaries or agent pods moved)              -> renotify: the primaries' transfers written again
+    (secondaries or agent pods moved)              -> renotify: the primaries' transfers written
+                                                   again
     (primaries' pods moved)                        -> repoint: each secondary's zone created again
 
 An instance may be served by several pods, each its own server (own zone list, own SOA serial):
 placements and ownership are the instance's, creates, deletes and RRset plans each server's, so a
 pod without the zone (new, or restarted with an empty emptyDir) gets it created and every RRset
-written. RRsets are planned on every primary server from its own AXFR (agent/plan/rrsetdiff.py); on a
-server the zone is created on, from what the create writes (the DNSZone's apex NS and IPv4 glue). A
-difference is an update, never a conflict (`own`), only for the DNSZone's apex NS and, on a server the
-zone is created on, for what the create writes: other glue is the agent's only once it wrote it (or
-the create did, in an earlier run), so foreign data at a name server's name stays a conflict. A run that was
-killed while writing a zone left an intent (agent/model/ownership.py); `recover` turns it back
-into ownership first: an RRset the intent was about to write that a server now holds with
+written. RRsets are planned on every primary server from its own AXFR (agent/plan/rrsetdiff.py); on
+a server the zone is created on, from what the create writes (the DNSZone's apex NS and IPv4 glue).
+A difference is an update, never a conflict (`own`), only for the DNSZone's apex NS and, on a server
+the zone is created on, for what the create writes: other glue is the agent's only once it wrote it
+(or the create did, in an earlier run), so foreign data at a name server's name stays a conflict. A
+run that was killed while writing a zone left an intent (agent/model/ownership.py); `recover` turns
+it back into ownership first: an RRset the intent was about to write that a server now holds with
 exactly that data is the agent's, unless another server (pod) holds other data there (the run was
 killed between pods, one of which held foreign data: that conflict stays one, on every pod); a
 placement it was about to make is made again.
@@ -41,8 +42,10 @@ from agent.plan.zoneplan import ZonePlan
 GATE_ANNOTATIONS = (FORCE_ANNOTATION, THRESHOLD_ANNOTATION)
 
 
-def recover(owned: ZoneOwnership, observed: list[ZoneObserved]) -> tuple[set[Key], dict[str, str], set[str]]:
-    """Ownership with an interrupted run's intent folded in: (managed, placements, unsure instances)."""
+def recover(owned: ZoneOwnership,
+            observed: list[ZoneObserved]) -> tuple[set[Key], dict[str, str], set[str]]:
+    """Ownership with an interrupted run's intent folded in: (managed, placements, unsure
+    instances)."""
     managed, placed = set(owned.managed), dict(owned.placements)
     pending = owned.pending
     if pending is None:
@@ -57,7 +60,8 @@ def recover(owned: ZoneOwnership, observed: list[ZoneObserved]) -> tuple[set[Key
     # the intent names servers (`namespace/name@pod`); placements are the instances'
     for server, role in pending.place.items():
         placed.setdefault(instance_of(server), role)
-    # a create or delete that may or may not have happened is simply made again (both are idempotent)
+    # a create or delete that may or may not have happened is simply made again (both are
+    # idempotent)
     return managed, placed, {instance_of(s) for s in (*pending.place, *pending.unplace)}
 
 
@@ -74,22 +78,26 @@ class _Placement:
     deletes: list[str]  # servers
     renotify: list[str]  # primary servers
     after: dict[str, str]  # instance -> role
-    reopen: list[str] = dataclasses.field(default_factory=list)  # primary servers that refused the agent's AXFR
-    waiting: dict[str, str] = dataclasses.field(default_factory=dict)  # instance -> why it has no server yet
+    # primary servers that refused the agent's AXFR
+    reopen: list[str] = dataclasses.field(default_factory=list)
+    # instance -> why it has no server yet
+    waiting: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
-def _placements(primaries: list[str], secondaries: list[str], placed: dict[str, str], unsure: set[str],
-                seen: dict[str, ZoneObserved], dns: DnsObserved) -> _Placement:
+def _placements(primaries: list[str], secondaries: list[str], placed: dict[str, str],
+                unsure: set[str], seen: dict[str, ZoneObserved], dns: DnsObserved) -> _Placement:
     """Placements are the instances' (what the agent owns); creates, deletes and errors are each
     server's: every pod of an instance is written on its own, and one without the zone (new, or
     restarted empty) gets it created again."""
     out = _Placement({}, [], [], [], {})
     wanted = {**{s: "secondary" for s in secondaries}, **{p: "primary" for p in primaries}}
     failed: set[str] = set()  # instances none of whose servers can be written
-    held = bool(primaries) and all(p in dns.starting for p in primaries)  # no primary to transfer from yet
+    # no primary to transfer from yet
+    held = bool(primaries) and all(p in dns.starting for p in primaries)
     for instance, role in wanted.items():
         if instance in dns.starting or (held and role == "secondary"):  # no pod yet: not a failure
-            out.waiting[instance] = dns.starting.get(instance) or "waiting for its primaries to start"
+            out.waiting[instance] = (dns.starting.get(instance)
+                                     or "waiting for its primaries to start")
             continue
         if instance not in dns.reachable:
             out.errors[instance] = f"no endpoint for instance {instance}"
@@ -102,7 +110,8 @@ def _placements(primaries: list[str], secondaries: list[str], placed: dict[str, 
             if role == "primary" and observed is not None and observed.error:
                 out.errors[server] = observed.error
                 if observed.refused and was == "primary" and _lists_the_agent(dns, instance):
-                    out.reopen.append(server)  # its allow-transfer gets the agent's address; read again
+                    # its allow-transfer gets the agent's address; read again
+                    out.reopen.append(server)
                 continue
             if was is not None and was != role:
                 out.deletes.append(server)
@@ -115,23 +124,33 @@ def _placements(primaries: list[str], secondaries: list[str], placed: dict[str, 
         if instance in dns.reachable:
             out.deletes += dns.servers_of(instance)
         elif instance not in dns.starting:  # no pod: nothing to delete it from
-            out.errors[instance] = f"no endpoint for instance {instance}: the zone stays there for now"
+            out.errors[instance] = (f"no endpoint for instance {instance}: the zone stays there "
+                                    f"for now")
+    _settle(out, primaries, secondaries, placed, failed, dns)
+    return out
+
+
+def _settle(out: _Placement, primaries: list[str], secondaries: list[str], placed: dict[str, str],
+            failed: set[str], dns: DnsObserved) -> None:
+    """The placement's primaries told to notify again (the secondaries changed and one of them can
+    be written), and the instances' roles after it."""
     previous = {i for i, r in placed.items() if r == "secondary"}
     blocked = bool(primaries) and all(p in failed for p in primaries)
     if previous != set(secondaries) and not blocked:
         created = {i for i, _ in out.creates}
-        out.renotify = [s for p in primaries if p in placed and p not in out.waiting for s in dns.servers_of(p)
+        out.renotify = [s for p in primaries if p in placed and p not in out.waiting
+                        for s in dns.servers_of(p)
                         if s not in created and s not in out.errors]
     deleted = {instance_of(s) for s in out.deletes}
     out.after = {i: r for i, r in placed.items() if i not in deleted}
     out.after.update({instance_of(s): r for s, r in out.creates})
-    return out
 
 
 def _records(name: str, zone: Zone, primaries: list[str], errors: dict[str, str], managed: set[Key],
-             seen: dict[str, ZoneObserved], dns: DnsObserved) -> tuple[dict[str, zoneplan.RRsetPlan], set[Key]]:
-    """Each primary server's RRset plan from what it serves, all against the same ownership: an RRset
-    stays the agent's only while no server holds other data in it (a conflict there)."""
+             seen: dict[str, ZoneObserved],
+             dns: DnsObserved) -> tuple[dict[str, zoneplan.RRsetPlan], set[Key]]:
+    """Each primary server's RRset plan from what it serves, all against the same ownership: an
+    RRset stays the agent's only while no server holds other data in it (a conflict there)."""
     records: dict[str, zoneplan.RRsetPlan] = {}
     after: set[Key] | None = None
     apex, created = {(name, "NS")}, nameservers.created(zone)
@@ -142,10 +161,13 @@ def _records(name: str, zone: Zone, primaries: list[str], errors: dict[str, str]
             observed = seen.get(server)
             if observed is not None and observed.rrsets is not None:
                 have, own = observed.rrsets, apex
-            else:  # a server without the zone gets it created first: its apex NS and IPv4 glue come with it
+            # a server without the zone gets it created first: its apex NS and IPv4 glue come with
+            # it
+            else:
                 have, own = created, apex | set(created)
             result = rrsetdiff.rrset_plan(name, zone.rrsets, have, managed, own)
-            if (soa := soadiff.change(zone, have)) is not None:  # the SOA follows soaRecord (not on a create)
+            # the SOA follows soaRecord (not on a create)
+            if (soa := soadiff.change(zone, have)) is not None:
                 result = dataclasses.replace(result, changes=[*result.changes, soa])
             records[server] = result
             # the first server's set itself (never changed in place: 100,000 keys need no copy)
@@ -154,9 +176,9 @@ def _records(name: str, zone: Zone, primaries: list[str], errors: dict[str, str]
 
 
 def _zone_own(zone: str, have: dict[Key, RRset]) -> Callable[[Key], bool]:
-    """Whether an RRset belongs to the zone itself, made with it by the zone API or by BIND: the SOA,
-    the apex NS, the glue (addresses) of name servers in that NS set, and the DNSSEC data BIND makes
-    when it signs the zone. The NS set's names are read once per zone."""
+    """Whether an RRset belongs to the zone itself, made with it by the zone API or by BIND: the
+    SOA, the apex NS, the glue (addresses) of name servers in that NS set, and the DNSSEC data BIND
+    makes when it signs the zone. The NS set's names are read once per zone."""
     apex_ns = have.get((zone, "NS"))
     glue = {rrsets.absolute(v) for v in apex_ns.rdatas} if apex_ns is not None else set()
 
@@ -174,8 +196,8 @@ def foreign(zone: str, have: dict[Key, RRset], managed: set[Key]) -> list[Key]:
 
 
 def leftovers(zone: str, have: dict[Key, RRset], managed: set[Key]) -> zoneplan.RRsetPlan:
-    """A zone that left Git but stays (it holds foreign data): the deletes of the agent's own RRsets in it,
-    the zone's own ones (SOA, apex NS, glue) excepted: they go with the zone."""
+    """A zone that left Git but stays (it holds foreign data): the deletes of the agent's own RRsets
+    in it, the zone's own ones (SOA, apex NS, glue) excepted: they go with the zone."""
     own = _zone_own(zone, have)
     return rrsetdiff.rrset_plan(zone, {}, have, {k for k in managed if not own(k)})
 
@@ -192,29 +214,33 @@ def _keep_foreign(name: str, deletes: list[str], managed: set[Key], placed: dict
     primaries = [s for s in deletes if placed.get(instance_of(s)) == "primary"]
     unknown = [i for i in primaries if seen.get(i) is None or seen[i].error]
     if unknown:  # what it serves could not be read: nothing is deleted this run
-        why = "; ".join(f"{i}: {seen[i].error if seen.get(i) is not None else 'not observed'}" for i in unknown)
-        return (f"zone kept on {len(placed)} server(s) although it left Git: what its primary serves could not "
-                f"be read ({why}), so it may hold data the agent did not write; it is deleted once it can be "
-                "checked (`--force` deletes it now)"), {}
+        why = "; ".join(f"{i}: {seen[i].error if seen.get(i) is not None else 'not observed'}"
+                        for i in unknown)
+        return (f"zone kept on {len(placed)} server(s) although it left Git: what its primary "
+                f"serves could not be read ({why}), so it may hold data the agent did not write; "
+                "it is deleted once it can be checked (`--force` deletes it now)"), {}
     found = sorted({k for i in primaries for k in foreign(name, seen[i].rrsets or {}, managed)})
     if not found:
         return "", {}
-    records = {i: leftovers(name, have, managed) for i in primaries if (have := seen[i].rrsets) is not None}
-    return (f"zone kept on {len(placed)} server(s) although it left Git: it holds {len(found)} RRset(s) the "
-            f"agent did not write ({_named(found)}); the agent's own RRsets in it are deleted; "
-            "`--force` deletes the zone with them"), records
+    records = {i: leftovers(name, have, managed) for i in primaries
+               if (have := seen[i].rrsets) is not None}
+    return (f"zone kept on {len(placed)} server(s) although it left Git: it holds {len(found)} "
+            f"RRset(s) the agent did not write ({_named(found)}); the agent's own RRsets in it are "
+            "deleted; `--force` deletes the zone with them"), records
 
 
 def _lists_the_agent(dns: DnsObserved, instance: str) -> bool:
-    """Whether the zone's allow-transfer on `instance` is the agent's to write (a per-zone ACL with the
-    agent's own addresses, not named.conf's)."""
+    """Whether the zone's allow-transfer on `instance` is the agent's to write (a per-zone ACL with
+    the agent's own addresses, not named.conf's)."""
     reach = dns.servers.get(instance)
     return reach is not None and bool(reach.transfer_acl)
 
 
-def _calls(zone: Zone | None, primaries: list[str], secondaries: list[str], creates: list[tuple[str, str]],
-           renotify: list[str], servers: dict[str, Reach]) -> dict[str, Any]:
-    """The zone API bodies this plan sends (none without the servers' addresses: an offline plan)."""
+def _calls(zone: Zone | None, primaries: list[str], secondaries: list[str],
+           creates: list[tuple[str, str]], renotify: list[str],
+           servers: dict[str, Reach]) -> dict[str, Any]:
+    """The zone API bodies this plan sends (none without the servers' addresses: an offline
+    plan)."""
     bodies: dict[str, dict[str, Any]] = {}
     unbuildable: dict[str, str] = {}
     if zone is None or not servers:
@@ -225,51 +251,57 @@ def _calls(zone: Zone | None, primaries: list[str], secondaries: list[str], crea
             unbuildable[instance] = body
         else:
             bodies[instance] = body
-    told = {i for i, role in creates if role == "primary"} | set(renotify) if secondaries else set(renotify)
+    told = {i for i, role in creates
+            if role == "primary"} | set(renotify) if secondaries else set(renotify)
     return {"bodies": bodies, "unbuildable": unbuildable,
             "transfers": {p: zonecalls.transfers(p, secondaries, servers) for p in sorted(told)}}
 
 
 def _notify(zone: Zone | None, secondaries: list[str], dns: DnsObserved) -> list[str] | None:
-    """The addresses the zone's primaries NOTIFY (None: unknown, a plan without the servers' addresses)."""
+    """The addresses the zone's primaries NOTIFY (None: unknown, a plan without the servers'
+    addresses)."""
     if zone is None or not dns.servers:
         return None
     return sorted(a for s in secondaries if s in dns.servers for a in dns.servers[s].addresses)
 
 
-def _acl(zone: Zone | None, primaries: list[str], secondaries: list[str], dns: DnsObserved) -> list[str] | None:
-    """The per-zone allow-transfer its primaries get: the secondaries' pods and every replica of the agent
-    (None: named.conf's ACL applies, or a plan without the servers' addresses)."""
+def _acl(zone: Zone | None, primaries: list[str], secondaries: list[str],
+         dns: DnsObserved) -> list[str] | None:
+    """The per-zone allow-transfer its primaries get: the secondaries' pods and every replica of the
+    agent (None: named.conf's ACL applies, or a plan without the servers' addresses)."""
     if zone is None or not primaries or not dns.servers:
         return None
     sent = zonecalls.transfers(primaries[0], secondaries, dns.servers).allow_transfer
     return None if sent is None else list(sent)
 
 
-def _tell(primaries: list[str], placed: dict[str, str], creates: list[tuple[str, str]], errors: dict[str, str],
-          renotify: list[str], dns: DnsObserved) -> list[str]:
+def _tell(primaries: list[str], placed: dict[str, str], creates: list[tuple[str, str]],
+          errors: dict[str, str], renotify: list[str], dns: DnsObserved) -> list[str]:
     """`renotify` and every other primary server that has the zone and is not being created."""
     created = {s for s, _ in creates}
-    told = [s for p in primaries if p in placed for s in dns.servers_of(p) if s not in created and s not in errors]
+    told = [s for p in primaries if p in placed for s in dns.servers_of(p) if s not in created
+            and s not in errors]
     return sorted(set(renotify) | set(told))
 
 
-def _repoint(zone: Zone | None, primaries: list[str], secondaries: list[str], placed: dict[str, str],
-             errors: dict[str, str], seen: dict[str, ZoneObserved], before: list[str] | None,
-             dns: DnsObserved) -> tuple[list[str], list[str] | None]:
+def _repoint(zone: Zone | None, primaries: list[str], secondaries: list[str],
+             placed: dict[str, str], errors: dict[str, str], seen: dict[str, ZoneObserved],
+             before: list[str] | None, dns: DnsObserved) -> tuple[list[str], list[str] | None]:
     """The secondary servers whose zone is created again because their primaries' pods moved (a new
-    pod, a new address: bindcar cannot change a zone's `primaries`), and the addresses the secondaries
-    transfer from now (None: not known, offline, no secondary, or no ready pod of a primary: what was
-    known is kept). A server known to lack the zone is created anyway; one that cannot be reached is
-    left for a later run."""
+    pod, a new address: bindcar cannot change a zone's `primaries`), and the addresses the
+    secondaries transfer from now (None: not known, offline, no secondary, or no ready pod of a
+    primary: what was known is kept). A server known to lack the zone is created anyway; one that
+    cannot be reached is left for a later run."""
     if zone is None or not secondaries or not dns.servers:
         return [], None
     now = sorted(zonecalls.sources(primaries, dns.servers))
     if not now:
         return [], None
-    if before is None or sorted(before) == now:  # an older record: what it was created with is not known
+    # an older record: what it was created with is not known
+    if before is None or sorted(before) == now:
         return [], now
-    return [s for i in secondaries if placed.get(i) == "secondary" and i not in errors for s in dns.servers_of(i)
+    return [s for i in secondaries if placed.get(i) == "secondary" and i not in errors
+            for s in dns.servers_of(i)
             if s not in errors and not (s in seen and seen[s].rrsets is None)], now
 
 

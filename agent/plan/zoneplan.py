@@ -1,5 +1,5 @@
-"""What the plan of one zone holds (pure data, frozen): its placements, the RRset changes per primary,
-the zone API calls with the bodies they send, and the ownership before and after.
+"""What the plan of one zone holds (pure data, frozen): its placements, the RRset changes per
+primary, the zone API calls with the bodies they send, and the ownership before and after.
 
 The diffs that fill it live in agent/plan/zonediff.py and rrsetdiff.py; agent/reconcile/ executes
 it and never changes it (its results go into result objects).
@@ -48,21 +48,28 @@ class ZonePlan:
     zone: Zone | None  # the desired zone; None when it left Git
     primaries: list[str]  # instance ids selected as primaries / secondaries (desired)
     secondaries: list[str]
-    # creates, deletes, renotify, records, errors, observed, bodies and transfers are each server's: an
-    # instance id, or "namespace/name@pod" for each pod of an instance written pod by pod (`pods`)
+    # creates, deletes, renotify, records, errors, observed, bodies and transfers are each server's:
+    # an instance id, or "namespace/name@pod" for each pod of an instance written pod by pod
+    # (`pods`)
     creates: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (server, role)
     deletes: list[str] = dataclasses.field(default_factory=list)  # servers the zone leaves
-    renotify: list[str] = dataclasses.field(default_factory=list)  # primaries whose also-notify list changes
-    records: dict[str, RRsetPlan] = dataclasses.field(default_factory=dict)  # primary server -> RRset plan
-    errors: dict[str, str] = dataclasses.field(default_factory=dict)  # server or instance -> why nothing is done
+    # primaries whose also-notify list changes
+    renotify: list[str] = dataclasses.field(default_factory=list)
+    # primary server -> RRset plan
+    records: dict[str, RRsetPlan] = dataclasses.field(default_factory=dict)
+    # server or instance -> why nothing is done
+    errors: dict[str, str] = dataclasses.field(default_factory=dict)
     managed_before: set[Key] = dataclasses.field(default_factory=set)
     managed_after: set[Key] = dataclasses.field(default_factory=set)
     placements_before: dict[str, str] = dataclasses.field(default_factory=dict)  # recovered
     placements_after: dict[str, str] = dataclasses.field(default_factory=dict)
-    annotations: dict[str, str] = dataclasses.field(default_factory=dict)  # gate annotations in force
+    # gate annotations in force
+    annotations: dict[str, str] = dataclasses.field(default_factory=dict)
     recovered: bool = False  # an interrupted run's intent was folded back in
-    kept: str = ""  # a zone that left Git stays on its servers: why (it holds RRsets the agent did not write)
-    observed: dict[str, ZoneObserved] = dataclasses.field(default_factory=dict)  # primary -> what it served
+    # a zone that left Git stays on its servers: why (it holds RRsets the agent did not write)
+    kept: str = ""
+    # primary -> what it served
+    observed: dict[str, ZoneObserved] = dataclasses.field(default_factory=dict)
     revision: str | None = None  # the revision whose writes to this zone last all went through
     # the zone API: the create body of each instance in `creates` (none in a plan made without the
     # servers' addresses, offline), why one cannot be made, and each primary's transfers (sent to
@@ -70,8 +77,8 @@ class ZonePlan:
     bodies: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     unbuildable: dict[str, str] = dataclasses.field(default_factory=dict)
     transfers: dict[str, Transfers] = dataclasses.field(default_factory=dict)
-    # the secondaries' addresses the primaries NOTIFY: as last told, and as this plan tells them (None:
-    # not known; a plan without the servers' addresses keeps what was known)
+    # the secondaries' addresses the primaries NOTIFY: as last told, and as this plan tells them
+    # (None: not known; a plan without the servers' addresses keeps what was known)
     notify_before: list[str] | None = None
     notify: list[str] | None = None
     # the primaries' addresses the secondaries transfer from: as they were last created with, and as
@@ -84,17 +91,19 @@ class ZonePlan:
     # primaries that refused the agent's AXFR: their allow-transfer is written again (the agent's
     # current addresses), then the zone is read and planned again (a second round)
     reopen: list[str] = dataclasses.field(default_factory=list)
-    # the per-zone allow-transfer last given to the primaries, and the one this plan gives (None: unchanged)
+    # the per-zone allow-transfer last given to the primaries, and the one this plan gives (None:
+    # unchanged)
     allow_transfer_before: list[str] | None = None
     allow_transfer: list[str] | None = None
     # nothing to write and nothing new to record: most zones of most runs (apply only reports them)
     in_sync: bool = False
     # instance -> its servers, for the instances written pod by pod (the others are one server each)
     pods: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
-    # instance -> why nothing is written to it yet (no pod at all: starting, scaled to 0; or a secondary
-    # whose primaries all are): not a failure, its zones are written once its pods run
+    # instance -> why nothing is written to it yet (no pod at all: starting, scaled to 0; or a
+    # secondary whose primaries all are): not a failure, its zones are written once its pods run
     waiting: dict[str, str] = dataclasses.field(default_factory=dict)
-    # the servers in `creates` that are pods waiting for their zones (new, replaced): the agent's own work
+    # the servers in `creates` that are pods waiting for their zones (new, replaced): the agent's
+    # own work
     fresh: frozenset[str] = frozenset()
 
     def servers_of(self, instance: str) -> tuple[str, ...]:
@@ -107,7 +116,8 @@ class ZonePlan:
     @property
     def blocked(self) -> bool:
         """No primary can be written: nothing is done to this zone in this run."""
-        return bool(self.primaries) and all(p in self.errors or all(s in self.errors for s in self.servers_of(p))
+        return bool(self.primaries) and all(p in self.errors
+                                            or all(s in self.errors for s in self.servers_of(p))
                                             for p in self.primaries)
 
     @property
@@ -142,7 +152,8 @@ class ZonePlan:
         intent = Intent(place={i: r for i, r in self.creates}, unplace=set(self.deletes))
         for plan in self.records.values():
             for change in plan.changes:
-                if change.key[1] == "SOA":  # the zone's own (agent/plan/soadiff.py): never the agent's
+                # the zone's own (agent/plan/soadiff.py): never the agent's
+                if change.key[1] == "SOA":
                     continue
                 if change.after is not None:
                     intent.writes[change.key] = digest(change.after.rdatas, change.after.ttl)
@@ -153,16 +164,19 @@ class ZonePlan:
     def in_flight(self) -> ZoneOwnership:
         """The ownership to store before the first write: what is known, plus this plan's intent."""
         return ZoneOwnership(self.name, dict(self.placements_before), set(self.managed_before),
-                             dict(self.annotations), self.intent(), self.revision, self.notify_before,
-                             self.transfer_from_before, self.allow_transfer_before)
+                             dict(self.annotations), self.intent(), self.revision,
+                             self.notify_before, self.transfer_from_before,
+                             self.allow_transfer_before)
 
     def ownership_after(self, revision: str | None = None) -> ZoneOwnership:
-        """The ownership once every step of this plan went through (`revision`: the one applied, when
-        this plan wrote anything)."""
+        """The ownership once every step of this plan went through (`revision`: the one applied,
+        when this plan wrote anything)."""
         # an interrupted run's writes that landed count as this revision's: the zone now serves it
         written = revision if revision and (not self.empty or self.recovered) else self.revision
         notify = self.notify if self.notify is not None else self.notify_before
-        sources = self.transfer_from if self.transfer_from is not None else self.transfer_from_before
+        sources = (self.transfer_from if self.transfer_from is not None
+                   else self.transfer_from_before)
         acl = self.allow_transfer if self.allow_transfer is not None else self.allow_transfer_before
-        return ZoneOwnership(self.name, dict(self.placements_after), set(self.managed_after), dict(self.annotations),
-                             revision=written, notify=notify, transfer_from=sources, allow_transfer=acl)
+        return ZoneOwnership(self.name, dict(self.placements_after), set(self.managed_after),
+                             dict(self.annotations), revision=written, notify=notify,
+                             transfer_from=sources, allow_transfer=acl)

@@ -26,11 +26,13 @@ def is_hidden(rel: str) -> bool:
 
 def is_candidate(rel: str) -> bool:
     """A YAML file outside hidden files and directories (rel is '/'-separated)."""
-    return (rel.endswith((".yaml", ".yml")) or rel.rpartition("/")[2] == "Kustomization") and not is_hidden(rel)
+    return (rel.endswith((".yaml", ".yml"))
+            or rel.rpartition("/")[2] == "Kustomization") and not is_hidden(rel)
 
 
 def is_repository_file(rel: str) -> bool:
-    """Any file a kustomization may name (an `.env`, a `.json` schema, a hidden file), outside `.git`."""
+    """Any file a kustomization may name (an `.env`, a `.json` schema, a hidden file), outside
+    `.git`."""
     return ".git" not in rel.split("/")
 
 

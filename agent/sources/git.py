@@ -19,15 +19,12 @@ import dataclasses
 import hashlib
 import logging
 import math
-import os
 import pathlib
 import posixpath
 import re
 import shlex
 import shutil
-import tempfile
 from collections.abc import Callable
-from typing import Any
 
 import git
 
@@ -35,17 +32,20 @@ from agent.errors import ConfigError, SourceError
 from agent.model import calls
 from agent.model.limits import Limits
 from agent.sources import boundary, gitlocal, gittree, kustomize, operatorfile
+from agent.sources.gitnotes import FULL_NOTES_REF as FULL_NOTES_REF
+from agent.sources.gitnotes import NOTES_REF as NOTES_REF
+from agent.sources.gitnotes import NOTES_REFS as NOTES_REFS
+from agent.sources.gitnotes import REMOTE_NOTES as REMOTE_NOTES
+from agent.sources.gitnotes import Notes, stderr_of
+from agent.sources.gitnotes import StoredNote as StoredNote
 
 log = logging.getLogger(__name__)
-NOTES_REF = "refs/notes/bindy-agent"
-FULL_NOTES_REF = "refs/notes/bindy-agent-full"  # the complete JSON of each report
-NOTES_REFS = (NOTES_REF, FULL_NOTES_REF)
-REMOTE_NOTES = "refs/notes/origin/bindy-agent"  # what the remote had, before merging
-_AUTH_FAILURES = ("could not read Username", "Authentication failed", "Permission denied (publickey", "401", "403")
+_AUTH_FAILURES = ("could not read Username", "Authentication failed",
+                  "Permission denied (publickey", "401", "403")
 _HOST_KEY_FAILURES = ("REMOTE HOST IDENTIFICATION HAS CHANGED", "Host key verification failed")
 TOKEN_USER = "x-access-token"  # GitHub needs exactly this user; GitLab and Gitea accept any
-TimeLeft = Callable[[], float]  # seconds the current run has left (math.inf: no run, or no deadline)
-_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+# seconds the current run has left (math.inf: no run, or no deadline)
+TimeLeft = Callable[[], float]
 
 
 def unbounded() -> float:
@@ -62,14 +62,6 @@ class Commit:
 
 
 @dataclasses.dataclass(frozen=True)
-class StoredNote:
-    """A report note as Git stores it: its bytes, or why they were not read (too large, not a blob)."""
-
-    data: bytes
-    unread: str | None = None
-
-
-@dataclasses.dataclass(frozen=True)
 class FetchedCommit:
     """A fetched commit: its files are listed and read straight from its tree."""
 
@@ -81,12 +73,15 @@ class FetchedCommit:
     listing: gittree.Listing | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def files(self) -> kustomize.Revision:
-        """The commit's YAML files below `path` (path, blob id, size, read()); its kustomizations may read all."""
+        """The commit's YAML files below `path` (path, blob id, size, read()); its kustomizations
+        may read all."""
         if (repo := self.repo) is None:
             raise SourceError(f"{self.revision[:12]}: no repository to read the files from")
-        found = gittree.files(repo, f"{self.revision}:{self.path}" if self.path else self.revision, self.listing)
+        found = gittree.files(repo, f"{self.revision}:{self.path}" if self.path else self.revision,
+                              self.listing)
         every = boundary.is_repository_file  # a kustomization may name any file of the commit
-        return kustomize.within(found, self.path, lambda: gittree.files(repo, self.revision, candidate=every))
+        return kustomize.within(found, self.path,
+                                lambda: gittree.files(repo, self.revision, candidate=every))
 
 
 def option_like(value: str | None, what: str) -> str | None:
@@ -94,25 +89,27 @@ def option_like(value: str | None, what: str) -> str | None:
     `--upload-pack=CMD`), or None. No branch, tag, URL or path of a remote starts with `-`."""
     if value and value.startswith("-"):
         advice = {
-            "the branch": "no branch name git accepts does (git check-ref-format --branch): give the branch's "
-                          "name, as `git branch -r` lists it without origin/",
-            "the ref": f"pin a tag of another name, or the commit by its 40-hex-digit id (git rev-parse "
-                       f"'refs/tags/{value}^{{commit}}')",
-        }.get(what, f"give the repository's URL, or its path (./{value} for a directory of that name)")
+            "the branch": "no branch name git accepts does (git check-ref-format --branch): give "
+                          "the branch's name, as `git branch -r` lists it without origin/",
+            "the ref": f"pin a tag of another name, or the commit by its 40-hex-digit id (git "
+                       f"rev-parse 'refs/tags/{value}^{{commit}}')",
+        }.get(what, f"give the repository's URL, or its path (./{value} for a directory of that "
+                    f"name)")
         return f"{what} {value!r} starts with '-', which git would take for an option; {advice}"
     return None
 
 
 def _absolute_if_local(url: str) -> str:
-    """A relative path of a local repository (`--repo .`) made absolute: git runs in the cache, where
-    a relative path would name something else. URLs and scp-like `host:path` are left alone."""
+    """A relative path of a local repository (`--repo .`) made absolute: git runs in the cache,
+    where a relative path would name something else. URLs and scp-like `host:path` are left
+    alone."""
     if "://" in url or re.match(r"^[^/]+:", url) or not pathlib.Path(url).exists():
         return url
     return str(pathlib.Path(url).resolve())
 
 
 @dataclasses.dataclass
-class GitSource:
+class GitSource(Notes):
     url: str
     cache: pathlib.Path
     branch: str = "main"
@@ -125,20 +122,25 @@ class GitSource:
     token_file: pathlib.Path | None = None
     timeout: float = 60  # seconds one git command may take, at most
     limits: Limits = dataclasses.field(default_factory=Limits)
-    time_left: TimeLeft = dataclasses.field(default=unbounded, repr=False, compare=False)  # set by a run
+    # set by a run
+    time_left: TimeLeft = dataclasses.field(default=unbounded, repr=False, compare=False)
     # one repository object for the source's life (its `git cat-file` processes too), and what its
     # last commit listed: a long-running agent's next listing reuses the entries that did not change
     _repo: git.Repo | None = dataclasses.field(default=None, init=False, repr=False, compare=False)
-    _listing: gittree.Listing | None = dataclasses.field(default=None, init=False, repr=False, compare=False)
+    _listing: gittree.Listing | None = dataclasses.field(default=None, init=False, repr=False,
+                                                         compare=False)
 
     def __post_init__(self) -> None:
-        for value, what in ((self.url, "the repository"), (self.branch, "the branch"), (self.ref, "the ref")):
+        for value, what in ((self.url, "the repository"), (self.branch, "the branch"),
+                            (self.ref, "the ref")):
             problem = option_like(value, what)
             if problem is not None:
                 raise ConfigError(problem)
         if self.ssh_key and not self.known_hosts and not self.insecure_ignore_host_key:
-            raise ConfigError("an SSH deploy key needs --known-hosts (or, knowingly, --insecure-ignore-host-key)")
-        self.path = "" if posixpath.normpath(self.path or ".") == "." else posixpath.normpath(self.path).strip("/")
+            raise ConfigError("an SSH deploy key needs --known-hosts (or, knowingly, "
+                              "--insecure-ignore-host-key)")
+        path = posixpath.normpath(self.path or ".")
+        self.path = "" if path == "." else path.strip("/")
         self.url = _absolute_if_local(self.url)
         digest = hashlib.sha256(self.url.encode()).hexdigest()[:12]
         self.workdir = self.cache / f"repo-{digest}"
@@ -147,11 +149,13 @@ class GitSource:
     def env(self) -> dict[str, str]:
         env: dict[str, str] = {"GIT_TERMINAL_PROMPT": "0"}
         if self.ssh_key:
-            opts = ["ssh", "-i", str(self.ssh_key), "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes"]
+            opts = ["ssh", "-i", str(self.ssh_key), "-o", "IdentitiesOnly=yes", "-o",
+                    "BatchMode=yes"]
             if self.insecure_ignore_host_key:
                 opts += ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null"]
             else:
-                opts += ["-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={self.known_hosts}"]
+                opts += ["-o", "StrictHostKeyChecking=yes", "-o",
+                         f"UserKnownHostsFile={self.known_hosts}"]
             env["GIT_SSH_COMMAND"] = shlex.join(opts)
         if self.token_file:
             env.update({"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.extraHeader",
@@ -162,7 +166,8 @@ class GitSource:
         """base64 of `user:token` from --token-file, which holds the token (user x-access-token)
         or `user:token` for a forge that wants a particular user."""
         assert self.token_file is not None
-        text = operatorfile.read_text(self.token_file, setting="--token-file", limit=operatorfile.KEY_BYTES).strip()
+        text = operatorfile.read_text(self.token_file, setting="--token-file",
+                                      limit=operatorfile.KEY_BYTES).strip()
         if not text:
             raise ConfigError(f"the Git token file {self.token_file} is empty")
         user, _, token = text.partition(":") if ":" in text else (TOKEN_USER, "", text)
@@ -170,27 +175,28 @@ class GitSource:
 
     @calls.measured("git", op=lambda self, repo, *args: args[0])
     def _git(self, repo: git.Repo | None, *args: str) -> str:
-        """Runs one git command, killed (with the helpers it started) after min(its timeout, the run's
-        time left)."""
+        """Runs one git command, killed (with the helpers it started) after min(its timeout, the
+        run's time left)."""
         runner = repo.git if repo is not None else git.Git()
         left = self.time_left()
         if left <= 0:
-            raise SourceError(f"git {args[0]} {self._safe_url()}: not started: the run's deadline passed")
+            raise SourceError(f"git {args[0]} {self._safe_url()}: not started: the run's deadline "
+                              f"passed")
         limit = min(self.timeout, left)
         try:
             with runner.custom_environment(**self.env()):
                 return str(runner.execute(["git", *args], kill_after_timeout=limit))
         except git.GitCommandError as exc:
-            raw, detail = str(exc.stderr or exc.stdout or exc), _stderr(exc)
+            raw, detail = str(exc.stderr or exc.stdout or exc), stderr_of(exc)
             if "Timeout: the command" in raw:  # GitPython killed it at `limit`
                 cut = " (all the run's deadline left)" if limit < self.timeout else ""
                 detail = f"no answer within {limit:.0f} s{cut}; the Git remote stalled"
             elif any(m in raw for m in _HOST_KEY_FAILURES):
-                detail = ("the server's SSH host key does not match --known-hosts (it changed, or someone is "
-                          "in between); nothing was fetched")
+                detail = ("the server's SSH host key does not match --known-hosts (it changed, or "
+                          "someone is in between); nothing was fetched")
             elif any(m in raw for m in _AUTH_FAILURES):
-                detail = ("the server refused the credentials (check --token-file, or --ssh-key and "
-                          f"--known-hosts): {detail}")
+                detail = ("the server refused the credentials (check --token-file, or --ssh-key "
+                          f"and --known-hosts): {detail}")
             raise SourceError(f"git {args[0]} {self._safe_url()}: {detail}") from exc
 
     def _safe_url(self) -> str:
@@ -236,7 +242,8 @@ class GitSource:
         repo = self.repo()
         depth = ["--depth", str(self.depth)] if self.depth else []
         target = self._target()
-        quick = ["--no-tags", "--no-auto-maintenance"]  # git's housekeeping: in the notes' fetch, after the writes
+        # git's housekeeping: in the notes' fetch, after the writes
+        quick = ["--no-tags", "--no-auto-maintenance"]
         if self.ref and len(self.ref) == 40:
             self._git(repo, "fetch", "--quiet", *quick, *depth, "--", "origin", self.ref)
         else:
@@ -246,13 +253,15 @@ class GitSource:
         sha = gitlocal.fetched(repo) or self._git(repo, "rev-parse", "--verify", "--end-of-options",
                                                   "FETCH_HEAD^{commit}").strip()  # (a tag, peeled)
         if self.path and self._object_type(repo, f"{sha}:{self.path}") != "tree":
-            raise SourceError(f"{self._safe_url()}@{sha[:12]}: no directory {self.path!r} in the repository")
-        return FetchedCommit(sha, self.commit(repo, sha), self.path, self.limits, repo, self._listing)
+            raise SourceError(f"{self._safe_url()}@{sha[:12]}: no directory {self.path!r} in the "
+                              f"repository")
+        return FetchedCommit(sha, self.commit(repo, sha), self.path, self.limits, repo,
+                             self._listing)
 
     def earlier(self, sha: str) -> FetchedCommit | None:
-        """An earlier commit (the revision applied before a restart): from the local clone, else fetched
-        by its id alone (depth 1; a clone made since the restart is shallow); None when the remote does
-        not give it."""
+        """An earlier commit (the revision applied before a restart): from the local clone, else
+        fetched by its id alone (depth 1; a clone made since the restart is shallow); None when the
+        remote does not give it."""
         repo = self.repo()
         if len(sha) != 40 or any(c not in "0123456789abcdef" for c in sha):
             return None
@@ -261,14 +270,16 @@ class GitSource:
                 depth = ["--depth", "1"] if self.depth else []  # a full clone stays full
                 self._git(repo, "fetch", "--quiet", *depth, "--", "origin", sha)
             except SourceError as exc:
-                log.info("the applied commit %s could not be fetched (%s): the push waits for the reconcile",
+                log.info("the applied commit %s could not be fetched (%s): the push waits for the "
+                         "reconcile",
                          sha[:12], exc)
                 return None
             if self._object_type(repo, sha) != "commit":
                 return None
         if self.path and self._object_type(repo, f"{sha}:{self.path}") != "tree":
             return None
-        return FetchedCommit(sha, self.commit(repo, sha), self.path, self.limits, repo, self._listing)
+        return FetchedCommit(sha, self.commit(repo, sha), self.path, self.limits, repo,
+                             self._listing)
 
     @staticmethod
     def _object_type(repo: git.Repo, spec: str) -> str | None:
@@ -280,7 +291,8 @@ class GitSource:
     @staticmethod
     def commit(repo: git.Repo, sha: str) -> Commit:
         c = repo.commit(sha)
-        return Commit(sha, f"{c.author.name} <{c.author.email}>", c.summary if isinstance(c.summary, str)
+        return Commit(sha, f"{c.author.name} <{c.author.email}>",
+                      c.summary if isinstance(c.summary, str)
                       else c.summary.decode(), c.committed_datetime.isoformat())
 
     def commits_between(self, old: str | None, new: str) -> list[str]:
@@ -294,101 +306,17 @@ class GitSource:
         try:
             out = self._git(repo, "rev-list", "--reverse", "--end-of-options", f"{old}..{new}")
         except SourceError:
-            log.info("commit %s is not in the fetched history; cannot name the commits skipped", old[:12])
+            log.info("commit %s is not in the fetched history; cannot name the commits skipped",
+                     old[:12])
             return []
         return [sha for sha in out.split() if sha != new]
-
-    # -- notes ----------------------------------------------------------------------------------
-    def _identity(self, repo: git.Repo) -> Any:
-        return repo.git.custom_environment(GIT_AUTHOR_NAME="bindy-agent", GIT_AUTHOR_EMAIL="bindy-agent@localhost",
-                                           GIT_COMMITTER_NAME="bindy-agent",
-                                           GIT_COMMITTER_EMAIL="bindy-agent@localhost")
-
-    def _local_refs(self, repo: git.Repo) -> list[str]:
-        out = repo.git.for_each_ref("--format=%(refname)", *NOTES_REFS)
-        return [line for line in str(out).splitlines() if line]
-
-    def fetch_notes(self, *, keep_local: bool = True) -> None:
-        """Brings the remote's reports in, keeping local ones a failed push left behind (merged); with
-        `keep_local=False` (a reader: `report`), the local refs become exactly the remote's."""
-        repo = self.repo()
-        self._git(repo, "fetch", "--quiet", "--prune", "--", "origin", f"+{NOTES_REF}*:{REMOTE_NOTES}*")
-        local = set(self._local_refs(repo))
-        for ref in NOTES_REFS:
-            remote = ref.replace(NOTES_REF, REMOTE_NOTES, 1)
-            # anyone who can push can write these refs: one that is no commit is left out, and a merge
-            # that fails is an error of this step, not of the run (the next push replaces it)
-            present = bool(repo.git.for_each_ref(remote))
-            usable = present and self._object_type(repo, remote) == "commit"
-            if present and not usable:
-                log.warning("%s on the remote is not a commit; ignored", ref)
-            try:
-                if not usable:
-                    if not keep_local and ref in local:
-                        repo.git.update_ref("-d", ref)
-                    continue
-                if ref not in local or not keep_local:
-                    repo.git.update_ref("--", ref, remote)
-                    continue
-                with self._identity(repo):  # a note this run wrote wins over an older one for the same commit
-                    repo.git.notes("--ref", ref, "merge", "--quiet", "--strategy=ours", "--", remote)
-            except git.GitCommandError as exc:
-                raise SourceError(f"cannot merge the remote's {ref}: {_stderr(exc)}") from exc
-
-    def add_note(self, sha: str, text: str, full: str | None = None) -> None:
-        """Attaches a report to a commit, byte for byte (a blob given with -C: git does not clean it up,
-        so its signature still matches). The text goes through a file, never the command line."""
-        repo = self.repo()
-        for ref, body in ((NOTES_REF, text), (FULL_NOTES_REF, full)):
-            if body is None:
-                continue
-            with tempfile.NamedTemporaryFile("wb", suffix=".note", dir=repo.git_dir, delete=False) as f:
-                f.write(body.encode())
-            try:
-                blob = str(repo.git.hash_object("-w", "--", f.name)).strip()
-                with self._identity(repo):
-                    repo.git.notes("--ref", ref, "add", "--force", "-C", blob, "--", sha)
-            except git.GitCommandError as exc:
-                raise SourceError(f"cannot write the report note on {sha[:12]} ({ref}): {_stderr(exc)}") from exc
-            finally:
-                os.unlink(f.name)
-
-    def push_notes(self) -> None:
-        refs = [f"+{ref}:{ref}" for ref in self._local_refs(self.repo())]
-        if refs:
-            self._git(self.repo(), "push", "--quiet", "--", "origin", *refs)
-
-    def note(self, sha: str, *, full: bool = False, limit: int) -> StoredNote | None:
-        """The note on commit `sha` as stored, read only if at most `limit` bytes (anyone who can push
-        can write one, of any size); None if there is none."""
-        if not _SHA.fullmatch(sha):
-            return None
-        repo = self.repo()
-        try:
-            blob = str(repo.git.notes("--ref", FULL_NOTES_REF if full else NOTES_REF, "list", "--", sha)).strip()
-            kind = str(repo.git.cat_file("-t", "--", blob)).strip()
-            size = int(str(repo.git.cat_file("-s", "--", blob)).strip())
-        except (git.GitCommandError, ValueError):
-            return None
-        if kind != "blob":
-            return StoredNote(b"", f"the note is a {kind}, not a blob")
-        if size > limit:
-            return StoredNote(b"", f"the note is {size:,} bytes, more than the {limit:,} a report may have")
-        try:
-            data = repo.git.execute(["git", "cat-file", "blob", "--end-of-options", blob], stdout_as_string=False,
-                                    strip_newline_in_stdout=False)
-        except git.GitCommandError as exc:
-            raise SourceError(f"cannot read the note on {sha[:12]}: {_stderr(exc)}") from exc
-        return StoredNote(bytes(data))
 
     def clear_stale_locks(self) -> None:
         """Removes lock files a killed git left in the clone. Only safe while holding the run lock:
         no other git process of the agent can be using this clone."""
         git_dir = self.workdir / ".git"
-        for lock in [*git_dir.glob("*.lock"), *git_dir.glob("refs/**/*.lock"), *git_dir.glob("objects/pack/tmp_*")]:
-            log.warning("removing %s left by an interrupted git command", lock.relative_to(self.workdir))
+        for lock in [*git_dir.glob("*.lock"), *git_dir.glob("refs/**/*.lock"),
+                     *git_dir.glob("objects/pack/tmp_*")]:
+            log.warning("removing %s left by an interrupted git command",
+                        lock.relative_to(self.workdir))
             lock.unlink(missing_ok=True)
-
-
-def _stderr(exc: git.GitCommandError) -> str:
-    return " ".join(str(exc.stderr or exc.stdout or exc).replace("stderr:", "").split())[:500]

@@ -1,4 +1,5 @@
-"""The trees of a commit, checked as `git fsck --strict` checks them before a file of theirs is read.
+"""The trees of a commit, checked as `git fsck --strict` checks them before a file of theirs is
+read.
 
 `git ls-tree -r` joins the names of nested trees with `/`. A tree entry whose own name holds a
 `/`, is empty, `.` or `..`, or repeats a name of its tree (or a tree out of git's order, where git
@@ -39,7 +40,8 @@ def listed(raw: bytes) -> list[tuple[int, bytes, str]]:
     while pos < len(raw):
         space = raw.index(b" ", pos)
         end = raw.index(b"\0", space + 1)
-        out.append((int(raw[pos:space], 8), raw[space + 1:end], raw[end + 1:end + 1 + _ID_BYTES].hex()))
+        out.append((int(raw[pos:space], 8), raw[space + 1:end],
+                    raw[end + 1:end + 1 + _ID_BYTES].hex()))
         pos = end + 1 + _ID_BYTES
     return out
 
@@ -67,9 +69,11 @@ def problem(raw: bytes) -> str | None:
         for mode, name in _entries(raw):
             if b"/" in name or name in (b"", b".", b".."):
                 what = "an empty name" if not name else f"the name {_shown(name)}"
-                return f"an entry with {what}, which git refuses (git fsck: fullPathname, emptyName, hasDot)"
+                return (f"an entry with {what}, which git refuses (git fsck: fullPathname, "
+                        f"emptyName, hasDot)")
             if name in seen:
-                return f"two entries named {_shown(name)}, which git refuses (git fsck: duplicateEntries)"
+                return (f"two entries named {_shown(name)}, which git refuses (git fsck: "
+                        f"duplicateEntries)")
             key = name + b"/" if mode & 0o170000 == _DIRECTORY else name
             if last is not None and key < last:
                 return f"entries out of git's order at {_shown(name)} (git fsck: treeNotSorted)"
@@ -80,7 +84,8 @@ def problem(raw: bytes) -> str | None:
     return None
 
 
-def check(trees: list[tuple[str, str]], sound: set[str], read: Callable[[str], bytes]) -> list[tuple[str, str]]:
+def check(trees: list[tuple[str, str]], sound: set[str],
+          read: Callable[[str], bytes]) -> list[tuple[str, str]]:
     """(path, problem) for each of the trees, (id, path), that git would refuse. `sound` holds the
     ids found sound before, and gains the ones found sound now."""
     found = []

@@ -29,16 +29,17 @@ CHAIN_LIMIT = 64  # commits walked in process before `git rev-list` is asked ins
 
 
 def chain(repo: git.Repo, old: str, new: str) -> list[str] | None:
-    """`rev-list old..new` minus `new`, oldest first, when `new` reaches `old` through commits of one
-    parent each (a branch pushed onto: then that chain is exactly the commits `old` lacks), walked
-    with the repository's open `git cat-file`; None for anything else (a merge, a root, a commit
-    not fetched, a longer chain): `git rev-list` decides."""
+    """`rev-list old..new` minus `new`, oldest first, when `new` reaches `old` through commits of
+    one parent each (a branch pushed onto: then that chain is exactly the commits `old` lacks),
+    walked with the repository's open `git cat-file`; None for anything else (a merge, a root, a
+    commit not fetched, a longer chain): `git rev-list` decides."""
     if not _SHA.fullmatch(old) or not _SHA.fullmatch(new):
         return None
     found: list[str] = []
     try:
         shallow = pathlib.Path(repo.git_dir, "shallow")
-        edge = set(shallow.read_text().split()) if shallow.exists() else set()  # where the clone's history ends
+        # where the clone's history ends
+        edge = set(shallow.read_text().split()) if shallow.exists() else set()
         repo.odb.info(bytes.fromhex(old))  # `old` is in the clone (else rev-list names nothing)
         commit = repo.commit(new)
         for _ in range(CHAIN_LIMIT):

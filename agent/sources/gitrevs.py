@@ -1,9 +1,12 @@
-"""Any revision of a Git repository, by name, read straight from its tree (`plan --base/--head`, `report REV`).
+"""Any revision of a Git repository, by name, read straight from its tree (`plan --base/--head`,
+`report REV`).
 
-    Revisions.local(DIR)      the work tree holding DIR (nothing is fetched; uncommitted files ignored)
-    Revisions.remote(source)  a remote, cloned or fetched into the cache: branches, tags, and any other
-                              ref or commit fetched on demand (e.g. `pull/12/head`)
-    resolve(REV)              the full commit SHA of a branch, tag, SHA (abbreviated too), HEAD~1 ...
+    Revisions.local(DIR)      the work tree holding DIR (nothing is fetched; uncommitted files
+                              ignored)
+    Revisions.remote(source)  a remote, cloned or fetched into the cache: branches, tags, and any
+                              other ref or commit fetched on demand (e.g. `pull/12/head`)
+    resolve(REV)              the full commit SHA of a branch, tag, SHA (abbreviated too), HEAD~1
+                              ...
     files(sha, path)          the commit's *.yaml / *.yml below `path`, as the loader reads them
 
 Files come from the commit's tree, never from a checkout, exactly as a sync reads a fetched commit
@@ -45,8 +48,8 @@ class Revisions:
         try:
             repo = git.Repo(where, search_parent_directories=True)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
-            raise SourceError(f"{where}: not inside a Git work tree (give --repo URL, or --base-dir DIR to "
-                              "compare two directories)") from exc
+            raise SourceError(f"{where}: not inside a Git work tree (give --repo URL, or "
+                              "--base-dir DIR to compare two directories)") from exc
         top = pathlib.Path(repo.working_tree_dir or ".").resolve()
         rel = where.resolve().relative_to(top).as_posix()
         return cls(repo, str(top)), "" if rel == "." else rel
@@ -66,7 +69,8 @@ class Revisions:
         assert self.source is not None
         try:
             with self.repo.git.custom_environment(**self.source.env()):
-                self.repo.git.execute(["git", "fetch", "--quiet", "--force", "--", "origin", *refspecs],
+                self.repo.git.execute(["git", "fetch", "--quiet", "--force", "--", "origin",
+                                       *refspecs],
                                       kill_after_timeout=self.source.timeout)
         except git.GitCommandError as exc:
             detail = " ".join(str(exc.stderr or exc).replace("stderr:", "").split())[:300]
@@ -74,7 +78,8 @@ class Revisions:
 
     def _commit_of(self, name: str) -> str | None:
         try:
-            return str(self.repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{name}^{{commit}}")).strip()
+            return str(self.repo.git.rev_parse("--verify", "--quiet", "--end-of-options",
+                                               f"{name}^{{commit}}")).strip()
         except git.GitCommandError:
             return None
 
@@ -90,7 +95,8 @@ class Revisions:
             except SourceError:
                 found = None
         if found is None:
-            raise UnknownRevision(f"unknown revision {rev!r} in {self.label} (give a branch, a tag or a commit SHA)"
+            raise UnknownRevision(f"unknown revision {rev!r} in {self.label} (give a branch, a tag "
+                                  f"or a commit SHA)"
                                   + ("" if self.source else self._how_to_fetch(rev)))
         return found
 
@@ -99,14 +105,17 @@ class Revisions:
         return not rev.startswith("-") and self._commit_of(rev) is not None
 
     def fetch_from_origin(self, rev: str, *, timeout: float = 300) -> str:
-        """For a work tree that lacks `rev` (a shallow CI checkout holds one commit): fetches that one
-        commit or branch from its remote `origin`, without history; its SHA (SourceError: git's message)."""
+        """For a work tree that lacks `rev` (a shallow CI checkout holds one commit): fetches that
+        one commit or branch from its remote `origin`, without history; its SHA (SourceError: git's
+        message)."""
         if rev.startswith("-"):
             raise UnknownRevision(f"{rev!r} is not a revision")
         branch = rev.removeprefix("origin/")
-        refspec = f"+refs/heads/{branch}:refs/remotes/origin/{branch}" if rev.startswith("origin/") else rev
+        refspec = (f"+refs/heads/{branch}:refs/remotes/origin/{branch}" if rev.startswith("origin/")
+                   else rev)
         try:
-            self.repo.git.execute(["git", "fetch", "--quiet", "--no-tags", "--depth=1", "--", "origin", refspec],
+            self.repo.git.execute(["git", "fetch", "--quiet", "--no-tags", "--depth=1", "--",
+                                   "origin", refspec],
                                   kill_after_timeout=timeout)
         except git.GitCommandError as exc:
             detail = " ".join(str(exc.stderr or exc).replace("stderr:", "").split())[:300]
@@ -117,10 +126,12 @@ class Revisions:
         return found
 
     def _how_to_fetch(self, rev: str) -> str:
-        """How to get a revision a local clone lacks: a CI checkout is shallow and holds one branch."""
+        """How to get a revision a local clone lacks: a CI checkout is shallow and holds one
+        branch."""
         if rev.startswith("origin/"):
             branch = rev.removeprefix("origin/")
-            fetch = f"git fetch --no-tags --depth=1 origin +refs/heads/{branch}:refs/remotes/origin/{branch}"
+            fetch = (f"git fetch --no-tags --depth=1 origin "
+                     f"+refs/heads/{branch}:refs/remotes/origin/{branch}")
         elif re.fullmatch(r"[\w.][\w./-]*", rev):
             fetch = f"git fetch --no-tags --depth=1 origin {rev}" + ("" if _hex(rev) else f":{rev}")
         else:  # HEAD~3, main^: history, not a name to fetch
@@ -131,13 +142,14 @@ class Revisions:
             shallow = False
         if not shallow:
             return f"; fetch it first: {fetch}" if rev.startswith("origin/") else ""
-        return (f"; this clone is shallow (a CI checkout fetches one commit): fetch the revision first "
-                f"({fetch}), or the whole history (git fetch --unshallow; on GitHub Actions: actions/checkout "
-                "with fetch-depth: 0; on GitLab CI: the variable GIT_DEPTH: 0)")
+        return (f"; this clone is shallow (a CI checkout fetches one commit): fetch the revision "
+                f"first ({fetch}), or the whole history (git fetch --unshallow; on GitHub Actions: "
+                "actions/checkout with fetch-depth: 0; on GitLab CI: the variable GIT_DEPTH: 0)")
 
     def files(self, sha: str, path: str = "") -> kustomize.Revision:
-        """The commit's YAML files below `path`, read from its tree as a sync reads them (agent/sources/gittree.py);
-        a kustomization there may build from the commit's other YAML files (agent/sources/kustomize.py)."""
+        """The commit's YAML files below `path`, read from its tree as a sync reads them
+        (agent/sources/gittree.py); a kustomization there may build from the commit's other YAML
+        files (agent/sources/kustomize.py)."""
         treeish = f"{sha}:{path}" if path else sha
         if self._kind(treeish) != ("tree" if path else "commit"):
             raise SourceError(f"{self.label}@{sha[:12]}: no directory {path!r} in the commit")
@@ -173,10 +185,12 @@ def noted_revision(source: GitSource, rev: str | None, notes_ref: str) -> str:
             listed = str(source.repo().git.notes("--ref", notes_ref, "list"))
         except git.GitCommandError:
             listed = ""
-        matches = sorted({line.split()[-1] for line in listed.splitlines() if line.split()[-1].startswith(rev.lower())})
+        matches = sorted({line.split()[-1] for line in listed.splitlines()
+                          if line.split()[-1].startswith(rev.lower())})
         if len(matches) > 1:
-            raise UnknownRevision(f"{rev!r} is ambiguous: {len(matches)} reported commits start with it "
-                              f"({', '.join(m[:12] for m in matches[:5])}); give more of the SHA")
+            raise UnknownRevision(f"{rev!r} is ambiguous: {len(matches)} reported commits start "
+                              f"with it ({', '.join(m[:12] for m in matches[:5])}); give more of "
+                              f"the SHA")
         if matches:
             return matches[0]
     try:
@@ -184,5 +198,6 @@ def noted_revision(source: GitSource, rev: str | None, notes_ref: str) -> str:
     except SourceError as exc:
         if "has no branch or tag" not in str(exc):
             raise  # the remote could not be asked: say that, not "unknown"
-        raise UnknownRevision(f"unknown revision {rev!r}: no commit with a report starts with it, and "
-                          f"{_safe_label(source.url)} has no branch or tag of that name") from None
+        raise UnknownRevision(f"unknown revision {rev!r}: no commit with a report starts with it, "
+                          f"and {_safe_label(source.url)} has no branch or tag of that "
+                          f"name") from None

@@ -1,6 +1,7 @@
 """A commit's files, straight from its tree: no work tree, so nothing outside the commit is read.
 
-    git cat-file --batch (GitPython, persistent) -> each tree's raw entries, checked as git fsck does
+    git cat-file --batch (GitPython, persistent) -> each tree's raw entries, checked as git fsck
+    does
                                                     (agent/sources/gitfsck.py) and listed, once per
                                                     tree id (a push reads the few trees it changed);
                                                     a blob's bytes, only when the loader reads it
@@ -37,7 +38,8 @@ from agent.sources import boundary, gitfsck
 from agent.sources.lstree import MAX_LISTING_BYTES, MAX_PATHS, Entry, TooMany, list_tree
 
 _LINK, _SUBMODULE = "120000", "160000"
-_SHA = re.compile(r"[0-9a-f]{40}")  # a commit id git reads in process (SHA-1: gitfsck reads 20-byte ids)
+# a commit id git reads in process (SHA-1: gitfsck reads 20-byte ids)
+_SHA = re.compile(r"[0-9a-f]{40}")
 T = TypeVar("T")
 
 
@@ -50,7 +52,8 @@ class GitFile:
     known_size: int | None = 0  # None: asked of the repository when first needed
     refused: str | None = None
     warning: bool = False  # refused harmlessly (a skipped submodule)
-    reader: Callable[[str], bytes] | None = dataclasses.field(default=None, repr=False, compare=False)
+    reader: Callable[[str], bytes] | None = dataclasses.field(default=None, repr=False,
+                                                              compare=False)
     sizer: Callable[[str], int] | None = dataclasses.field(default=None, repr=False, compare=False)
 
     @property
@@ -88,7 +91,8 @@ def _asked(repo: git.Repo, ask: Callable[[], T], what: str) -> T:
 
 def _blob_sizer(repo: git.Repo) -> Callable[[str], int]:
     def size(blob: str) -> int:
-        _, kind, found = _asked(repo, lambda: repo.git.get_object_header(blob), f"cannot find blob {blob}")
+        _, kind, found = _asked(repo, lambda: repo.git.get_object_header(blob),
+                                f"cannot find blob {blob}")
         _must_be_blob(blob, kind)
         return int(found)
     return size
@@ -96,7 +100,8 @@ def _blob_sizer(repo: git.Repo) -> Callable[[str], int]:
 
 def _blob_reader(repo: git.Repo) -> Callable[[str], bytes]:
     def read(blob: str) -> bytes:
-        _, kind, _, data = _asked(repo, lambda: repo.git.get_object_data(blob), f"cannot read blob {blob}")
+        _, kind, _, data = _asked(repo, lambda: repo.git.get_object_data(blob),
+                                  f"cannot read blob {blob}")
         _must_be_blob(blob, kind)
         return bytes(data)
     return read
@@ -107,9 +112,11 @@ _Node = dict[str, Union["_Node", Entry]]  # a directory of the listed tree: its 
 
 class _Resolver:
     """Follows symbolic links inside one listed tree, component by component: each step looks one
-    name up in one directory, so a link costs the length of its path and target, whatever the depth."""
+    name up in one directory, so a link costs the length of its path and target, whatever the
+    depth."""
 
-    def __init__(self, entries: dict[str, Entry], read: Callable[[str], bytes], size: Callable[[str], int]) -> None:
+    def __init__(self, entries: dict[str, Entry], read: Callable[[str], bytes],
+                 size: Callable[[str], int]) -> None:
         self.entries, self.read, self.size = entries, read, size
 
     @functools.cached_property
@@ -120,7 +127,8 @@ class _Resolver:
             node, *parents = top, *path.split("/")[:-1]
             for name in parents:
                 found = node.setdefault(name, {})
-                if not isinstance(found, dict):  # a file and a directory of one name: not a sound tree
+                # a file and a directory of one name: not a sound tree
+                if not isinstance(found, dict):
                     break
                 node = found
             else:
@@ -146,7 +154,8 @@ class _Resolver:
             if isinstance(found, Entry) and found.mode == _LINK:
                 hops += 1
                 if hops > boundary.MAX_LINK_HOPS or self.size(found.blob) > boundary.MAX_LINK_BYTES:
-                    raise FileRefused("not read: too many levels of symbolic links, or a link too long")
+                    raise FileRefused("not read: too many levels of symbolic links, or a link too "
+                                      "long")
                 link = self.read(found.blob).decode("utf-8", "surrogateescape")
                 if link.startswith("/"):
                     raise FileRefused(boundary.outside(self._link_text(rel)))
@@ -166,7 +175,9 @@ class _Resolver:
 
     def _link_text(self, rel: str) -> str:
         entry = self.entries.get(rel)
-        return self.read(entry.blob).decode("utf-8", "surrogateescape") if entry and entry.mode == _LINK else rel
+        if entry and entry.mode == _LINK:
+            return self.read(entry.blob).decode("utf-8", "surrogateescape")
+        return rel
 
 
 @dataclasses.dataclass
@@ -178,10 +189,11 @@ class Listing:
 
     paths: set[str] = dataclasses.field(default_factory=set)
     ordered: list[str] = dataclasses.field(default_factory=list)
-    files: dict[tuple[str, Entry], GitFile | None] = dataclasses.field(default_factory=dict)  # None: not a candidate
+    # None: not a candidate
+    files: dict[tuple[str, Entry], GitFile | None] = dataclasses.field(default_factory=dict)
     sound: set[str] = dataclasses.field(default_factory=set)  # ids of the trees git would accept
-    # the entries of each tree of the last listing, by tree id (its id names its content): a commit's
-    # tree is listed by reading only the trees it does not share with the last one
+    # the entries of each tree of the last listing, by tree id (its id names its content): a
+    # commit's tree is listed by reading only the trees it does not share with the last one
     trees: dict[str, list[tuple[str, str, str, str]]] = dataclasses.field(default_factory=dict)
 
 
@@ -189,8 +201,8 @@ def files(repo: git.Repo, treeish: str, last: Listing | None = None, *,
           candidate: Callable[[str], bool] = boundary.is_candidate) -> list[GitFile]:
     """The candidate files of a commit's directory of CRs, in load order (boundary.order). With the
     `last` listing of this same repository object, unchanged entries are the very files it made, and
-    it is updated to this listing (always with the same `candidate`: boundary.is_repository_file lists every
-    file a kustomization may name)."""
+    it is updated to this listing (always with the same `candidate`: boundary.is_repository_file
+    lists every file a kustomization may name)."""
     last = Listing() if last is None else last
     ids = _tree_ids_of(repo, treeish)
     read = _tree_reader(repo)
@@ -200,9 +212,10 @@ def files(repo: git.Repo, treeish: str, last: Listing | None = None, *,
     except TooMany:
         return [GitFile(".", "", 0, refused=(
             f"not read: the Git tree of {treeish[:12]} lists more than {MAX_PATHS:,} paths or "
-            f"{MAX_LISTING_BYTES // 2**20} MiB of path names (its folders name the same folders over and over, "
-            "or hold names thousands of bytes long: far beyond a repository of DNS records): no file of this "
-            "revision is read - keep the CRs' directory to the files the agent reads"))]
+            f"{MAX_LISTING_BYTES // 2**20} MiB of path names (its folders name the same folders "
+            "over and over, or hold names thousands of bytes long: far beyond a repository of DNS "
+            "records): no file of this revision is read - keep the CRs' directory to the files the "
+            "agent reads"))]
     refused = _unsound(repo, treeish, trees, last, ids)
     if refused:
         return refused
@@ -241,7 +254,8 @@ def _read_trees(root: str, last: Listing, read: Callable[[str], bytes],
     trees: dict[str, str] = {}
     kept: dict[str, list[tuple[str, str, str, str]]] = {}
     named = 0  # bytes of the paths listed: a few long folder names nested make gigabytes of paths
-    todo = [("", root)]  # depth first, each tree's entries in its order: as `ls-tree -r -t` prints them
+    # depth first, each tree's entries in its order: as `ls-tree -r -t` prints them
+    todo = [("", root)]
     while todo:
         prefix, tree = todo.pop()
         found = kept.get(tree) or last.trees.get(tree)
@@ -270,7 +284,8 @@ def _read_trees(root: str, last: Listing, read: Callable[[str], bytes],
 
 
 def _canonical(mode: int) -> tuple[str, str]:
-    """The mode `git ls-tree` prints for a tree entry's (git's canon_mode), and the kind of object."""
+    """The mode `git ls-tree` prints for a tree entry's (git's canon_mode), and the kind of
+    object."""
     kind = mode & 0o170000
     if kind == _DIRECTORY:
         return "040000", "tree"
@@ -289,7 +304,8 @@ def _tree_ids_of(repo: git.Repo, treeish: str) -> list[str] | None:
 
 def _tree_reader(repo: git.Repo) -> Callable[[str], bytes]:
     def read(tree: str) -> bytes:
-        _, kind, _, data = _asked(repo, lambda: repo.git.get_object_data(tree), f"cannot read tree {tree}")
+        _, kind, _, data = _asked(repo, lambda: repo.git.get_object_data(tree),
+                                  f"cannot read tree {tree}")
         if (kind.decode() if isinstance(kind, bytes) else kind) != "tree":
             raise SourceError(f"object {tree} is a {kind!r}, not a tree")
         return bytes(data)
@@ -300,20 +316,23 @@ def _unsound(repo: git.Repo, treeish: str, trees: dict[str, str], last: Listing,
              ids: list[str] | None = None) -> list[GitFile]:
     """A refusal for each tree of the listing that git would refuse (agent/sources/gitfsck.py), and
     for each tree on the way to it from the commit's own (`COMMIT:a/b` is looked up in the commit's
-    tree, then in `a`'s: a duplicate `a` there decides which `a` is read); the `last` listing's trees
-    are not read again, and it keeps this listing's."""
+    tree, then in `a`'s: a duplicate `a` there decides which `a` is read); the `last` listing's
+    trees are not read again, and it keeps this listing's."""
     commit, _, below = treeish.partition(":")  # after `:` all is the path
     parts = [p for p in below.split("/") if p]
-    above = ["/".join(parts[:i]) for i in range(len(parts))]  # "" (the commit's tree), "a", ... not a/b itself
+    # "" (the commit's tree), "a", ... not a/b itself
+    above = ["/".join(parts[:i]) for i in range(len(parts))]
     specs = [f"{commit}^{{tree}}" if not path else f"{commit}:{path}" for path in above] + [
         treeish if below else f"{commit}^{{tree}}"]
     read = _tree_reader(repo)
     ids = ids if ids is not None else _tree_ids(repo, commit, parts, read)
     if ids is None:  # asked of git: a tree on the way is not sound, or the commit is not one
         try:
-            ids = [str(repo.git.rev_parse("--verify", "--end-of-options", spec)).strip() for spec in specs]
+            ids = [str(repo.git.rev_parse("--verify", "--end-of-options", spec)).strip()
+                   for spec in specs]
         except git.GitCommandError as exc:
-            raise SourceError(f"cannot list {treeish}: {exc.stderr.strip() if exc.stderr else exc}") from exc
+            raise SourceError(f"cannot list {treeish}: "
+                              f"{exc.stderr.strip() if exc.stderr else exc}") from exc
     root = ids[-1]
 
     sound = last.sound
@@ -321,19 +340,23 @@ def _unsound(repo: git.Repo, treeish: str, trees: dict[str, str], last: Listing,
     unsound: list[tuple[str | None, str, str]] = [
         (None, path, why) for path, why in gitfsck.check(on_the_way, sound, read)]
     unsound += [(path, "/".join(p for p in (below, path) if p), why)
-                for path, why in gitfsck.check([(root, ""), *((t, p) for p, t in trees.items())], sound, read)]
+                for path, why in gitfsck.check([(root, ""), *((t, p) for p, t in trees.items())],
+                                               sound, read)]
     last.sound = sound & {*ids, *trees.values()}
     return [GitFile(boundary.shown(path) if path else ".", "", 0, refused=(
         f"not read: the Git tree {boundary.shown(full or '.')!r} of commit "
-        f"{commit[:12]} has {why}; its paths are not what `git show` reads, so no file of this revision is "
-        "read - rewrite the commit with ordinary git (git fsck --strict shows the tree)"))
+        f"{commit[:12]} has {why}; its paths are not what `git show` reads, so no file of this "
+        "revision is read - rewrite the commit with ordinary git (git fsck --strict shows the "
+        "tree)"))
         for path, full, why in unsound]
 
 
-def _tree_ids(repo: git.Repo, commit: str, parts: list[str], read: Callable[[str], bytes]) -> list[str] | None:
-    """The ids `git rev-parse COMMIT^{tree} COMMIT:a COMMIT:a/b ...` gives, read with the repository's
-    open `git cat-file` instead of a process of its own; None when git is to be asked (`commit` is
-    no commit id, or a tree on the way is one git would refuse: its lookup is git's to decide)."""
+def _tree_ids(repo: git.Repo, commit: str, parts: list[str],
+              read: Callable[[str], bytes]) -> list[str] | None:
+    """The ids `git rev-parse COMMIT^{tree} COMMIT:a COMMIT:a/b ...` gives, read with the
+    repository's open `git cat-file` instead of a process of its own; None when git is to be asked
+    (`commit` is no commit id, or a tree on the way is one git would refuse: its lookup is git's to
+    decide)."""
     if not _SHA.fullmatch(commit):
         return None
     try:
@@ -349,7 +372,8 @@ def _tree_ids(repo: git.Repo, commit: str, parts: list[str], read: Callable[[str
     return ids
 
 
-def _listed(rel: str, entry: Entry, resolver: _Resolver, candidate: Callable[[str], bool]) -> GitFile | None:
+def _listed(rel: str, entry: Entry, resolver: _Resolver,
+            candidate: Callable[[str], bool]) -> GitFile | None:
     """The file an entry stands for, or None when it is not a candidate."""
     if entry.kind == "commit" and not boundary.is_hidden(rel):
         return GitFile(boundary.shown(rel), "", 0, warning=True, refused=(

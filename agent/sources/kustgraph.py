@@ -2,14 +2,14 @@
 (agent/sources/kustomize.py).
 
 Each kustomization directory is read once (`Graph.node`, memoized): its kustomization strictly
-(agent/sources/kustomization.py), then every reference resolved against its directory. A reference must
-stay inside the repository and name what is there: a file, or for `resources`/`bases`/`components` a
-directory holding a kustomization. A node knows every
-file its build reads (written into the build directory, kustomizations as their checked data), the first
-refusal met (a kustomization file, a line, why), how deep its bases go, and an estimate of its output's size
-that counts a base as often as kustomize builds it (kustomize does not share a base included twice): the
-estimate of a lattice of D levels, each including the next twice, is 2^D times its files, computed in D
-steps.
+(agent/sources/kustomization.py), then every reference resolved against its directory. A reference
+must stay inside the repository and name what is there: a file, or for
+`resources`/`bases`/`components` a directory holding a kustomization. A node knows every
+file its build reads (written into the build directory, kustomizations as their checked data), the
+first refusal met (a kustomization file, a line, why), how deep its bases go, and an estimate of its
+output's size that counts a base as often as kustomize builds it (kustomize does not share a base
+included twice): the estimate of a lattice of D levels, each including the next twice, is 2^D times
+its files, computed in D steps.
 """
 
 from __future__ import annotations
@@ -25,13 +25,14 @@ from agent.sources import kustomization
 from agent.sources.kustomization import BASE, FILES, NAMES, SMP, Ref
 
 MAX_DEPTH = 50  # bases of bases of ... below one kustomization
-# a URL or a remote base as kustomize reads one (scheme://, scheme::, git@host:, ?ref=), refused even when a
-# file of that name exists; a host name first (github.com/org/repo) is named so when no such file exists
+# a URL or a remote base as kustomize reads one (scheme://, scheme::, git@host:, ?ref=), refused
+# even when a file of that name exists; a host name first (github.com/org/repo) is named so when no
+# such file exists
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:|^git@|[?&](ref|version|submodules|timeout)=|^//")
 _HOST = re.compile(r"^[^/]+\.[A-Za-z]{2,}/")
 Refusal = tuple[str, int, str]  # (kustomization file, line, why)
-_REMOTE = ("is a remote base: the agent builds only from the files of the revision (no network); vendor it into "
-           "the repository")
+_REMOTE = ("is a remote base: the agent builds only from the files of the revision (no network); "
+           "vendor it into the repository")
 
 
 class Node(NamedTuple):
@@ -39,14 +40,17 @@ class Node(NamedTuple):
 
     refusal: Refusal | None
     files: frozenset[str]  # paths from the repository's top
-    estimate: int  # bytes its output is expected to weigh, its bases counted as often as they are built
+    # bytes its output is expected to weigh, its bases counted as often as they are built
+    estimate: int
     documents: int  # objects it is expected to build, counted so too
     height: int  # 1 + how deep its bases go
-    complete: bool = True  # False: a file it names could not be read (so what it holds is not known)
+    # False: a file it names could not be read (so what it holds is not known)
+    complete: bool = True
 
 
 class Graph:
-    """The kustomizations of one repository, read as builds reach them, within `max_bytes` read in all."""
+    """The kustomizations of one repository, read as builds reach them, within `max_bytes` read in
+    all."""
 
     def __init__(self, files: dict[str, Any], max_bytes: int) -> None:
         self.files, self.max_bytes = files, max_bytes
@@ -56,11 +60,13 @@ class Graph:
         self._read_bytes = 0
 
     def kustomization_of(self, directory: str) -> str | None:
-        found = [p for p in (posixpath.join(directory, n) if directory else n for n in NAMES) if p in self.files]
+        found = [p for p in (posixpath.join(directory, n) if directory else n for n in NAMES)
+                 if p in self.files]
         return found[0] if found else None
 
     def node(self, directory: str, depth: int = 1) -> Node:
-        """The directory's node (built once; `depth`: how deep below the first kustomization it is reached)."""
+        """The directory's node (built once; `depth`: how deep below the first kustomization it is
+        reached)."""
         known = self._nodes.get(directory)
         if known is not None:
             return known
@@ -69,8 +75,10 @@ class Graph:
             why = "its bases include it again (a cycle): kustomize cannot build it"
             return Node((path, 1, why), frozenset(), 0, 0, 0)
         if depth > MAX_DEPTH:
-            return Node((path, 1, f"kustomizations nest more than {MAX_DEPTH} deep below the one built (a base of a "
-                                  "base of ...): flatten the chain"), frozenset(), 0, 0, MAX_DEPTH)
+            return Node((path, 1,
+                         f"kustomizations nest more than {MAX_DEPTH} deep below the one built (a "
+                                  "base of a base of ...): flatten the chain"), frozenset(), 0, 0,
+                        MAX_DEPTH)
         self._open.add(directory)
         try:
             node = self._read(directory, path, depth)
@@ -80,14 +88,19 @@ class Graph:
         return node
 
     def _read(self, directory: str, path: str, depth: int) -> Node:
-        names = [p for p in (posixpath.join(directory, n) if directory else n for n in NAMES) if p in self.files]
-        if not names:  # its kustomization is listed but may not be read (a link out of the repository, ...)
-            return Node((posixpath.join(directory, NAMES[0]) if directory else NAMES[0], 1, "not read: the "
-                         "kustomization of this directory is not a regular file of the repository"), frozenset(), 0,
-                        0, 0, complete=False)
+        names = [p for p in (posixpath.join(directory, n) if directory else n for n in NAMES)
+                 if p in self.files]
+        # its kustomization is listed but may not be read (a link out of the repository, ...)
+        if not names:
+            return Node((posixpath.join(directory, NAMES[0]) if directory else NAMES[0], 1,
+                         "not read: the "
+                         "kustomization of this directory is not a regular file of the repository"),
+                        frozenset(), 0, 0, 0, complete=False)
         if len(names) > 1:
-            return Node((names[1], 1, f"a second kustomization in {directory or '.'} ({', '.join(names)}): kustomize "
-                                      "refuses to choose; keep one"), frozenset(), 0, 0, 0)
+            return Node((names[1], 1,
+                         f"a second kustomization in {directory or '.'} ({', '.join(names)}): "
+                                      "kustomize refuses to choose; keep one"), frozenset(), 0, 0,
+                        0)
         try:
             parsed = kustomization.read(self._take(path))
         except kustomization.Invalid as exc:
@@ -114,11 +127,14 @@ class Graph:
             elif ref.kind in (BASE, FILES):
                 files.update(found)
                 estimate += sum(len(self.data[f]) for f in found)
-                documents += sum(self.data[f].count(b"\n---") + 1 for f in found) if ref.kind == BASE else 1
+                documents += sum(self.data[f].count(b"\n---") + 1
+                                 for f in found) if ref.kind == BASE else 1
             else:
                 files.update(found)
         if height > MAX_DEPTH and refusal is None:
-            refusal = (path, 1, f"kustomizations nest more than {MAX_DEPTH} deep below it: flatten the chain")
+            refusal = (path, 1,
+                       f"kustomizations nest more than {MAX_DEPTH} deep below it: flatten the "
+                       f"chain")
         return Node(refusal, frozenset(files), estimate, documents, height, complete)
 
     def _resolve(self, directory: str, ref: Ref, depth: int) -> Node | list[str]:
@@ -127,8 +143,9 @@ class Graph:
         if ref.kind == SMP and _inline(entry):
             normal = posixpath.normpath(entry)
             if normal.startswith(("/", "../")) or normal == "..":
-                raise _Refused("is an inline patch that is also a path outside the repository: kustomize would try "
-                               "to read that file first; write the patch in a file of the repository")
+                raise _Refused("is an inline patch that is also a path outside the repository: "
+                               "kustomize would try to read that file first; write the patch in a "
+                               "file of the repository")
             return []
         if ref.kind == FILES:
             if entry.count("=") > 1:
@@ -142,15 +159,16 @@ class Graph:
         if _HOST.search(entry):
             raise _Refused(_REMOTE)
         what = "a file or a directory with a kustomization" if ref.kind == BASE else "a file"
-        raise _Refused(f"is not {what} of the repository (the Git work tree or commit of the directory read)")
+        raise _Refused(f"is not {what} of the repository (the Git work tree or commit of the "
+                       f"directory read)")
 
     def _target(self, directory: str, entry: str) -> str:
         if _URL.search(entry):
             raise _Refused(_REMOTE)
         target = posixpath.normpath(posixpath.join(directory, entry))
         if entry.startswith("/") or target == ".." or target.startswith("../") or not entry:
-            raise _Refused("is outside the repository (the Git work tree or commit of the directory read; a "
-                           "directory outside Git is a repository of its own)")
+            raise _Refused("is outside the repository (the Git work tree or commit of the "
+                           "directory read; a directory outside Git is a repository of its own)")
         return "" if target == "." else target
 
     def _add(self, path: str) -> str:
@@ -162,7 +180,8 @@ class Graph:
         """A file's bytes, within `max_bytes` for all the files read (SourceError beyond)."""
         file = self.files[path]
         if file.size + self._read_bytes > self.max_bytes:
-            raise SourceError(f"the files the kustomize builds read are over {self.max_bytes:,} bytes")
+            raise SourceError(f"the files the kustomize builds read are over {self.max_bytes:,} "
+                              f"bytes")
         data = bytes(file.read())
         self._read_bytes += len(data)
         return data
@@ -173,7 +192,8 @@ class _Refused(Exception):
 
 
 def _inline(entry: str) -> bool:
-    """A patchesStrategicMerge entry that is a patch itself (YAML of an object), not the path of one."""
+    """A patchesStrategicMerge entry that is a patch itself (YAML of an object), not the path of
+    one."""
     try:
         doc = yaml.load(entry, Loader=yaml.CSafeLoader)
     except yaml.YAMLError:

@@ -1,13 +1,15 @@
-"""One kustomization file, read strictly before kustomize may see it (agent/sources/kustomize.py builds).
+"""One kustomization file, read strictly before kustomize may see it (agent/sources/kustomize.py
+builds).
 
-kustomize reads a kustomization as JSON with Go's decoder, which matches field names case-insensitively and
-with Unicode folding (`RESOURCES` and `reſources` are `resources` to it). So the agent reads every field by
-its exact name against kustomize's own types (kustomize v5, sigs.k8s.io/kustomize/api/types) and refuses,
-at its line, any other field, a duplicate, an alias merge (`<<`) or a value of the wrong shape. Every value
-that names a file, a directory or a URL is listed (`Ref`) for the caller to resolve inside the repository;
-plugins and Helm charts are refused. What kustomize then reads is not the file as written but the data just
-checked, written back as JSON (`Parsed.canonical`): a YAML reading that differed between PyYAML and Go
-cannot smuggle a field past the check.
+kustomize reads a kustomization as JSON with Go's decoder, which matches field names
+case-insensitively and with Unicode folding (`RESOURCES` and `reſources` are `resources` to it). So
+the agent reads every field by its exact name against kustomize's own types (kustomize v5,
+sigs.k8s.io/kustomize/api/types) and refuses, at its line, any other field, a duplicate, an alias
+merge (`<<`) or a value of the wrong shape. Every value that names a file, a directory or a URL is
+listed (`Ref`) for the caller to resolve inside the repository; plugins and Helm charts are refused.
+What kustomize then reads is not the file as written but the data just checked, written back as JSON
+(`Parsed.canonical`): a YAML reading that differed between PyYAML and Go cannot smuggle a field past
+the check.
 """
 
 from __future__ import annotations
@@ -16,34 +18,42 @@ from typing import Any, NamedTuple
 
 import yaml
 
-NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")  # the names kustomize and Flux read
+# the names kustomize and Flux read
+NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 
 _STR = "tag:yaml.org,2002:str"
-S, MAP, PATH, BASE, FILES, SMP = "scalar", "map", "path", "base", "files", "smp"  # what a value may be
+# what a value may be
+S, MAP, PATH, BASE, FILES, SMP = "scalar", "map", "path", "base", "files", "smp"
 _PLUGIN = "a {} plugin (it would run code)"
 REFUSED = {"generators": _PLUGIN.format("generator"), "transformers": _PLUGIN.format("transformer"),
-           "validators": _PLUGIN.format("validator"), "helmCharts": "a Helm chart", "helmGlobals": "a Helm chart",
-           "helmChartInflationGenerator": "a Helm chart"}
+           "validators": _PLUGIN.format("validator"), "helmCharts": "a Helm chart",
+           "helmGlobals": "a Helm chart", "helmChartInflationGenerator": "a Helm chart"}
 
 _GVK = {"group": S, "version": S, "kind": S}
 _SELECTOR = {**_GVK, "name": S, "namespace": S, "labelSelector": S, "annotationSelector": S}
 _GEN_OPTIONS = {"labels": MAP, "annotations": MAP, "disableNameSuffixHash": S, "immutable": S}
-_GENERATOR = {"namespace": S, "name": S, "behavior": S, "literals": [S], "files": [FILES], "envs": [PATH],
-              "env": PATH, "options": _GEN_OPTIONS}
+_GENERATOR = {"namespace": S, "name": S, "behavior": S, "literals": [S], "files": [FILES],
+              "envs": [PATH], "env": PATH, "options": _GEN_OPTIONS}
 _PATCH = {"path": PATH, "patch": S, "target": _SELECTOR, "options": MAP}
 _FIELD_OPTIONS = {"delimiter": S, "index": S, "encoding": S, "create": S}
-_REPLACEMENT = {"path": PATH, "source": {**_GVK, "name": S, "namespace": S, "fieldPath": S, "options": _FIELD_OPTIONS},
-                "targets": [{"select": _SELECTOR, "reject": [_SELECTOR], "fieldPaths": [S], "options": _FIELD_OPTIONS}]}
+_REPLACEMENT = {"path": PATH,
+                "source": {**_GVK, "name": S, "namespace": S, "fieldPath": S,
+                           "options": _FIELD_OPTIONS},
+                "targets": [{"select": _SELECTOR, "reject": [_SELECTOR], "fieldPaths": [S],
+                             "options": _FIELD_OPTIONS}]}
 _IMAGE = {"name": S, "newName": S, "newTag": S, "digest": S, "tagSuffix": S}
 FIELDS: dict[str, Any] = {
-    "apiVersion": S, "kind": S, "metadata": {"name": S, "namespace": S, "labels": MAP, "annotations": MAP},
+    "apiVersion": S, "kind": S,
+    "metadata": {"name": S, "namespace": S, "labels": MAP, "annotations": MAP},
     "openapi": {"path": PATH, "version": S}, "namePrefix": S, "nameSuffix": S, "namespace": S,
     "commonLabels": MAP, "commonAnnotations": MAP,
-    "labels": [{"pairs": MAP, "includeSelectors": S, "includeTemplates": S, "fields": [{**_GVK, "path": S,
-                                                                                        "create": S}]}],
+    "labels": [{"pairs": MAP, "includeSelectors": S, "includeTemplates": S,
+                "fields": [{**_GVK, "path": S, "create": S}]}],
     "patchesStrategicMerge": [SMP], "patchesJson6902": [_PATCH], "patches": [_PATCH],
-    "images": [_IMAGE], "imageTags": [_IMAGE], "replacements": [_REPLACEMENT], "replicas": [{"name": S, "count": S}],
-    "vars": [{"name": S, "objref": {"apiVersion": S, **_GVK, "name": S, "namespace": S}, "fieldref": {"fieldPath": S}}],
+    "images": [_IMAGE], "imageTags": [_IMAGE], "replacements": [_REPLACEMENT],
+    "replicas": [{"name": S, "count": S}],
+    "vars": [{"name": S, "objref": {"apiVersion": S, **_GVK, "name": S, "namespace": S},
+              "fieldref": {"fieldPath": S}}],
     "sortOptions": {"order": S, "legacySortOptions": {"orderFirst": [S], "orderLast": [S]}},
     "resources": [BASE], "components": [BASE], "bases": [BASE], "crds": [PATH],
     "configMapGenerator": [_GENERATOR], "secretGenerator": [{**_GENERATOR, "type": S}],
@@ -67,7 +77,8 @@ class Ref(NamedTuple):
     entry: str  # as written
     line: int
     kind: str  # BASE: a file or a kustomization's directory; PATH: a file; FILES: [key=]a file;
-    # SMP: a strategic merge patch entry: a file, or (inline: `entry` is its YAML) a patch, still checked as a path
+    # SMP: a strategic merge patch entry: a file, or (inline: `entry` is its YAML) a patch, still
+    # checked as a path
 
 
 class Parsed(NamedTuple):
@@ -76,13 +87,14 @@ class Parsed(NamedTuple):
 
 
 def read(text: bytes) -> Parsed:
-    """A kustomization's references and canonical form; Invalid (at its line) when anything is not as kustomize's
-    types say, or names a plugin or a Helm chart."""
+    """A kustomization's references and canonical form; Invalid (at its line) when anything is not
+    as kustomize's types say, or names a plugin or a Helm chart."""
     try:
         node = yaml.compose(text.decode("utf-8"), Loader=yaml.CSafeLoader)
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise Invalid(f"not a kustomization kustomize can read: {exc}", mark.line + 1 if mark else 1) from None
+        raise Invalid(f"not a kustomization kustomize can read: {exc}",
+                      mark.line + 1 if mark else 1) from None
     if node is None:
         return Parsed([], b"{}\n")
     if not isinstance(node, yaml.MappingNode):
@@ -99,7 +111,8 @@ def _line(node: yaml.Node) -> int:
 
 
 def _walk(node: yaml.Node, schema: Any, where: str, refs: list[Ref]) -> Any:
-    """`node` checked against `schema` (a dict of fields, a [list], or one of S, MAP, PATH, ...), as plain data."""
+    """`node` checked against `schema` (a dict of fields, a [list], or one of S, MAP, PATH, ...), as
+    plain data."""
     if isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null":
         return None
     if isinstance(schema, dict):
@@ -128,13 +141,15 @@ def _scalar(node: yaml.Node, where: str) -> Any:
     try:
         value = yaml.constructor.SafeConstructor().construct_object(node)
     except yaml.YAMLError:
-        raise Invalid(f"{where}: a value with a tag ({node.tag}) kustomize may read otherwise", _line(node)) from None
+        raise Invalid(f"{where}: a value with a tag ({node.tag}) kustomize may read otherwise",
+                      _line(node)) from None
     return value if isinstance(value, (bool, int, float)) or value is None else node.value
 
 
 def _fields(node: yaml.Node, schema: dict[str, Any], where: str, refs: list[Ref]) -> dict[str, Any]:
     if not isinstance(node, yaml.MappingNode):
-        raise Invalid(f"{where or 'the kustomization'}: a mapping of fields was expected", _line(node))
+        raise Invalid(f"{where or 'the kustomization'}: a mapping of fields was expected",
+                      _line(node))
     out: dict[str, Any] = {}
     for key, value in node.value:
         name = key.value if isinstance(key, yaml.ScalarNode) and key.tag == _STR else None
@@ -144,23 +159,27 @@ def _fields(node: yaml.Node, schema: dict[str, Any], where: str, refs: list[Ref]
         if name in out:
             raise Invalid(f"{here}: given twice", _line(key))
         if schema[name] is None:  # a plugin or a Helm chart
-            if value.tag == "tag:yaml.org,2002:null" or (not isinstance(value, yaml.ScalarNode) and not value.value):
+            if value.tag == "tag:yaml.org,2002:null" or (not isinstance(value, yaml.ScalarNode)
+                                                         and not value.value):
                 out[name] = None
                 continue
-            raise Invalid(f"{here}: {REFUSED[name]} is refused: the agent builds kustomizations without plugins, "
-                          "exec functions or Helm; render it in CI and commit the output", _line(key))
+            raise Invalid(f"{here}: {REFUSED[name]} is refused: the agent builds kustomizations "
+                          "without plugins, exec functions or Helm; render it in CI and commit the "
+                          "output", _line(key))
         out[name] = _walk(value, schema[name], here, refs)
     return out
 
 
 def _unknown(key: yaml.Node, schema: dict[str, Any], where: str) -> str:
     import json
-    shown = json.dumps(key.value if isinstance(key, yaml.ScalarNode) else "<not a name>", ensure_ascii=True)
+    shown = json.dumps(key.value if isinstance(key, yaml.ScalarNode) else "<not a name>",
+                       ensure_ascii=True)
     place = f" in {where}" if where else ""
     folded = [name for name in schema if isinstance(key, yaml.ScalarNode) and name.casefold() ==
               str(key.value).casefold()]
     if folded:
-        return (f"field {shown}{place} is not {folded[0]!r}: kustomize would read it as {folded[0]!r}, the agent reads "
+        return (f"field {shown}{place} is not {folded[0]!r}: kustomize would read it as "
+                f"{folded[0]!r}, the agent reads "
                 "field names exactly as kustomize writes them; write it so")
-    return (f"unknown field {shown}{place}: not a field of a kustomization (kustomize v5); the agent builds only "
-            "kustomizations it can read whole")
+    return (f"unknown field {shown}{place}: not a field of a kustomization (kustomize v5); the "
+            "agent builds only kustomizations it can read whole")

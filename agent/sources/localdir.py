@@ -119,14 +119,15 @@ def _walk(root: pathlib.Path) -> Iterator[tuple[str, list[str], list[str]]]:
                 is_dir = False
             (dirs if is_dir else others).append(entry.name)
         yield top, dirs, others
-        todo.extend(os.path.join(top, d) for d in reversed(dirs) if not os.path.islink(os.path.join(top, d)))
+        todo.extend(os.path.join(top, d) for d in reversed(dirs)
+                    if not os.path.islink(os.path.join(top, d)))
 
 
 def files(root: pathlib.Path, *, every: bool = False) -> kustomize.Revision:
-    """*.yaml / *.yml below root in a stable order, skipping hidden files and directories (`every`: every
-    file but .git's); each either readable or refused (read() raises FileRefused naming the reason). A
-    kustomization may build from the files of the Git work tree holding root (else of root alone):
-    agent/sources/kustomize.py."""
+    """*.yaml / *.yml below root in a stable order, skipping hidden files and directories (`every`:
+    every file but .git's); each either readable or refused (read() raises FileRefused naming the
+    reason). A kustomization may build from the files of the Git work tree holding root (else of
+    root alone): agent/sources/kustomize.py."""
     base = os.path.realpath(root)
     candidate = boundary.is_repository_file if every else boundary.is_candidate
     out = []
@@ -144,7 +145,8 @@ def files(root: pathlib.Path, *, every: bool = False) -> kustomize.Revision:
 
 @functools.lru_cache(maxsize=16)
 def _place(root: pathlib.Path) -> tuple[pathlib.Path, str]:
-    """The top of the Git work tree holding root (root itself outside one), and root's path from there."""
+    """The top of the Git work tree holding root (root itself outside one), and root's path from
+    there."""
     import git  # only for a kustomization
 
     try:
@@ -164,7 +166,8 @@ def digest(root: pathlib.Path, limits: Limits) -> str:
     for file in files(root):
         h.update(file.path.encode("utf-8", "surrogateescape") + b"\0")
         if file.refused is not None or file.size > min(limits.max_file_bytes, left):
-            left = 0 if file.size > left else left  # as the loader: the files after it are not read either
+            # as the loader: the files after it are not read either
+            left = 0 if file.size > left else left
             h.update(f"<not read: {file.size} bytes>".encode() + b"\0")
             continue
         left -= file.size

@@ -1,5 +1,6 @@
 """`git ls-tree -r -t` of a commit's tree, bounded: every path below it, with its mode, kind and
-object id (agent/sources/gittree.py reads trees in process and asks this only of a tree git would refuse)."""
+object id (agent/sources/gittree.py reads trees in process and asks this only of a tree git would
+refuse)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from agent.errors import SourceError
 # paths (files and folders) a revision's tree may list: a legitimate one lists thousands; a tree of
 # trees that name the same trees again and again (a "tree bomb", a few KB) lists billions
 MAX_PATHS = 1_000_000
-MAX_LISTING_BYTES = 256 * 1024 * 1024  # what `git ls-tree` may print of one (at most ~250 bytes a path)
+# what `git ls-tree` may print of one (at most ~250 bytes a path)
+MAX_LISTING_BYTES = 256 * 1024 * 1024
 
 
 class Entry(NamedTuple):  # a tuple: hashed and compared in C, a thousand of them per listing
@@ -28,7 +30,8 @@ class TooMany(Exception):
 def list_tree(repo: git.Repo, treeish: str) -> tuple[dict[str, Entry], dict[str, str]]:
     """Every blob and submodule below `treeish`, by path relative to it; and every tree below it,
     its id by path. Raises TooMany past MAX_LISTING_BYTES of output (git is stopped there)."""
-    process = repo.git.execute(["git", "ls-tree", "-r", "-t", "-z", "--end-of-options", treeish], as_process=True)
+    process = repo.git.execute(["git", "ls-tree", "-r", "-t", "-z", "--end-of-options", treeish],
+                               as_process=True)
     proc: Any = process.proc
     try:
         raw = proc.stdout.read(MAX_LISTING_BYTES + 1)

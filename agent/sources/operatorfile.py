@@ -11,7 +11,8 @@ secrets, the zone API token, the kubeconfig, the agent's own state records, and 
     bounded              a file over its limit is refused from its size, before a byte is read, and
                          no more than the limit and one byte is ever read (a file that grows, a
                          /proc file): KEY_BYTES for keys, tokens and secrets, SETTINGS_BYTES for
-                         settings files, endpoint maps and kubeconfigs, STATE_BYTES for a state record
+                         settings files, endpoint maps and kubeconfigs, STATE_BYTES for a state
+                         record
     never echoed         an error names the setting, the path and what is wrong with the file (its
                          kind, its size, not UTF-8, the line of a YAML error), never its content
 
@@ -32,7 +33,8 @@ from agent.sources import boundary
 KiB, MiB = 1024, 1024 * 1024
 KEY_BYTES = 64 * KiB  # a TSIG key file, a token, a shared secret, a URL
 SETTINGS_BYTES = 1 * MiB  # a settings file, an endpoint map, a kubeconfig
-STATE_BYTES = 256 * MiB  # one state record: a zone's owned RRsets (500,000 of them weigh about 60 MB)
+# one state record: a zone's owned RRsets (500,000 of them weigh about 60 MB)
+STATE_BYTES = 256 * MiB
 EVENT_BYTES = 32 * MiB  # a CI system's event file (GitHub caps a webhook payload at 25 MB)
 _FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
@@ -61,7 +63,8 @@ def size_text(size: int) -> str:
 
 
 def _not_regular(mode: int) -> str:
-    return f"not read: {boundary.kind_of(mode)}, not a regular file; give the path of a regular file"
+    return (f"not read: {boundary.kind_of(mode)}, not a regular file; give the path of a regular "
+            f"file")
 
 
 def _too_large(size: str, limit: int) -> str:
@@ -69,8 +72,8 @@ def _too_large(size: str, limit: int) -> str:
 
 
 def check(path: os.PathLike[str] | str, *, setting: str) -> None:
-    """Refuses (Unreadable, Missing) a path that is not an existing regular file, without opening it:
-    for files the agent hands to another program (an SSH key, known_hosts)."""
+    """Refuses (Unreadable, Missing) a path that is not an existing regular file, without opening
+    it: for files the agent hands to another program (an SSH key, known_hosts)."""
     try:
         st = os.stat(path)
     except FileNotFoundError as exc:
@@ -82,8 +85,8 @@ def check(path: os.PathLike[str] | str, *, setting: str) -> None:
 
 
 def read_bytes(path: os.PathLike[str] | str, *, setting: str, limit: int) -> bytes:
-    """The whole file, if it is a regular file of at most `limit` bytes; else Unreadable (Missing when
-    it does not exist)."""
+    """The whole file, if it is a regular file of at most `limit` bytes; else Unreadable (Missing
+    when it does not exist)."""
     check(path, setting=setting)
     try:
         fd = os.open(path, _FLAGS)
@@ -116,9 +119,11 @@ def read_text(path: os.PathLike[str] | str, *, setting: str, limit: int) -> str:
 
 
 def yaml_problem(exc: yaml.YAMLError) -> str:
-    """Where a YAML document went wrong, without quoting it (the file may be a secret given by mistake)."""
+    """Where a YAML document went wrong, without quoting it (the file may be a secret given by
+    mistake)."""
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-    what = "a value that is not plain data (a tag, a timestamp, a base-60 or over-64-bit number)" if isinstance(
+    what = ("a value that is not plain data (a tag, a timestamp, a base-60 or over-64-bit "
+            "number)") if isinstance(
         exc, yaml.constructor.ConstructorError) else "not valid YAML"
     return f"{what}{where}"

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from agent.desired import hierarchy, workloads, zonekeys
+from agent.desired import hierarchy, namedconf, workloads, zonekeys
 from agent.model import names
 from agent.model.key import ObjectKey
 from agent.model.observed import KubeObserved, Observed
@@ -59,7 +59,7 @@ def test_a_signed_zone_gets_one_key_secret_that_every_primary_deployment_mounts(
         [init] = pod["initContainers"]
         bind9 = pod["containers"][0]
         assert init["image"] == bind9["image"] and init["securityContext"] == bind9["securityContext"]
-        assert {m["mountPath"] for m in init["volumeMounts"]} == {zonekeys.MOUNT, workloads.KEY_DIRECTORY}
+        assert {m["mountPath"] for m in init["volumeMounts"]} == {zonekeys.MOUNT, namedconf.KEY_DIRECTORY}
     secondary = desired.object("Deployment", "dns", "dns-secondary-0").body["spec"]["template"]["spec"]
     assert "initContainers" not in secondary  # a secondary takes the signed zone by transfer
 
@@ -222,7 +222,7 @@ def _copy(secret: dict[str, str], keys: pathlib.Path, mount: pathlib.Path) -> st
     for name, text in secret.items():
         (zone / name).write_text(text)
     keys.mkdir(exist_ok=True)
-    script = zonekeys.COPY.replace(zonekeys.MOUNT, str(mount)).replace(workloads.KEY_DIRECTORY, str(keys))
+    script = zonekeys.COPY.replace(zonekeys.MOUNT, str(mount)).replace(namedconf.KEY_DIRECTORY, str(keys))
     return subprocess.run(["sh", "-c", script], check=True, capture_output=True, text=True).stdout
 
 

@@ -23,7 +23,7 @@ import dns.zone
 from kubernetes import client
 
 from agent.clients.kubeapi import KubeApi
-from agent.desired import hierarchy, workloads, zonekeys
+from agent.desired import hierarchy, namedconf, zonekeys
 from agent.desired.rrsets import RRset, build
 from agent.outcome import dnssecstatus
 from agent.reconcile import zonekeys as making
@@ -56,7 +56,7 @@ def _start(tmp: pathlib.Path, name: str, address: str, keys: bind_support.Keys, 
     """A primary "pod": the init container's copy into its (empty) key directory, then named, then the
     zone added as the zone API adds it."""
     server = bind_support.BindServer(tmp / name, address, keys, name, policy)
-    script = init.replace(zonekeys.MOUNT, str(mount)).replace(workloads.KEY_DIRECTORY, str(server.dir))
+    script = init.replace(zonekeys.MOUNT, str(mount)).replace(namedconf.KEY_DIRECTORY, str(server.dir))
     subprocess.run(["sh", "-c", script], check=True)
     server.start()
     (server.dir / "example.net.zone").write_text(
@@ -246,7 +246,7 @@ def test_keys_named_keeps_in_its_key_directory_win_over_the_secrets(tmp_path: pa
         until("named signing with keys of its own", lambda: _signed(server), 30)
         own = _served(server)[1][(ZONE_NAME, "DNSKEY")].rdatas
         server.stop()
-        script = init.replace(zonekeys.MOUNT, str(mount)).replace(workloads.KEY_DIRECTORY, str(server.dir))
+        script = init.replace(zonekeys.MOUNT, str(mount)).replace(namedconf.KEY_DIRECTORY, str(server.dir))
         done = subprocess.run(["sh", "-c", script], check=True, capture_output=True, text=True)
         assert "the key directory has keys of its own" in done.stdout, done.stdout + done.stderr
         assert not [p for p in server.dir.iterdir() if p.name.startswith(filled["ksk-file"])]

@@ -1,6 +1,7 @@
-"""The forges the agent knows, one class each (clients/forges/<name>.py, the protocol in base.py): the
-webhook's signatures and events (agent/run/webhook.py) and the commit statuses (agent/outcome/forge.py)
-read them from here, and the `commit_status` setting accepts the names of those that take statuses.
+"""The forges the agent knows, one class each (clients/forges/<name>.py, the protocol in base.py):
+the webhook's signatures and events (agent/run/webhook.py) and the commit statuses
+(agent/outcome/forge.py) read them from here, and the `commit_status` setting accepts the names of
+those that take statuses.
 
     forge    signature header              event header     push events                  statuses
     GitHub   X-Hub-Signature-256 sha256=   X-GitHub-Event   push (ping: answered)        yes
@@ -25,7 +26,8 @@ GITHUB, GITLAB, GITEA, GENERIC = GitHub(), GitLab(), Gitea(), Generic()
 FORGES: dict[str, Forge] = {f.name: f for f in (GITHUB, GITLAB, GITEA, GENERIC)}
 STATUSES = tuple(name for name, forge in FORGES.items() if forge.states)  # github, gitlab, gitea
 SIGNED = (GITHUB, GENERIC, GITEA, GITLAB)  # the order signature headers are looked at
-BY_EVENT = (GITEA, GITLAB, GITHUB)  # Gitea also sends X-GitHub-Event: its own header is looked at first
+# Gitea also sends X-GitHub-Event: its own header is looked at first
+BY_EVENT = (GITEA, GITLAB, GITHUB)
 HEADERS = (*(f.signature_header for f in SIGNED), *(f.event_header for f in BY_EVENT))
 
 

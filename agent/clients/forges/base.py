@@ -1,5 +1,5 @@
-"""What the agent knows of a forge (a Git server: GitHub, GitLab, Gitea, or a generic sender), as one
-class per forge implementing `Forge`:
+"""What the agent knows of a forge (a Git server: GitHub, GitLab, Gitea, or a generic sender), as
+one class per forge implementing `Forge`:
 
     webhook      the header carrying its signature and how it is checked; the header naming the
                  event, which events are pushes and which are pings; the ref a push names
@@ -47,10 +47,11 @@ class Delivery:
 
 
 def ref_of(body: bytes) -> str | None:
-    """The `ref` of a JSON object body (or of a form body's `payload`, GitHub's other content type), as a
-    full ref ("main" -> "refs/heads/main"); None without one."""
+    """The `ref` of a JSON object body (or of a form body's `payload`, GitHub's other content type),
+    as a full ref ("main" -> "refs/heads/main"); None without one."""
     if body.startswith(b"payload="):
-        body = urllib.parse.parse_qs(body.decode("utf-8", "replace")).get("payload", [""])[0].encode()
+        form = urllib.parse.parse_qs(body.decode("utf-8", "replace"))
+        body = form.get("payload", [""])[0].encode()
     try:
         doc = json.loads(body) if body.strip() else None
     except (ValueError, RecursionError):
@@ -68,14 +69,16 @@ def hmac_sha256(secret: bytes, body: bytes) -> bytes:
 
 
 class Forge:
-    """One forge (the table above). A subclass sets the class attributes it has and the methods of them."""
+    """One forge (the table above). A subclass sets the class attributes it has and the methods of
+    them."""
 
     name: ClassVar[ForgeName]
     signature_header: ClassVar[str]
     event_header: ClassVar[str] = ""  # none: every delivery is a push (a generic sender)
     push_events: ClassVar[frozenset[str]] = frozenset()  # lowercase
     ping_events: ClassVar[frozenset[str]] = frozenset()
-    states: ClassVar[Mapping[str, str]] = {}  # Outcome (PENDING too) -> the status state; none: no statuses
+    # Outcome (PENDING too) -> the status state; none: no statuses
+    states: ClassVar[Mapping[str, str]] = {}
     status_name: ClassVar[str] = "context"  # the body's key naming the status
 
     def signed(self, secret: bytes, body: bytes, value: str) -> bool:
@@ -86,17 +89,20 @@ class Forge:
         """The delivery (its signature checked): which event, which ref."""
         event = (headers.get(self.event_header) or "").strip() if self.event_header else ""
         push = not self.event_header or event.lower() in self.push_events
-        return Delivery(self.name, event, ref_of(body), push, ping=event.lower() in self.ping_events)
+        return Delivery(self.name, event, ref_of(body), push,
+                        ping=event.lower() in self.ping_events)
 
     def api_url(self, base: str, host: str) -> str:
-        """The status API's base URL for a repository at `base` (scheme, host and port) on `host`."""
+        """The status API's base URL for a repository at `base` (scheme, host and port) on
+        `host`."""
         raise NotImplementedError
 
     def project_problem(self, project: str) -> str | None:
         """Why `project` (from the repository URL or the setting) cannot take statuses, or None."""
         return None
 
-    def status_request(self, api_url: str, project: str, revision: str, token: str) -> tuple[str, dict[str, str]]:
+    def status_request(self, api_url: str, project: str, revision: str,
+                       token: str) -> tuple[str, dict[str, str]]:
         """The URL and headers of the POST of a status on `revision`."""
         raise NotImplementedError
 

@@ -1,6 +1,6 @@
-"""A generic sender (a CI job, a script): deliveries signed `X-Signature-256: sha256=<hex>`, with no event
-header - every delivery asks for a run (of its "ref", when its JSON body names one). It takes no commit
-statuses."""
+"""A generic sender (a CI job, a script): deliveries signed `X-Signature-256: sha256=<hex>`, with no
+event header - every delivery asks for a run (of its "ref", when its JSON body names one). It takes
+no commit statuses."""
 
 from __future__ import annotations
 

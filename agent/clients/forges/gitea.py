@@ -1,6 +1,6 @@
-"""Gitea: deliveries signed `X-Gitea-Signature: <hex>`, events in X-Gitea-Event (it sends X-GitHub-Event
-too: its own header is looked at first); its status API is GitHub's, under /api/v1, with
-`Authorization: token ...`."""
+"""Gitea: deliveries signed `X-Gitea-Signature: <hex>`, events in X-Gitea-Event (it sends
+X-GitHub-Event too: its own header is looked at first); its status API is GitHub's, under /api/v1,
+with `Authorization: token ...`."""
 
 from __future__ import annotations
 

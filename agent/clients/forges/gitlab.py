@@ -1,7 +1,8 @@
-"""GitLab: deliveries carry the shared secret itself in X-Gitlab-Token, events in X-Gitlab-Event (Push
-Hook, Tag Push Hook); statuses POSTed to {api}/projects/{id or path}/statuses/{sha} with PRIVATE-TOKEN
-(/api/v4), the project a path of any depth or a numeric id. GitLab answers 400 "Cannot transition
-status" to a status posted twice in the same state (a resync of the same commit): posted already."""
+"""GitLab: deliveries carry the shared secret itself in X-Gitlab-Token, events in X-Gitlab-Event
+(Push Hook, Tag Push Hook); statuses POSTed to {api}/projects/{id or path}/statuses/{sha} with
+PRIVATE-TOKEN (/api/v4), the project a path of any depth or a numeric id. GitLab answers 400 "Cannot
+transition status" to a status posted twice in the same state (a resync of the same commit): posted
+already."""
 
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ class GitLab(Forge):
     def project_problem(self, project: str) -> str | None:
         return None if project else "no project path in the repository URL"
 
-    def status_request(self, api_url: str, project: str, revision: str, token: str) -> tuple[str, dict[str, str]]:
+    def status_request(self, api_url: str, project: str, revision: str,
+                       token: str) -> tuple[str, dict[str, str]]:
         return (f"{api_url}/projects/{urllib.parse.quote(project, safe='')}/statuses/{revision}",
                 {"PRIVATE-TOKEN": token, "Content-Type": "application/json"})
 

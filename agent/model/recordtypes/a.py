@@ -1,5 +1,5 @@
-"""A: IPv4 addresses. One CR holds an RRset's addresses (`import` writes one per RRset); `ipv4` is the
-seeds' shorthand for `ipv4Addresses`."""
+"""A: IPv4 addresses. One CR holds an RRset's addresses (`import` writes one per RRset); `ipv4` is
+the seeds' shorthand for `ipv4Addresses`."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""AAAA: IPv6 addresses. One CR holds an RRset's addresses (`import` writes one per RRset); `ipv6` is the
-seeds' shorthand for `ipv6Addresses`."""
+"""AAAA: IPv6 addresses. One CR holds an RRset's addresses (`import` writes one per RRset); `ipv6`
+is the seeds' shorthand for `ipv6Addresses`."""
 
 from __future__ import annotations
 

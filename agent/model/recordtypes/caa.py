@@ -1,5 +1,5 @@
-"""CAA: which certificate authorities may issue for a name - flags, a tag (issue, issuewild, iodef) and
-its value. One CR per value."""
+"""CAA: which certificate authorities may issue for a name - flags, a tag (issue, issuewild, iodef)
+and its value. One CR per value."""
 
 from __future__ import annotations
 
@@ -44,15 +44,17 @@ class CAA(RecordType):
         if CONTROL.search(spec.value):
             raise RecordError("spec.value", "contains a control character")
         if len(spec.value.encode()) + len(spec.tag) + 2 > MAX_RDATA:
-            raise RecordError("spec.value", f"is longer than the {MAX_RDATA:,} octets one record holds")
-        return [dns.rdtypes.ANY.CAA.CAA(dns.rdataclass.IN, dns.rdatatype.CAA, spec.flags, spec.tag.encode(),
-                                        spec.value.encode())]
+            raise RecordError("spec.value",
+                              f"is longer than the {MAX_RDATA:,} octets one record holds")
+        return [dns.rdtypes.ANY.CAA.CAA(dns.rdataclass.IN, dns.rdatatype.CAA, spec.flags,
+                                        spec.tag.encode(), spec.value.encode())]
 
     def identity(self, spec: CAARecordSpec) -> tuple[object, ...]:
         return ("CAA", spec.flags, spec.tag, spec.value)
 
     def from_rdata(self, values: list[Any]) -> list[dict[str, Any]]:
-        return [{"flags": r.flags, "tag": r.tag.decode(), "value": r.value.decode()} for r in values]
+        return [{"flags": r.flags, "tag": r.tag.decode(), "value": r.value.decode()}
+                for r in values]
 
 
 register(CAA())

@@ -1,5 +1,5 @@
-"""CNAME: an alias to a canonical name, fully qualified (desired/zonerrsets.py refuses one beside other
-data or at the apex)."""
+"""CNAME: an alias to a canonical name, fully qualified (desired/zonerrsets.py refuses one beside
+other data or at the apex)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""MX: a mail exchanger, fully qualified, with its priority. One CR per value: the agent joins the CRs
-of one name into one RRset."""
+"""MX: a mail exchanger, fully qualified, with its priority. One CR per value: the agent joins the
+CRs of one name into one RRset."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ class MXRecord(Record):
 
 class MX(RecordType):
     kind, rtype, short, model = "MXRecord", "MX", "mx", MXRecord
-    columns = (("Priority", "integer", ".spec.priority"), ("Mail Server", "string", ".spec.mailServer"))
+    columns = (("Priority", "integer", ".spec.priority"),
+               ("Mail Server", "string", ".spec.mailServer"))
     targets = ("spec.mailServer",)
     integrity_field = "spec.mailServer"
 

@@ -1,5 +1,5 @@
-"""NS: the delegation of a subdomain to a name server, fully qualified. One CR per value; the zone's own
-name servers are the DNSZone's (spec.nameServers), not records."""
+"""NS: the delegation of a subdomain to a name server, fully qualified. One CR per value; the zone's
+own name servers are the DNSZone's (spec.nameServers), not records."""
 
 from __future__ import annotations
 

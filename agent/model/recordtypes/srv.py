@@ -38,14 +38,15 @@ class SRV(RecordType):
 
     def rdatas(self, spec: SRVRecordSpec) -> list[dns.rdata.Rdata]:
         target = host(spec.target, "spec.target")
-        return [dns.rdtypes.IN.SRV.SRV(dns.rdataclass.IN, dns.rdatatype.SRV, spec.priority, spec.weight, spec.port,
-                                       target)]
+        return [dns.rdtypes.IN.SRV.SRV(dns.rdataclass.IN, dns.rdatatype.SRV, spec.priority,
+                                       spec.weight, spec.port, target)]
 
     def identity(self, spec: SRVRecordSpec) -> tuple[object, ...]:
         return ("SRV", spec.priority, spec.weight, spec.port, spec.target)
 
     def from_rdata(self, values: list[Any]) -> list[dict[str, Any]]:
-        return [{"priority": r.priority, "weight": r.weight, "port": r.port, "target": r.target.to_text()}
+        return [{"priority": r.priority, "weight": r.weight, "port": r.port,
+                 "target": r.target.to_text()}
                 for r in values]
 
 

@@ -1,5 +1,5 @@
-"""TXT: text data (SPF, DKIM, DMARC, verification). A long string is split into 255-octet strings, as
-BIND and every DNS provider do; one CR per value."""
+"""TXT: text data (SPF, DKIM, DMARC, verification). A long string is split into 255-octet strings,
+as BIND and every DNS provider do; one CR per value."""
 
 from __future__ import annotations
 
@@ -44,8 +44,10 @@ class TXT(RecordType):
             raise RecordError("spec.text", "needs at least one string")
         octets = sum(len(c) + 1 for c in chunks)
         if octets > MAX_RDATA:
-            raise RecordError("spec.text", f"is {octets:,} octets as TXT data (strings split at 255); one "
-                              f"record holds at most {MAX_RDATA:,} - publish less, or split it across names")
+            raise RecordError("spec.text",
+                              f"is {octets:,} octets as TXT data (strings split at 255); one "
+                              f"record holds at most {MAX_RDATA:,} - publish less, or split it "
+                              f"across names")
         return [dns.rdtypes.ANY.TXT.TXT(dns.rdataclass.IN, dns.rdatatype.TXT, chunks)]
 
     def identity(self, spec: TXTRecordSpec) -> tuple[object, ...]:

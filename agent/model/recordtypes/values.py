@@ -1,8 +1,9 @@
-"""What a record's value may be (pure): RecordError, naming the field at fault, and the checks shared by
-the record types and by desired/rrsets.py - a host name target, the size of one record's data.
+"""What a record's value may be (pure): RecordError, naming the field at fault, and the checks
+shared by the record types and by desired/rrsets.py - a host name target, the size of one record's
+data.
 
-dnspython is imported by the first host name checked: `validate` of a repository of zones alone loads
-none of its record types (bench/cli_startup_bench.py)."""
+dnspython is imported by the first host name checked: `validate` of a repository of zones alone
+loads none of its record types (bench/cli_startup_bench.py)."""
 
 from __future__ import annotations
 
@@ -51,7 +52,8 @@ def check_hostname(value: str, path: str, *, require_fqdn: bool) -> dns.name.Nam
     for label in labels:
         if not LABEL.fullmatch(label) or label == "*":
             too_long = " is longer than 63 octets" if len(label) > 63 else ""
-            raise RecordError(path, f"{value!r} is not a valid host name (label {label[:63]!r}{too_long})")
+            raise RecordError(path, f"{value!r} is not a valid host name (label "
+                                    f"{label[:63]!r}{too_long})")
     if error := syntax.dns_name_error(value):
         raise RecordError(path, f"{syntax.brief(value)} {error}")
     try:

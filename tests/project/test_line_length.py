@@ -1,0 +1,41 @@
+"""Lines of agent/ stay within 100 characters (issue 37), folder by folder as each is reflowed: the
+folders listed here are checked; the global ruff line length (pyproject.toml) goes to 100 once every
+folder of agent/ is in the list."""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+BIN = pathlib.Path(sys.executable).parent
+LIMIT = 100
+REFLOWED = ["agent/*.py", "agent/cli", "agent/clients", "agent/desired", "agent/gate",
+            "agent/load", "agent/model", "agent/outcome", "agent/plan", "agent/sources"]
+# modules of a reflowed folder left as they were: another change was moving them, or reflowed they
+# would pass the 400-line/50-line caps and wait for their split by concept (zonekeys: two lines of
+# the shell script its init container runs, a value that does not change)
+NOT_YET = {"agent/desired/policy.py", "agent/desired/tenancy.py", "agent/desired/podsecurity.py",
+           "agent/desired/overrides.py", "agent/outcome/forge.py", "agent/outcome/delivery.py",
+           "agent/plan/zonediff.py", "agent/clients/rfc2136.py", "agent/clients/axfr.py",
+           "agent/desired/zonekeys.py"}
+
+
+def _paths(entry: str) -> list[str]:
+    found = ROOT.glob(entry) if "*" in entry else (ROOT / entry).rglob("*.py")
+    return sorted(path for path in (str(p.relative_to(ROOT)) for p in found)
+                  if path not in NOT_YET)
+
+
+@pytest.mark.parametrize("entry", REFLOWED)
+def test_a_reflowed_folder_stays_within_100_characters(entry: str) -> None:
+    paths = _paths(entry)
+    assert paths, f"{entry} matches nothing"
+    result = subprocess.run([str(BIN / "ruff"), "check", "--line-length", str(LIMIT),
+                             "--select", "E501", "--output-format", "concise", *paths],
+                            cwd=ROOT, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, "lines over 100 characters:\n" + result.stdout
