@@ -74,7 +74,7 @@ def test_a_bad_push_does_not_swallow_the_start_up_reconcile_it_cut(world: dict[s
     - refused by the safety gate: the push's run is refused, `reconcile_pending` stays set, and the
       "resume" the scheduler triggers at once is again the push's run (`first`: the head is not
       `state.applied`), refused again - back to back, with no pause, for as long as that commit is
-      the head (a rejected report and commit status each time; tests/run/test_agent_backoff.py);
+      the head (a rejected report and commit status each time; tests/run/test_agent_resume.py);
     - invalid: validation fails before `planned.first` is set, so the run clears `reconcile_pending`:
       the reconcile it cut is dropped, and the next runs are "unchanged" (the rejected head) until the
       resync.

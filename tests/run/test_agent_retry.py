@@ -14,21 +14,31 @@ import pytest
 
 from agent.run import agent as run_agent
 from agent.run import orchestrator
-from agent.run import settings as config
+from tests.support.agentrun import idle_agent
 from tests.support.procs import free_port
 
 
-def _agent(tmp_path: pathlib.Path) -> run_agent.Agent:
-    settings = config.load_settings({"repo": str(tmp_path / "none"), "cache": str(tmp_path / "cache"),
-                                     "listen": f"127.0.0.1:{free_port()}", "interval": 3600}, environ={})
-    return run_agent.Agent(settings)
+@pytest.fixture
+def delays(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The delay of every retry the agent schedules (its timers are recorded, never started)."""
+    scheduled: list[float] = []
+
+    class Timer:
+        def __init__(self, delay: float, *_: Any) -> None:
+            scheduled.append(delay)
+
+        def start(self) -> None:
+            pass
+
+    monkeypatch.setattr(run_agent.threading, "Timer", Timer)
+    return scheduled
 
 
 @pytest.mark.parametrize("outcomes, runs", [((True, True, False), 3), ((False,), 1)])
 def test_a_retryable_run_runs_again_soon_until_one_needs_no_retry(
         tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, outcomes: tuple[bool, ...], runs: int) -> None:
     monkeypatch.setattr(run_agent, "RETRY_FIRST", 0.1)
-    agent = _agent(tmp_path)
+    agent = idle_agent(tmp_path)
     seen: list[str] = []
     done = threading.Event()
 
@@ -50,19 +60,8 @@ def test_a_retryable_run_runs_again_soon_until_one_needs_no_retry(
         agent.stop()
 
 
-def test_the_back_off_doubles_and_stops_at_the_interval(tmp_path: pathlib.Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    agent = _agent(tmp_path)
-    delays: list[float] = []
-
-    class Timer:
-        def __init__(self, delay: float, *_: Any) -> None:
-            delays.append(delay)
-
-        def start(self) -> None:
-            pass
-
-    monkeypatch.setattr(run_agent.threading, "Timer", Timer)
+def test_the_back_off_doubles_and_stops_at_the_interval(tmp_path: pathlib.Path, delays: list[float]) -> None:
+    agent = idle_agent(tmp_path)
     failing = orchestrator.RunOutcome("r", None, "unreachable", retryable=True)
     for _ in range(12):
         agent._retry(failing)
@@ -81,3 +80,14 @@ def test_a_run_whose_servers_cannot_be_reached_is_retryable(tmp_path: pathlib.Pa
             for i in ("dns-system/dns-primary-0", "dns-system/dns-secondary-0")}
     run = agentrun.sync_dir(SAMPLE, state=tmp_path / "state", endpoints=ends, deadline=20)
     assert run.outcome in ("partial", "unreachable") and run.retryable, (run.outcome, run.message)
+
+
+def test_a_long_streak_of_retryable_runs_keeps_the_back_off(tmp_path: pathlib.Path, delays: list[float]) -> None:
+    """1,100 retryable runs in a row (a server unreachable for ~1,000 intervals): the delay stays at
+    the interval; the back-off does not grow past it (2 ** 1024 would overflow and end every later
+    retryable run in a traceback, with no retry scheduled)."""
+    agent = idle_agent(tmp_path)
+    failing = orchestrator.RunOutcome("r", None, "unreachable", retryable=True)
+    for _ in range(1100):
+        agent._retry(failing)
+    assert len(delays) == 1100 and delays[-1] == 3600

@@ -9,9 +9,12 @@ from agent.clients.kubeapi import KubeApi
 from agent.clients.statestore import FileStore, Store
 from agent.desired import policy
 from agent.gate import safety
+from agent.run import agent as run_agent
 from agent.run import orchestrator, planner, revisions
+from agent.run import settings as config
 from agent.run.memory import ONE_SHOT, Memory
 from agent.sources.git import GitSource
+from tests.support.procs import free_port
 
 
 def options(*, force: bool = False, allow_prune: bool = False, **kwargs: Any) -> planner.Options:
@@ -41,3 +44,11 @@ def sync_git(source: GitSource, *, store: Store, kube_api: KubeApi | None = None
                                 yield_to=yield_to)
     finally:
         source.close()  # its `git cat-file` processes: a test makes a source per run (the agent one per life)
+
+
+def idle_agent(tmp_path: pathlib.Path) -> run_agent.Agent:
+    """A long-running agent (not started) whose repository does not exist and whose interval (an hour)
+    never ticks in a test: only what the test triggers runs."""
+    settings = config.load_settings({"repo": str(tmp_path / "gone"), "cache": str(tmp_path / "cache"),
+                                     "listen": f"127.0.0.1:{free_port()}", "interval": 3600}, environ={})
+    return run_agent.Agent(settings)
