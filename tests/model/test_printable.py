@@ -5,33 +5,27 @@ in the problem lines of `validate`, `plan` (text, JSON, Markdown) and `sync`."""
 from __future__ import annotations
 
 import pathlib
-import shutil
 
 import pytest
 
-from tests.conftest import SAMPLE
 from tests.support import clirun
-from tests.support.escapes import OSC8, OSC8_SHOWN, _clean, _code_texts, _rendered, _yaml_dq
+from tests.support.escapes import (
+    OSC8,
+    OSC8_SHOWN,
+    _clean,
+    _code_texts,
+    _rendered,
+    _yaml_dq,
+    sample_with_unknown_key,
+)
 from tests.support.procs import free_port
 
 
 def _hostile_repo(tmp_path: pathlib.Path) -> pathlib.Path:
     """The sample repository plus a file whose unknown key carries a hidden hyperlink, a CR, a newline
     that forges a line of its own and a bidi override, and a document with a kind that clears the screen."""
-    root = tmp_path / "repo"
-    shutil.copytree(SAMPLE, root)
     key, kind = f"unknown{OSC8}\r\nforged: line\u202e", "TXTRecord\x1b[2J\x9b2J"
-    (root / "records" / "evil.yaml").write_text(f"""apiVersion: bindy.firestoned.io/v1beta1
-kind: TXTRecord
-metadata:
-  name: evil
-  namespace: dns-system
-  labels: {{zone: example-com}}
-spec:
-  name: evil
-  {_yaml_dq(key)}: 1
-  text: ["x"]
----
+    return sample_with_unknown_key(tmp_path, key, more=f"""---
 apiVersion: bindy.firestoned.io/v1beta1
 kind: {_yaml_dq(kind)}
 metadata:
@@ -41,7 +35,6 @@ spec:
   name: odd
   text: ["x"]
 """)
-    return root
 
 
 def _assert_problems_escaped(stderr: str) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import SAMPLE
 from tests.support import clirun
-from tests.support.escapes import _clean, _code_texts, _rendered, _yaml_dq
+from tests.support.escapes import _clean, _code_texts, _rendered, _yaml_dq, sample_with_unknown_key
 from tests.support.gitremote import GitRemote
 
 # -- Markdown, as GitHub renders a pull-request comment ------------------------------------------
@@ -98,20 +98,8 @@ def test_markdown_delta_shows_annotation_values_as_text(tmp_path: pathlib.Path) 
 
 def test_markdown_problems_with_newlines_stay_one_item(tmp_path: pathlib.Path) -> None:
     """A newline in a field path cannot end the list item and start raw HTML or a table."""
-    root = tmp_path / "repo"
-    shutil.copytree(SAMPLE, root)
     key = "k\n\n<img src=x onerror=alert(1)>\n\n| a | b |\n|---|---|\n| [x](https://evil.example/) | c |"
-    (root / "records" / "evil.yaml").write_text(f"""apiVersion: bindy.firestoned.io/v1beta1
-kind: TXTRecord
-metadata:
-  name: evil
-  namespace: dns-system
-  labels: {{zone: example-com}}
-spec:
-  name: evil
-  {_yaml_dq(key)}: 1
-  text: ["x"]
-""")
+    root = sample_with_unknown_key(tmp_path, key)
     result = clirun.main("plan", str(root), "-o", "markdown")
     assert result.returncode == 1
     page = _rendered(result.stdout)

@@ -4,9 +4,13 @@ characters (RAW), an OSC 8 hyperlink and how it is shown, and the check that a t
 from __future__ import annotations
 
 import html
+import pathlib
 import re
+import shutil
 
 import cmarkgfm
+
+from tests.conftest import SAMPLE
 
 # what must never reach a terminal raw: C0 controls but the newline, DEL, C1 controls, bidi controls
 RAW = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
@@ -33,3 +37,22 @@ def _yaml_dq(text: str) -> str:
     """`text` as a YAML double-quoted scalar (YAML's own escapes: a raw ESC may not appear in a file)."""
     return '"' + "".join(c if c.isprintable() and c not in '"\\' else f"\\u{ord(c):04x}" if ord(c) > 0xff
                          else f"\\x{ord(c):02x}" for c in text) + '"'
+
+
+def sample_with_unknown_key(tmp_path: pathlib.Path, key: str, *, more: str = "") -> pathlib.Path:
+    """The sample repository plus records/evil.yaml: a TXTRecord whose unknown field is named `key`
+    (written as YAML's escapes), then the documents of `more`."""
+    root = tmp_path / "repo"
+    shutil.copytree(SAMPLE, root)
+    (root / "records" / "evil.yaml").write_text(f"""apiVersion: bindy.firestoned.io/v1beta1
+kind: TXTRecord
+metadata:
+  name: evil
+  namespace: dns-system
+  labels: {{zone: example-com}}
+spec:
+  name: evil
+  {_yaml_dq(key)}: 1
+  text: ["x"]
+{more}""")
+    return root
