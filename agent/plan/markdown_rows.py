@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from agent.model import printable
@@ -138,31 +138,37 @@ def _zone_row(zone: str, columns: int) -> str:
     return f"| | **{cell(zone)}** |" + " |" * (columns - 2)
 
 
-def record_rows(changes: Iterable[Change], sources: Sources) -> Iterator[str]:
-    """One row per RRset change; a zone's row comes before its first (in the same string)."""
+def _grouped_by_zone(changes: Iterable[Change], row_of: Callable[[Change], str]) -> Iterator[str]:
+    """One row per change; a zone's row comes before its first (in the same string)."""
     zone = None
     for c in changes:
-        assert isinstance(c.target, RRsetTarget)
-        row = (f"| {mark(c.action)} | {cell(_relative(c.target.name, c.target.zone))} | "
-               f"{cell(c.target.rtype)} | {rrset_change(c)} | {where(sources.where(c), sources)} |")
-        if c.target.zone != zone:
-            zone = c.target.zone
+        row = row_of(c)
+        target = c.target
+        assert isinstance(target, (RRsetTarget, ZoneTarget))
+        if target.zone != zone:
+            zone = target.zone
             row = _zone_row(zone, 5) + "\n" + row
         yield row
+
+
+def record_rows(changes: Iterable[Change], sources: Sources) -> Iterator[str]:
+    """One row per RRset change, grouped by zone."""
+    def row(c: Change) -> str:
+        assert isinstance(c.target, RRsetTarget)
+        return (f"| {mark(c.action)} | {cell(_relative(c.target.name, c.target.zone))} | "
+                f"{cell(c.target.rtype)} | {rrset_change(c)} | "
+                f"{where(sources.where(c), sources)} |")
+    return _grouped_by_zone(changes, row)
 
 
 def zone_rows(changes: Iterable[Change], sources: Sources) -> Iterator[str]:
     """One row per zone created, updated or removed on a server, grouped by zone like the
     records."""
-    zone = None
-    for c in changes:
+    def row(c: Change) -> str:
         assert isinstance(c.target, ZoneTarget)
-        row = (f"| {mark(c.action)} | {cell(c.target.instance)} | {cell(c.target.role)} | "
-               f"{cell(detail(c))} | {where(sources.where(c), sources)} |")
-        if c.target.zone != zone:
-            zone = c.target.zone
-            row = _zone_row(zone, 5) + "\n" + row
-        yield row
+        return (f"| {mark(c.action)} | {cell(c.target.instance)} | {cell(c.target.role)} | "
+                f"{cell(detail(c))} | {where(sources.where(c), sources)} |")
+    return _grouped_by_zone(changes, row)
 
 
 def cr_rows(changes: Iterable[Change], sources: Sources) -> Iterator[str]:
