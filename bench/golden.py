@@ -37,7 +37,7 @@ run it twice on the old code to see that noise before reading a difference as a 
 `--scenario` (the same components) drives the checkout's CLI through a scripted series of commits of
 sample-repo against its own kube-apiserver + etcd and named pair, into OUT/scenario/<nn-step>/: the CLI's
 streams and status, `report` text and JSON, CR statuses, AXFR of every zone on both servers, the state
-ConfigMaps (bench/golden_scenario.py; about 30 s; stable run to run, so any difference is a change):
+ConfigMaps (bench/golden_scenario.py; about a minute; stable run to run: a difference is a change):
 
     .venv/bin/python bench/golden.py --checkout /tmp/old --out /tmp/golden-old --scenario --no-offline
 """

@@ -4,14 +4,20 @@ named pair (with the zone API test server), everything it leaves captured and no
 
     .venv/bin/python bench/golden.py --checkout DIR --out OUT --scenario [--no-offline]
 
-Steps (OUT/scenario/<nn-step>/): the sample (first sync); a record added, one changed, one removed; a
-zone removed (it held only the agent's data), the same commit again with --force; an invalid commit; a commit
-deleting most records of a zone (refused: above the delete threshold); a good commit; a change shown
+Steps (OUT/scenario/<nn-step>/, STEPS): the sample (first sync); a record added, one changed, one
+removed; a zone removed (it held only the agent's data), the same commit again with --force; an
+invalid commit; a commit deleting most records of a zone (refused: above the delete threshold), again
+with --allow-prune (still refused: only the Kubernetes prune is allowed); a good commit; a change shown
 by `sync --dry-run`, the same planned by `plan DIR --kubeconfig -o json`, then applied; a sync with
-nothing new. After each: the CLI's argv, stdout, stderr and exit status; `report` of the commit
-(text and JSON); the CRs' .status and the names of the objects in their namespace; an AXFR of every
-zone on every server (sorted; the secondary waited for until it serves the primary's serial); the
-agent's state ConfigMaps. One golden_world.Normal for the whole scenario: commit ids, run ids, serials
+nothing new; out-of-band drift (a record changed and a foreign one added in DNS, a CR's spec edited)
+shown by `plan DIR --kubeconfig`, not seen by a plain sync, repaired by `sync --resync-after 0`; a zone
+added while the secondary's zone API is down (partial), then with it back; a zone holding a foreign
+record removed from Git (partial: a conflict), then with --force.
+
+After each: the CLI's argv, stdout, stderr and exit status; `report` of the commit (text and JSON);
+the CRs' .status and the names of the objects in their namespace; an AXFR of every zone on every
+server (sorted; the secondary waited for until it serves the primary's serial); the agent's state
+ConfigMaps. One golden_world.Normal for the whole scenario: commit ids, run ids, serials
 and key material get placeholders in order of first appearance, so two runs of the same code write
 the same files. Commits have fixed authors and dates (golden.GIT_ENV): the same ids on every run.
 
@@ -44,7 +50,7 @@ NAMESPACE, AGENT_NAMESPACE = "dns-system", "bindy-agent"
 GROUP, VERSION = "bindy.firestoned.io", "v1beta1"
 PLURALS = ("bind9clusters", "bind9instances", "dnszones", "arecords", "aaaarecords", "cnamerecords", "mxrecords",
            "txtrecords", "nsrecords", "srvrecords", "caarecords")
-ZONES = ("example.com", "example.org", "internal.example.net")
+ZONES = ("example.com", "example.org", "example.net", "internal.example.net")
 REPORT_KEY = "golden-scenario-report-key-0123456789abcdef\n"
 # TSIG / DNSSEC / RNDC key material: base64 of 40 characters or more, an upper-case letter in it (not a path)
 BASE64 = re.compile(r"(?<![A-Za-z0-9+/])(?=[A-Za-z0-9+/]*[A-Z])[A-Za-z0-9+/]{40,}={0,2}")
@@ -56,6 +62,17 @@ EXTRA_TXT = ("apiVersion: bindy.firestoned.io/v1beta1\nkind: TXTRecord\nmetadata
 BROKEN = ("apiVersion: bindy.firestoned.io/v1beta1\nkind: ARecord\nmetadata:\n  name: broken\n"
           "  namespace: dns-system\n  labels: {zone: example-org}\nspec:\n  name: broken\n  ttl: -5\n"
           "  ipv4Addresses: [300.1.1.1]\n")
+
+EXAMPLE_NET = ("apiVersion: bindy.firestoned.io/v1beta1\nkind: DNSZone\nmetadata:\n  name: example-net\n"
+               "  namespace: dns-system\n  labels:\n    dns.example.com/serve: \"true\"\nspec:\n"
+               "  zoneName: example.net\n  ttl: 300\n  soaRecord:\n    primaryNs: ns1.example.com.\n"
+               "    adminEmail: hostmaster.example.com.\n    serial: 1\n    refresh: 900\n    retry: 300\n"
+               "    expire: 86400\n    negativeTtl: 60\n  nameServers:\n    - hostname: ns1.example.com.\n")
+EXAMPLE_NET_RECORDS = ("apiVersion: bindy.firestoned.io/v1beta1\nkind: ARecord\nmetadata:\n  name: net-www\n"
+                       "  namespace: dns-system\nspec:\n  name: www.example.net.\n  ipv4Addresses: [203.0.113.80]\n"
+                       "---\napiVersion: bindy.firestoned.io/v1beta1\nkind: TXTRecord\nmetadata:\n"
+                       "  name: net-spf\n  namespace: dns-system\nspec:\n  name: example.net.\n"
+                       "  text: [\"v=spf1 -all\"]\n")
 
 
 # -- the world ------------------------------------------------------------------------------------
@@ -74,10 +91,10 @@ class World:
         self.kube.start()
         self.bind = bind.start_pair(self.work / "bind")
         self.stops.append(self.bind.stop)
-        token = uuid.uuid4().hex
-        self.apis = {"primary": zone_api.ZoneApi(self.bind.primary, token).start(),
-                     "secondary": zone_api.ZoneApi(self.bind.secondary, token).start()}
-        self.stops += [api.stop for api in self.apis.values()]
+        self.token = uuid.uuid4().hex
+        self.apis = {"primary": zone_api.ZoneApi(self.bind.primary, self.token).start(),
+                     "secondary": zone_api.ZoneApi(self.bind.secondary, self.token).start()}
+        self.stops.append(lambda: [api.stop() for api in self.apis.values()])  # the ones of the moment
         (self.work / "endpoints").mkdir()
         self.endpoints = dnsrepo.endpoint_map(self.work / "endpoints", self.bind, self.apis)
         self.client = self.kube.api_client()
@@ -87,6 +104,21 @@ class World:
         for name in (NAMESPACE, AGENT_NAMESPACE):
             client.CoreV1Api(self.client).create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
         return self
+
+    def secondary_api_down(self) -> None:
+        self.apis["secondary"].stop()
+
+    def secondary_api_back(self) -> None:
+        """A new zone API of the secondary on the port of the one stopped (the endpoints name it)."""
+        from tests.support import zone_api
+
+        port = self.apis["secondary"].port
+        chosen = zone_api.free_port
+        zone_api.free_port = lambda *args: port  # type: ignore[assignment]
+        try:
+            self.apis["secondary"] = zone_api.ZoneApi(self.bind.secondary, self.token).start()
+        finally:
+            zone_api.free_port = chosen  # type: ignore[assignment]
 
     def stop(self) -> None:
         for stop in reversed(self.stops):
@@ -167,6 +199,18 @@ def _good(tree: pathlib.Path) -> None:
     _replace(records / "web.yaml", "ipv4Addresses: [192.0.2.10]", "ipv4Addresses: [192.0.2.20]")
 
 
+def _zone_added(tree: pathlib.Path) -> None:
+    """example.net: a zone the cluster selects by label (as internal.example.net), with two records."""
+    (tree / "zones" / "example-net.yaml").write_text(EXAMPLE_NET)
+    (tree / "records" / "example-net").mkdir()
+    (tree / "records" / "example-net" / "hosts.yaml").write_text(EXAMPLE_NET_RECORDS)
+
+
+def _org_removed(tree: pathlib.Path) -> None:
+    (tree / "zones" / "example-org.yaml").unlink()
+    shutil.rmtree(tree / "records" / "example-org")
+
+
 def _planned(tree: pathlib.Path) -> None:
     _replace(tree / "records" / "example-com" / "verify.yaml", '"golden-scenario"', '"golden-scenario-2"')
 
@@ -187,6 +231,16 @@ def _drift(world: World) -> None:
         GROUP, VERSION, NAMESPACE, "arecords", "www", {"spec": {"ttl": 900}})
 
 
+def _org_foreign(world: World) -> None:
+    """A TXT record of someone else's in example.org (an UPDATE on the primary), before the zone leaves Git."""
+    import dns.rdatatype
+
+    from tests.support import dnsworld
+
+    dnsworld.Dns(world.bind, world.apis, world.endpoints).update(
+        "example.org", lambda u: u.add("_acme-challenge", 60, dns.rdatatype.TXT, '"cert-manager token"'))
+
+
 @dataclasses.dataclass(frozen=True)
 class Step:
     name: str
@@ -204,6 +258,7 @@ STEPS = (
     Step("zone-removed-again-force", (*SYNC, "--force")),
     Step("invalid", SYNC, "an invalid record", _invalid),
     Step("refused", SYNC, "most records of example.com deleted", _mass_delete),
+    Step("refused-allow-prune", (*SYNC, "--allow-prune")),
     Step("good", SYNC, "the records back, the apex moved", _good),
     Step("dry-run", (*SYNC, "--dry-run"), "the TXT record changed", _planned),
     Step("plan", ("plan", "{dir}", "-o", "json")),
@@ -212,6 +267,10 @@ STEPS = (
     Step("drift-plan", ("plan", "{dir}"), before=_drift),
     Step("drift-sync", SYNC),
     Step("drift-resync", (*SYNC, "--resync-after", "0")),
+    Step("secondary-api-down", SYNC, "example.net added", _zone_added, before=World.secondary_api_down),
+    Step("secondary-api-back", SYNC, before=World.secondary_api_back),
+    Step("zone-left-foreign-data", SYNC, "example.org removed", _org_removed, before=_org_foreign),
+    Step("zone-left-force", (*SYNC, "--force")),
 )
 
 
