@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Mapping
 
-from agent.clients import rfc2136
+from agent.clients import dnsquery
 from agent.clients.deadline import Deadline
 from agent.clients.endpoints import Endpoint
 from agent.desired import nameservers
@@ -112,7 +112,7 @@ class Confirming:
         missing = [z for z in zones if z not in known]
         if not missing:
             return known
-        asked = rfc2136.serials(self.endpoints[server], missing, timeout=self.deadline.timeout(2))
+        asked = dnsquery.serials(self.endpoints[server], missing, timeout=self.deadline.timeout(2))
         return {**known, **asked}
 
     def learn(self) -> None:
@@ -126,7 +126,7 @@ class Confirming:
         for result, w in self.queued:
             if not w.changes and w.primaries and _target(result, pending) is None:
                 asked.setdefault(w.primaries[0], {})[w.zone] = None
-        got = {p: rfc2136.serials(self.endpoints[p], list(zones), timeout=self.deadline.timeout(2))
+        got = {p: dnsquery.serials(self.endpoints[p], list(zones), timeout=self.deadline.timeout(2))
                for p, zones in asked.items()}
         for server, serials in got.items():
             self._answered(server, (z for z, s in serials.items() if s is not None))

@@ -16,7 +16,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from agent.clients import rfc2136
+from agent.clients import dnsquery, rfc2136
 from agent.clients.endpoints import Endpoint
 from agent.model.ownership import Key
 from agent.model.rrchange import RRChange
@@ -77,7 +77,7 @@ def _sweep(behind: dict[str, list[Written]], endpoints: Mapping[str, Endpoint],
     caught = 0
     for secondary, items in list(behind.items()):
         timeout = min(2.0, max(0.1, until - time.monotonic()))
-        now = rfc2136.serials(endpoints[secondary], [w.zone for w in items], timeout=timeout)
+        now = dnsquery.serials(endpoints[secondary], [w.zone for w in items], timeout=timeout)
         late = []
         for w in items:
             if reached(now.get(w.zone), w.serial or 0):
