@@ -33,6 +33,13 @@ the pytest plugin bench/golden_world.py, into OUT/world/: per test, what each ru
 each in-process CLI call produced, normalised. Slow (minutes per file) and less stable than the
 offline part: a test that depends on timing can differ from one run to the next on the same code;
 run it twice on the old code to see that noise before reading a difference as a change.
+
+`--scenario` (the same components) drives the checkout's CLI through a scripted series of commits of
+sample-repo against its own kube-apiserver + etcd and named pair, into OUT/scenario/<nn-step>/: the CLI's
+streams and status, `report` text and JSON, CR statuses, AXFR of every zone on both servers, the state
+ConfigMaps (bench/golden_scenario.py; about a minute; stable run to run: a difference is a change):
+
+    .venv/bin/python bench/golden.py --checkout /tmp/old --out /tmp/golden-old --scenario --no-offline
 """
 
 from __future__ import annotations
@@ -248,7 +255,9 @@ def main() -> None:
     ap.add_argument("--only", default="", help="run only the cases whose name contains this")
     ap.add_argument("--world", nargs="*", metavar="FILE", default=None,
                     help="also the integration test files (of tests/integration/; default: WORLD) with golden_world")
-    ap.add_argument("--no-offline", action="store_true", help="skip the offline cases (with --world)")
+    ap.add_argument("--scenario", action="store_true",
+                    help="also the scripted Git scenario (bench/golden_scenario.py) into OUT/scenario/")
+    ap.add_argument("--no-offline", action="store_true", help="skip the offline cases (with --world, --scenario)")
     args = ap.parse_args()
     if args.out.exists():
         shutil.rmtree(args.out)
@@ -265,6 +274,10 @@ def main() -> None:
             for f in [pool.submit(run_case, c, python, inputs, args.out, env, normal) for c in todo]:
                 f.result()
         print(f"golden: {len(todo)} cases of {args.checkout} in {args.out}")
+        if args.scenario:
+            import golden_scenario
+
+            golden_scenario.run_scenario(args.checkout, args.out / "scenario")
         if args.world is not None:
             world(args.checkout, args.out / "world", args.world or list(WORLD))
     finally:

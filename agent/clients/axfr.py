@@ -78,62 +78,109 @@ def _read(sock: socket.socket, count: int, until: float) -> bytes:
     return bytes(out)
 
 
+@dataclasses.dataclass(frozen=True)
+class TransferBounds:
+    """Where one transfer is cut: no data for `timeout` seconds, the whole of it past `lifetime`
+    seconds, or the octets and records of `limits`; `time_hint` says how the operator gives it more
+    time."""
+
+    timeout: float
+    lifetime: float
+    limits: TransferLimits
+    time_hint: str
+
+
+@dataclasses.dataclass
+class _Progress:
+    """What a transfer brought in so far, held to its bounds: each count past its limit, and a
+    timeout, is a TransferCut saying which bound, for which server and zone, and how to raise it."""
+
+    server: str
+    zone: str
+    bounds: TransferBounds
+    start: float
+    octets: int = 0
+    records: int = 0
+
+    def cut(self, limit: str, what: str, how: str) -> TransferCut:
+        return TransferCut(f"{self.server}: AXFR of {self.zone} cut: {what}; {how}", limit=limit)
+
+    def until(self) -> float:
+        """When the next octets must have come (time.monotonic())."""
+        return min(time.monotonic() + self.bounds.timeout, self.start + self.bounds.lifetime)
+
+    def add_octets(self, count: int) -> None:
+        self.octets += count
+        limit = self.bounds.limits.max_bytes
+        if self.octets > limit:
+            raise self.cut("bytes", f"more than {limit:,} octets ({self.records:,} records so far)",
+                           "the limit is max_transfer_bytes: raise it with --max-transfer-bytes "
+                           "(setting BINDY_AGENT_MAX_TRANSFER_BYTES) if the zone is really that "
+                           "large")
+
+    def add_records(self, count: int) -> None:
+        self.records += count
+        limit = self.bounds.limits.max_records
+        if self.records > limit:
+            raise self.cut("records",
+                           f"more than {limit:,} records ({self.octets:,} octets so far)",
+                           "the limit is max_transfer_records: raise it with "
+                           "--max-transfer-records (setting BINDY_AGENT_MAX_TRANSFER_RECORDS) if "
+                           "the zone is really that large")
+
+    def timed_out(self) -> TransferCut:
+        """The cut for a TimeoutError: the transfer's lifetime ran out, or no data came."""
+        took = time.monotonic() - self.start
+        so_far = f"{self.records:,} records, {self.octets:,} octets so far"
+        if took >= self.bounds.lifetime - 0.01:
+            return self.cut("time", f"not finished within {self.bounds.lifetime:.0f} s ({so_far})",
+                            self.bounds.time_hint)
+        return self.cut("idle", f"no data for {self.bounds.timeout:.0f} s ({so_far})",
+                        "the server stalled; the next attempt asks again")
+
+
 @calls.measured("axfr", "axfr")
-def transfer(host: str, port: int, xfr: dns.zone.Zone, request: dns.message.Message, *, server: str,
-             timeout: float, lifetime: float, limits: TransferLimits, time_hint: str) -> None:
-    """Transfers the zone `request` asks for from host:port into `xfr`. `timeout`: the most to wait
-    for the next octets; `lifetime`: the most the whole transfer may take; `time_hint` says how the
-    operator gives it more time. Raises TransferCut at a bound; dnspython's errors, OSError and
-    EOFError otherwise."""
+def transfer(host: str, port: int, xfr: dns.zone.Zone, request: dns.message.Message, *,
+             server: str, bounds: TransferBounds) -> None:
+    """Transfers the zone `request` asks for from host:port into `xfr`, within `bounds`. Raises
+    TransferCut at a bound; dnspython's errors, OSError and EOFError otherwise."""
     zone = xfr.origin.to_text() if xfr.origin else "?"
-    start = time.monotonic()
-    end = start + lifetime
-
-    def cut(limit: str, what: str, how: str) -> TransferCut:
-        return TransferCut(f"{server}: AXFR of {zone} cut: {what}; {how}", limit=limit)
-
-    def until() -> float:
-        return min(time.monotonic() + timeout, end)
-
-    octets = records = 0
+    progress = _Progress(server, zone, bounds, time.monotonic())
     try:
-        with socket.create_connection((host, port), timeout=max(0.001, min(timeout, lifetime))) as sock:
+        connect = max(0.001, min(bounds.timeout, bounds.lifetime))
+        with socket.create_connection((host, port), timeout=connect) as sock:
             wire = request.to_wire()
             sock.sendall(struct.pack("!H", len(wire)) + wire)
-            with dns.xfr.Inbound(xfr, dns.rdatatype.AXFR, None, False) as inbound:
-                done, tsig_ctx = False, None
-                while not done:
-                    (length,) = struct.unpack("!H", _read(sock, 2, until()))
-                    octets += 2 + length
-                    if octets > limits.max_bytes:
-                        raise cut("bytes", f"more than {limits.max_bytes:,} octets ({records:,} records so far)",
-                                  "the limit is max_transfer_bytes: raise it with --max-transfer-bytes (setting "
-                                  "BINDY_AGENT_MAX_TRANSFER_BYTES) if the zone is really that large")
-                    message = dns.message.from_wire(_read(sock, length, until()), keyring=request.keyring,
-                                                    request_mac=request.mac, xfr=True, origin=xfr.origin,
-                                                    tsig_ctx=tsig_ctx, multi=True)
-                    if message.id != request.id:
-                        raise dns.exception.FormError(f"{server}: the transfer answers another query (id {message.id})")
-                    records += sum(len(rrset) for rrset in message.answer)
-                    if records > limits.max_records:
-                        raise cut("records", f"more than {limits.max_records:,} records ({octets:,} octets so far)",
-                                  "the limit is max_transfer_records: raise it with --max-transfer-records "
-                                  "(setting BINDY_AGENT_MAX_TRANSFER_RECORDS) if the zone is really that large")
-                    done = inbound.process_message(message)
-                    tsig_ctx = message.tsig_ctx
+            _receive(sock, xfr, request, progress)
     except TimeoutError:
-        took = time.monotonic() - start
-        if took >= lifetime - 0.01:
-            raise cut("time", f"not finished within {lifetime:.0f} s ({records:,} records, {octets:,} octets so far)",
-                      time_hint) from None
-        raise cut("idle", f"no data for {timeout:.0f} s ({records:,} records, {octets:,} octets so far)",
-                  "the server stalled; the next attempt asks again") from None
+        raise progress.timed_out() from None
+
+
+def _receive(sock: socket.socket, xfr: dns.zone.Zone, request: dns.message.Message,
+             progress: _Progress) -> None:
+    """The transfer's messages, one by one into `xfr` (dnspython checks each one's TSIG), each
+    counted against the bounds."""
+    with dns.xfr.Inbound(xfr, dns.rdatatype.AXFR, None, False) as inbound:
+        done, tsig_ctx = False, None
+        while not done:
+            (length,) = struct.unpack("!H", _read(sock, 2, progress.until()))
+            progress.add_octets(2 + length)
+            message = dns.message.from_wire(_read(sock, length, progress.until()),
+                                            keyring=request.keyring, request_mac=request.mac,
+                                            xfr=True, origin=xfr.origin, tsig_ctx=tsig_ctx,
+                                            multi=True)
+            if message.id != request.id:
+                raise dns.exception.FormError(f"{progress.server}: the transfer answers another "
+                                              f"query (id {message.id})")
+            progress.add_records(sum(len(rrset) for rrset in message.answer))
+            done = inbound.process_message(message)
+            tsig_ctx = message.tsig_ctx
 
 
 def read_zone(endpoint: endpoints.Endpoint, zone: str, *, timeout: float = 10,
-              lifetime: float | None = None,
-            limits: TransferLimits = DEFAULT_LIMITS,
-            time_hint: str = "give the run more time with --deadline") -> dict[Key, rrsets.RRset]:
+              lifetime: float | None = None, limits: TransferLimits = DEFAULT_LIMITS,
+              time_hint: str = "give the run more time with --deadline",
+              ) -> dict[Key, rrsets.RRset]:
     """The zone's RRsets, read with a TSIG-signed AXFR from `endpoint`: cut when no data comes for
     `timeout` seconds, when the whole transfer takes `lifetime` (default three times `timeout`), or
     at the octets and records of `limits` (`transfer`)."""
@@ -143,10 +190,10 @@ def read_zone(endpoint: endpoints.Endpoint, zone: str, *, timeout: float = 10,
     if keyring is not None:
         request.use_tsig(keyring, keyname, algorithm=algorithm)
     try:
+        bounds = TransferBounds(timeout, timeout * 3 if lifetime is None else lifetime, limits,
+                                time_hint)
         transfer(endpoint.dns_host, endpoint.dns_port, xfr, request, server=endpoint.instance,
-                 timeout=timeout,
-                      lifetime=timeout * 3 if lifetime is None else lifetime, limits=limits,
-                 time_hint=time_hint)
+                 bounds=bounds)
     except dns.xfr.TransferError as exc:
         if exc.rcode in (dns.rcode.NOTAUTH, dns.rcode.NOTZONE):
             raise ZoneMissing(f"{endpoint.instance}: does not serve zone {zone}") from exc

@@ -25,7 +25,7 @@ import dns.rdataclass
 import dns.rdatatype
 import dns.update
 
-from agent.clients import rfc2136
+from agent.clients import dnsquery, rfc2136
 from agent.clients.endpoints import TsigKey
 from agent.desired import rrsets
 from agent.model.rrchange import RRChange
@@ -66,7 +66,7 @@ def _records(owner: bytes, rtype: int, rr: rrsets.RRset, ttl: int) -> list[bytes
 
 def _change_wire(change: RRChange, zone: str) -> tuple[list[bytes], list[bytes]]:
     """(prerequisite RRs, update RRs) of one change, RFC 2136 2.4 and 2.5."""
-    owner, rtype = rfc2136.name_wire(change.key[0]), dns.rdatatype.from_text(change.key[1])
+    owner, rtype = dnsquery.name_wire(change.key[0]), dns.rdatatype.from_text(change.key[1])
     # not there
     prerequisite = ([owner + _RR.pack(rtype, dns.rdataclass.NONE, 0, 0)] if change.before is None
                     # there with exactly these data (TTL zero)

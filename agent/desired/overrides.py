@@ -39,22 +39,27 @@ def check(manifest: Manifest, threshold: float) -> list[Problem]:
         annotations = obj.model.metadata.get("annotations") or {}
         if FORCE_ANNOTATION in annotations:
             path = f"metadata.annotations.{FORCE_ANNOTATION}"
-            said = ': "true"' if str(annotations[FORCE_ANNOTATION]).strip().lower() == "true" else ""
+            forced = str(annotations[FORCE_ANNOTATION]).strip().lower() == "true"
+            said = ': "true"' if forced else ""
             out.append(Problem(obj.origin_at(path), str(obj.key), path, (
                 f"ignored: {FORCE_ANNOTATION}{said} no longer "
-                "relaxes the safety gate (a repository may only make it stricter); to apply a plan the gate refuses, "
-                "the operator runs `bindy-agent sync --force` (for `bindy-agent run`: the setting force) or raises "
-                f"{OPERATOR}; remove the annotation"), Severity.WARNING))
+                "relaxes the safety gate (a repository may only make it stricter); to apply a plan "
+                "the gate refuses, the operator runs `bindy-agent sync --force` (for "
+                f"`bindy-agent run`: the setting force) or raises {OPERATOR}; remove the "
+                "annotation"), Severity.WARNING))
         if THRESHOLD_ANNOTATION not in annotations:
             continue
-        path, raw = f"metadata.annotations.{THRESHOLD_ANNOTATION}", annotations[THRESHOLD_ANNOTATION]
+        path = f"metadata.annotations.{THRESHOLD_ANNOTATION}"
+        raw = annotations[THRESHOLD_ANNOTATION]
         value = percent(raw)
         if value is None:
             out.append(Problem(obj.origin_at(path), str(obj.key), path,
-                               f"{raw!r} is not a whole percentage from 0 to 100 (quote it: \"20\")"))
+                               f"{raw!r} is not a whole percentage from 0 to 100 "
+                               "(quote it: \"20\")"))
         elif value > limit:
             out.append(Problem(obj.origin_at(path), str(obj.key), path, (
-                f"ignored: {value}% is higher than the agent's delete threshold ({limit}%); a repository may only "
-                f"make the safety gate stricter (lower); the operator raises {OPERATOR}; lower the annotation "
-                f"to at most {limit} or remove it"), Severity.WARNING))
+                f"ignored: {value}% is higher than the agent's delete threshold ({limit}%); a "
+                "repository may only make the safety gate stricter (lower); the operator raises "
+                f"{OPERATOR}; lower the annotation to at most {limit} or remove it"),
+                Severity.WARNING))
     return out

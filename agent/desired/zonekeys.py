@@ -62,27 +62,32 @@ FILES = ("file", "key", "private", "state")
 # of the Secret's (named's own: a rollover's successor, or keys it made before the agent kept the
 # zone's keys) gets nothing copied: the keys on the claim win. Each file is copied whole (a
 # temporary name, then a rename), so a copy cut short is finished by the next start.
-COPY = f"""set -eu
-keys={namedconf.KEY_DIRECTORY}
-for zone in {MOUNT}/*/; do
-  [ -d "$zone" ] || continue
-  ours=" "
-  for role in $(cat "$zone/roles"); do base=$(cat "$zone/$role-file"); ours="$ours$base "; done
-  own=""
-  for found in "$keys/${{base%+*}}"+*.key; do
-    [ -e "$found" ] || continue
-    found=${{found##*/}}
-    case "$ours" in *" ${{found%.key}} "*) ;; *) own="$own ${{found%.key}}";; esac
-  done
-  if [ -n "$own" ]; then echo "$zone: the key directory has keys of its own:$own; none copied"; continue; fi
-  for role in $(cat "$zone/roles"); do
-    to="$keys/$(cat "$zone/$role-file")"
-    for ext in private state key; do
-      [ -e "$to.$ext" ] || {{ cp "$zone/$role.$ext" "$keys/.dnssec-copy"; mv "$keys/.dnssec-copy" "$to.$ext"; }}
-    done
-  done
-done
-"""
+COPY = "\n".join((
+    "set -eu",
+    f"keys={namedconf.KEY_DIRECTORY}",
+    f"for zone in {MOUNT}/*/; do",
+    '  [ -d "$zone" ] || continue',
+    '  ours=" "',
+    '  for role in $(cat "$zone/roles"); do base=$(cat "$zone/$role-file"); '
+    'ours="$ours$base "; done',
+    '  own=""',
+    '  for found in "$keys/${base%+*}"+*.key; do',
+    '    [ -e "$found" ] || continue',
+    '    found=${found##*/}',
+    '    case "$ours" in *" ${found%.key} "*) ;; *) own="$own ${found%.key}";; esac',
+    '  done',
+    '  if [ -n "$own" ]; then echo "$zone: the key directory has keys of its own:$own; '
+    'none copied"; continue; fi',
+    '  for role in $(cat "$zone/roles"); do',
+    '    to="$keys/$(cat "$zone/$role-file")"',
+    '    for ext in private state key; do',
+    '      [ -e "$to.$ext" ] || { cp "$zone/$role.$ext" "$keys/.dnssec-copy"; '
+    'mv "$keys/.dnssec-copy" "$to.$ext"; }',
+    '    done',
+    '  done',
+    'done',
+    "",
+))
 
 
 @dataclasses.dataclass(frozen=True)

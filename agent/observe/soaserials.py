@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
-from agent.clients import rfc2136
+from agent.clients import dnsquery
 from agent.clients.deadline import Deadline
 from agent.clients.endpoints import Endpoint
 from agent.desired.hierarchy import Desired
@@ -22,7 +22,7 @@ from agent.model.observed import ZoneObserved
 from agent.model.ownership import ZoneOwnership
 from agent.model.servers import instance_id
 
-Answers = dict[str, dict[str, int | None]]  # server -> zone -> what its SOA query answered (rfc2136.soa)
+Answers = dict[str, dict[str, int | None]]  # server -> zone -> what its SOA query answered (dnsquery.soa)
 
 
 class Memory(Protocol):
@@ -50,7 +50,7 @@ class Questions:
 
 def serial(answer: int | None) -> int | None:
     """The serial in an answer (None: no answer, or the server does not hold the zone)."""
-    return answer if answer is not None and answer != rfc2136.NOT_HELD else None
+    return answer if answer is not None and answer != dnsquery.NOT_HELD else None
 
 
 def ask(questions: Questions, servers: Mapping[str, Endpoint], deadline: Deadline) -> Answers:
@@ -59,7 +59,7 @@ def ask(questions: Questions, servers: Mapping[str, Endpoint], deadline: Deadlin
     for server, zones in questions.by_server().items():
         if deadline.expired:
             break
-        out[server] = rfc2136.soa(servers[server], zones, timeout=deadline.timeout(2))
+        out[server] = dnsquery.soa(servers[server], zones, timeout=deadline.timeout(2))
     return out
 
 
@@ -124,5 +124,5 @@ def without(questions: Questions, answers: Answers) -> list[tuple[str, str]]:
     for server, zones in questions.addresses.items():  # a server that does not answer is not taken as empty,
         held = answers.get(server, {})  # nor one that refuses every zone (its allow-query may not let the agent in)
         if any(serial(held.get(zone)) is not None for zone in zones):
-            out += [(zone, server) for zone in zones if held.get(zone) == rfc2136.NOT_HELD]
+            out += [(zone, server) for zone in zones if held.get(zone) == dnsquery.NOT_HELD]
     return out

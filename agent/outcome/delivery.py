@@ -17,13 +17,15 @@ from agent.sources import operatorfile
 
 
 def read_key(path: pathlib.Path, *, what: str, minimum: int, use: str) -> bytes:
-    """A shared key from its file (the webhook secret, the report key), surrounding whitespace dropped
-    and registered for redaction; an unreadable, empty or short one is refused (an HMAC keyed with it
-    would prove nothing). `use` says where the same value must also go. The value is never in a message."""
-    key = operatorfile.read_bytes(path, setting=f"{what} file", limit=operatorfile.KEY_BYTES).strip()
+    """A shared key from its file (the webhook secret, the report key), surrounding whitespace
+    dropped and registered for redaction; an unreadable, empty or short one is refused (an HMAC
+    keyed with it would prove nothing). `use` says where the same value must also go. The value is
+    never in a message."""
+    key = operatorfile.read_bytes(path, setting=f"{what} file",
+                                  limit=operatorfile.KEY_BYTES).strip()
     if len(key) < minimum:
         held = "is empty" if not key else f"holds only {len(key)} characters"
-        raise ConfigError(f"{what} file {path} {held}: the {what} must be at least {minimum} characters. "
-                          f"Generate one with `openssl rand -hex 32`, and {use}")
+        raise ConfigError(f"{what} file {path} {held}: the {what} must be at least {minimum} "
+                          f"characters. Generate one with `openssl rand -hex 32`, and {use}")
     register_secret(key.decode("utf-8", "replace"))
     return key

@@ -1,8 +1,10 @@
-"""Commit statuses on GitHub, GitLab and Gitea: pending once the gate passed a commit, then its outcome.
+"""Commit statuses on GitHub, GitLab and Gitea: pending once the gate passed a commit, then its
+outcome.
 
     outcome     GitHub / Gitea   GitLab     description
     (gate ok)   pending          running    applying this commit
-    applied     success          success    applied: 2 created, 1 updated, 0 deleted, 3 RRset changes, 0 errors
+    applied     success          success    applied: 2 created, 1 updated, 0 deleted, 3 RRset
+                                            changes, 0 errors
     partial     failure          failed     partial: 1 failed; 2 created, ...
     rejected    error            failed     rejected: 3 errors; nothing applied ...
     superseded  (none: the commit was never run, so it never got a pending status)
@@ -35,7 +37,8 @@ from agent.outcome import delivery
 
 FORGES = forges.STATUSES
 MAX_DESCRIPTION = 140  # GitHub refuses longer descriptions
-SCP_LIKE = re.compile(r"^(?:[^@/]+@)?(?P<host>[^:/]+):(?!//)(?P<path>.+)$")  # git@host:owner/repo.git
+# git@host:owner/repo.git
+SCP_LIKE = re.compile(r"^(?:[^@/]+@)?(?P<host>[^:/]+):(?!//)(?P<path>.+)$")
 STATES = {name: forges.FORGES[name].states for name in FORGES}
 PENDING_TEXT = "applying this commit"
 
@@ -54,24 +57,29 @@ def _split(repo_url: str) -> tuple[str, str, str] | None:
 
 
 def configure(kind: str, *, repo: str, token_file: pathlib.Path | None, api_url: str | None = None,
-              project: str | None = None, context: str = DEFAULT_CONTEXT, report_url: str | None = None,
+              project: str | None = None, context: str = DEFAULT_CONTEXT,
+              report_url: str | None = None,
               budget: delivery.Budget | None = None) -> ForgeSettings:
-    """Derives the API URL and the project from the repository URL unless given; ConfigError if it cannot."""
+    """Derives the API URL and the project from the repository URL unless given; ConfigError if it
+    cannot."""
     if kind not in FORGES:
-        raise ConfigError(f"commit status: unknown forge {kind!r} (expected one of {', '.join(FORGES)})")
+        raise ConfigError(f"commit status: unknown forge {kind!r} "
+                          f"(expected one of {', '.join(FORGES)})")
     if token_file is None:
-        raise ConfigError(f"commit status on {kind}: a token file is needed (commit_status_token_file)")
+        raise ConfigError(f"commit status on {kind}: a token file is needed "
+                          "(commit_status_token_file)")
     where = _split(repo)
     if where is None and (api_url is None or project is None):
-        raise ConfigError(f"commit status on {kind}: the repository is not a URL; set commit_status_api_url "
-                          "and commit_status_project")
+        raise ConfigError(f"commit status on {kind}: the repository is not a URL; "
+                          "set commit_status_api_url and commit_status_project")
     base, host, path = where or ("", "", "")
     project = (project or path).strip("/").removesuffix(".git")
     forge = forges.FORGES[kind]
     if problem := forge.project_problem(project):
         raise ConfigError(f"commit status on {kind}: {problem}; set commit_status_project")
-    return ForgeSettings(forge.name, (api_url or forge.api_url(base, host)).rstrip("/"), project, token_file,
-                         context, report_url, budget or delivery.Budget())
+    api = (api_url or forge.api_url(base, host)).rstrip("/")
+    return ForgeSettings(forge.name, api, project, token_file, context, report_url,
+                         budget or delivery.Budget())
 
 
 def description(doc: dict[str, Any]) -> str:
@@ -86,9 +94,11 @@ def description(doc: dict[str, Any]) -> str:
         text = f"partial: {s['failures']} failed; {counts}"
     elif doc.get("refusals"):
         zones = len(doc["refusals"])
-        text = f"refused as unsafe: {zones} zone{'s' if zones != 1 else ''}; nothing applied, see the report"
+        text = (f"refused as unsafe: {zones} zone{'s' if zones != 1 else ''}; nothing applied, "
+                "see the report")
     else:
-        text = f"rejected: {s['errors']} errors; nothing applied, the last good revision keeps serving"
+        text = (f"rejected: {s['errors']} errors; nothing applied, the last good revision keeps "
+                "serving")
     return text if len(text) <= MAX_DESCRIPTION else text[:MAX_DESCRIPTION - 3] + "..."
 
 
@@ -101,7 +111,8 @@ def pending(settings: ForgeSettings | None) -> CommitStatus | None:
 
 
 def finished(settings: ForgeSettings | None, report_doc: dict[str, Any]) -> bool:
-    """Posts the outcome of the report (Report.as_dict()) on its commit; superseded commits get none."""
+    """Posts the outcome of the report (Report.as_dict()) on its commit; superseded commits get
+    none."""
     if settings is None or report_doc["outcome"] not in STATES[settings.kind]:
         return False
     status = CommitStatus(settings, report_doc["outcome"], description(report_doc))

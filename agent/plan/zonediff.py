@@ -103,31 +103,46 @@ def _placements(primaries: list[str], secondaries: list[str], placed: dict[str, 
             out.errors[instance] = f"no endpoint for instance {instance}"
             failed.add(instance)
             continue
-        was = placed.get(instance)
-        servers = dns.servers_of(instance)
-        for server in servers:
-            observed = seen.get(server)
-            if role == "primary" and observed is not None and observed.error:
-                out.errors[server] = observed.error
-                if observed.refused and was == "primary" and _lists_the_agent(dns, instance):
-                    # its allow-transfer gets the agent's address; read again
-                    out.reopen.append(server)
-                continue
-            if was is not None and was != role:
-                out.deletes.append(server)
-            missing = observed is not None and observed.rrsets is None
-            if was != role or instance in unsure or missing:
-                out.creates.append((server, role))
-        if all(s in out.errors for s in servers):
+        if not _place_servers(out, instance, role, placed.get(instance), instance in unsure, seen,
+                              dns):
             failed.add(instance)
+    _unplace(out, placed, wanted, dns)
+    _settle(out, primaries, secondaries, placed, failed, dns)
+    return out
+
+
+def _place_servers(out: _Placement, instance: str, role: str, was: str | None, unsure: bool,
+                   seen: dict[str, ZoneObserved], dns: DnsObserved) -> bool:
+    """The zone created (and deleted first, when its role changes) on each server of a reachable
+    instance that needs it; a primary server whose zone cannot be read is an error. False when none
+    of the instance's servers can be written."""
+    servers = dns.servers_of(instance)
+    for server in servers:
+        observed = seen.get(server)
+        if role == "primary" and observed is not None and observed.error:
+            out.errors[server] = observed.error
+            if observed.refused and was == "primary" and _lists_the_agent(dns, instance):
+                # its allow-transfer gets the agent's address; read again
+                out.reopen.append(server)
+            continue
+        if was is not None and was != role:
+            out.deletes.append(server)
+        missing = observed is not None and observed.rrsets is None
+        if was != role or unsure or missing:
+            out.creates.append((server, role))
+    return not all(s in out.errors for s in servers)
+
+
+def _unplace(out: _Placement, placed: dict[str, str], wanted: dict[str, str],
+             dns: DnsObserved) -> None:
+    """The instances the zone leaves: deleted from each of their servers; one with no endpoint
+    keeps it for now (an error), one with no pod yet has nothing to delete it from."""
     for instance in sorted(set(placed) - set(wanted)):
         if instance in dns.reachable:
             out.deletes += dns.servers_of(instance)
         elif instance not in dns.starting:  # no pod: nothing to delete it from
             out.errors[instance] = (f"no endpoint for instance {instance}: the zone stays there "
                                     f"for now")
-    _settle(out, primaries, secondaries, placed, failed, dns)
-    return out
 
 
 def _settle(out: _Placement, primaries: list[str], secondaries: list[str], placed: dict[str, str],
@@ -305,52 +320,144 @@ def _repoint(zone: Zone | None, primaries: list[str], secondaries: list[str],
             if s not in errors and not (s in seen and seen[s].rrsets is None)], now
 
 
+@dataclasses.dataclass(frozen=True)
+class _Known:
+    """What one zone's plan is made from: the zone in Git (None: it left), what was observed of its
+    servers, and what the agent owns there (an interrupted run's intent folded in)."""
+
+    name: str
+    zone: Zone | None
+    dns: DnsObserved
+    owned: ZoneOwnership
+    seen: dict[str, ZoneObserved]
+    managed: set[Key]
+    placed: dict[str, str]  # instance -> role
+    primaries: list[str]
+    secondaries: list[str]
+
+
+@dataclasses.dataclass
+class _Moves:
+    """What the plan does to the zone: on which servers, with which transfers, to which RRsets."""
+
+    creates: list[tuple[str, str]]  # (server, role)
+    deletes: list[str]
+    renotify: list[str]
+    after: dict[str, str]  # instance -> role
+    repoint: list[str]
+    sources: list[str] | None  # the addresses the secondaries transfer from
+    notify: list[str] | None
+    acl: list[str] | None
+    managed_after: set[Key] = dataclasses.field(default_factory=set)
+    records: dict[str, zoneplan.RRsetPlan] = dataclasses.field(default_factory=dict)
+    kept: str = ""
+
+
 def plan_zone(name: str, zone: Zone | None, dns: DnsObserved, *, force: bool = False) -> ZonePlan:
-    """The whole plan of one zone (`zone` is None when the zone left Git: it is deleted from its servers,
-    unless a primary serves RRsets in it that the agent did not write and `force` is not given)."""
+    """The whole plan of one zone (`zone` is None when the zone left Git: it is deleted from its
+    servers, unless a primary serves RRsets in it that the agent did not write and `force` is not
+    given)."""
     owned = dns.ownership.get(name) or ZoneOwnership(name)
     seen = dns.zones.get(name, {})
     managed, placed, unsure = recover(owned, list(seen.values()))
     primaries = [instance_id(k) for k in zone.primaries] if zone else []
     secondaries = [instance_id(k) for k in zone.secondaries] if zone else []
+    known = _Known(name, zone, dns, owned, seen, managed, placed, primaries, secondaries)
     moved = _placements(primaries, secondaries, placed, unsure, seen, dns)
-    creates, deletes, renotify, after = moved.creates, moved.deletes, moved.renotify, moved.after
+    moves = _moves(known, moved)
+    if _blocked(known, moved):
+        # blocked, nothing moves: keep what is known, including the interrupted run's intent
+        moves = dataclasses.replace(moves, creates=[], deletes=[], renotify=[], after=placed,
+                                    managed_after=managed, repoint=[], sources=None)
+    else:
+        _rrsets(known, moved, moves, force)
+    return _zone_plan(known, moved, moves)
+
+
+def _moves(known: _Known, moved: _Placement) -> _Moves:
+    """The placement's moves, with the secondaries whose primaries' pods moved created again and
+    the primaries told again when the addresses they notify or let transfer changed."""
+    zone, dns, owned = known.zone, known.dns, known.owned
+    primaries, secondaries, placed = known.primaries, known.secondaries, known.placed
     skip = {**moved.errors, **moved.waiting}  # servers nothing is written to in this run
-    repoint, sources = _repoint(zone, primaries, secondaries, placed, skip, seen, owned.transfer_from, dns)
+    repoint, sources = _repoint(zone, primaries, secondaries, placed, skip, known.seen,
+                                owned.transfer_from, dns)
+    creates = moved.creates
     creates += [(s, "secondary") for s in repoint if (s, "secondary") not in creates]
     notify, acl = _notify(zone, secondaries, dns), _acl(zone, primaries, secondaries, dns)
-    if (notify is not None and notify != (owned.notify if owned.notify is not None or notify else [])) or (
-            acl is not None and acl != (owned.allow_transfer if owned.allow_transfer is not None or acl else [])):
-        renotify = _tell(primaries, placed, creates, skip, renotify, dns)  # secondaries' or agents' pods moved
-    records: dict[str, zoneplan.RRsetPlan] = {}
-    kept = ""
-    if bool(primaries) and all(all(s in moved.errors for s in dns.servers_of(p)) or p in moved.errors
-                               for p in primaries):
-        # blocked, nothing moves: keep what is known, including the interrupted run's intent
-        creates, deletes, renotify, after, managed_after = [], [], [], placed, managed
-        repoint, sources = [], None
-    elif zone is None and deletes and not force and (found := _keep_foreign(name, deletes, managed, placed, seen))[0]:
-        kept, records = found
-        deletes, after = [], dict(placed)
-        managed_after = managed - {c.key for p in records.values() for c in p.changes}
-    elif zone is not None and primaries:
-        records, managed_after = _records(name, zone, [p for p in primaries if p not in moved.waiting], moved.errors,
-                                          managed, seen, dns)
-    else:  # gone from every server: nothing is owned any more; else still on one the agent cannot reach
-        managed_after = managed if after else set()
-    empty = not (creates or deletes or renotify or any(p.changes for p in records.values()))
-    recovered = owned.pending is not None
-    in_sync = (empty and not recovered and not moved.errors and not moved.waiting and managed_after == managed
-               and after == placed and (sources is None or sources == owned.transfer_from))
-    return ZonePlan(name, zone, primaries, secondaries, creates, deletes, renotify, records, moved.errors,
-                    managed_before=managed, managed_after=managed_after, placements_before=placed,
-                    placements_after=after, annotations=_gate_annotations(zone, owned), recovered=recovered,
-                    kept=kept, observed=seen, revision=owned.revision, in_sync=in_sync, waiting=moved.waiting,
-                    fresh=frozenset(s for s, _ in creates if s in dns.fresh),
-                    pods={i: dns.pods[i] for i in sorted({*primaries, *secondaries, *placed}) if i in dns.pods},
+    renotify = moved.renotify
+    if _transfers_changed(owned, notify, acl):
+        # secondaries' or agents' pods moved
+        renotify = _tell(primaries, placed, creates, skip, renotify, dns)
+    return _Moves(creates, moved.deletes, renotify, moved.after, repoint, sources, notify, acl)
+
+
+def _transfers_changed(owned: ZoneOwnership, notify: list[str] | None,
+                       acl: list[str] | None) -> bool:
+    """Whether the addresses the primaries NOTIFY, or let transfer, are not those last written."""
+    notified = owned.notify if owned.notify is not None or notify else []
+    allowed = owned.allow_transfer if owned.allow_transfer is not None or acl else []
+    return (notify is not None and notify != notified) or (acl is not None and acl != allowed)
+
+
+def _blocked(known: _Known, moved: _Placement) -> bool:
+    """Whether no server of any primary can be written (nothing moves)."""
+    return bool(known.primaries) and all(
+        all(s in moved.errors for s in known.dns.servers_of(p)) or p in moved.errors
+        for p in known.primaries)
+
+
+def _rrsets(known: _Known, moved: _Placement, moves: _Moves, force: bool) -> None:
+    """The RRset plans and the RRsets the agent owns after them. A zone that left Git and holds
+    foreign data is kept where it is (only the agent's RRsets in it are deleted)."""
+    name, zone, managed = known.name, known.zone, known.managed
+    if zone is None and moves.deletes and not force:
+        kept, records = _keep_foreign(name, moves.deletes, managed, known.placed, known.seen)
+        if kept:
+            moves.kept, moves.records = kept, records
+            moves.deletes, moves.after = [], dict(known.placed)
+            moves.managed_after = managed - {c.key for p in records.values() for c in p.changes}
+            return
+    if zone is not None and known.primaries:
+        writable = [p for p in known.primaries if p not in moved.waiting]
+        moves.records, moves.managed_after = _records(name, zone, writable, moved.errors, managed,
+                                                      known.seen, known.dns)
+    else:
+        # gone from every server: nothing is owned any more; else still on one the agent cannot
+        # reach
+        moves.managed_after = managed if moves.after else set()
+
+
+def _in_sync(known: _Known, moved: _Placement, moves: _Moves) -> bool:
+    """Whether the plan writes nothing and changes nothing the agent records."""
+    changes = any(p.changes for p in moves.records.values())
+    empty = not (moves.creates or moves.deletes or moves.renotify or changes)
+    recovered = known.owned.pending is not None
+    sources = moves.sources
+    return (empty and not recovered and not moved.errors and not moved.waiting
+            and moves.managed_after == known.managed and moves.after == known.placed
+            and (sources is None or sources == known.owned.transfer_from))
+
+
+def _zone_plan(known: _Known, moved: _Placement, moves: _Moves) -> ZonePlan:
+    zone, dns, owned = known.zone, known.dns, known.owned
+    primaries, secondaries, placed = known.primaries, known.secondaries, known.placed
+    creates, renotify = moves.creates, moves.renotify
+    instances = sorted({*primaries, *secondaries, *placed})
+    told = creates or renotify
+    return ZonePlan(known.name, zone, primaries, secondaries, creates, moves.deletes, renotify,
+                    moves.records, moved.errors, managed_before=known.managed,
+                    managed_after=moves.managed_after, placements_before=placed,
+                    placements_after=moves.after, annotations=_gate_annotations(zone, owned),
+                    recovered=owned.pending is not None, kept=moves.kept, observed=known.seen,
+                    revision=owned.revision, in_sync=_in_sync(known, moved, moves),
+                    waiting=moved.waiting, fresh=frozenset(s for s, _ in creates if s in dns.fresh),
+                    pods={i: dns.pods[i] for i in instances if i in dns.pods},
                     notify_before=owned.notify,
-                    notify=notify if creates or renotify or owned.notify is not None else None,
-                    transfer_from_before=owned.transfer_from, transfer_from=sources, repoint=repoint,
-                    reopen=moved.reopen if zone is not None else [], allow_transfer_before=owned.allow_transfer,
-                    allow_transfer=acl if creates or renotify or owned.allow_transfer is not None else None,
-                    **_calls(zone, primaries, secondaries, creates, renotify + moved.reopen, dns.servers))
+                    notify=moves.notify if told or owned.notify is not None else None,
+                    transfer_from_before=owned.transfer_from, transfer_from=moves.sources,
+                    repoint=moves.repoint, reopen=moved.reopen if zone is not None else [],
+                    allow_transfer_before=owned.allow_transfer,
+                    allow_transfer=moves.acl if told or owned.allow_transfer is not None else None,
+                    **_calls(zone, primaries, secondaries, creates, renotify + moved.reopen,
+                             dns.servers))

@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Set
 
-from agent.clients import rfc2136
+from agent.clients import dnsquery
 from agent.clients.deadline import Deadline
 from agent.clients.endpoints import Endpoint
 from agent.clients.kubeapi import KubeApi
@@ -52,11 +52,11 @@ class GateResult:
     errors: list[str] = dataclasses.field(default_factory=list)
 
 
-Serials = Callable[..., Mapping[str, "int | None"]]  # rfc2136.serials: (endpoint, zones, timeout=) -> serial
+Serials = Callable[..., Mapping[str, "int | None"]]  # dnsquery.serials: (endpoint, zones, timeout=) -> serial
 
 
 def unanswered(endpoint: Endpoint, zones: tuple[str, ...], *, wait: float, deadline: Deadline,
-               serials: Serials = rfc2136.serials) -> list[str]:
+               serials: Serials = dnsquery.serials) -> list[str]:
     """The zones `endpoint` (one pod) does not answer an SOA for within `wait` seconds (asked again
     every POLL seconds while some are missing)."""
     if not zones:
@@ -72,7 +72,7 @@ def unanswered(endpoint: Endpoint, zones: tuple[str, ...], *, wait: float, deadl
 
 
 def open_gates(api: KubeApi, gates: list[Gate], servers: Mapping[str, Endpoint], *, wait: float,
-               deadline: Deadline, serials: Serials = rfc2136.serials,
+               deadline: Deadline, serials: Serials = dnsquery.serials,
                answered: Mapping[str, Set[str]] | None = None) -> GateResult:
     """Sets each waiting pod's zones-loaded condition: True when the run wrote it every zone and it
     answers them all, else False with why. `answered`: server -> the zones it answered an SOA for

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from agent.clients import rfc2136
+from agent.clients import dnsquery
 from agent.clients.deadline import Deadline
 from agent.clients.endpoints import Endpoint, by_server
 from agent.clients.kubeapi import KubeApi
@@ -24,7 +24,7 @@ from agent.reconcile.dnsresult import DnsResult
 
 def after_dns(api: KubeApi | None, desired: Desired, endpoints: Mapping[str, Endpoint] | None,
               dns: DnsResult | None, *, wait: float, deadline: Deadline, steps: Steps | None = None,
-              serials: podcondition.Serials = rfc2136.serials) -> podcondition.GateResult:
+              serials: podcondition.Serials = dnsquery.serials) -> podcondition.GateResult:
     """Opens the gate of every waiting pod the run gave all its zones (timed as part of `verify`)."""
     if api is None or endpoints is None:
         return podcondition.GateResult()

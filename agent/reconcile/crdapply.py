@@ -33,7 +33,8 @@ def apply(api: KubeApi, changes: Sequence[CrdChange], *, deadline: Deadline = UN
 
 
 def established(api: KubeApi, names: Sequence[str], *, until: float) -> None:
-    """Waits until each CRD of `names` is Established (KubeError, retryable, at the monotonic `until`)."""
+    """Waits until each CRD of `names` is Established (KubeError, retryable, at the monotonic
+    `until`)."""
     pending = list(names)
     while pending:
         live = api.get("CustomResourceDefinition", None, pending[0])
@@ -42,8 +43,9 @@ def established(api: KubeApi, names: Sequence[str], *, until: float) -> None:
             pending.pop(0)
             continue
         if time.monotonic() > until:
-            raise KubeError(f"CRD {pending[0]} not Established in time: the API server did not report it "
-                            "Established; the next run waits for it again", reason="timeout", retryable=True)
+            raise KubeError(f"CRD {pending[0]} not Established in time: the API server did not "
+                            "report it Established; the next run waits for it again",
+                            reason="timeout", retryable=True)
         time.sleep(0.2)
 
 

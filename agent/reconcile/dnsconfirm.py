@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Mapping
 
-from agent.clients import rfc2136
+from agent.clients import dnsquery
 from agent.clients.deadline import Deadline
 from agent.clients.endpoints import Endpoint
 from agent.desired import nameservers
@@ -24,16 +24,21 @@ from agent.plan.zoneplan import ZonePlan
 from agent.reconcile import dnsverify
 from agent.reconcile.dnsresult import ZoneResult
 
-Serials = Mapping[str, Mapping[str, int | None]]  # server -> zone -> SOA serial (DnsObserved.serials)
+# server -> zone -> SOA serial (DnsObserved.serials)
+Serials = Mapping[str, Mapping[str, int | None]]
 
 
 class Confirming:
-    def __init__(self, endpoints: Mapping[str, Endpoint], deadline: Deadline, observed: Serials) -> None:
+    def __init__(self, endpoints: Mapping[str, Endpoint], deadline: Deadline,
+                 observed: Serials) -> None:
         self.endpoints, self.deadline, self.observed = endpoints, deadline, observed
-        self.queued: list[tuple[ZoneResult, dnsverify.Written]] = []  # confirmed once all zones are written
-        # (result, primary, zone, signed without known keys): its serial is asked once all zones are written
+        # confirmed once all zones are written
+        self.queued: list[tuple[ZoneResult, dnsverify.Written]] = []
+        # (result, primary, zone, signed without known keys): its serial is asked once all zones
+        # are written
         self.written: list[tuple[ZoneResult, str, str, bool]] = []
-        self.answered: dict[str, set[str]] = {}  # server -> the zones it answered an SOA for after the writes
+        # server -> the zones it answered an SOA for after the writes
+        self.answered: dict[str, set[str]] = {}
         self._lock = threading.Lock()
 
     def remember(self, zp: ZonePlan, result: ZoneResult) -> None:
@@ -46,38 +51,44 @@ class Confirming:
             if not plan.changes and seen.rrsets is not None:
                 result.after[primary] = seen
                 continue
-            # a server the zone was just created on holds what the create wrote: its apex NS and glue
-            base = seen.rrsets if seen.rrsets is not None else (nameservers.created(zp.zone) if zp.zone else {})
+            base = seen.rrsets
+            if base is None:
+                # a server the zone was just created on holds what the create wrote: its apex NS
+                # and glue
+                base = nameservers.created(zp.zone) if zp.zone else {}
             rrsets = dict(base)
             for change in plan.changes:
                 if change.after is None:
                     rrsets.pop(change.key, None)
                 else:
                     rrsets[change.key] = change.after
-            # a signed zone whose keys are not known yet: named adds its DNSKEY and signatures after the
-            # write, maybe before that serial was read; without a serial it is transferred next run
-            unsigned = bool(zp.zone and zp.zone.spec.dnssec_policy) and (zp.name, "DNSKEY") not in rrsets
+            # a signed zone whose keys are not known yet: named adds its DNSKEY and signatures after
+            # the write, maybe before that serial was read; without a serial it is transferred
+            # next run
+            signed = bool(zp.zone and zp.zone.spec.dnssec_policy)
+            unsigned = signed and (zp.name, "DNSKEY") not in rrsets
             result.after[primary] = ZoneObserved(rrsets)
             with self._lock:
                 self.written.append((result, primary, zp.name, unsigned))
 
     def queue(self, zp: ZonePlan, result: ZoneResult) -> None:
-        """Queues the zone for `confirm`: its changed RRsets on the primaries that took them, and its
-        configured secondaries at the serial the primary reached (with nothing changed, at the
+        """Queues the zone for `confirm`: its changed RRsets on the primaries that took them, and
+        its configured secondaries at the serial the primary reached (with nothing changed, at the
         primary's serial: one that was down or stopped may be behind from an earlier run)."""
         secondaries = [s for i in zp.secondaries for s in zp.servers_of(i)
-                       if s in self.endpoints and result.servers.get(s, ("", ""))[0] == "Configured"]
+                       if s in self.endpoints
+                       and result.servers.get(s, ("", ""))[0] == "Configured"]
         if not result.changes and not (secondaries and result.applied_on):
             return
-        written = dnsverify.Written(zp.name, [c for c in result.changes if c.key[1] != "SOA"], list(result.applied_on),
-                                    secondaries, None)
+        changes = [c for c in result.changes if c.key[1] != "SOA"]
+        written = dnsverify.Written(zp.name, changes, list(result.applied_on), secondaries, None)
         with self._lock:
             self.queued.append((result, written))
 
     def catch_up(self, in_sync: list[tuple[ZonePlan, ZoneResult]]) -> None:
-        """For zones with nothing to do: a secondary behind its primary (down or stopped in an earlier
-        run), by the serials observe read (asked once per secondary it did not ask); only those are
-        nudged and confirmed."""
+        """For zones with nothing to do: a secondary behind its primary (down or stopped in an
+        earlier run), by the serials observe read (asked once per secondary it did not ask); only
+        those are nudged and confirmed."""
         by_secondary: dict[str, list[tuple[ZonePlan, ZoneResult, int]]] = {}
         for zp, result in in_sync:
             seen = zp.observed.get(next(iter(zp.records), ""))
@@ -91,7 +102,8 @@ class Confirming:
             if self.deadline.expired:
                 return
             now = self._serials(secondary, [zp.name for zp, _, _ in items])
-            behind.update({zp.name: (zp, r) for zp, r, serial in items if now.get(zp.name) != serial})
+            behind.update({zp.name: (zp, r) for zp, r, serial in items
+                           if now.get(zp.name) != serial})
         for zp, result in behind.values():
             self.queue(zp, result)
 
@@ -100,11 +112,13 @@ class Confirming:
         missing = [z for z in zones if z not in known]
         if not missing:
             return known
-        return {**known, **rfc2136.serials(self.endpoints[server], missing, timeout=self.deadline.timeout(2))}
+        asked = dnsquery.serials(self.endpoints[server], missing, timeout=self.deadline.timeout(2))
+        return {**known, **asked}
 
     def learn(self) -> None:
         """Each written primary's serial after the writes, and the serial the secondaries of a zone
-        with nothing changed must reach (its primary's now): one query per primary for all its zones."""
+        with nothing changed must reach (its primary's now): one query per primary for all its
+        zones."""
         asked: dict[str, dict[str, None]] = {}
         pending = {(id(result), primary) for result, primary, _, _ in self.written}
         for _, primary, zone, _ in self.written:
@@ -112,13 +126,13 @@ class Confirming:
         for result, w in self.queued:
             if not w.changes and w.primaries and _target(result, pending) is None:
                 asked.setdefault(w.primaries[0], {})[w.zone] = None
-        got = {p: rfc2136.serials(self.endpoints[p], list(zones), timeout=self.deadline.timeout(2))
+        got = {p: dnsquery.serials(self.endpoints[p], list(zones), timeout=self.deadline.timeout(2))
                for p, zones in asked.items()}
         for server, serials in got.items():
             self._answered(server, (z for z, s in serials.items() if s is not None))
         for result, primary, zone, unsigned in self.written:
-            result.after[primary] = ZoneObserved(result.after[primary].rrsets,
-                                                 serial=None if unsigned else got[primary].get(zone))
+            serial = None if unsigned else got[primary].get(zone)
+            result.after[primary] = ZoneObserved(result.after[primary].rrsets, serial=serial)
         for result, w in self.queued:
             w.serial = _target(result, set())
             if not w.changes and w.serial is None and w.primaries:
@@ -128,12 +142,12 @@ class Confirming:
         self.answered.setdefault(server, set()).update(zones)
 
     def confirm(self, *, patience: float, nudge: Callable[[dnsverify.Written], None]) -> None:
-        """Confirms every queued zone at once (agent/reconcile/dnsverify.py): the waits for secondaries
-        to transfer overlap instead of adding up zone after zone."""
+        """Confirms every queued zone at once (agent/reconcile/dnsverify.py): the waits for
+        secondaries to transfer overlap instead of adding up zone after zone."""
         self.learn()
         queued = [w for _, w in self.queued if w.changes or w.serial is not None]
-        dnsverify.confirm_zones(queued, self.endpoints, patience=patience, limit=max(0.0, self.deadline.remaining()),
-                                nudge=nudge)
+        dnsverify.confirm_zones(queued, self.endpoints, patience=patience,
+                                limit=max(0.0, self.deadline.remaining()), nudge=nudge)
         for result, w in self.queued:
             result.checks = w.checks
             for server in w.answered:

@@ -23,9 +23,11 @@ def emit_event(api: KubeApi, obj: dict[str, Any], kind: str, reason: str, messag
     stamp = now()
     body = {
         "apiVersion": "v1", "kind": "Event",
-        "metadata": {"generateName": f"{meta['name']}.", "namespace": meta.get("namespace") or "default"},
-        "involvedObject": {"apiVersion": obj.get("apiVersion", kinds.API_VERSION), "kind": obj.get("kind"),
-                           "name": meta["name"], "namespace": meta.get("namespace"), "uid": meta.get("uid")},
+        "metadata": {"generateName": f"{meta['name']}.",
+                     "namespace": meta.get("namespace") or "default"},
+        "involvedObject": {"apiVersion": obj.get("apiVersion", kinds.API_VERSION),
+                           "kind": obj.get("kind"), "name": meta["name"],
+                           "namespace": meta.get("namespace"), "uid": meta.get("uid")},
         "reason": reason, "message": message[:1024], "type": kind, "count": 1,
         "firstTimestamp": stamp, "lastTimestamp": stamp, "source": {"component": "bindy-agent"},
         "reportingComponent": "bindy-agent",
@@ -33,13 +35,15 @@ def emit_event(api: KubeApi, obj: dict[str, Any], kind: str, reason: str, messag
     try:
         api.create(body)
     except KubeError as exc:
-        log.warning("event %s on %s/%s not recorded: %s", reason, obj.get("kind"), meta["name"], exc)
+        log.warning("event %s on %s/%s not recorded: %s",
+                    reason, obj.get("kind"), meta["name"], exc)
 
 
 def mark_rejected(api: KubeApi, marks: list[tuple[dict[str, Any], dict[str, Any]]], *, message: str,
                   reason: str = "RevisionRejected") -> int:
     """Writes the marks of an invalid or refused revision (each live CR and its new status:
-    agent/plan/statusdiff.rejection_marks), with a Warning Event each. Returns how many were written."""
+    agent/plan/statusdiff.rejection_marks), with a Warning Event each. Returns how many were
+    written."""
     for live, status in marks:
         meta = live["metadata"]
         api.apply_status(live["kind"], meta.get("namespace"), meta["name"], status)

@@ -14,12 +14,14 @@ from __future__ import annotations
 from agent.plan.zoneplan import ZonePlan
 from agent.reconcile.dnsresult import ZoneResult
 
-Reported = dict[str, tuple[ZonePlan, ZoneResult]]  # zone -> the plan of a zone found in sync, and its result
+# zone -> the plan of a zone found in sync, and its result
+Reported = dict[str, tuple[ZonePlan, ZoneResult]]
 
 
 def reuse(zones: list[ZonePlan], unasked: list[int], reported: Reported | None,
           done: dict[int, ZoneResult]) -> set[int]:
-    """The zones left unasked whose plan is the very plan of their last result: that result, in `done`."""
+    """The zones left unasked whose plan is the very plan of their last result: that result, in
+    `done`."""
     if not reported:
         return set()
     out: set[int] = set()
@@ -31,9 +33,10 @@ def reuse(zones: list[ZonePlan], unasked: list[int], reported: Reported | None,
     return out
 
 
-def keep(zones: list[ZonePlan], results: list[ZoneResult], walked: list[int], reported: Reported | None) -> None:
-    """The zones this run walked, kept for the next run when they were in sync and their secondaries not
-    asked; any other result of a zone is dropped (never taken again)."""
+def keep(zones: list[ZonePlan], results: list[ZoneResult], walked: list[int],
+         reported: Reported | None) -> None:
+    """The zones this run walked, kept for the next run when they were in sync and their secondaries
+    not asked; any other result of a zone is dropped (never taken again)."""
     if reported is None:
         return
     for i in walked:

@@ -1,4 +1,5 @@
-"""Executes the approved Kubernetes part of a plan, then writes CR statuses computed from the outcome.
+"""Executes the approved Kubernetes part of a plan, then writes CR statuses computed from the
+outcome.
 
     Bindy's CRDs the plan creates or updates (agent/reconcile/crdapply.py, waited on until served)
     -> namespaces the plan creates -> creates/updates parents first (owner UIDs known), independent
@@ -40,7 +41,8 @@ from agent.reconcile import crdapply, events
 log = logging.getLogger(__name__)
 WORKERS = 8  # concurrent API calls for independent objects (same tier)
 T = TypeVar("T")
-_PLAIN_LIMIT = 256 * 1024  # a larger inventory is stored gzip-compressed (a ConfigMap holds at most 1 MiB)
+# a larger inventory is stored gzip-compressed (a ConfigMap holds at most 1 MiB)
+_PLAIN_LIMIT = 256 * 1024
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,7 +60,8 @@ class KubeResult:
     deleted: list[ObjectKey] = dataclasses.field(default_factory=list)
     statuses_written: list[ObjectKey] = dataclasses.field(default_factory=list)
     conflicts: set[ObjectKey] = dataclasses.field(default_factory=set)
-    inventory: set[ObjectKey] = dataclasses.field(default_factory=set)  # as written (or kept) by this run
+    # as written (or kept) by this run
+    inventory: set[ObjectKey] = dataclasses.field(default_factory=set)
     inventory_text: str | None = None
     namespaces: list[str] = dataclasses.field(default_factory=list)  # created by this run
 
@@ -67,7 +70,8 @@ class KubeResult:
         return not self.failed
 
 
-def _rndc_value(obj: KubeObject, live: dict[str, Any] | None, rotate: bool = False) -> dict[str, Any]:
+def _rndc_value(obj: KubeObject, live: dict[str, Any] | None,
+                rotate: bool = False) -> dict[str, Any]:
     """Fills a generated Secret's placeholders: kept from the live Secret (generated when absent); a
     rotation (plan/rotation.py, which `rotate` no longer bypasses) asks for a new `secret` and keeps
     the live one as `previous-secret`."""
@@ -84,8 +88,10 @@ def _rndc_value(obj: KubeObject, live: dict[str, Any] | None, rotate: bool = Fal
             filled[k] = base64.b64decode(data[k]).decode()
         else:
             filled[k] = base64.b64encode(secrets.token_bytes(32)).decode()
-    if filled.get(workloads.KEY_FILE) == workloads.SECRET_PLACEHOLDER:  # the key block, from what is above
-        filled[workloads.KEY_FILE] = workloads.key_block(filled["key-name"], filled["algorithm"], filled["secret"])
+    if filled.get(workloads.KEY_FILE) == workloads.SECRET_PLACEHOLDER:
+        # the key block, from what is above
+        filled[workloads.KEY_FILE] = workloads.key_block(filled["key-name"], filled["algorithm"],
+                                                         filled["secret"])
     return filled
 
 
@@ -113,7 +119,8 @@ class _Apply:
         self.api, self.options, self.deadline = api, options, deadline
         self.result = KubeResult(changes, dict(observed.live))
         self.observed_live = observed.live
-        self.uids: dict[ObjectKey, str] = {}  # the owners' uids, read from live when first asked (few of 100,000)
+        # the owners' uids, read from live when first asked (few of 100,000)
+        self.uids: dict[ObjectKey, str] = {}
         self.result.conflicts = {c.key for c in changes if c.action == "conflict"}
 
     def put(self, change: kubechange.KubeChange) -> None:
@@ -124,28 +131,34 @@ class _Apply:
             result.failed[obj.key] = f"not applied: its owner {obj.owner} could not be applied"
             return
         body = kubechange.manifest(obj, self.options.agent_namespace, owner_uid)
-        if obj.key.kind == "Secret" and (body["metadata"].get("labels") or {}).get(zone_keys.LABEL) == "true":
-            from agent.reconcile import zonekeys  # here: cryptography is loaded only where a zone is signed
+        labels = body["metadata"].get("labels") or {}
+        if obj.key.kind == "Secret" and labels.get(zone_keys.LABEL) == "true":
+            # here: cryptography is loaded only where a zone is signed
+            from agent.reconcile import zonekeys
 
-            body["stringData"] = zonekeys.fill(obj.body["stringData"], result.live.get(obj.key))  # DNSSEC keys
+            # DNSSEC keys
+            body["stringData"] = zonekeys.fill(obj.body["stringData"], result.live.get(obj.key))
         elif obj.key.kind == "Secret":
-            body["stringData"] = _rndc_value(obj, result.live.get(obj.key), self.options.rotate_rndc_keys)
+            body["stringData"] = _rndc_value(obj, result.live.get(obj.key),
+                                             self.options.rotate_rndc_keys)
         try:
             self.deadline.check(f"applying {obj.key}")
             stored = self.api.apply(body)
             previous = names.PREVIOUS_SECRET_KEY
             if obj.key.kind == "Secret" and previous in (stored.get("data") or {}) \
-                    and previous not in body["stringData"]:  # a rolled-out rotation's previous key goes
+                    and previous not in body["stringData"]:
+                # a rolled-out rotation's previous key goes
                 stored = self.api.merge_patch("Secret", obj.key.namespace, obj.key.name,
                                               {"data": {previous: None}})
         except ApplyError as exc:  # refused by the server, or out of time
             log.warning("apply %s failed: %s", obj.key, exc)
             result.failed[obj.key] = str(exc)
             return
-        if kubechange.terminating(stored):  # it goes once its finalizers let go; the next run creates it
+        if kubechange.terminating(stored):
+            # it goes once its finalizers let go; the next run creates it
             held = stored["metadata"].get("finalizers")
-            result.failed[obj.key] = (f"{obj.key} is being deleted (finalizers {held}): it is created again by "
-                                      "the first run after it is gone")
+            result.failed[obj.key] = (f"{obj.key} is being deleted (finalizers {held}): it is "
+                                      "created again by the first run after it is gone")
             return
         result.live[obj.key] = stored
         self.uids[obj.key] = stored["metadata"]["uid"]
@@ -153,11 +166,13 @@ class _Apply:
 
     def uid(self, key: ObjectKey) -> str:
         """The uid of `key` as this run applied it, else as it is live now ("": neither), read once:
-        the run may have remembered the cluster, and an owner deleted and made again since (a restore)
-        has a new uid; a child owned by the old one would be deleted by the garbage collector at once."""
+        the run may have remembered the cluster, and an owner deleted and made again since (a
+        restore) has a new uid; a child owned by the old one would be deleted by the garbage
+        collector at once."""
         found = self.uids.get(key)
         if found is None:
-            live = self.api.get(key.kind, key.namespace, key.name) if key in self.observed_live else None
+            live = (self.api.get(key.kind, key.namespace, key.name)
+                    if key in self.observed_live else None)
             found = self.uids[key] = live["metadata"].get("uid", "") if live is not None else ""
         return found
 
@@ -176,8 +191,8 @@ class _Apply:
 
     def _delete(self, key: ObjectKey, seen: dict[str, Any] | None) -> bool | None:
         """Deletes the object the plan saw (its uid): True, or False if it was gone. One made again
-        under its name since (the plan may have remembered the cluster) is read: deleted as well if it
-        is the agent's, else left alone (None) and remembered as someone else's."""
+        under its name since (the plan may have remembered the cluster) is read: deleted as well if
+        it is the agent's, else left alone (None) and remembered as someone else's."""
         try:
             return self.api.delete(key.kind, key.namespace, key.name, uid=_uid(seen))
         except KubeError as exc:
@@ -198,11 +213,13 @@ def _uid(body: dict[str, Any] | None) -> str | None:
 
 
 def apply(api: KubeApi, plan: Plan, observed: KubeObserved, *, options: KubeApplyOptions,
-          deadline: Deadline = UNBOUNDED, progress: Callable[[int, int], None] | None = None) -> KubeResult:
-    """Executes the plan's Kubernetes part: its CRDs (an error there stops the step: nothing else can be
-    applied before they are served), the namespaces it creates, then creates/updates parents
+          deadline: Deadline = UNBOUNDED,
+          progress: Callable[[int, int], None] | None = None) -> KubeResult:
+    """Executes the plan's Kubernetes part: its CRDs (an error there stops the step: nothing else
+    can be applied before they are served), the namespaces it creates, then creates/updates parents
     first, then prunes children first, then the inventory it lists. Statuses are written separately
-    (`write_statuses`), after the DNS steps. `progress` hears (changes done, changes) after each group."""
+    (`write_statuses`), after the DNS steps. `progress` hears (changes done, changes) after each
+    group."""
     changes = plan.kube or []
     run = _Apply(api, observed, changes, options, deadline)
     crdapply.apply(api, plan.crds, deadline=deadline)
@@ -236,11 +253,14 @@ def apply(api: KubeApi, plan: Plan, observed: KubeObserved, *, options: KubeAppl
     return run.result
 
 
-def _write_inventory(api: KubeApi, inventory: list[ObjectKey], observed: KubeObserved, namespace: str,
-                     result: KubeResult) -> None:
-    """The plan's inventory, less the objects this run failed to create (a failed update stays listed).
-    It is a set: the same keys as last written are not written again (nor rendered: 100,000 keys)."""
-    keys = [k for k in inventory if k not in result.failed or k in observed.live] if result.failed else inventory
+def _write_inventory(api: KubeApi, inventory: list[ObjectKey], observed: KubeObserved,
+                     namespace: str, result: KubeResult) -> None:
+    """The plan's inventory, less the objects this run failed to create (a failed update stays
+    listed). It is a set: the same keys as last written are not written again (nor rendered: 100,000
+    keys)."""
+    keys = inventory
+    if result.failed:
+        keys = [k for k in inventory if k not in result.failed or k in observed.live]
     if (observed.inventory_text is not None and len(keys) == len(observed.inventory)
             and observed.inventory.issuperset(keys)):
         return  # result.inventory and its text are the observed ones
@@ -250,33 +270,39 @@ def _write_inventory(api: KubeApi, inventory: list[ObjectKey], observed: KubeObs
     result.inventory_text = text
     if observed.inventory_text == text:
         return
+    labels = {**names.AGENT_APP_LABELS, names.AGENT_LABEL: namespace}
     body: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap",
                             "metadata": {"name": names.INVENTORY_NAME, "namespace": namespace,
-                                         "labels": {**names.AGENT_APP_LABELS, names.AGENT_LABEL: namespace}}}
+                                         "labels": labels}}
     if len(text) > _PLAIN_LIMIT:
-        body["binaryData"] = {"objects.gz": base64.b64encode(gzip.compress(text.encode(), 6)).decode()}
+        compressed = gzip.compress(text.encode(), 6)
+        body["binaryData"] = {"objects.gz": base64.b64encode(compressed).decode()}
     else:
         body["data"] = {"objects": text}
     api.apply(body)
 
 
-def _event(api: KubeApi, obj: dict[str, Any], new: dict[str, Any], old: dict[str, Any], revision: str | None,
-           ) -> None:
-    """An Event when a CR becomes Degraded (or its reason changes) or becomes Ready: transitions only,
-    so that a commit costs events for what it changed."""
+def _event(api: KubeApi, obj: dict[str, Any], new: dict[str, Any], old: dict[str, Any],
+           revision: str | None) -> None:
+    """An Event when a CR becomes Degraded (or its reason changes) or becomes Ready: transitions
+    only, so that a commit costs events for what it changed."""
     conds = {c["type"]: c for c in new.get("conditions", [])}
     before = {c.get("type"): c for c in old.get("conditions") or []}
     degraded, ready = conds.get("Degraded", {}), conds.get("Ready", {})
     was_degraded, was_ready = before.get("Degraded", {}), before.get("Ready", {})
     if degraded.get("status") == "True":
-        if (was_degraded.get("status"), was_degraded.get("reason")) != ("True", degraded.get("reason")):
-            events.emit_event(api, obj, "Warning", degraded.get("reason", "Degraded"), degraded.get("message", ""))
+        was = (was_degraded.get("status"), was_degraded.get("reason"))
+        if was != ("True", degraded.get("reason")):
+            events.emit_event(api, obj, "Warning", degraded.get("reason", "Degraded"),
+                              degraded.get("message", ""))
     elif ready.get("status") == "True" and was_ready.get("status") != "True":
-        events.emit_event(api, obj, "Normal", "Applied", f"revision {revision}: {ready.get('message', '')}")
+        events.emit_event(api, obj, "Normal", "Applied",
+                          f"revision {revision}: {ready.get('message', '')}")
 
 
-def write_statuses(api: KubeApi, todo: list[tuple[ObjectKey, dict[str, Any], dict[str, Any]]], result: KubeResult,
-                   *, revision: str | None, deadline: Deadline = UNBOUNDED) -> None:
+def write_statuses(api: KubeApi, todo: list[tuple[ObjectKey, dict[str, Any], dict[str, Any]]],
+                   result: KubeResult, *, revision: str | None,
+                   deadline: Deadline = UNBOUNDED) -> None:
     """Writes each CR status of `todo` (the CR, its new status, its live one: those that differ,
     agent/plan/statusdiff.to_write), with an Event when the CR became Degraded or Ready."""
     live = result.live
@@ -287,7 +313,8 @@ def write_statuses(api: KubeApi, todo: list[tuple[ObjectKey, dict[str, Any], dic
             deadline.check(f"writing the status of {key}")
             api.apply_status(key.kind, key.namespace, key.name, new)
             result.statuses_written.append(key)
-            live[key] = {**live[key], "status": new}  # what the cluster now holds (memory of a long run)
+            # what the cluster now holds (memory of a long run)
+            live[key] = {**live[key], "status": new}
         except ApplyError as exc:
             log.warning("status of %s not written: %s", key, exc)
             result.failed.setdefault(key, f"status not written: {exc}")

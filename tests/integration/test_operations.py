@@ -20,6 +20,7 @@ import httpx
 import pytest
 from kubernetes import client
 
+from agent.clients import dnsquery
 from agent.clients import endpoints as config
 from agent.clients import rfc2136 as records
 from agent.clients.kubeapi import KubeApi
@@ -130,7 +131,7 @@ def _by_hand(world: dict[str, Any], rdataset: dns.rdataset.Rdataset) -> int:
 
 
 def _serial(world: dict[str, Any]) -> int:
-    serial = records.serials(world["primary"], [world["zone"]])[world["zone"]]
+    serial = dnsquery.serials(world["primary"], [world["zone"]])[world["zone"]]
     assert serial is not None
     return serial
 

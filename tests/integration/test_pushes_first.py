@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from agent.clients import dnsquery
 from agent.clients import rfc2136 as records
 from agent.clients.kubeapi import KubeApi
 from agent.clients.statestore import ConfigMapStore
@@ -63,7 +64,7 @@ def _zones(run: orchestrator.RunOutcome) -> set[str]:
 def _serials(world: dict[str, Any], zones: set[str]) -> dict[str, int | None]:
     out: dict[str, int | None] = {}
     for key, server in world["endpoints"].items():
-        out.update({f"{key} {z}": s for z, s in records.serials(server, sorted(zones)).items()})
+        out.update({f"{key} {z}": s for z, s in dnsquery.serials(server, sorted(zones)).items()})
     return out
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from agent.clients import dnsquery
 from agent.clients.deadline import Deadline
 from agent.clients.endpoints import Endpoint
 from agent.clients.statestore import FileStore
@@ -162,7 +163,7 @@ def test_a_push_reports_the_zones_it_left_unasked_from_their_last_result(tmp_pat
     store, options = FileStore(tmp_path / "state"), dnsapply.DnsApplyOptions()
     reported: insync.Reported = {}
     walked: list[str] = []
-    monkeypatch.setattr(dnsapply.rfc2136, "serials", lambda endpoint, zones, **kw: {z: 1 for z in zones})  # caught up
+    monkeypatch.setattr(dnsquery, "serials", lambda endpoint, zones, **kw: {z: 1 for z in zones})  # caught up
     zone = dnsapply.DnsApply.zone
     monkeypatch.setattr(dnsapply.DnsApply, "zone", lambda self, zp, **kw: walked.append(zp.name) or zone(self, zp, **kw))
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agent.clients import axfr, rfc2136
+from agent.clients import axfr, dnsquery
 from agent.clients.deadline import Deadline
 from agent.clients.endpoints import Endpoint, Server
 from agent.desired import hierarchy, rrsets
@@ -51,7 +51,7 @@ class World:
                                                    | {instance_id(k): "secondary" for k in z.secondaries},
                                                    set(z.rrsets)) for z in self.desired.zones})
         monkeypatch.setattr(axfr, "read_zone", self._read_zone)
-        monkeypatch.setattr(rfc2136, "soa", self._serials)
+        monkeypatch.setattr(dnsquery, "soa", self._serials)
         self.memory = dnsobserve.DnsMemory()
         for z in self.desired.zones:
             for key in z.primaries:

@@ -13,6 +13,7 @@ import shutil
 
 import pytest
 
+from agent.clients import dnsquery
 from agent.clients import endpoints as endpoint_map
 from agent.clients.deadline import Deadline
 from agent.clients.endpoints import Endpoint, Server
@@ -54,7 +55,7 @@ def _plan(tmp_path: pathlib.Path, signed: bool) -> zonediff.ZonePlan:
 def test_a_signed_zone_just_written_is_not_remembered_as_unmoved(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch,
                                                                   signed: bool) -> None:
     plan = _plan(tmp_path, signed)
-    monkeypatch.setattr(dnsapply.rfc2136, "serials", lambda *a, **k: {plan.name: 7})
+    monkeypatch.setattr(dnsquery, "serials", lambda *a, **k: {plan.name: 7})
     eps = {PRIMARY: Endpoint(PRIMARY, "svc", 53, "http://svc", servers=(Server("10.1.0.4", "10.1.0.4", 5353, "http://a"),))}
     runner = dnsapply.DnsApply(eps, FileStore(tmp_path / "state"), dnsapply.DnsApplyOptions(), Deadline(30))
     result = ZoneResult(plan.key, plan.name)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agent.clients import rfc2136
+from agent.clients import dnsquery
 from agent.clients.deadline import Deadline
 from agent.clients.endpoints import Endpoint
 from agent.desired import hierarchy
@@ -25,12 +25,12 @@ from tests.conftest import SAMPLE, load_dir
 
 
 class Asked:
-    """rfc2136.serials, answering `serial` for every zone; the calls, by server."""
+    """dnsquery.serials, answering `serial` for every zone; the calls, by server."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, serial: int) -> None:
         self.calls: list[tuple[str, tuple[str, ...]]] = []
         self.serial = serial
-        monkeypatch.setattr(rfc2136, "serials", self)
+        monkeypatch.setattr(dnsquery, "serials", self)
 
     def __call__(self, endpoint: Endpoint, zones: Sequence[str], **_: Any) -> dict[str, int | None]:
         self.calls.append((endpoint.instance, tuple(zones)))

@@ -76,10 +76,10 @@ def test_kubernetes_calls_are_named_by_the_verbs_of_the_audit_log(method: str, p
 
 def test_the_real_clients_are_measured() -> None:
     """Each I/O client marks its calls: the wrapper is there (functools.wraps keeps __wrapped__)."""
-    from agent.clients import axfr, kubeapi, rfc2136, zoneapi
+    from agent.clients import axfr, dnsquery, kubeapi, rfc2136, zoneapi
     from agent.sources import git
 
-    for fn in (axfr.transfer, rfc2136.send, rfc2136.serials, rfc2136.query_many, kubeapi.KubeApi._call,
+    for fn in (axfr.transfer, rfc2136.send, dnsquery.serials, dnsquery.query_many, kubeapi.KubeApi._call,
                zoneapi.ZoneApi._request, git.GitSource._git):
         assert hasattr(fn, "__wrapped__"), fn
 

@@ -16,7 +16,7 @@ import dns.rdatatype
 import dns.rrset
 import pytest
 
-from agent.clients import rfc2136
+from agent.clients import dnsquery
 from agent.clients.endpoints import Endpoint
 
 Responder = Callable[[dns.message.Message], dns.message.Message]
@@ -84,29 +84,29 @@ def test_an_a_rrset_answered_with_glue_in_the_additional_section_is_confirmed(
         server: Callable[[Responder], Endpoint]) -> None:
     endpoint = server(_with_glue)
     key = ("www.example.com.", "A")
-    got = rfc2136.query_many(endpoint, [key], expect={key: _wire("A", "192.0.2.10", "192.0.2.11")})
+    got = dnsquery.query_many(endpoint, [key], expect={key: _wire("A", "192.0.2.10", "192.0.2.11")})
     assert got[key] is True
 
 
 def test_the_glue_is_not_taken_for_the_rrset_asked(server: Callable[[Responder], Endpoint]) -> None:
     endpoint = server(_with_glue)
     key = ("www.example.com.", "A")
-    got = rfc2136.query_many(endpoint, [key], expect={key: _wire("A", "192.0.2.10", "192.0.2.11", "192.0.2.1")})
+    got = dnsquery.query_many(endpoint, [key], expect={key: _wire("A", "192.0.2.10", "192.0.2.11", "192.0.2.1")})
     assert got[key] is False
     missing = ("nothing.example.com.", "A")  # no answer at all: the glue is not it
-    got = rfc2136.query_many(endpoint, [missing], expect={missing: _wire("A", "192.0.2.1", "192.0.2.2")})
+    got = dnsquery.query_many(endpoint, [missing], expect={missing: _wire("A", "192.0.2.1", "192.0.2.2")})
     assert got[missing] is False
 
 
 def test_a_cname_target_is_not_the_rrset_of_the_alias(server: Callable[[Responder], Endpoint]) -> None:
     endpoint = server(_with_glue)
     key = ("alias.example.com.", "A")
-    got = rfc2136.query_many(endpoint, [key], expect={key: _wire("A", "192.0.2.10", "192.0.2.11")})
+    got = dnsquery.query_many(endpoint, [key], expect={key: _wire("A", "192.0.2.10", "192.0.2.11")})
     assert got[key] is False
 
 
 def test_a_delegation_is_confirmed_from_the_referral(server: Callable[[Responder], Endpoint]) -> None:
     endpoint = server(_with_glue)
     key = ("sub.example.com.", "NS")
-    got = rfc2136.query_many(endpoint, [key], expect={key: _wire("NS", "ns.sub.example.com.")})
+    got = dnsquery.query_many(endpoint, [key], expect={key: _wire("NS", "ns.sub.example.com.")})
     assert got[key] is True
