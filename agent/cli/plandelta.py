@@ -44,10 +44,20 @@ def _delta_usage(args: argparse.Namespace) -> str | None:
         return ("a delta is planned offline from the two revisions: --kubeconfig and --context do "
                 "not apply")
     if args.base_dir is not None:
-        if args.head or args.repo or args.path:
-            return "--base-dir compares two directories: give DIR, not --head, --repo or --path"
-        return None if args.directory is not None else ("--base-dir OLD needs the new directory: "
-                                                        "plan DIR --base-dir OLD")
+        return _dirs_usage(args)
+    return _revisions_usage(args)
+
+
+def _dirs_usage(args: argparse.Namespace) -> str | None:
+    """What is wrong with `plan DIR --base-dir OLD`, which compares two directories."""
+    if args.head or args.repo or args.path:
+        return "--base-dir compares two directories: give DIR, not --head, --repo or --path"
+    return None if args.directory is not None else ("--base-dir OLD needs the new directory: "
+                                                    "plan DIR --base-dir OLD")
+
+
+def _revisions_usage(args: argparse.Namespace) -> str | None:
+    """What is wrong with `plan --base REV`, which compares two revisions of a repository."""
     if args.repo and args.directory is not None:
         return "give either DIR (a directory in a Git work tree) or --repo URL"
     if args.head is None and args.directory is None:

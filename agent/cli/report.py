@@ -71,8 +71,6 @@ def _report_key(args: argparse.Namespace) -> bytes | None:
 
 
 def report(args: argparse.Namespace) -> int:
-    from agent.outcome import report
-
     try:
         key = _report_key(args)
     except AgentError as exc:
@@ -93,31 +91,46 @@ def report(args: argparse.Namespace) -> int:
     if note is None:
         print(f"no bindy-agent report on {rev}", file=sys.stderr)
         return common.EXIT_NO_REPORT
-    summary = shown = _checked(note, rev, key, "summary")
-    whole = False
-    # -o json: the complete report, when it is at least as trusted as the summary
-    if full is not None:
-        complete = _checked(full, rev, key, "full")
-        if not complete.malformed and (complete.verified or not shown.verified):
-            shown, whole = complete, True
-        elif shown.verified:
-            print(f"warning: the complete report on {rev[:12]} is not shown ({complete.reason}); "
-                  "this is the summary's JSON", file=sys.stderr)
+    summary = _checked(note, rev, key, "summary")
+    shown, whole = _most_trusted(summary, full, rev, key)
     if not shown.verified:
         print(f"warning: the report on {rev} is UNVERIFIED: {shown.reason}", file=sys.stderr)
     if args.output == "json":
         later = _later_runs(summary, shown) if whole else {}
         sys.stdout.write((shown.json_text(rev, later) if whole
                           else json.dumps(shown.as_json(rev), indent=2)) + "\n")
-    elif shown.doc is None:
-        sys.stdout.write(f"UNVERIFIED: {rev}: {shown.reason}\n")
     else:
-        if not shown.verified:
-            sys.stdout.write(f"UNVERIFIED: {shown.reason}\n")
-        sys.stdout.write(report.render_text(shown.doc))
-        if shown.verified:
-            sys.stdout.write("verified: signed with the report key\n")
+        _write_text(shown, rev)
     return common.EXIT_OK if shown.verified else EXIT_UNVERIFIED
+
+
+def _most_trusted(summary: notesignature.Shown, full: StoredNote | None, rev: str,
+                  key: bytes | None) -> tuple[notesignature.Shown, bool]:
+    """The report shown, and whether it is the complete one: with -o json (full is read) the
+    complete report, when it is at least as trusted as the summary; else the summary."""
+    if full is None:
+        return summary, False
+    complete = _checked(full, rev, key, "full")
+    if not complete.malformed and (complete.verified or not summary.verified):
+        return complete, True
+    if summary.verified:
+        print(f"warning: the complete report on {rev[:12]} is not shown ({complete.reason}); "
+              "this is the summary's JSON", file=sys.stderr)
+    return summary, False
+
+
+def _write_text(shown: notesignature.Shown, rev: str) -> None:
+    """The report as text, marked UNVERIFIED unless its signature checked."""
+    from agent.outcome import report
+
+    if shown.doc is None:
+        sys.stdout.write(f"UNVERIFIED: {rev}: {shown.reason}\n")
+        return
+    if not shown.verified:
+        sys.stdout.write(f"UNVERIFIED: {shown.reason}\n")
+    sys.stdout.write(report.render_text(shown.doc))
+    if shown.verified:
+        sys.stdout.write("verified: signed with the report key\n")
 
 
 def _later_runs(summary: notesignature.Shown, shown: notesignature.Shown) -> dict[str, Any]:

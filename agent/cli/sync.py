@@ -245,6 +245,28 @@ def sync(args: argparse.Namespace) -> int:
 
 def _show(run: orchestrator.RunOutcome, args: argparse.Namespace, api: Any) -> int:
     prefix = f"run {run.run_id}"
+    idle = _show_idle(run, prefix)
+    if idle is not None:
+        return idle
+    root = args.directory if args.directory else pathlib.Path(args.path or ".")
+    common.print_problems(run.problems, root, sys.stderr)
+    for sha in run.superseded:
+        print(f"{prefix}: {sha[:12]} superseded by {run.revision[:12] if run.revision else '?'}",
+              file=sys.stderr)
+    if run.plan is None:
+        print(f"{prefix}: rejected {run.revision}: {run.message}; the last good revision keeps "
+              f"serving",
+              file=sys.stderr)
+        return common.EXIT_REJECTED
+    _show_applied(run, api, args.dry_run, prefix)
+    if run.refusals:
+        return common.EXIT_REJECTED
+    return common.EXIT_PARTIAL if run.outcome == "partial" else common.EXIT_OK
+
+
+def _show_idle(run: orchestrator.RunOutcome, prefix: str) -> int | None:
+    """The exit code of a run that planned nothing (it could not run, was suspended or found its
+    revision unchanged), after saying why; None for a run that planned."""
     if run.outcome in ("unreachable", "busy"):
         print(f"error: could not run: {run.message}", file=sys.stderr)
         return common.EXIT_UNREACHABLE
@@ -257,16 +279,13 @@ def _show(run: orchestrator.RunOutcome, args: argparse.Namespace, api: Any) -> i
         if run.notes_pushed is False:
             print(f"{prefix}: warning: {UNPUSHED}", file=sys.stderr)
         return common.EXIT_OK
-    root = args.directory if args.directory else pathlib.Path(args.path or ".")
-    common.print_problems(run.problems, root, sys.stderr)
-    for sha in run.superseded:
-        print(f"{prefix}: {sha[:12]} superseded by {run.revision[:12] if run.revision else '?'}",
-              file=sys.stderr)
-    if run.plan is None:
-        print(f"{prefix}: rejected {run.revision}: {run.message}; the last good revision keeps "
-              f"serving",
-              file=sys.stderr)
-        return common.EXIT_REJECTED
+    return None
+
+
+def _show_applied(run: orchestrator.RunOutcome, api: Any, dry_run: bool, prefix: str) -> None:
+    """The plan a run applied (or would apply), then what failed, was refused or conflicted, and
+    the summary."""
+    assert run.plan is not None
     # written as rendered: never the whole plan at once
     for chunk in render.chunks(run.plan, "text"):
         sys.stdout.write(chunk)
@@ -280,12 +299,9 @@ def _show(run: orchestrator.RunOutcome, args: argparse.Namespace, api: Any) -> i
                          ("conflict", run.conflicts)):
         for line in items:  # one line each, whatever a name in it holds
             print(f"{label}: {printable.line(line)}", file=sys.stderr)
-    print(_summary(run, api, args.dry_run), file=sys.stderr)
+    print(_summary(run, api, dry_run), file=sys.stderr)
     if run.outcome == "partial":
         print(f"{prefix}: {run.message}", file=sys.stderr)
-    if run.refusals:
-        return common.EXIT_REJECTED
-    return common.EXIT_PARTIAL if run.outcome == "partial" else common.EXIT_OK
 
 
 def _unused_kubeconfig() -> str:

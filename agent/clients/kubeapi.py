@@ -336,6 +336,20 @@ class KubeApi:
             raise
 
 
+# how the API server's refusals read, by status code: (message, reason, retryable); {where} is the
+# request, {message} what the server said
+_STATUS_ERRORS = {
+    401: ("{where}: unauthorized: the credentials were rejected", "unauthorized", False),
+    404: ("{where}: not found", "not_found", False),
+    409: ("{where}: conflict: {message}", "conflict", True),
+    400: ("{where}: invalid: {message}", "invalid", False),
+    422: ("{where}: invalid: {message}", "invalid", False),
+    429: ("{where}: server error {status}: {message}", "server", True),
+}
+_SERVER_ERROR = ("{where}: server error {status}: {message}", "server", True)
+_OTHER_ERROR = ("{where}: HTTP {status}: {message}", "http", False)
+
+
 def _translate(method: str, path: str, status: int, data: bytes | None) -> KubeError:
     try:
         detail = json.loads(data or b"{}")
@@ -344,24 +358,21 @@ def _translate(method: str, path: str, status: int, data: bytes | None) -> KubeE
     message = detail.get("message") or (data or b"").decode(errors="replace")[:300]
     where = f"{method} {urllib.parse.unquote(path)}"
     if status == 403:
-        d = detail.get("details") or {}
-        resource = d.get("kind") or path.rsplit("/", 2)[-2]
-        verb = _VERBS.get(method, method.lower())
-        if method == "GET" and path.split("?")[0].rstrip("/").endswith("/" + resource):
-            verb = "list"  # a GET of a collection
-        return KubeError(f"{where}: forbidden: the agent's account may not {verb} {resource} "
-                         f"(missing RBAC rule: verbs [{verb}] on resource {resource}): {message}",
-                         reason="forbidden")
-    if status == 401:
-        return KubeError(f"{where}: unauthorized: the credentials were rejected",
-                         reason="unauthorized")
-    if status == 404:
-        return KubeError(f"{where}: not found", reason="not_found")
-    if status == 409:
-        return KubeError(f"{where}: conflict: {message}", reason="conflict", retryable=True)
-    if status in (400, 422):
-        return KubeError(f"{where}: invalid: {message}", reason="invalid")
-    if status == 429 or status >= 500:
-        return KubeError(f"{where}: server error {status}: {message}", reason="server",
-                         retryable=True)
-    return KubeError(f"{where}: HTTP {status}: {message}", reason="http")
+        return _forbidden(method, path, detail, f"{where}: forbidden", message)
+    text, reason, retryable = _STATUS_ERRORS.get(
+        status, _SERVER_ERROR if status >= 500 else _OTHER_ERROR)
+    return KubeError(text.format(where=where, status=status, message=message), reason=reason,
+                     retryable=retryable)
+
+
+def _forbidden(method: str, path: str, detail: dict[str, Any], what: str,
+               message: str) -> KubeError:
+    """A 403, naming the RBAC rule the agent's account lacks: the verb and the resource."""
+    d = detail.get("details") or {}
+    resource = d.get("kind") or path.rsplit("/", 2)[-2]
+    verb = _VERBS.get(method, method.lower())
+    if method == "GET" and path.split("?")[0].rstrip("/").endswith("/" + resource):
+        verb = "list"  # a GET of a collection
+    return KubeError(f"{what}: the agent's account may not {verb} {resource} "
+                     f"(missing RBAC rule: verbs [{verb}] on resource {resource}): {message}",
+                     reason="forbidden")

@@ -12,6 +12,7 @@ the run's deadline) by shortening every socket operation to the time the request
 from __future__ import annotations
 
 import collections
+import dataclasses
 import logging
 import math
 import re
@@ -93,16 +94,32 @@ def bounded_transport() -> httpx.HTTPTransport:
     return transport
 
 
+@dataclasses.dataclass(frozen=True)
+class Patience:
+    """How long a request may take and how often it is tried: `timeout` bounds each read,
+    `call_timeout` the request as a whole; a connection that fails is tried again `retries` times,
+    after `backoff` seconds, doubled each time."""
+
+    timeout: float = 10
+    call_timeout: float = 30
+    retries: int = 3
+    backoff: float = 0.2
+
+
+PATIENCE = Patience()
+
+
 class ZoneApi:
-    def __init__(self, base_url: str, *, token: str = "", instance: str = "", timeout: float = 10,
-                 call_timeout: float = 30, retries: int = 3, backoff: float = 0.2,
-                 transport: httpx.BaseTransport | None = None,
+    def __init__(self, base_url: str, *, token: str = "", instance: str = "",
+                 patience: Patience = PATIENCE, transport: httpx.BaseTransport | None = None,
                  deadline: Deadline = UNBOUNDED) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self.http = httpx.Client(base_url=f"{base_url}/api/v1", headers=headers, timeout=timeout,
+        self.http = httpx.Client(base_url=f"{base_url}/api/v1", headers=headers,
+                                 timeout=patience.timeout,
                                  transport=transport or bounded_transport())
         self.instance = instance or base_url
-        self.retries, self.backoff, self.call_timeout = retries, backoff, call_timeout
+        self.retries, self.backoff = patience.retries, patience.backoff
+        self.call_timeout = patience.call_timeout
         self.deadline = deadline
         self.calls: collections.Counter[str] = collections.Counter()
         self._lock = threading.Lock()

@@ -67,31 +67,13 @@ def _add_rrsets(zone: Zone, members: list[Loaded], out: Findings) -> None:
     for key in sorted(groups):
         owner, rtype = key
         group = groups[key]
-        vals: Collection[str] = set().union(*(texts for _, (texts, _,
-                                                            _), _ in group)) if len(group) > 1 \
-            else group[0][1][0].keys()
+        vals = _values(group)
         if rtype == "CNAME" and (problem := _cname_problem(zone.name, owner, types_at[owner],
                                                            vals)):
             _cname_conflict(zone, owner, group, groups, own, problem, out)
             continue
-        ttls = {ttl for _, _, ttl in group}
-        if len(ttls) > 1:
-            out.add(group[0][0], "spec.ttl", f"records of {owner} {rtype} disagree on TTL "
-                    f"({sorted(ttls)}); using the lowest", Severity.WARNING)
-        ttl = min(ttls)
-        declared = own.pop(key, None)  # the DNSZone's apex NS or glue, and records
-        # one record: its values as they are (shared, not copied)
-        if declared is None and len(group) == 1:
-            _, (_, texts, objects), _ = group[0]
-            rrset = rrsets.RRset(zone.name, owner, rtype, ttl, texts, objects)
-        else:
-            objects_of: dict[str, Any] = {}
-            for _, (by_text, _, _), _ in group:
-                objects_of.update(by_text)
-            if declared is not None:
-                vals, ttl = {*vals, *declared.rdatas}, min(ttl, declared.ttl)
-                objects_of.update(zip(declared.rdatas, declared.objects, strict=True))
-            rrset = rrsets.build(zone.name, owner, rtype, ttl, vals, objects_of.values())
+        # with the DNSZone's apex NS or glue, and records
+        rrset = _rrset(zone, key, group, vals, own.pop(key, None), out)
         if too_big := rrsets.oversized(rrset):
             for r, _, _ in group:
                 out.add(r, "spec", too_big)
@@ -99,6 +81,36 @@ def _add_rrsets(zone: Zone, members: list[Loaded], out: Findings) -> None:
         zone.rrsets[key] = rrset
     if own:  # the DNSZone's own RRsets no record joins, in order
         zone.rrsets = dict(sorted({**zone.rrsets, **own}.items()))
+
+
+def _values(group: list[_Entry]) -> Collection[str]:
+    """The values of an RRset's records: a single record's as they are (shared, not copied)."""
+    if len(group) > 1:
+        return set().union(*(texts for _, (texts, _, _), _ in group))
+    return group[0][1][0].keys()
+
+
+def _rrset(zone: Zone, key: tuple[str, str], group: list[_Entry], vals: Collection[str],
+           declared: rrsets.RRset | None, out: Findings) -> rrsets.RRset:
+    """The RRset of one owner name and type from its records (the lowest TTL when they disagree)
+    and what the DNSZone declares there."""
+    owner, rtype = key
+    ttls = {ttl for _, _, ttl in group}
+    if len(ttls) > 1:
+        out.add(group[0][0], "spec.ttl", f"records of {owner} {rtype} disagree on TTL "
+                f"({sorted(ttls)}); using the lowest", Severity.WARNING)
+    ttl = min(ttls)
+    # one record: its values as they are (shared, not copied)
+    if declared is None and len(group) == 1:
+        _, (_, texts, objects), _ = group[0]
+        return rrsets.RRset(zone.name, owner, rtype, ttl, texts, objects)
+    objects_of: dict[str, Any] = {}
+    for _, (by_text, _, _), _ in group:
+        objects_of.update(by_text)
+    if declared is not None:
+        vals, ttl = {*vals, *declared.rdatas}, min(ttl, declared.ttl)
+        objects_of.update(zip(declared.rdatas, declared.objects, strict=True))
+    return rrsets.build(zone.name, owner, rtype, ttl, vals, objects_of.values())
 
 
 def _cname_problem(origin: str, owner: str, types: set[str], values: Collection[str]) -> str | None:

@@ -37,6 +37,7 @@ def load_text(text: str, file: str, *, default_namespace: str = names.DEFAULT_NA
     loader.duplicates = []
     # the file's warnings as its documents report them (Document)
     repeats: dict[tuple[str, str], int] = {}
+    reading = _Reading(loader, text, file, default_namespace, manifest, repeats)
     try:
         while loader.check_node():
             node = loader.get_node()
@@ -57,8 +58,7 @@ def load_text(text: str, file: str, *, default_namespace: str = names.DEFAULT_NA
                     manifest.documents += 1
                     manifest.problems.append(problem)
                     continue
-            _load_document(loader, start, node, data, text, file, default_namespace, manifest,
-                           repeats)
+            _load_document(reading, start, node, data)
     except yaml.MarkedYAMLError as exc:
         manifest.problems.append(_yaml_problem(exc, file))
     except yaml.YAMLError as exc:
@@ -134,18 +134,33 @@ def _yaml_problem(exc: yaml.MarkedYAMLError, file: str) -> Problem:
     return Problem(Origin(file, line), "", "", f"YAML syntax error: {what}")
 
 
-def _load_document(loader: Loader, start: int, node: yaml.Node, data: Any, text: str, file: str,
-                   default_namespace: str, manifest: Manifest,
-                   repeats: dict[tuple[str, str], int]) -> None:
+@dataclasses.dataclass(frozen=True)
+class _Reading:
+    """One file being read: its loader, text and name, the namespace its objects default to, the
+    manifest its documents fill and the warnings they counted instead of repeating."""
+
+    loader: Loader
+    text: str
+    file: str
+    default_namespace: str
+    manifest: Manifest
+    repeats: dict[tuple[str, str], int]
+
+
+def _load_document(reading: _Reading, start: int, node: yaml.Node, data: Any) -> None:
+    """One document of the file, built (`data`) and checked; `start`: where its duplicate keys
+    begin in the loader's list."""
+    loader, file, manifest = reading.loader, reading.file, reading.manifest
     manifest.documents += 1
-    doc = document.Document(file, node, data, manifest.problems, text, manifest.text, repeats)
+    doc = document.Document(file, node, data, manifest.problems, reading.text, manifest.text,
+                            reading.repeats)
     if len(loader.duplicates) > start:
         for line, key in loader.duplicates[start:]:
             manifest.problems.append(Problem(Origin(file, line), "", "",
                                              f"duplicate key {key!r} in a mapping"))
     if data is None:
         return
-    loaded = document.check(doc, default_namespace)
+    loaded = document.check(doc, reading.default_namespace)
     if loaded is not None and len(loader.duplicates) == start:
         assert isinstance(manifest.objects, list)  # one file's part: its own list
         manifest.objects.append(loaded)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import types
 import typing
+from collections.abc import Callable
 from typing import Any
 
 import pydantic
@@ -74,22 +75,34 @@ _EXPECTED = {"int_type": "an integer", "string_type": "a string", "bool_type": "
              "list_type": "a list", "dict_type": "a mapping", "model_type": "a mapping"}
 
 
+def _integer(value: int) -> str:
+    # no 4,300-digit str()
+    return f"the integer {value}" if value.bit_length() <= 128 else "an integer"
+
+
+def _string(value: str) -> str:
+    return f"the string {value[:40]!r}" + ("..." if len(value) > 40 else "")
+
+
+# what YAML made of a value, by its type: the first that the value is an instance of (a bool is an
+# int too)
+_YAML_TYPES: tuple[tuple[type, Callable[[Any], str]], ...] = (
+    (bool, lambda value: f"the boolean {str(value).lower()}"),
+    (int, _integer),
+    (float, lambda value: f"the number {value!r} (not an integer)"),
+    (str, _string),
+    (type(None), lambda value: "null"),
+    (dict, lambda value: "a mapping"),
+    (list, lambda value: "a list"),
+)
+
+
 def _yaml_type(value: Any) -> str:
     """What YAML made of a value, in the words of a YAML author."""
-    if isinstance(value, bool):
-        return f"the boolean {str(value).lower()}"
-    if isinstance(value, int):
-        # no 4,300-digit str()
-        return f"the integer {value}" if value.bit_length() <= 128 else "an integer"
-    if isinstance(value, float):
-        return f"the number {value!r} (not an integer)"
-    if isinstance(value, str):
-        return f"the string {value[:40]!r}" + ("..." if len(value) > 40 else "")
-    if value is None:
-        return "null"
-    if isinstance(value, dict):
-        return "a mapping"
-    return "a list" if isinstance(value, list) else f"a {type(value).__name__}"
+    for kind, described in _YAML_TYPES:
+        if isinstance(value, kind):
+            return described(value)
+    return f"a {type(value).__name__}"
 
 
 def _type_message(kind: str, value: Any) -> str:
@@ -126,16 +139,7 @@ def message(err: Any, model: type[pydantic.BaseModel]) -> tuple[tuple[Any, ...],
     """The location and the message of one of pydantic's errors on a document of `model`."""
     loc, kind, value = tuple(err["loc"]), err["type"], err.get("input")
     if kind == "extra_forbidden":
-        bindy = _bindy_spelling(model, loc)
-        if bindy is not None:
-            return loc, (f"unknown field (did you mean '{bindy}'?): Bindy's fields are spelled in "
-                         "camelCase, as in its CRDs")
-        allowed = _allowed_keys(model, loc[:-1])
-        import difflib  # only for an unknown field
-
-        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.6)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
-        return loc, f"unknown field{hint}"
+        return loc, _unknown_field_message(model, loc)
     if kind in _EXPECTED:
         return loc, _type_message(kind, value)
     if kind == "missing":
@@ -143,12 +147,31 @@ def message(err: Any, model: type[pydantic.BaseModel]) -> tuple[tuple[Any, ...],
     msg = err["msg"]
     msg = msg[0].lower() + msg[1:]
     if kind == "string_pattern_mismatch" and isinstance(value, str):
-        pattern = err.get("ctx", {}).get("pattern", "")
-        if loc and loc[-1] == "adminEmail" and "@" in value:
-            return loc, _mailbox_message(value)
-        if pattern.endswith(r"\.$") and not value.endswith("."):
-            return loc, f"must be a fully qualified name ending with '.' (write '{value}.')"
-        return loc, f"{value!r} does not match the required pattern {pattern}"
+        return loc, _pattern_message(loc, value, err.get("ctx", {}).get("pattern", ""))
     if not isinstance(value, (dict, list)):
         msg += f" (got {value!r})"
     return loc, msg
+
+
+def _unknown_field_message(model: type[pydantic.BaseModel], loc: tuple[Any, ...]) -> str:
+    """An unknown field, with the field it may have meant: Bindy's spelling of it, or the closest
+    allowed one."""
+    bindy = _bindy_spelling(model, loc)
+    if bindy is not None:
+        return (f"unknown field (did you mean '{bindy}'?): Bindy's fields are spelled in "
+                "camelCase, as in its CRDs")
+    allowed = _allowed_keys(model, loc[:-1])
+    import difflib  # only for an unknown field
+
+    close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.6)
+    hint = f" (did you mean '{close[0]}'?)" if close else ""
+    return f"unknown field{hint}"
+
+
+def _pattern_message(loc: tuple[Any, ...], value: str, pattern: str) -> str:
+    """A string that does not match its pattern: the usual mistakes said how to fix."""
+    if loc and loc[-1] == "adminEmail" and "@" in value:
+        return _mailbox_message(value)
+    if pattern.endswith(r"\.$") and not value.endswith("."):
+        return f"must be a fully qualified name ending with '.' (write '{value}.')"
+    return f"{value!r} does not match the required pattern {pattern}"

@@ -36,22 +36,8 @@ def _structural(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
         merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
         return _structural(merged, defs)
     if "anyOf" in node:
-        options = [o for o in node["anyOf"] if o.get("type") != "null"]
-        nullable = len(options) < len(node["anyOf"])
-        if len(options) != 1:
-            raise ValueError(f"cannot make a structural schema of anyOf {node['anyOf']!r}")
-        rest = {k: v for k, v in node.items() if k != "anyOf"}
-        merged = _structural({**options[0], **rest}, defs)
-        if nullable:
-            merged["nullable"] = True
-        return merged
-    out: dict[str, Any] = {k: node[k] for k in _KEEP if k in node}
-    if "const" in node:
-        out["enum"] = [node["const"]]
-    if "enum" in out and "type" not in out:
-        out["type"] = "string"
-    if out.get("default", 0) is None:
-        del out["default"]
+        return _nullable(node, defs)
+    out = _kept(node)
     if "properties" in node:
         out["type"] = "object"
         out["properties"] = {k: _structural(v, defs) for k, v in node["properties"].items()}
@@ -62,6 +48,33 @@ def _structural(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
         out["additionalProperties"] = _structural(extra, defs)
     elif out.get("type") == "object" and "properties" not in node and extra is not False:
         out["x-kubernetes-preserve-unknown-fields"] = True
+    return out
+
+
+def _nullable(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """An anyOf of one type and maybe null: that type, `nullable` with null (a structural schema has
+    no anyOf)."""
+    options = [o for o in node["anyOf"] if o.get("type") != "null"]
+    nullable = len(options) < len(node["anyOf"])
+    if len(options) != 1:
+        raise ValueError(f"cannot make a structural schema of anyOf {node['anyOf']!r}")
+    rest = {k: v for k, v in node.items() if k != "anyOf"}
+    merged = _structural({**options[0], **rest}, defs)
+    if nullable:
+        merged["nullable"] = True
+    return merged
+
+
+def _kept(node: dict[str, Any]) -> dict[str, Any]:
+    """The keywords of a node a structural schema keeps (a const as a one-value enum, an enum typed
+    string, no null default)."""
+    out: dict[str, Any] = {k: node[k] for k in _KEEP if k in node}
+    if "const" in node:
+        out["enum"] = [node["const"]]
+    if "enum" in out and "type" not in out:
+        out["type"] = "string"
+    if out.get("default", 0) is None:
+        del out["default"]
     return out
 
 

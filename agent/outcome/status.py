@@ -109,6 +109,11 @@ def _conditions_of(key: ObjectKey, index: _Index) -> list[dict[str, str]]:
         return conditions(outcome)
     if not index.dns:
         return conditions(outcome, dns_pending=True)
+    return _served_conditions(key, outcome, index)
+
+
+def _served_conditions(key: ObjectKey, outcome: Outcome, index: _Index) -> list[dict[str, str]]:
+    """The conditions of a zone or a record applied well, from what its servers say of it."""
     zone = index.zones_by_key.get(key) if key.kind == "DNSZone" else index.record_zone.get(key)
     # its selector matches no instance (any more): on no server
     if zone is not None and not zone.instances:
@@ -213,19 +218,30 @@ def _fields(key: ObjectKey, index: _Index, service_ips: dict[ObjectKey, str]) ->
     return _record_fields(key, index)
 
 
+@dataclasses.dataclass(frozen=True)
+class LiveInstances:
+    """What the cluster shows of the instances, by Bind9Instance: its Service's cluster IP, its live
+    Deployment (whose readiness its status shows), the pods of one that is not ready (which say why
+    they do not start), and which instances are written pod by pod."""
+
+    service_ips: dict[ObjectKey, str] = dataclasses.field(default_factory=dict)
+    deployments: dict[ObjectKey, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    pods: Mapping[ObjectKey, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)
+    served_by_pods: set[ObjectKey] = dataclasses.field(default_factory=set)
+
+
+NO_INSTANCES = LiveInstances()
+
+
 def statuses(desired: Desired, outcomes: dict[ObjectKey, Outcome], *,
              revisions: dict[ObjectKey, str], generations: dict[ObjectKey, int],
-             service_ips: dict[ObjectKey, str], dns: DnsResult | None = None,
-             only: set[ObjectKey] | None = None,
-             deployments: dict[ObjectKey, dict[str, Any]] | None = None,
-             pods: Mapping[ObjectKey, list[dict[str, Any]]] | None = None,
-             served_by_pods: set[ObjectKey] | None = None) -> dict[ObjectKey, dict[str, Any]]:
+             dns: DnsResult | None = None, only: set[ObjectKey] | None = None,
+             live: LiveInstances = NO_INSTANCES) -> dict[ObjectKey, dict[str, Any]]:
     """The status of every CR in `desired` (or of those in `only`), keyed by the CR; `revisions` is
-    the lastAppliedRevision of the CRs that carry one; `deployments`: each instance's live
-    Deployment, whose readiness its status shows; `pods`: each instance's pods, which say why they
-    do not start."""
-    index = _Index.of(desired, outcomes, dns, deployments, pods, only)
-    index.served_by_pods = served_by_pods or set()
+    the lastAppliedRevision of the CRs that carry one; `live`: what the cluster shows of the
+    instances."""
+    index = _Index.of(desired, outcomes, dns, live.deployments, live.pods, only)
+    index.served_by_pods = live.served_by_pods or set()
     out: dict[ObjectKey, dict[str, Any]] = {}
     for obj in desired.objects:
         key = obj.key
@@ -236,7 +252,7 @@ def statuses(desired: Desired, outcomes: dict[ObjectKey, Outcome], *,
             status["observedGeneration"] = generations[key]
         if key in revisions:
             status["lastAppliedRevision"] = revisions[key]
-        status.update(_fields(key, index, service_ips))
+        status.update(_fields(key, index, live.service_ips))
         out[key] = status
     return out
 
@@ -305,12 +321,12 @@ def wanted(desired: Desired, result: KubeResult, *, revision: str | None,
             deployments[ikey] = deployment
     by_instance = {ObjectKey("Bind9Instance", k.namespace, k.name): v
                    for k, v in (pods or {}).items()}
+    served_by_pods = {ObjectKey("Bind9Instance", *i.split("/", 1))
+                      for i, e in (endpoints or {}).items() if e.pods is not None}
+    instances = LiveInstances(service_ips, deployments, by_instance, served_by_pods)
     out = statuses(desired, _outcomes(desired, result),
                    revisions=_revisions(desired, live, revision, changed, dns, only=only),
-                   generations=generations, service_ips=service_ips, dns=dns, only=only,
-                   deployments=deployments, pods=by_instance,
-                   served_by_pods={ObjectKey("Bind9Instance", *i.split("/", 1)) for i, e in (
-                       endpoints or {}).items() if e.pods is not None})
+                   generations=generations, dns=dns, only=only, live=instances)
     # rndcKeyRotation, from the key Secret's annotations as Bindy shows it
     for key, status in out.items():
         instance = desired.instances.get(key) if key.kind == "Bind9Instance" else None

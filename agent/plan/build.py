@@ -10,6 +10,7 @@ import dataclasses
 import datetime as dt
 import itertools
 import operator
+from collections.abc import Callable
 from typing import Any
 
 from agent.desired.hierarchy import Desired
@@ -117,32 +118,55 @@ def zone_plans(desired: Desired, observed: DnsObserved, memo: Memo = NO_MEMO, *,
             or p.kept]
 
 
+@dataclasses.dataclass(frozen=True)
+class KubeChoices:
+    """What the operator chose for the Kubernetes side beyond what the revision declares:
+    `rotate_rndc_keys`: every generated key Secret gets a new key now (plan/rotation.py), on the
+    clock `now` (default: the current time); `create_namespaces`: missing namespaces are created,
+    not reported."""
+
+    rotate_rndc_keys: bool = False
+    create_namespaces: bool = False
+    now: dt.datetime | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Recalled:
+    """What the last revision left, so that this one is planned at the cost of its change: `memo`,
+    its zone plans, for zones nothing changed in; `kube_memo`, its Kubernetes diff, list by list (a
+    memo swept with each revision: the expansion's); `trust_hash`: the Kubernetes objects were
+    remembered, not read back (see kubediff.diff)."""
+
+    memo: Memo = dataclasses.field(default_factory=lambda: NO_MEMO)
+    kube_memo: Memo = dataclasses.field(default_factory=lambda: NO_MEMO)
+    trust_hash: bool = False
+
+
+KUBE_DEFAULTS = KubeChoices()
+NOTHING_RECALLED = Recalled()
+
+
 def build(desired: Desired, observed: Observed, *, revision: str | None = None,
-          agent: str = names.DEFAULT_AGENT_NAMESPACE, rotate_rndc_keys: bool = False,
-          trust_hash: bool = False, memo: Memo = NO_MEMO, force: bool = False,
-          scope: Scope = ALL, create_namespaces: bool = False, now: dt.datetime | None = None,
-          kube_memo: Memo = NO_MEMO) -> Plan:
-    """`trust_hash`: the Kubernetes objects were remembered, not read back (see kubediff.diff);
-    `memo`: the plans of the last revision, for zones nothing changed in; `force`: a zone that left
-    Git is deleted even where it holds RRsets the agent did not write (zonediff.plan_zone); `scope`:
-    the zones planned (zone_plans; a push's zones say so in a note instead of Kubernetes' absence);
-    `create_namespaces`: missing namespaces are created, not reported; `now`: the clock of RNDC key
-    rotation (plan/rotation.py; default: the current time); `kube_memo`: the last revision's
-    Kubernetes diff, list by list (a memo swept with each revision: the expansion's). The plan is
-    made whole here and never edited after (the gate's refusals come with a copy:
-    agent/gate/verdict.py)."""
+          agent: str = names.DEFAULT_AGENT_NAMESPACE, force: bool = False, scope: Scope = ALL,
+          choices: KubeChoices = KUBE_DEFAULTS, recalled: Recalled = NOTHING_RECALLED) -> Plan:
+    """`choices`: the operator's for the Kubernetes side (KubeChoices); `recalled`: what the last
+    revision left (Recalled); `force`: a zone that left Git is deleted even where it holds RRsets
+    the agent did not write (zonediff.plan_zone); `scope`: the zones planned (zone_plans; a push's
+    zones say so in a note instead of Kubernetes' absence). The plan is made whole here and never
+    edited after (the gate's refusals come with a copy: agent/gate/verdict.py)."""
+    now, rotate_rndc_keys = choices.now, choices.rotate_rndc_keys
     kube = (kube_changes(desired, observed.kube, agent=agent, rotate_rndc_keys=rotate_rndc_keys,
-                         trust_hash=trust_hash, now=now, memo=kube_memo)
+                         trust_hash=recalled.trust_hash, now=now, memo=recalled.kube_memo)
             if observed.kube is not None else None)
     only = None if scope.zones is None else set(scope.zones)
-    zones = zone_plans(desired, observed.dns, memo, force=force,
+    zones = zone_plans(desired, observed.dns, recalled.memo, force=force,
                        only=only) if observed.dns is not None else None
     changes: list[Change] = []
     conflicts: list[str] = []
     notes: list[str] = []
     unplanned: list[str] = []
     kube_managed, crds, (namespaces, blocked, inventory) = _cluster_side(
-        desired, observed.kube, kube, agent=agent, create_namespaces=create_namespaces)
+        desired, observed.kube, kube, agent=agent, create_namespaces=choices.create_namespaces)
     _cluster_view(changes, crds, namespaces, desired)
     _kube_view(changes, conflicts, kube or [])
     _zone_view(changes, conflicts, unplanned, zones or [])
@@ -251,24 +275,7 @@ def _zone_view(changes: list[Change], conflicts: list[str], unplanned: list[str]
         if zp.in_sync:  # nothing to do: its conflicts at most
             conflicts += [f"{zp.name}: {c}" for c in zp.conflicts]
             continue
-        for instance in zp.deletes:
-            role = ("no longer "
-                    "selected") if instance not in zp.primaries + zp.secondaries else "role changed"
-            add(Change(Action.DELETE, ZoneTarget(zp.name, instance, role)))
-        # the body the zone API gets (without the addresses: what is known)
-        for instance, role in zp.creates:
-            after: dict[str, Any] = zp.bodies.get(instance) or {"zoneType": role}
-            if instance not in zp.bodies and role == "secondary":
-                after = {**after, "primaries": list(zp.primaries)}
-            add(Change(Action.CREATE, ZoneTarget(zp.name, instance, role), new=after,
-                       reason=zp.unbuildable.get(instance) or _created_why(zp, instance, role)))
-        # the primaries' transfers (also-notify, allow-transfer), written again
-        told = [(i, RENOTIFY) for i in zp.renotify] + [(i, REOPEN) for i in zp.reopen]
-        for instance, why in told:
-            sent = zp.transfers.get(instance)
-            shown = sent.as_dict() if sent is not None else {"alsoNotify": list(zp.secondaries)}
-            add(Change(Action.UPDATE, ZoneTarget(zp.name, instance, "primary"), new=shown,
-                       fields=tuple(shown), reason=why))
+        _placement_view(add, zp)
         unplanned += [f"{zp.name} on {i}: {e.removeprefix(f'{i}: ')}"
                       for i, e in sorted(zp.errors.items())]
         conflicts += [f"{zp.name}: {c}" for c in zp.conflicts]
@@ -282,6 +289,29 @@ def _zone_view(changes: list[Change], conflicts: list[str], unplanned: list[str]
                                           key=lambda k: k[:2]):
             add(Change(_ACTIONS[c.action], RRsetTarget(zp.name, name, rtype), old=c.before,
                        new=c.after, reason=own.get((name, rtype), "")))
+
+
+def _placement_view(add: Callable[[Change], None], zp: zoneplan.ZonePlan) -> None:
+    """The plan lines of a zone's placements: the servers it leaves, those it is created on, and
+    the primaries whose transfers are written again."""
+    for instance in zp.deletes:
+        kept = instance in zp.primaries + zp.secondaries
+        role = "role changed" if kept else "no longer selected"
+        add(Change(Action.DELETE, ZoneTarget(zp.name, instance, role)))
+    # the body the zone API gets (without the addresses: what is known)
+    for instance, role in zp.creates:
+        after: dict[str, Any] = zp.bodies.get(instance) or {"zoneType": role}
+        if instance not in zp.bodies and role == "secondary":
+            after = {**after, "primaries": list(zp.primaries)}
+        add(Change(Action.CREATE, ZoneTarget(zp.name, instance, role), new=after,
+                   reason=zp.unbuildable.get(instance) or _created_why(zp, instance, role)))
+    # the primaries' transfers (also-notify, allow-transfer), written again
+    told = [(i, RENOTIFY) for i in zp.renotify] + [(i, REOPEN) for i in zp.reopen]
+    for instance, why in told:
+        sent = zp.transfers.get(instance)
+        shown = sent.as_dict() if sent is not None else {"alsoNotify": list(zp.secondaries)}
+        add(Change(Action.UPDATE, ZoneTarget(zp.name, instance, "primary"), new=shown,
+                   fields=tuple(shown), reason=why))
 
 
 def _created_why(zp: zoneplan.ZonePlan, server: str, role: str) -> str:

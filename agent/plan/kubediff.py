@@ -46,29 +46,40 @@ def _decode(value: str) -> str:
 def differences(want: Any, live: Any, path: str = "") -> list[str]:
     """Field paths where `live` does not have what `want` asks for (extra live fields are fine)."""
     if isinstance(want, dict):
-        if not isinstance(live, dict):
-            return [path or "."]
-        out: list[str] = []
-        for key, value in want.items():
-            sub = f"{path}.{key}" if path else key
-            if key == "ownerReferences" and isinstance(value, list):
-                names = [(r["kind"], r["name"]) for r in value]
-                if names != [(r.get("kind"), r.get("name")) for r in live.get(key) or []]:
-                    out.append(sub)
-            elif key not in live:
-                if value not in ({}, [], None):
-                    out.append(sub)
-            else:
-                out += differences(value, live[key], sub)
-        return out
+        return _mapping_differences(want, live, path)
     if isinstance(want, list):
-        if not isinstance(live, list) or len(want) != len(live):
-            return [path]
-        out = []
-        for i, (w, v) in enumerate(zip(want, live, strict=True)):
-            out += differences(w, v, f"{path}[{i}]")
-        return out
+        return _list_differences(want, live, path)
     return [] if want == live else [path]
+
+
+def _mapping_differences(want: dict[str, Any], live: Any, path: str) -> list[str]:
+    """A mapping's fields that differ: an empty value wanted may be absent, owner references are
+    compared by kind and name."""
+    if not isinstance(live, dict):
+        return [path or "."]
+    out: list[str] = []
+    for key, value in want.items():
+        sub = f"{path}.{key}" if path else key
+        if key == "ownerReferences" and isinstance(value, list):
+            names = [(r["kind"], r["name"]) for r in value]
+            if names != [(r.get("kind"), r.get("name")) for r in live.get(key) or []]:
+                out.append(sub)
+        elif key not in live:
+            if value not in ({}, [], None):
+                out.append(sub)
+        else:
+            out += differences(value, live[key], sub)
+    return out
+
+
+def _list_differences(want: list[Any], live: Any, path: str) -> list[str]:
+    """A list's items that differ, or the list itself when its length does."""
+    if not isinstance(live, list) or len(want) != len(live):
+        return [path]
+    out = []
+    for i, (w, v) in enumerate(zip(want, live, strict=True)):
+        out += differences(w, v, f"{path}[{i}]")
+    return out
 
 
 def secret_differences(want: dict[str, Any], live: dict[str, Any]) -> list[str]:

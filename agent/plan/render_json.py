@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import types
 import typing
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Annotated, Any, Literal
 
 import typing_extensions
@@ -40,27 +40,19 @@ _STEP = "  "  # indent=2
 def value(obj: Any, indent: str = "") -> str:
     """`obj` as `json.dumps(obj, indent=2)` writes it, nested at `indent` (the indent of its
     line)."""
-    kind = type(obj)
-    if kind is str:
-        return _string(obj)
-    if kind is dict:
-        return _object(obj, indent) if obj else "{}"
-    if kind is list or kind is tuple:
-        if not obj:
-            return "[]"
-        inner = indent + _STEP
-        items = [_string(v) if type(v) is str else value(v, inner) for v in obj]
-        return "[\n" + inner + (",\n" + inner).join(items) + "\n" + indent + "]"
-    if obj is None:
-        return "null"
-    if obj is True:
-        return "true"
-    if obj is False:
-        return "false"
-    if kind is int:
-        return int.__repr__(obj)
-    # floats (nan, inf), subclasses, anything json refuses: as json does it
-    return json.dumps(obj, indent=2).replace("\n", "\n" + indent)
+    encode = _ENCODERS.get(type(obj))
+    if encode is None:
+        # floats (nan, inf), subclasses, anything json refuses: as json does it
+        return json.dumps(obj, indent=2).replace("\n", "\n" + indent)
+    return encode(obj, indent)
+
+
+def _array(obj: list[Any] | tuple[Any, ...], indent: str) -> str:
+    if not obj:
+        return "[]"
+    inner = indent + _STEP
+    items = [_string(v) if type(v) is str else value(v, inner) for v in obj]
+    return "[\n" + inner + (",\n" + inner).join(items) + "\n" + indent + "]"
 
 
 def _object(obj: dict[Any, Any], indent: str) -> str:
@@ -73,6 +65,18 @@ def _object(obj: dict[Any, Any], indent: str) -> str:
     except TypeError:
         return json.dumps(obj, indent=2).replace("\n", "\n" + indent)
     return "{\n" + inner + (",\n" + inner).join(items) + "\n" + indent + "}"
+
+
+# how each exact type is written (a subclass is not: json.dumps writes it)
+_ENCODERS: dict[type, Callable[[Any, str], str]] = {
+    str: lambda obj, indent: _string(obj),
+    dict: lambda obj, indent: _object(obj, indent) if obj else "{}",
+    list: _array,
+    tuple: _array,
+    type(None): lambda obj, indent: "null",
+    bool: lambda obj, indent: "true" if obj else "false",
+    int: lambda obj, indent: int.__repr__(obj),
+}
 
 
 _AT = "      "  # the indent of a change's keys

@@ -149,12 +149,13 @@ def _plan(planned: Planned, scope: Scope, reading: Reading, *, revision: str | N
         planned.error = str(exc)
         return
     with collector.long_lived(), timed(planned.steps, "plan"):
+        choices = build.KubeChoices(rotate_rndc_keys=options.rotate_rndc_keys,
+                                    create_namespaces=options.create_namespaces)
+        recalled = build.Recalled(memo=memory.plans if reading.plan_memo else NO_MEMO,
+                                  kube_memo=memory.desired, trust_hash=planned.kube_fast)
         plan = build.build(desired, planned.observed, revision=revision,
-                           agent=options.agent_namespace, rotate_rndc_keys=options.rotate_rndc_keys,
-                           trust_hash=planned.kube_fast,
-                           memo=memory.plans if reading.plan_memo else NO_MEMO,
-                           force=options.policy.force, create_namespaces=options.create_namespaces,
-                           scope=scope, kube_memo=memory.desired)
+                           agent=options.agent_namespace, force=options.policy.force, scope=scope,
+                           choices=choices, recalled=recalled)
     with timed(planned.steps, "gate"):
         planned.plan = verdict.approve(plan, options.policy, scope)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 import yaml
@@ -88,28 +89,40 @@ class Graph:
         return node
 
     def _read(self, directory: str, path: str, depth: int) -> Node:
+        parsed = self._parsed(directory, path)
+        if isinstance(parsed, Node):
+            return parsed
+        self.data[path] = parsed.canonical
+        return self._joined(directory, path, depth, parsed.refs)
+
+    def _parsed(self, directory: str, path: str) -> kustomization.Parsed | Node:
+        """The directory's kustomization read, or the node that refuses it (none readable, two,
+        invalid)."""
         names = [p for p in (posixpath.join(directory, n) if directory else n for n in NAMES)
                  if p in self.files]
         # its kustomization is listed but may not be read (a link out of the repository, ...)
         if not names:
-            return Node((posixpath.join(directory, NAMES[0]) if directory else NAMES[0], 1,
-                         "not read: the "
-                         "kustomization of this directory is not a regular file of the repository"),
+            listed = posixpath.join(directory, NAMES[0]) if directory else NAMES[0]
+            return Node((listed, 1, "not read: the kustomization of this directory is not a "
+                                    "regular file of the repository"),
                         frozenset(), 0, 0, 0, complete=False)
         if len(names) > 1:
             return Node((names[1], 1,
                          f"a second kustomization in {directory or '.'} ({', '.join(names)}): "
-                                      "kustomize refuses to choose; keep one"), frozenset(), 0, 0,
-                        0)
+                         "kustomize refuses to choose; keep one"),
+                        frozenset(), 0, 0, 0)
         try:
-            parsed = kustomization.read(self._take(path))
+            return kustomization.read(self._take(path))
         except kustomization.Invalid as exc:
             return Node((path, exc.line, exc.message), frozenset(), 0, 0, 0)
         except (SourceError, OSError) as exc:
             return Node((path, 1, f"not read: {exc}"), frozenset(), 0, 0, 0, complete=False)
-        self.data[path] = parsed.canonical
+
+    def _joined(self, directory: str, path: str, depth: int, refs: Iterable[Ref]) -> Node:
+        """The node of a kustomization read: its file with the nodes and the files its references
+        name, the first refusal among them, and how much it builds."""
         files, refusal, estimate, documents, height, complete = {path}, None, 0, 0, 1, True
-        for ref in parsed.refs:
+        for ref in refs:
             try:
                 found = self._resolve(directory, ref, depth)
             except _Refused as exc:

@@ -229,9 +229,10 @@ def test_a_zone_follows_the_pods_of_the_instances_written_pod_by_pod_not_of_thos
     down = {primary: _deployment(1, 1), secondary: _deployment(1, 0, progressing=False)}
 
     def ready(served_by_pods: set[Any]) -> str:
-        shown = status.statuses(desired, {}, revisions={}, generations={}, service_ips={},
-                                dns=dnsresult.DnsResult([result], []), deployments=down, only={zone.key},
-                                served_by_pods=served_by_pods)[zone.key]
+        shown = status.statuses(desired, {}, revisions={}, generations={},
+                                dns=dnsresult.DnsResult([result], []), only={zone.key},
+                                live=status.LiveInstances(deployments=down,
+                                                          served_by_pods=served_by_pods))[zone.key]
         return next(c["status"] for c in shown["conditions"] if c["type"] == "Degraded")
 
     assert ready(set()) == "False"  # reached through an endpoint map: its Deployment says nothing of it

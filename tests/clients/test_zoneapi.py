@@ -6,12 +6,13 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from agent.clients.zoneapi import ZoneApi
+from agent.clients.zoneapi import Patience, ZoneApi
 from agent.errors import ZoneApiError
 
 
 def _client(handler: httpx.MockTransport) -> ZoneApi:
-    return ZoneApi("http://zone-api", token="t0k", instance="dns/p0", transport=handler, backoff=0)
+    return ZoneApi("http://zone-api", token="t0k", instance="dns/p0", transport=handler,
+                   patience=Patience(backoff=0))
 
 
 def test_token_and_retry_on_5xx_then_success() -> None:

@@ -169,7 +169,7 @@ def test_zone_status_shows_the_ds_records_of_what_the_primary_serves(repo: Repo)
     result = ZoneResult(zone.key, zone.name, instances={"dns/dns-primary-0": ("Configured", "")},
                         primaries={"dns/dns-primary-0"},
                         after={"dns/dns-primary-0": ZoneObserved(_served(KSK, ZSK))})
-    shown = status.statuses(desired, {}, revisions={}, generations={}, service_ips={},
+    shown = status.statuses(desired, {}, revisions={}, generations={},
                             dns=DnsResult([result], []))[zone.key]
     assert shown["dnssec"] == {"signed": True, "algorithm": "ECDSAP256SHA256", "keyTag": 55648, "dsRecords": [DS]}
 

@@ -171,8 +171,9 @@ def test_statuses_show_each_instance_and_the_clusters_ready_count(tmp_path: path
     desired = _sample(tmp_path)
     primary, secondary = ObjectKey("Bind9Instance", "dns-system", "dns-primary-0"), \
         ObjectKey("Bind9Instance", "dns-system", "dns-secondary-0")
-    shown = status.statuses(desired, {}, revisions={}, generations={}, service_ips={},
-                            deployments={primary: _deployment(1, 1), secondary: _deployment(1, 0, conditions=BAD_IMAGE)})
+    deployments = {primary: _deployment(1, 1), secondary: _deployment(1, 0, conditions=BAD_IMAGE)}
+    shown = status.statuses(desired, {}, revisions={}, generations={},
+                            live=status.LiveInstances(deployments=deployments))
     assert _ready(shown[primary]["conditions"])[:2] == ("True", "AllReady")
     assert _ready(shown[secondary]["conditions"])[:2] == ("False", "NotReady")
     assert "ProgressDeadlineExceeded" in _ready(shown[secondary]["conditions"])[2]

@@ -201,7 +201,7 @@ def test_a_signed_zone_is_served_transferred_validated_and_stays_signed(world: d
                                           for zp in again.plan.zones or [] for p in zp.records)
     # the DNSZone's status shows the DS the parent needs, the one BIND itself derives from the served KSK
     desired = hierarchy.build(load_dir(world["root"]))
-    shown = status.statuses(desired, {}, revisions={}, generations={}, service_ips={}, dns=again.dns)
+    shown = status.statuses(desired, {}, revisions={}, generations={}, dns=again.dns)
     dnssec = next(s for k, s in shown.items() if k.kind == "DNSZone")["dnssec"]
     assert dnssec["signed"] is True and dnssec["algorithm"] == "ECDSAP256SHA256"
     assert sorted(dnssec["dsRecords"]) == _dsfromkey(world)

@@ -170,11 +170,11 @@ def test_a_key_not_due_plans_nothing_and_a_rolled_out_rotation_drops_the_previou
 def test_manual_rotation_takes_the_same_path_or_says_why_not(repo: Repo) -> None:
     desired = _desired(repo, CLUSTER.replace("rndcKey: {autoRotate: true, rotateAfter: 24h}", "rndcKey: {}"))
     observed = _live(desired, _secret(T0), _deployment(None, done=True))
-    plan = build.build(desired, Observed(observed, None), rotate_rndc_keys=True, now=T0 + dt.timedelta(hours=2))
+    plan = build.build(desired, Observed(observed, None), choices=build.KubeChoices(rotate_rndc_keys=True, now=T0 + dt.timedelta(hours=2)))
     secret = next(c for c in plan.kube or [] if tuple(c.key) == SECRET).desired
     assert secret is not None and secret.body["stringData"][names.PREVIOUS_SECRET_KEY] == rotation.CURRENT_SECRET
     rolling = _live(desired, _secret(T0, count=1, previous=True), _deployment(rotation.stamp(T0), done=False))
-    plan = build.build(desired, Observed(rolling, None), rotate_rndc_keys=True, now=T0 + dt.timedelta(hours=2))
+    plan = build.build(desired, Observed(rolling, None), choices=build.KubeChoices(rotate_rndc_keys=True, now=T0 + dt.timedelta(hours=2)))
     assert not any(tuple(c.key) == SECRET and c.action == "update" and "data.secret" in c.fields
                    for c in plan.kube or [])
     assert any("not rotated: the last rotation is still rolling out" in n for n in plan.notes), plan.notes

@@ -185,7 +185,8 @@ def _plan(repo: git.Repo, sha: str, memory: Memory, listing: gittree.Listing | N
     if world is None:
         return offline, desired
     observed = world.observed(desired, _pods(desired))
-    plan = build.build(desired, observed, revision=sha, agent="dns-system", memo=memory.plans, now=NOW)
+    plan = build.build(desired, observed, revision=sha, agent="dns-system", choices=build.KubeChoices(now=NOW),
+                       recalled=build.Recalled(memo=memory.plans))
     return offline + "\n" + render.render_json(plan), desired
 
 

@@ -44,7 +44,8 @@ def _installed() -> dict[str, dict[str, Any] | None]:
 def _plan(desired: Desired, *, crds: dict[str, dict[str, Any] | None] | None,
           namespaces: set[str] = frozenset(), create_namespaces: bool = True) -> Plan:  # type: ignore[assignment]
     kube = KubeObserved({}, set(), set(namespaces), crds=crds)
-    return build.build(desired, Observed(kube, None), create_namespaces=create_namespaces)
+    return build.build(desired, Observed(kube, None),
+                       choices=build.KubeChoices(create_namespaces=create_namespaces))
 
 
 class _Api:
