@@ -111,9 +111,10 @@ class Executing:
         result.retryable = result.outcome == "partial" and not stays
         if result.outcome == "partial":
             result.message = self._partial(result)
-        memorize.after_run(self.memory, desired, result.kube, result.dns, self.observed,
-                           agent_namespace=self.options.agent_namespace, kube_fast=self.kube_fast,
-                           dns_fast=self.dns_fast, failed=bool(result.errors))
+        planned_from = memorize.PlannedFrom(self.observed, self.kube_fast, self.dns_fast)
+        memorize.after_run(self.memory, desired, result.kube, result.dns, planned_from,
+                           agent_namespace=self.options.agent_namespace,
+                           failed=bool(result.errors))
 
     def _apply_dns(self, zones: list[ZonePlan], revision: str | None, *,
                    reported: insync.Reported | None,

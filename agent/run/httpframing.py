@@ -41,29 +41,41 @@ def _lines(header_plus: bytes) -> tuple[bytes, list[bytes]]:
 def check(header_plus: bytes) -> None:
     """ParsingError (a 400) when the request's framing is ambiguous (see the module's table)."""
     first, lines = _lines(header_plus)
-    parts = first.split(b" ")
-    if len(parts) != 3 or not _VERSION.fullmatch(parts[2]):
-        raise ParsingError("a request line without an HTTP version (method, target, HTTP/1.x)")
+    version = _version(first)
     if any(line[:1] in (b" ", b"\t") for line in lines):
         raise ParsingError("a folded header line (obsolete line folding) is not accepted")
     names = [line.partition(b":")[0].strip().lower() for line in lines]
+    _length(names, version)
+    for name, line in zip(names, lines, strict=True):
+        if name == b"transfer-encoding":
+            codings = [c.strip().lower() for c in line.partition(b":")[2].split(b",")]
+            if codings.count(b"chunked") > 1:
+                raise ParsingError("chunked more than once in Transfer-Encoding")
+
+
+def _version(first: bytes) -> bytes:
+    """The request line's HTTP version; ParsingError when it has none."""
+    parts = first.split(b" ")
+    if len(parts) != 3 or not _VERSION.fullmatch(parts[2]):
+        raise ParsingError("a request line without an HTTP version (method, target, HTTP/1.x)")
+    return parts[2]
+
+
+def _length(names: list[bytes], version: bytes) -> None:
+    """ParsingError unless one header at most says where the body ends, in a way `version`
+    allows (and HTTP/1.1 has exactly one Host)."""
     lengths, encodings = names.count(b"content-length"), names.count(b"transfer-encoding")
     if lengths and encodings:
         raise ParsingError("both Content-Length and Transfer-Encoding: the request's length is "
                            "ambiguous")
     if lengths > 1:
         raise ParsingError("more than one Content-Length")
-    if parts[2] == b"HTTP/1.1" and names.count(b"host") != 1:
+    if version == b"HTTP/1.1" and names.count(b"host") != 1:
         raise ParsingError("an HTTP/1.1 request needs exactly one Host header")
     if encodings > 1:
         raise ParsingError("more than one Transfer-Encoding")
-    if encodings and first.endswith(b" HTTP/1.0"):
+    if encodings and version == b"HTTP/1.0":
         raise ParsingError("Transfer-Encoding in an HTTP/1.0 request")
-    for name, line in zip(names, lines, strict=True):
-        if name == b"transfer-encoding":
-            codings = [c.strip().lower() for c in line.partition(b":")[2].split(b",")]
-            if codings.count(b"chunked") > 1:
-                raise ParsingError("chunked more than once in Transfer-Encoding")
 
 
 class _Chunks(ChunkedReceiver):  # type: ignore[misc]

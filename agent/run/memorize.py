@@ -9,6 +9,7 @@ The pod watch's thread writes nothing here: it posts what it saw with its trigge
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -28,10 +29,19 @@ from agent.run.memory import Memory
 from agent.run.triggers import Trigger
 
 
+@dataclasses.dataclass(frozen=True)
+class PlannedFrom:
+    """What a run planned from: the world as observed, and whether the cluster (`kube_fast`) and
+    the zones (`dns_fast`) were remembered rather than read in full (their times then stay)."""
+
+    observed: Observed
+    kube_fast: bool
+    dns_fast: bool
+
+
 def after_run(memory: Memory, desired: Desired, kube: KubeResult | None, dns: DnsResult | None,
-              observed: Observed, *, agent_namespace: str, kube_fast: bool, dns_fast: bool,
-              failed: bool) -> None:
-    """`kube_fast` / `dns_fast`: the world was remembered, not read in full (its time stays);
+              planned_from: PlannedFrom, *, agent_namespace: str, failed: bool) -> None:
+    """What a run left in the world, kept for the next one (`planned_from`: what it planned from);
     `failed`: a step failed as a whole (the memory of the world is dropped). A one-shot run's memory
     keeps nothing."""
     if not memory.keeps:
@@ -40,42 +50,57 @@ def after_run(memory: Memory, desired: Desired, kube: KubeResult | None, dns: Dn
     if failed:
         forget_world(memory)
         return
-    if kube is not None and observed.kube is not None:
-        namespaces = set(observed.kube.namespaces).union(kube.namespaces)
-        unapplied = kube.failed
-        undeleted = {c.key for c in kube.changes if c.action == "delete"
-                     and c.key in unapplied} if unapplied else set()
-        memory.kube = KubeObserved(_left(kube, undeleted), kube.inventory, namespaces,
-                                   kube.inventory_text)
-        # read again by the next run: what it failed to delete, and the namespaces of every failure
-        # (one deleted by hand fails every write in it)
-        memory.kube_recheck = undeleted | {ObjectKey("Namespace", None, k.namespace)
-                                           for k in unapplied if k.namespace}
-        memory.agent_namespace = agent_namespace
-        if not kube_fast:
-            memory.kube_at, memory.kube_listed = now, time.time()
+    if kube is not None and planned_from.observed.kube is not None:
+        _kube_left(memory, kube, planned_from.observed.kube, agent_namespace=agent_namespace,
+                   listed_at=None if planned_from.kube_fast else now)
     if dns is not None:
-        wanted = {z.name: z.rrsets for z in desired.zones}
-        for zone in (set(memory.dns.zones) | set(memory.dns.sources)) - wanted.keys():
-            memory.dns.forget(zone)
-        # zones that left Git: their last result goes too
-        for zone in set(memory.reported) - wanted.keys():
-            del memory.reported[zone]
-        for zr in dns.zones:
-            if not zr.ok:
-                memory.dns.forget(zr.name)
-                continue
-            for primary, seen in zr.after.items():
-                if memory.dns.seen(zr.name, primary) is not seen:
-                    memory.dns.remember(zr.name, primary, seen)
-            # not confirmed: asked again next run
-            if zr.conflicts or not all(c.ok for c in zr.checks):
-                memory.dns.sources.pop(zr.name, None)
-            else:
-                memory.dns.sources[zr.name] = wanted.get(zr.name)
-        memory.dns_at = memory.dns_at if dns_fast else now
-        memory.serials_at = (memory.serials_at if observed.dns is not None
-                             and observed.dns.focus is not None else now)
+        _dns_left(memory, desired, dns)
+        memory.dns_at = memory.dns_at if planned_from.dns_fast else now
+        seen = planned_from.observed.dns
+        focused = seen is not None and seen.focus is not None
+        memory.serials_at = memory.serials_at if focused else now
+
+
+def _kube_left(memory: Memory, kube: KubeResult, observed: KubeObserved, *, agent_namespace: str,
+               listed_at: float | None) -> None:
+    """The cluster as the run left it; `listed_at`: when it was listed (None: it was remembered,
+    its time stays)."""
+    namespaces = set(observed.namespaces).union(kube.namespaces)
+    unapplied = kube.failed
+    undeleted = {c.key for c in kube.changes if c.action == "delete"
+                 and c.key in unapplied} if unapplied else set()
+    memory.kube = KubeObserved(_left(kube, undeleted), kube.inventory, namespaces,
+                               kube.inventory_text)
+    # read again by the next run: what it failed to delete, and the namespaces of every failure
+    # (one deleted by hand fails every write in it)
+    memory.kube_recheck = undeleted | {ObjectKey("Namespace", None, k.namespace)
+                                       for k in unapplied if k.namespace}
+    memory.agent_namespace = agent_namespace
+    if listed_at is not None:
+        memory.kube_at, memory.kube_listed = listed_at, time.time()
+
+
+def _dns_left(memory: Memory, desired: Desired, dns: DnsResult) -> None:
+    """What each zone's primaries serve as the run left them, and which zones' desired RRsets were
+    confirmed; the zones that left Git are forgotten."""
+    wanted = {z.name: z.rrsets for z in desired.zones}
+    for zone in (set(memory.dns.zones) | set(memory.dns.sources)) - wanted.keys():
+        memory.dns.forget(zone)
+    # zones that left Git: their last result goes too
+    for zone in set(memory.reported) - wanted.keys():
+        del memory.reported[zone]
+    for zr in dns.zones:
+        if not zr.ok:
+            memory.dns.forget(zr.name)
+            continue
+        for primary, seen in zr.after.items():
+            if memory.dns.seen(zr.name, primary) is not seen:
+                memory.dns.remember(zr.name, primary, seen)
+        # not confirmed: asked again next run
+        if zr.conflicts or not all(c.ok for c in zr.checks):
+            memory.dns.sources.pop(zr.name, None)
+        else:
+            memory.dns.sources[zr.name] = wanted.get(zr.name)
 
 
 def _left(kube: KubeResult, undeleted: set[ObjectKey]) -> dict[ObjectKey, dict[str, Any]]:

@@ -52,18 +52,16 @@ class Validated:
 
 def validate(files: Sequence[SourceFile], *, default_namespace: str,
              repo_policy: repo_rules.PolicySettings, delete_threshold: float, limits: Limits,
-             secret_labels: repo_rules.SecretLabels | None = None,
-             files_cache: FileCache = NO_FILES, memo: Memo = NO_MEMO,
              progress: Progress = quiet) -> Validated:
-    """load -> desired -> policy; with a long-running agent's caches (agent/run/memory.py), what did
-    not change since the last revision is reused. `secret_labels`: the live labels of the Secrets
-    the revision references (a run reads them from its cluster between the two:
-    agent/run/planner.py); without them, such references are only warned about."""
+    """load -> desired -> policy, as a command without a cluster checks a revision (`validate`,
+    `plan DIR`, `export`): nothing remembered from an earlier revision, and references to Secrets
+    the agent does not generate only warned about. A run composes `load` and `check` itself
+    (agent/run/planner.py), with a long-running agent's caches and the live labels of the Secrets
+    read from its cluster between the two."""
     validated = load(files, default_namespace=default_namespace, limits=limits,
-                     files_cache=files_cache, memo=memo, progress=progress)
+                     progress=progress)
     if validated.desired is not None:
-        check(validated, repo_policy=repo_policy, delete_threshold=delete_threshold,
-              secret_labels=secret_labels)
+        check(validated, repo_policy=repo_policy, delete_threshold=delete_threshold)
     return validated
 
 
