@@ -125,10 +125,19 @@ class Cut(Exception):
         self.observed = observed
 
 
+@dataclasses.dataclass(frozen=True)
+class Pace:
+    """How an observe goes in time: the run's `deadline` bounds every query and transfer;
+    `progress` hears (zones observed, zones to observe) as each zone's transfers finish; `stop`,
+    asked then too, cuts the observe when it says so (`Cut`)."""
+
+    deadline: Deadline
+    progress: Callable[[int, int], None] | None = None
+    stop: Callable[[], bool] | None = None
+
+
 def observe(desired: Desired, store: Store, endpoints: Mapping[str, Endpoint], reading: Reading, *,
-            deadline: Deadline, memory: DnsMemory = NOTHING_SEEN,
-            progress: Callable[[int, int], None] | None = None,
-            stop: Callable[[], bool] | None = None, scope: Scope = ALL,
+            pace: Pace, memory: DnsMemory = NOTHING_SEEN, scope: Scope = ALL,
             limits: axfr.TransferLimits = axfr.DEFAULT_LIMITS) -> DnsObserved:
     """The zones of `scope` as `reading` says. `memory` is what the agent last saw (used when the
     reading starts from it, `reading.remembered`): only zones whose serial moved since (or that it
@@ -136,11 +145,12 @@ def observe(desired: Desired, store: Store, endpoints: Mapping[str, Endpoint], r
     every zone in scope, of those the revision touches and those of an instance with a pod waiting
     for its zones: the other zones are what the agent left there (hand-made drift in them is found
     by the next run that asks every serial, every resync). `reading.refresh_ownership` reads the
-    ownership records back from the store; `progress` hears (zones observed, zones to observe) as
-    each zone's transfers finish. A scope of some zones (push-first, or the second round for zones
-    found stale while applying) reads just those. `stop`, asked as each zone finishes: when it says
-    so, the transfers not started are dropped and `Cut` carries what was read of the zones
-    finished."""
+    ownership records back from the store; `pace.progress` hears (zones observed, zones to
+    observe) as each zone's transfers finish. A scope of some zones (push-first, or the second
+    round for zones found stale while applying) reads just those. `pace.stop`, asked as each zone
+    finishes: when it says so, the transfers not started are dropped and `Cut` carries what was
+    read of the zones finished."""
+    deadline = pace.deadline
     only = set(scope.zones) if scope.zones is not None else None
     memory = memory if reading.remembered else NOTHING_SEEN
     focus = _focus(desired, endpoints, reading, memory, only)
@@ -174,7 +184,7 @@ def observe(desired: Desired, store: Store, endpoints: Mapping[str, Endpoint], r
                    for job in [*jobs, *gone] if job not in known}
         for zone, inst in gone:
             zones.setdefault(zone, {})[inst] = futures[(zone, inst)].result()
-        done = _collect(jobs, known, futures, zones, progress, stop)
+        done = _collect(jobs, known, futures, zones, pace)
         if done is not None:
             raise Cut(_observed(ownership, done, endpoints, focus, pods, starting, fresh, answers))
     return _observed(ownership, zones, endpoints, focus, pods, starting, fresh, answers)
@@ -182,10 +192,12 @@ def observe(desired: Desired, store: Store, endpoints: Mapping[str, Endpoint], r
 
 def _collect(jobs: list[tuple[str, str]], known: Mapping[tuple[str, str], ZoneObserved],
              futures: Mapping[tuple[str, str], concurrent.futures.Future[ZoneObserved]],
-             zones: dict[str, dict[str, ZoneObserved]], progress: Callable[[int, int], None] | None,
-             stop: Callable[[], bool] | None) -> dict[str, dict[str, ZoneObserved]] | None:
-    """Each job's observation into `zones`, zone after zone; when `stop` says so as a zone finishes,
-    the transfers not started are dropped and the zones finished are returned (else None)."""
+             zones: dict[str, dict[str, ZoneObserved]],
+             pace: Pace) -> dict[str, dict[str, ZoneObserved]] | None:
+    """Each job's observation into `zones`, zone after zone; when `pace.stop` says so as a zone
+    finishes, the transfers not started are dropped and the zones finished are returned (else
+    None)."""
+    progress, stop = pace.progress, pace.stop
     left, finished = collections.Counter(zone for zone, _ in jobs), 0  # transfers left per zone
     for job in jobs:
         zone, inst = job

@@ -145,9 +145,9 @@ class Executing:
         again_log.warning("observing, planning and gating again the zones that changed while being "
                           "written: %s", ", ".join(sorted(stale)))
         scope = Scope.stale(stale)
-        again = planner.plan_validated(self.validated, scope, planner.AGAIN, revision=revision,
-                                       targets=self.targets, options=self.options,
-                                       deadline=self.deadline, endpoints=self.endpoints)
+        planning = planner.Planning(self.targets, self.options, deadline=self.deadline)
+        again = planner.plan_validated(self.validated, scope, planner.AGAIN, planning,
+                                       revision=revision, endpoints=self.endpoints)
         for name, seconds in again.steps.items():
             self.steps[name] = self.steps.get(name, 0.0) + seconds
         if again.plan is None:

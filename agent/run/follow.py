@@ -27,7 +27,7 @@ from agent.errors import AgentError
 from agent.run import decide, memorize
 from agent.run.decision import Head, Now
 from agent.run.memory import Memory
-from agent.run.planner import Options, Targets, plan
+from agent.run.planner import Options, Planning, Targets, plan
 from agent.run.revisions import RevisionSource
 from agent.run.runhold import bounded
 
@@ -61,8 +61,8 @@ def follow(source: RevisionSource, targets: Targets, options: Options, memory: M
             decision = decide.decide(state, memory.phase(standby=True),
                                      Head(snap.revision, read=True), options,
                                      Now(time.time(), time.monotonic()))
-            planned = plan(snap, decision.scope, decision.reading, targets=targets, options=options,
-                           memory=memory, deadline=deadline)
+            planning = Planning(targets, options, memory=memory, deadline=deadline)
+            planned = plan(snap, decision.scope, decision.reading, planning)
     except AgentError as exc:
         return Followed(None, problem=str(exc))
     desired = planned.validated.desired

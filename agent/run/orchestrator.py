@@ -202,9 +202,9 @@ class _Run(Finishing):
         # they cannot go alone (Planned.first False), the whole revision is read as its widened run
         # reads it
         whole = self._widened(snap) if decision.kind is RunKind.PUSH_FIRST else decision
-        planned = planner.plan(snap, decision.scope, whole.reading, targets=self.targets,
-                               options=self.options, memory=self.memory, deadline=self.deadline,
-                               progress=self.progress,
+        planning = planner.Planning(self.targets, self.options, memory=self.memory,
+                                    deadline=self.deadline, progress=self.progress)
+        planned = planner.plan(snap, decision.scope, whole.reading, planning,
                                stop=self.yield_to if decision.may_yield else None)
         for name, seconds in planned.steps.items():
             self.steps[name] = self.steps.get(name, 0.0) + seconds

@@ -92,8 +92,20 @@ class Planned:
         return self.scope.rule is ScopeRule.CHANGED_ZONES
 
 
-def plan(snapshot: Snapshot, scope: Scope, reading: Reading, *, targets: Targets, options: Options,
-         memory: Memory = ONE_SHOT, deadline: Deadline = UNBOUNDED, progress: Progress = quiet,
+@dataclasses.dataclass(frozen=True)
+class Planning:
+    """What a run plans with, whatever it plans: where it reads and writes (`targets`), its options,
+    what a long-running agent remembers, the run's deadline and who hears its progress."""
+
+    targets: Targets
+    options: Options
+    # the one-shot memory itself (it keeps nothing), not a copy
+    memory: Memory = dataclasses.field(default_factory=lambda: ONE_SHOT)
+    deadline: Deadline = UNBOUNDED
+    progress: Progress = quiet
+
+
+def plan(snapshot: Snapshot, scope: Scope, reading: Reading, planning: Planning, *,
          stop: Callable[[], bool] | None = None) -> Planned:
     """The one way a revision is planned: validate, then `plan_validated`. Writes nothing.
 
@@ -104,43 +116,40 @@ def plan(snapshot: Snapshot, scope: Scope, reading: Reading, *, targets: Targets
     as `reading` says (`Planned.scope` is then ALL). `stop` is asked as each zone's transfers finish
     when `reading.zones_first`: when it says a push waits, the observe stops (`Planned.cut`, what
     was read in `observed.dns`)."""
-    validated = validate(snapshot.files, options, limits=snapshot.limits, kube_api=targets.kube_api,
-                         memory=memory, progress=progress)
+    validated = validate(snapshot.files, planning.options, limits=snapshot.limits,
+                         kube_api=planning.targets.kube_api, memory=planning.memory,
+                         progress=planning.progress)
     planned = Planned(validated, steps=dict(validated.steps))
     if validated.ok:
-        _plan(planned, scope, reading, revision=snapshot.revision, targets=targets, options=options,
-              memory=memory, deadline=deadline, progress=progress, stop=stop)
+        _plan(planned, scope, reading, planning, revision=snapshot.revision, stop=stop)
     return planned
 
 
-def plan_validated(validated: Validated, scope: Scope, reading: Reading, *, revision: str | None,
-                   targets: Targets, options: Options, memory: Memory = ONE_SHOT,
-                   deadline: Deadline = UNBOUNDED, progress: Progress = quiet,
+def plan_validated(validated: Validated, scope: Scope, reading: Reading, planning: Planning, *,
+                   revision: str | None,
                    endpoints: Mapping[str, Endpoint] | None = None) -> Planned:
     """A valid revision observed, planned and gated for `scope` (its steps are this call's alone).
     `endpoints`: as read earlier in the run (the second DNS round), else read now."""
     planned = Planned(validated, endpoints=endpoints)
-    _plan(planned, scope, reading, revision=revision, targets=targets, options=options,
-          memory=memory, deadline=deadline, progress=progress, stop=None)
+    _plan(planned, scope, reading, planning, revision=revision, stop=None)
     return planned
 
 
-def _plan(planned: Planned, scope: Scope, reading: Reading, *, revision: str | None,
-          targets: Targets, options: Options, memory: Memory, deadline: Deadline,
-          progress: Progress, stop: Callable[[], bool] | None) -> None:
+def _plan(planned: Planned, scope: Scope, reading: Reading, planning: Planning, *,
+          revision: str | None, stop: Callable[[], bool] | None) -> None:
+    targets, options, memory = planning.targets, planning.options, planning.memory
     desired = planned.validated.desired
     assert desired is not None
     try:
         with timed(planned.steps, "observe"):
             # read once, however observed
             if planned.endpoints is None and targets.endpoints is not None:
-                planned.endpoints = run_options.endpoints(targets.endpoints, desired,
-                                                          targets.kube_api, options)
+                read = run_options.endpoints(targets.endpoints, desired, targets.kube_api, options)
+                planned.endpoints = read
             scope, reading = _resolved(scope, reading, desired, planned.endpoints, memory)
             planned.scope, planned.reading = scope, reading
             planned.kube_fast, planned.dns_fast = reading.kube is KubeRead.RECALL, reading.plan_memo
-            _observe(planned, desired, scope, reading, targets, options, memory=memory,
-                     deadline=deadline, progress=progress,
+            _observe(planned, desired, scope, reading, planning,
                      stop=stop if reading.zones_first else None)
     except dnsobserve.Cut as cut:
         planned.cut, planned.observed.dns = True, cut.observed
@@ -203,19 +212,18 @@ def _first_zones(memory: Memory, desired: Desired,
     return names
 
 
-def _observe(planned: Planned, desired: Desired, scope: Scope, reading: Reading, targets: Targets,
-             options: Options, *, memory: Memory, deadline: Deadline, progress: Progress,
-             stop: Callable[[], bool] | None = None) -> None:
+def _observe(planned: Planned, desired: Desired, scope: Scope, reading: Reading,
+             planning: Planning, *, stop: Callable[[], bool] | None = None) -> None:
     """What `scope` of the revision touches in the cluster and on the DNS servers, as `reading`
     says; a reconcile that may yield (`stop`) reads the zones first: they take long."""
-    observed, api = planned.observed, targets.kube_api
+    observed, api = planned.observed, planning.targets.kube_api
+    options, memory = planning.options, planning.memory
     kube = api is not None and reading.kube is not KubeRead.NONE and scope.kubernetes
     if kube and stop is None:
         assert api is not None
         observed.kube = _kube(api, desired, options, memory, reading)
     if planned.endpoints is not None:
-        observed.dns = _dns(desired, targets, planned.endpoints, scope, reading, options,
-                            memory=memory, deadline=deadline, progress=progress, stop=stop)
+        observed.dns = _dns(desired, planned.endpoints, scope, reading, planning, stop=stop)
     if kube and stop is not None:
         assert api is not None
         if observed.dns is not None and stop():
@@ -223,15 +231,18 @@ def _observe(planned: Planned, desired: Desired, scope: Scope, reading: Reading,
         observed.kube = _kube(api, desired, options, memory, reading)
 
 
-def _dns(desired: Desired, targets: Targets, endpoints: Mapping[str, Endpoint], scope: Scope,
-         reading: Reading, options: Options, *, memory: Memory, deadline: Deadline,
-         progress: Progress, stop: Callable[[], bool] | None) -> DnsObserved:
+def _dns(desired: Desired, endpoints: Mapping[str, Endpoint], scope: Scope, reading: Reading,
+         planning: Planning, *, stop: Callable[[], bool] | None) -> DnsObserved:
     """The zones of `scope`, as `reading` says (agent/observe/dnsobserve.py)."""
-    return dnsobserve.observe(desired, targets.store, endpoints, reading, deadline=deadline,
-                              memory=memory.dns,
-                              progress=lambda done, total: progress("observed", "zones", done,
-                                                                    total), stop=stop,
-                              scope=scope, limits=options.transfer)
+    progress = planning.progress
+
+    def observed(done: int, total: int) -> None:
+        progress("observed", "zones", done, total)
+
+    pace = dnsobserve.Pace(planning.deadline, progress=observed, stop=stop)
+    return dnsobserve.observe(desired, planning.targets.store, endpoints, reading, pace=pace,
+                              memory=planning.memory.dns, scope=scope,
+                              limits=planning.options.transfer)
 
 
 def _kube(api: KubeApi, desired: Desired, options: Options, memory: Memory,
