@@ -8,18 +8,17 @@ import pathlib
 from typing import Annotated
 
 import pydantic
-import yaml
 
 from agent.clients import axfr
 from agent.clients import endpoints as zone_endpoints
 from agent.desired import policy
 from agent.errors import ConfigError
 from agent.gate import safety
-from agent.load import scalars
 from agent.model import limits as read_limits
 from agent.model import names
 from agent.outcome import delivery, forge, notify
 from agent.run import settingchecks as checks
+from agent.run import settingsources
 from agent.sources import git as git_source
 from agent.sources import operatorfile
 
@@ -351,47 +350,11 @@ def check_runnable(settings: Settings) -> None:
                           "to only check commits, use `bindy-agent validate` or `bindy-agent plan`")
 
 
-def _coerce(name: str, value: str) -> object:
-    field = Settings.model_fields[name]
-    if field.annotation is bool:
-        if value.lower() in ("1", "true", "yes", "on"):
-            return True
-        if value.lower() in ("0", "false", "no", "off"):
-            return False
-        raise ConfigError(f"{ENV_PREFIX}{name.upper()}: expected true or false, got {value!r}")
-    return value
-
-
 def _merged(flags: dict[str, object], config_file: pathlib.Path | None,
             environ: dict[str, str] | None) -> tuple[dict[str, object], dict[str, str]]:
-    """The settings given, by precedence, and where each came from (for a refusal to say)."""
-    environ = dict(os.environ) if environ is None else environ
-    merged: dict[str, object] = {}
-    sources: dict[str, str] = {}
-    if config_file is not None:
-        text = operatorfile.read_text(config_file, setting="--config",
-                                      limit=operatorfile.SETTINGS_BYTES)
-        try:
-            doc = scalars.load(text) or {}  # Kubernetes' schema, as for a ConfigMap
-        except yaml.YAMLError as exc:
-            raise operatorfile.Unreadable("--config", config_file,
-                                          operatorfile.yaml_problem(exc)) from exc
-        if not isinstance(doc, dict):
-            raise operatorfile.Unreadable("--config", config_file,
-                                          "unreadable: expected a mapping of settings "
-                                          "(setting: value, one a line)")
-        for key, value in doc.items():
-            name = str(key).replace("-", "_")
-            merged[name] = value
-            sources[name] = f"{config_file}, key {checks.key(str(key))}"
-    for name in Settings.model_fields:
-        if checks.variable(ENV_PREFIX, name) in environ:
-            merged[name] = _coerce(name, environ[checks.variable(ENV_PREFIX, name)])
-            sources[name] = f"the environment variable {checks.variable(ENV_PREFIX, name)}"
-    for name, value in flags.items():
-        if value is not None:
-            merged[name], sources[name] = value, f"the flag {checks.flag(name)}"
-    return merged, sources
+    """The settings given, by precedence, and where each came from (agent/run/settingsources.py)."""
+    return settingsources.merged(Settings.model_fields, ENV_PREFIX, flags, config_file,
+                                 dict(os.environ) if environ is None else environ)
 
 
 def _validate(merged: dict[str, object], sources: dict[str, str]) -> Settings:
