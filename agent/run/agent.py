@@ -61,12 +61,13 @@ class Agent:
         self.api, self.store = self.built.targets.kube_api, self.built.targets.store
         # the Lease gets a connection object of its own: its renewals are not counted as a run's API
         # calls, and a run's deadline does not cut them
-        self.elector = (lease.LeaderElector(KubeApi(self.api.client,
-                                                    namespaces=self.api.namespaces),
-                                            settings.agent_namespace, name=settings.lease_name,
-                                            duration=settings.lease_duration,
-                                            patience=self._patience)
-                        if self.api is not None and settings.leader_election else None)
+        self.elector: lease.LeaderElector | None = None
+        if self.api is not None and settings.leader_election:
+            api = self.api
+            self.elector = lease.LeaderElector(KubeApi(api.client, namespaces=api.namespaces),
+                                               settings.agent_namespace, name=settings.lease_name,
+                                               duration=settings.lease_duration,
+                                               patience=self._patience)
         pod = os.environ.get("POD_NAME")  # set by deploy/deployment.yaml
         # the webhook Service selects the leader
         self.label = (leaderlabel.LeaderLabel(self.elector.api, settings.agent_namespace, pod)

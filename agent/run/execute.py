@@ -210,9 +210,12 @@ class Executing:
         if self.deadline.expired and result.failures:
             result.errors.append(f"the run's deadline ({self.deadline.seconds:.0f} s) passed "
                                  f"before it finished")
-        why = "; ".join(x for x in (f"{len(result.failures)} failed" if result.failures else "",
-                                    f"{len(result.conflicts)} conflicts" if result.conflicts
-                                    else "") if x)
+        counts = []
+        if result.failures:
+            counts.append(f"{len(result.failures)} failed")
+        if result.conflicts:
+            counts.append(f"{len(result.conflicts)} conflicts")
+        why = "; ".join(counts)
         late = " (the run's deadline passed)" if self.deadline.expired and result.failures else ""
         return (f"partial: {why}{late}; what was applied stays, the rest is tried again on the "
                 f"next run")

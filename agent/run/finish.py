@@ -131,9 +131,9 @@ class Finishing(Executing):
         and the alerts."""
         state = self._next_state(snap, result)
         with timed(self.steps, "report"):
+            took = time.monotonic() - self.started
             reports = [runreport.of_run(self.run_id, snap, result, started_at=self.started_at,
-                                        seconds=time.monotonic()
-                                        - self.started, repeat=self.state.applied == snap.revision)]
+                                        seconds=took, repeat=self.state.applied == snap.revision)]
             for sha in result.superseded:
                 reports.append(report.Report(self.run_id, sha, "superseded",
                                              self.source.commit(sha), self.started_at, 0.0,

@@ -21,11 +21,15 @@ run_id: contextvars.ContextVar[str] = contextvars.ContextVar("run_id", default="
 revision: contextvars.ContextVar[str] = contextvars.ContextVar("revision", default="")
 
 
+def _timestamp(created: float) -> str:
+    """A record's time as JSON lines give it: UTC, to the millisecond."""
+    return datetime.datetime.fromtimestamp(created, datetime.UTC).isoformat(timespec="milliseconds")
+
+
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         doc = {
-            "ts": datetime.datetime.fromtimestamp(record.created,
-                                                  datetime.UTC).isoformat(timespec="milliseconds"),
+            "ts": _timestamp(record.created),
             "level": record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),

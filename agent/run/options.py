@@ -118,6 +118,9 @@ def of(values: Mapping[str, Any], repo_policy: repo_rules.PolicySettings) -> Opt
         value = values.get(name)
         return fallback if value is None else value
 
+    limits = default.transfer
+    transfer = axfr.TransferLimits(int(given("max_transfer_bytes", limits.max_bytes)),
+                                   int(given("max_transfer_records", limits.max_records)))
     return Options(
         dry_run=bool(given("dry_run", default.dry_run)),
         policy=safety.Policy.of(values),
@@ -133,6 +136,4 @@ def of(values: Mapping[str, Any], repo_policy: repo_rules.PolicySettings) -> Opt
         mode=given("mode", default.mode), suspend=bool(given("suspend", default.suspend)),
         resync_after=float(given("resync_after", default.resync_after)),
         lock_wait=float(given("lock_wait", default.lock_wait)),
-        transfer=axfr.TransferLimits(int(given("max_transfer_bytes", default.transfer.max_bytes)),
-                                     int(given("max_transfer_records",
-                                               default.transfer.max_records))))
+        transfer=transfer)

@@ -43,8 +43,8 @@ def of_run(run_id: str, snap: Snapshot, result: RunOutcome, *, started_at: str, 
         item = change.as_dict()
         target = item["target"]
         if item["layer"] == "kubernetes":
-            error = kube_failed.get(str(ObjectKey(target["kind"], target["namespace"],
-                                                  target["name"])))
+            key = ObjectKey(target["kind"], target["namespace"], target["name"])
+            error = kube_failed.get(str(key))
         else:
             error = None if wrote(change) else failed.get(target["zone"])
         item["result"] = f"failed: {error}" if error else "applied"

@@ -291,8 +291,8 @@ class Settings(pydantic.BaseModel):
 
     def limits(self) -> read_limits.Limits:
         """What a revision may make the agent read (agent/model/limits.py)."""
-        return read_limits.Limits(**{f.name: getattr(self, f.name)
-                                     for f in dataclasses.fields(read_limits.Limits)})
+        fields = dataclasses.fields(read_limits.Limits)
+        return read_limits.Limits(**{f.name: getattr(self, f.name) for f in fields})
 
     def masked(self) -> dict[str, object]:
         """The effective settings for --print-config (file paths only; no secret values exist

@@ -75,10 +75,11 @@ def load(files: Sequence[SourceFile], *, default_namespace: str, limits: Limits,
         with timed(steps, "load"):
             # as Flux: overlays built first
             files = kustomize.render(files, max_bytes=limits.max_revision_bytes)
+            def loaded(done: int, total: int) -> None:
+                progress("loaded", "files", done, total)
+
             manifest = loader.load_files(files, default_namespace=default_namespace, limits=limits,
-                                         cache=files_cache,
-                                         progress=lambda done, total: progress("loaded", "files",
-                                                                               done, total))
+                                         cache=files_cache, progress=loaded)
         if not manifest.ok:
             return Validated(manifest, None, steps)
         with timed(steps, "desired"):

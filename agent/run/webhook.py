@@ -118,8 +118,9 @@ class App:
             return Reply("404 Not Found", b"webhook disabled: no webhook secret configured\n")
         headers = {name: environ.get("HTTP_" + name.upper().replace("-", "_"))
                    for name in forges.HEADERS}
-        body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH")
-                                              or 0)) if forges.signed(headers) else b""
+        body = b""
+        if forges.signed(headers):
+            body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
         if not verify_webhook(self.secret, body, headers):
             self.deliveries.labels("refused").inc()
             log.warning("webhook call from %s with a missing or bad signature refused",
