@@ -166,8 +166,8 @@ def _planned(args: argparse.Namespace, report: validation.Progress) -> Planned:
         run_options.of({**vars(args), "dry_run": True}, common.policy_settings(args)),
         directory=args.directory, limits=common.limits(args), cluster=True,
         kubeconfig=common.kubeconfig(args.kubeconfig), context=args.context))
-    planned = planner.plan(built.source.snapshot(), ALL, planner.WHOLE, targets=built.targets,
-                           options=built.options, progress=report)
+    planned = planner.plan(built.source.snapshot(), ALL, planner.WHOLE,
+                           planner.Planning(built.targets, built.options, progress=report))
     return planned.validated, planned.plan, planned.error
 
 

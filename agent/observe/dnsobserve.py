@@ -46,13 +46,15 @@ class DnsMemory:
         self.sources: dict[str, object] = {}  # zone -> the desired RRsets it was last applied from
 
     def changed(self, desired: Desired) -> set[str]:
-        """The zones whose desired RRsets are not the very object the agent last applied (a long-running
-        agent's unchanged zone keeps it, agent/desired/memo.py): the zones a revision touches."""
+        """The zones whose desired RRsets are not the very object the agent last applied (a
+        long-running agent's unchanged zone keeps it, agent/desired/memo.py): the zones a revision
+        touches."""
         sources = self.sources
         return {z.name for z in desired.zones if sources.get(z.name) is not z.rrsets}
 
     def remember(self, zone: str, primary: str, seen: ZoneObserved) -> None:
-        """Kept as `remembered`, the very object handed out while the serial stays (memos compare identity)."""
+        """Kept as `remembered`, the very object handed out while the serial stays (memos compare
+        identity)."""
         self.zones.setdefault(zone, {})[primary] = dataclasses.replace(seen, remembered=True)
 
     def forget(self, zone: str) -> None:
@@ -63,11 +65,13 @@ class DnsMemory:
         return self.zones.get(zone, {}).get(primary)
 
 
-NOTHING_SEEN = DnsMemory()  # what a one-shot run (or a sweep) remembers: every zone is transferred; never written
+# what a one-shot run (or a sweep) remembers: every zone is transferred; never written
+NOTHING_SEEN = DnsMemory()
 
 
 def transfer_time(deadline: Deadline) -> float:
-    """The most one transfer may take: what the run has left (without a deadline, the default one's length)."""
+    """The most one transfer may take: what the run has left (without a deadline, the default one's
+    length)."""
     return max(0.001, min(deadline.remaining(), names.DEFAULT_DEADLINE))
 
 
@@ -78,7 +82,8 @@ def shared(found: dict[Key, RRset], wanted: Mapping[Key, RRset]) -> dict[Key, RR
     changes. One that differs in anything is kept as read, so it is planned as the change it is."""
     if not wanted:
         return found
-    keys = {key: key for key in wanted}  # the desired key objects, to hold those and not the ones read
+    # the desired key objects, to hold those and not the ones read
+    keys = {key: key for key in wanted}
     out: dict[Key, RRset] = {}
     for key, seen in found.items():
         mine = wanted.get(key)
@@ -91,12 +96,13 @@ def shared(found: dict[Key, RRset], wanted: Mapping[Key, RRset]) -> dict[Key, RR
 
 def _transfer(endpoint: Endpoint, zone: str, deadline: Deadline, limits: axfr.TransferLimits,
               wanted: Mapping[Key, RRset] | None = None) -> ZoneObserved:
-    """`wanted`: the zone's desired RRsets, shared with what was read where they are equal (`shared`)."""
+    """`wanted`: the zone's desired RRsets, shared with what was read where they are equal
+    (`shared`)."""
     try:
         if deadline.expired:
             return ZoneObserved(None, error="the run's deadline passed before this zone was read")
-        found = axfr.read_zone(endpoint, zone, timeout=deadline.timeout(10), lifetime=transfer_time(deadline),
-                               limits=limits)
+        found = axfr.read_zone(endpoint, zone, timeout=deadline.timeout(10),
+                               lifetime=transfer_time(deadline), limits=limits)
         serial = rfc2136.serial_of(found[(zone, "SOA")].rdatas) if (zone, "SOA") in found else None
         return ZoneObserved(shared(found, wanted or {}), serial=serial)
     except ZoneMissing:
@@ -111,27 +117,40 @@ def _transfer(endpoint: Endpoint, zone: str, deadline: Deadline, limits: axfr.Tr
 
 class Cut(Exception):
     """An observe stopped part-way because something more urgent waits (`observe`'s `stop`): what it
-    read of each zone it finished, to be remembered (not a failure: nothing was planned or written)."""
+    read of each zone it finished, to be remembered (not a failure: nothing was planned or
+    written)."""
 
     def __init__(self, observed: DnsObserved) -> None:
         super().__init__("observe cut short")
         self.observed = observed
 
 
+@dataclasses.dataclass(frozen=True)
+class Pace:
+    """How an observe goes in time: the run's `deadline` bounds every query and transfer;
+    `progress` hears (zones observed, zones to observe) as each zone's transfers finish; `stop`,
+    asked then too, cuts the observe when it says so (`Cut`)."""
+
+    deadline: Deadline
+    progress: Callable[[int, int], None] | None = None
+    stop: Callable[[], bool] | None = None
+
+
 def observe(desired: Desired, store: Store, endpoints: Mapping[str, Endpoint], reading: Reading, *,
-            deadline: Deadline, memory: DnsMemory = NOTHING_SEEN, progress: Callable[[int, int], None] | None = None,
-            stop: Callable[[], bool] | None = None, scope: Scope = ALL,
+            pace: Pace, memory: DnsMemory = NOTHING_SEEN, scope: Scope = ALL,
             limits: axfr.TransferLimits = axfr.DEFAULT_LIMITS) -> DnsObserved:
     """The zones of `scope` as `reading` says. `memory` is what the agent last saw (used when the
-    reading starts from it, `reading.remembered`): only zones whose serial moved since (or that it has
-    not seen) are transferred. A FOCUSED reading asks the serials of the scope's zones, or, with every
-    zone in scope, of those the revision touches and those of an instance with a pod waiting for its
-    zones: the other zones are what the agent left there (hand-made drift in them is found by the next
-    run that asks every serial, every resync). `reading.refresh_ownership` reads the ownership records
-    back from the store; `progress` hears (zones observed, zones to observe) as each zone's transfers
-    finish. A scope of some zones (push-first, or the second round for zones found stale while
-    applying) reads just those. `stop`, asked as each zone finishes: when it says so, the transfers
-    not started are dropped and `Cut` carries what was read of the zones finished."""
+    reading starts from it, `reading.remembered`): only zones whose serial moved since (or that it
+    has not seen) are transferred. A FOCUSED reading asks the serials of the scope's zones, or, with
+    every zone in scope, of those the revision touches and those of an instance with a pod waiting
+    for its zones: the other zones are what the agent left there (hand-made drift in them is found
+    by the next run that asks every serial, every resync). `reading.refresh_ownership` reads the
+    ownership records back from the store; `pace.progress` hears (zones observed, zones to
+    observe) as each zone's transfers finish. A scope of some zones (push-first, or the second
+    round for zones found stale while applying) reads just those. `pace.stop`, asked as each zone
+    finishes: when it says so, the transfers not started are dropped and `Cut` carries what was
+    read of the zones finished."""
+    deadline = pace.deadline
     only = set(scope.zones) if scope.zones is not None else None
     memory = memory if reading.remembered else NOTHING_SEEN
     focus = _focus(desired, endpoints, reading, memory, only)
@@ -140,13 +159,15 @@ def observe(desired: Desired, store: Store, endpoints: Mapping[str, Endpoint], r
     if only is not None:
         ownership = {zone: owned for zone, owned in ownership.items() if zone in only}
     servers, pods = by_server(endpoints), servers_of(endpoints)
-    wanted = [(z.name, instance_id(k)) for z in desired.zones for k in z.primaries if only is None or z.name in only]
-    jobs = [(zone, server) for zone, inst in wanted if inst in endpoints for server in pods.get(inst, (inst,))]
-    # a zone that left Git is read in full from the primaries it is on, never from memory: whether it
-    # still holds RRsets the agent did not write decides if it may be deleted (plan/zonediff.py)
+    wanted = [(z.name, instance_id(k)) for z in desired.zones if only is None or z.name in only
+              for k in z.primaries]
+    jobs = [(zone, server) for zone, inst in wanted if inst in endpoints
+            for server in pods.get(inst, (inst,))]
+    # a zone that left Git is read in full from the primaries it is on, never from memory: whether
+    # it still holds RRsets the agent did not write decides if it may be deleted (plan/zonediff.py)
     placed = {z.name for z in desired.zones}
     gone = [(zone, server) for zone, owned in sorted(ownership.items()) if zone not in placed
-            for inst, role in sorted({**(owned.pending.place if owned.pending else {}), **owned.placements}.items())
+            for inst, role in _placements(owned)
             if role == "primary" and inst in endpoints for server in pods.get(inst, (inst,))]
     questions = soaserials.Questions()
     known = soaserials.remembered(questions, jobs, memory, focus)
@@ -158,11 +179,12 @@ def observe(desired: Desired, store: Store, endpoints: Mapping[str, Endpoint], r
         zones.setdefault(zone, {})[server] = ZoneObserved(None)
     rrsets_of = {z.name: z.rrsets for z in desired.zones}
     with concurrent.futures.ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        futures = {job: pool.submit(_transfer, servers[job[1]], job[0], deadline, limits, rrsets_of.get(job[0]))
+        futures = {job: pool.submit(_transfer, servers[job[1]], job[0], deadline, limits,
+                                    rrsets_of.get(job[0]))
                    for job in [*jobs, *gone] if job not in known}
         for zone, inst in gone:
             zones.setdefault(zone, {})[inst] = futures[(zone, inst)].result()
-        done = _collect(jobs, known, futures, zones, progress, stop)
+        done = _collect(jobs, known, futures, zones, pace)
         if done is not None:
             raise Cut(_observed(ownership, done, endpoints, focus, pods, starting, fresh, answers))
     return _observed(ownership, zones, endpoints, focus, pods, starting, fresh, answers)
@@ -170,10 +192,12 @@ def observe(desired: Desired, store: Store, endpoints: Mapping[str, Endpoint], r
 
 def _collect(jobs: list[tuple[str, str]], known: Mapping[tuple[str, str], ZoneObserved],
              futures: Mapping[tuple[str, str], concurrent.futures.Future[ZoneObserved]],
-             zones: dict[str, dict[str, ZoneObserved]], progress: Callable[[int, int], None] | None,
-             stop: Callable[[], bool] | None) -> dict[str, dict[str, ZoneObserved]] | None:
-    """Each job's observation into `zones`, zone after zone; when `stop` says so as a zone finishes,
-    the transfers not started are dropped and the zones finished are returned (else None)."""
+             zones: dict[str, dict[str, ZoneObserved]],
+             pace: Pace) -> dict[str, dict[str, ZoneObserved]] | None:
+    """Each job's observation into `zones`, zone after zone; when `pace.stop` says so as a zone
+    finishes, the transfers not started are dropped and the zones finished are returned (else
+    None)."""
+    progress, stop = pace.progress, pace.stop
     left, finished = collections.Counter(zone for zone, _ in jobs), 0  # transfers left per zone
     for job in jobs:
         zone, inst = job
@@ -209,24 +233,38 @@ def zones_of_waiting(desired: Desired, endpoints: Mapping[str, Endpoint]) -> set
     return {z.name for z in desired.zones for key in z.instances if instance_id(key) in instances}
 
 
+def _placements(owned: ZoneOwnership) -> list[tuple[str, str]]:
+    """A zone's instances and their roles, those of a move under way included, by instance."""
+    moving = owned.pending.place if owned.pending else {}
+    return sorted({**moving, **owned.placements}.items())
+
+
 def _observed(ownership: dict[str, ZoneOwnership], zones: dict[str, dict[str, ZoneObserved]],
-              endpoints: Mapping[str, Endpoint], focus: set[str] | None, pods: dict[str, tuple[str, ...]],
-              starting: dict[str, str], fresh: frozenset[str], answers: soaserials.Answers) -> DnsObserved:
-    serials = {server: {zone: soaserials.serial(a) for zone, a in asked.items()} for server, asked in answers.items()}
-    return DnsObserved(ownership, zones, set(endpoints), focus, reach(endpoints), pods=pods, starting=starting,
-                       fresh=fresh, serials=serials)
+              endpoints: Mapping[str, Endpoint], focus: set[str] | None,
+              pods: dict[str, tuple[str, ...]], starting: dict[str, str], fresh: frozenset[str],
+              answers: soaserials.Answers) -> DnsObserved:
+    serials = {server: {zone: soaserials.serial(a) for zone, a in asked.items()}
+               for server, asked in answers.items()}
+    return DnsObserved(ownership, zones, set(endpoints), focus, reach(endpoints), pods=pods,
+                       starting=starting, fresh=fresh, serials=serials)
 
 
-def _with_pods(endpoints: Mapping[str, Endpoint]) -> tuple[dict[str, Endpoint], dict[str, str], frozenset[str]]:
+# the instances that have pods, why each other one has none yet, the servers waiting for their zones
+WithPods = tuple[dict[str, Endpoint], dict[str, str], frozenset[str]]
+
+
+def _with_pods(endpoints: Mapping[str, Endpoint]) -> WithPods:
     """The instances that have pods; why each other one has none yet (nothing is asked of it); the
     servers that are pods waiting for their zones."""
     starting = {i: e.starting for i, e in endpoints.items() if e.starting}
     live = {i: e for i, e in endpoints.items() if not e.starting}
-    fresh = frozenset(f"{i}{SERVER_SEPARATOR}{s.name}" for i, e in live.items() for s in e.servers if s.waiting)
+    fresh = frozenset(f"{i}{SERVER_SEPARATOR}{s.name}" for i, e in live.items() for s in e.servers
+                      if s.waiting)
     return live, starting, fresh
 
 
 def reach(endpoints: Mapping[str, Endpoint]) -> dict[str, Reach]:
     """How each instance is reached by the others (what the zone API bodies carry); no secret."""
-    return {instance: Reach(tuple(e.transfer_addresses()), tuple(e.transfer_hosts()), e.transfer_acl,
-                            e.tsig.name if e.tsig else None) for instance, e in endpoints.items()}
+    return {instance: Reach(tuple(e.transfer_addresses()), tuple(e.transfer_hosts()),
+                            e.transfer_acl, e.tsig.name if e.tsig else None)
+            for instance, e in endpoints.items()}

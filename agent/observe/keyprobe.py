@@ -1,4 +1,5 @@
-"""Which TSIG key each pod of an instance accepts while a key rotation rolls out (part of observing).
+"""Which TSIG key each pod of an instance accepts while a key rotation rolls out (part of
+observing).
 
 A rotation (agent/plan/rotation.py) keeps the key's name and changes its secret; every pod keeps the
 secret it started with until the Deployment has rolled it. So while the RNDC Secret still holds a
@@ -32,8 +33,8 @@ def accepts(host: str, port: int, key: TsigKey, *, timeout: float = 2) -> bool |
     query.use_tsig(keyring, keyname=name, algorithm=algorithm)
     try:
         dns.query.tcp(query, host, port=port, timeout=timeout)
-    except (dns.tsig.PeerBadKey, dns.tsig.PeerBadSignature, dns.tsig.PeerBadTime, dns.tsig.PeerBadTruncation,
-            dns.tsig.BadSignature):
+    except (dns.tsig.PeerBadKey, dns.tsig.PeerBadSignature, dns.tsig.PeerBadTime,
+            dns.tsig.PeerBadTruncation, dns.tsig.BadSignature):
         return False
     except (OSError, dns.exception.DNSException):
         return None
@@ -42,8 +43,8 @@ def accepts(host: str, port: int, key: TsigKey, *, timeout: float = 2) -> bool |
 
 def choose(servers: tuple[Server, ...], current: TsigKey, previous: TsigKey | None, *,
            timeout: float = 2) -> tuple[Server, ...]:
-    """`servers` with the key each one accepts: the previous key on a pod that refuses the current one
-    and verifies the previous one (a pod not rolled yet), else the current key."""
+    """`servers` with the key each one accepts: the previous key on a pod that refuses the current
+    one and verifies the previous one (a pod not rolled yet), else the current key."""
     if previous is None:
         return servers
     out = []
@@ -52,6 +53,7 @@ def choose(servers: tuple[Server, ...], current: TsigKey, previous: TsigKey | No
         if accepts(server.dns_host, server.dns_port, current, timeout=timeout) is False \
                 and accepts(server.dns_host, server.dns_port, previous, timeout=timeout):
             key = previous
-            log.info("%s still runs the previous RNDC key (rotation rolling out): written with it", server.name)
+            log.info("%s still runs the previous RNDC key (rotation rolling out): written with it",
+                     server.name)
         out.append(dataclasses.replace(server, tsig=key))
     return tuple(out)

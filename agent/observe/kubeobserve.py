@@ -28,7 +28,8 @@ MANAGED_KINDS = [*kinds.KINDS, "ServiceAccount", "Secret", "ConfigMap", "Service
 
 
 def inventory_text(body: dict[str, Any] | None) -> str | None:
-    """The inventory ConfigMap's list of objects (JSON), gzip-compressed in binaryData when large."""
+    """The inventory ConfigMap's list of objects (JSON), gzip-compressed in binaryData when
+    large."""
     if not body:
         return None
     binary = body.get("binaryData") or {}
@@ -42,7 +43,8 @@ def _inventory_keys(text: str | None) -> set[ObjectKey]:
     return {ObjectKey(k, n, name) for k, n, name in json.loads(text or "[]")}
 
 
-def secret_labels(api: KubeApi, wanted: set[tuple[str, str]]) -> dict[tuple[str, str], dict[str, str] | None]:
+def secret_labels(api: KubeApi,
+                  wanted: set[tuple[str, str]]) -> dict[tuple[str, str], dict[str, str] | None]:
     """The live labels of each referenced Secret (None: it does not exist), read as metadata only so
     that no Secret value is ever fetched. One that cannot be read is left out: the policy then
     refuses the reference as not observed."""
@@ -51,9 +53,11 @@ def secret_labels(api: KubeApi, wanted: set[tuple[str, str]]) -> dict[tuple[str,
         try:
             meta = api.get_metadata("Secret", namespace, name)
         except KubeError as exc:
-            log.warning("cannot read Secret %s/%s to check the reference to it: %s", namespace, name, exc)
+            log.warning("cannot read Secret %s/%s to check the reference to it: %s", namespace,
+                        name, exc)
             continue
-        labels[(namespace, name)] = dict((meta or {}).get("metadata", {}).get("labels") or {}) if meta else None
+        found = (meta or {}).get("metadata", {}).get("labels") or {}
+        labels[(namespace, name)] = dict(found) if meta else None
     return labels
 
 
@@ -61,24 +65,27 @@ def _essence(pod: dict[str, Any]) -> dict[str, Any]:
     """What is kept of a listed pod: its name, namespace, labels and deletion, and its status (never
     its spec, environment included)."""
     meta = pod.get("metadata") or {}
-    return {"metadata": {k: meta[k] for k in ("name", "namespace", "labels", "deletionTimestamp") if k in meta},
+    return {"metadata": {k: meta[k] for k in ("name", "namespace", "labels", "deletionTimestamp")
+                         if k in meta},
             "status": pod.get("status") or {}}
 
 
 def pods(api: KubeApi, deployments: list[dict[str, Any]]) -> dict[ObjectKey, list[dict[str, Any]]]:
-    """The pods of each Deployment (by its selector's labels), metadata and status only, keyed by the
-    Deployment: one list per Deployment, asked only for those that are not ready. A list the agent
-    may not make (its Role without `list pods`, a namespace not allowed) is logged and left out: the
-    status then says only what the Deployment says."""
+    """The pods of each Deployment (by its selector's labels), metadata and status only, keyed by
+    the Deployment: one list per Deployment, asked only for those that are not ready. A list the
+    agent may not make (its Role without `list pods`, a namespace not allowed) is logged and left
+    out: the status then says only what the Deployment says."""
     out: dict[ObjectKey, list[dict[str, Any]]] = {}
     for body in deployments:
         key = key_of(body)
         labels = ((body.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
-        if not labels or key.namespace is None or (api.namespaces is not None and key.namespace not in api.namespaces):
+        allowed = api.namespaces is None or key.namespace in api.namespaces
+        if not labels or key.namespace is None or not allowed:
             continue
         selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
         try:
-            out[key] = [_essence(p) for p in api.list("Pod", label_selector=selector, namespace=key.namespace)]
+            listed = api.list("Pod", label_selector=selector, namespace=key.namespace)
+            out[key] = [_essence(p) for p in listed]
         except KubeError as exc:
             log.warning("cannot list the pods of %s to say why they are not ready: %s", key, exc)
     return out
@@ -93,13 +100,14 @@ def served_crs(api: KubeApi, agent_namespace: str) -> list[dict[str, Any]]:
 
 def _managed(api: KubeApi, agent_namespace: str, namespaces: set[str] | None,
              of: list[str] = MANAGED_KINDS) -> dict[ObjectKey, dict[str, Any]]:
-    """Everything of the kinds `of` carrying the agent's labels: cluster-wide, or only in `namespaces`
-    when the agent may only see those (cluster-scoped kinds are always listed)."""
+    """Everything of the kinds `of` carrying the agent's labels: cluster-wide, or only in
+    `namespaces` when the agent may only see those (cluster-scoped kinds are always listed)."""
     live: dict[ObjectKey, dict[str, Any]] = {}
     selector = names.selector(agent_namespace)
     for kind in of:
         namespaced = kind not in kinds.KINDS or kinds.KINDS[kind].namespaced
-        scopes: list[str | None] = [*sorted(namespaces)] if namespaces is not None and namespaced else [None]
+        scopes: list[str | None] = ([*sorted(namespaces)] if namespaces is not None and namespaced
+                                    else [None])
         for scope in scopes:
             for item in api.list(kind, label_selector=selector, namespace=scope):
                 if item["metadata"]["name"] != names.INVENTORY_NAME or kind != "ConfigMap":
@@ -107,8 +115,10 @@ def _managed(api: KubeApi, agent_namespace: str, namespaces: set[str] | None,
     return live
 
 
-def _conflicts(api: KubeApi, desired: Desired, live: dict[ObjectKey, dict[str, Any]], existing: set[str]) -> None:
-    """Same-named objects the agent does not manage are conflicts: one list per kind and namespace."""
+def _conflicts(api: KubeApi, desired: Desired, live: dict[ObjectKey, dict[str, Any]],
+               existing: set[str]) -> None:
+    """Same-named objects the agent does not manage are conflicts: one list per kind and
+    namespace."""
     unseen = {o.key for o in desired.objects if o.key not in live}
     for kind, ns in sorted({(k.kind, k.namespace) for k in unseen}, key=str):
         if ns is None:
@@ -125,30 +135,34 @@ def _conflicts(api: KubeApi, desired: Desired, live: dict[ObjectKey, dict[str, A
 
 def crds(api: KubeApi) -> dict[str, dict[str, Any] | None]:
     """Each of Bindy's 12 CRDs by name, as installed (None: not installed)."""
-    return {kind.crd_name: api.get("CustomResourceDefinition", None, kind.crd_name) for kind in kinds.KINDS.values()}
+    return {kind.crd_name: api.get("CustomResourceDefinition", None, kind.crd_name)
+            for kind in kinds.KINDS.values()}
 
 
 def observe(api: KubeApi, desired: Desired, *, agent_namespace: str = names.DEFAULT_AGENT_NAMESPACE,
             namespaces: set[str] | None = None, with_crds: bool = False) -> KubeObserved:
     """The live objects for `plan.build`; `namespaces` limits the lists to the allowed namespaces;
-    `with_crds`: Bindy's CRDs are read too (the run installs them: the plan creates or updates them)."""
+    `with_crds`: Bindy's CRDs are read too (the run installs them: the plan creates or updates
+    them)."""
     live = _managed(api, agent_namespace, namespaces)
     wanted = {o.key.namespace for o in desired.objects if o.key.namespace} | {agent_namespace}
     existing = {ns for ns in wanted if api.get("Namespace", None, ns) is not None}
     _conflicts(api, desired, live, existing)
     text = inventory_text(api.get("ConfigMap", agent_namespace, names.INVENTORY_NAME)
                           if agent_namespace in existing else None)
-    return KubeObserved(live, _inventory_keys(text), existing, text, crds(api) if with_crds else None)
+    return KubeObserved(live, _inventory_keys(text), existing, text,
+                        crds(api) if with_crds else None)
 
 
 def recall(api: KubeApi, desired: Desired, remembered: KubeObserved, *,
-           agent_namespace: str = names.DEFAULT_AGENT_NAMESPACE, recheck: Iterable[ObjectKey] = ()) -> KubeObserved:
+           agent_namespace: str = names.DEFAULT_AGENT_NAMESPACE,
+           recheck: Iterable[ObjectKey] = ()) -> KubeObserved:
     """What the last run left in the cluster, without listing it again (a long-running agent between
-    full observes): only objects and namespaces new to this revision are looked up, what the last run
-    failed on is read again (`recheck`, see `_read_again`), and the agent's Deployments are listed
-    again: their status is the cluster's (pods ready or crashing, a rollout done), which the
-    instances' statuses and the RNDC key rotation read; one deleted by hand is made again. Other hand
-    edits are found by the next full observe."""
+    full observes): only objects and namespaces new to this revision are looked up, what the last
+    run failed on is read again (`recheck`, see `_read_again`), and the agent's Deployments are
+    listed again: their status is the cluster's (pods ready or crashing, a rollout done), which the
+    instances' statuses and the RNDC key rotation read; one deleted by hand is made again. Other
+    hand edits are found by the next full observe."""
     live, namespaces = dict(remembered.live), set(remembered.namespaces)
     if recheck:
         live = _read_again(api, live, namespaces, recheck)
@@ -162,7 +176,8 @@ def recall(api: KubeApi, desired: Desired, remembered: KubeObserved, *,
             found = api.get(obj.key.kind, obj.key.namespace, obj.key.name)
             if found is not None:
                 live[obj.key] = found
-    return KubeObserved(live, remembered.inventory, namespaces, remembered.inventory_text)  # never changed in place
+    # a new one: `remembered` is never changed in place
+    return KubeObserved(live, remembered.inventory, namespaces, remembered.inventory_text)
 
 
 def _deployments(api: KubeApi, desired: Desired, live: dict[ObjectKey, dict[str, Any]],
@@ -170,7 +185,8 @@ def _deployments(api: KubeApi, desired: Desired, live: dict[ObjectKey, dict[str,
     """The revision's Deployments as the cluster has them now: one list in each namespace that has
     one (and the connection may read); one that is gone, or not the agent's, leaves `live` (and is
     looked up again as new)."""
-    wanted = [o.key for o in itertools.islice(desired.objects, desired.infra) if o.key.kind == "Deployment"]
+    wanted = [o.key for o in itertools.islice(desired.objects, desired.infra)
+              if o.key.kind == "Deployment"]
     scopes = {k.namespace for k in wanted if k.namespace}
     if api.namespaces is not None:
         scopes.intersection_update(api.namespaces)
@@ -183,8 +199,8 @@ def _deployments(api: KubeApi, desired: Desired, live: dict[ObjectKey, dict[str,
 
 def _read_again(api: KubeApi, live: dict[ObjectKey, dict[str, Any]], namespaces: set[str],
                 recheck: Iterable[ObjectKey]) -> dict[ObjectKey, dict[str, Any]]:
-    """Each object of `recheck` as it is now (what a run failed to delete: gone since, or made again by
-    someone else), and each namespace in it (where a write failed): one that is gone takes every
+    """Each object of `recheck` as it is now (what a run failed to delete: gone since, or made again
+    by someone else), and each namespace in it (where a write failed): one that is gone takes every
     remembered object in it along (`namespaces` is updated)."""
     gone: set[str] = set()
     for key in recheck:

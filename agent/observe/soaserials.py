@@ -22,7 +22,8 @@ from agent.model.observed import ZoneObserved
 from agent.model.ownership import ZoneOwnership
 from agent.model.servers import instance_id
 
-Answers = dict[str, dict[str, int | None]]  # server -> zone -> what its SOA query answered (dnsquery.soa)
+# server -> zone -> what its SOA query answered (dnsquery.soa)
+Answers = dict[str, dict[str, int | None]]
 
 
 class Memory(Protocol):
@@ -35,9 +36,12 @@ class Memory(Protocol):
 class Questions:
     """Server -> zones, for each reason a server is asked (a server may be in several)."""
 
-    remembered: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # primaries: serial moved?
-    pods: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # secondary pods: serial there?
-    addresses: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # secondaries: zone held?
+    # primaries: serial moved?
+    remembered: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    # secondary pods: serial there?
+    pods: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    # secondaries: zone held?
+    addresses: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
     def by_server(self) -> dict[str, list[str]]:
         """Each server's zones, once, in the order asked (primaries, then pods, then addresses)."""
@@ -79,8 +83,10 @@ def remembered(questions: Questions, jobs: Iterable[tuple[str, str]], memory: Me
     return out
 
 
-def unmoved(questions: Questions, answers: Answers, memory: Memory) -> dict[tuple[str, str], ZoneObserved]:
-    """The remembered zones whose serial on their primary is the one the agent last saw: what it saw then."""
+def unmoved(questions: Questions, answers: Answers,
+            memory: Memory) -> dict[tuple[str, str], ZoneObserved]:
+    """The remembered zones whose serial on their primary is the one the agent last saw: what it saw
+    then."""
     out: dict[tuple[str, str], ZoneObserved] = {}
     for server, zones in questions.remembered.items():
         now = answers.get(server, {})
@@ -92,11 +98,11 @@ def unmoved(questions: Questions, answers: Answers, memory: Memory) -> dict[tupl
 
 
 def secondaries(questions: Questions, desired: Desired, ownership: Mapping[str, ZoneOwnership],
-                servers: Mapping[str, Endpoint], pods: Mapping[str, tuple[str, ...]], focus: set[str] | None,
-                only: set[str] | None) -> None:
+                servers: Mapping[str, Endpoint], pods: Mapping[str, tuple[str, ...]],
+                focus: set[str] | None, only: set[str] | None) -> None:
     """The secondary servers to ask (into `questions`): each pod of a secondary instance the zone is
-    placed on (has it the zone's serial?), and, on a run that reads every zone (no `focus`: a resync),
-    an instance reached through one address (does it hold the zone?)."""
+    placed on (has it the zone's serial?), and, on a run that reads every zone (no `focus`: a
+    resync), an instance reached through one address (does it hold the zone?)."""
     for z in desired.zones:
         if (only is not None and z.name not in only) or (focus is not None and z.name not in focus):
             continue
@@ -116,13 +122,16 @@ def without(questions: Questions, answers: Answers) -> list[tuple[str, str]]:
     """(zone, server) for each secondary server that does not serve a zone placed on it: a pod
     without the zone's serial (started after the zone was placed, or restarted with an empty
     emptyDir); an instance reached through one address that answers for some of its zones and not
-    for this one (deleted by hand, or its data lost). Such a zone is planned on that server again."""
+    for this one (deleted by hand, or its data lost). Such a zone is planned on that server
+    again."""
     out: list[tuple[str, str]] = []
     for server, zones in questions.pods.items():
         if server in answers:
             out += [(zone, server) for zone in zones if serial(answers[server].get(zone)) is None]
-    for server, zones in questions.addresses.items():  # a server that does not answer is not taken as empty,
-        held = answers.get(server, {})  # nor one that refuses every zone (its allow-query may not let the agent in)
+    # a server that does not answer is not taken as empty, nor one that refuses every zone (its
+    # allow-query may not let the agent in)
+    for server, zones in questions.addresses.items():
+        held = answers.get(server, {})
         if any(serial(held.get(zone)) is not None for zone in zones):
             out += [(zone, server) for zone in zones if held.get(zone) == dnsquery.NOT_HELD]
     return out

@@ -6,7 +6,8 @@ condition True. Observe finds the pods that wait (model/podreadiness.py says whi
 observe/instancereach.py lists them) and a run writes them every zone like any pod; then:
 
     watch.py      a thread watching the pods: a new one that waits asks for a run at once
-    gates.py      which waiting pods got every zone of their instance, and why the others did not (pure)
+    gates.py      which waiting pods got every zone of their instance, and why the others did
+                  not (pure)
     condition.py  asks each such pod for every zone's SOA, then sets its condition (the writer)
     step.py       the run's step after the DNS writes: gates, then conditions
 """

@@ -38,10 +38,10 @@ NOT_LOADED = "ZonesNotLoaded"  # when False: the message says which zones and wh
 def condition_patch(*, loaded: bool, why: str, now: str) -> dict[str, object]:
     """The strategic merge patch of a pod's status that sets its zones-loaded condition (merged into
     `status.conditions` by `type`: the kubelet's conditions stay as they are)."""
+    message = "every zone of its instance is served by this pod" if loaded else why[:MESSAGE_LIMIT]
     return {"status": {"conditions": [{
         "type": names.ZONES_LOADED_CONDITION, "status": "True" if loaded else "False",
-        "reason": LOADED if loaded else NOT_LOADED,
-        "message": "every zone of its instance is served by this pod" if loaded else why[:MESSAGE_LIMIT],
+        "reason": LOADED if loaded else NOT_LOADED, "message": message,
         "lastTransitionTime": now}]}}
 
 
@@ -52,7 +52,8 @@ class GateResult:
     errors: list[str] = dataclasses.field(default_factory=list)
 
 
-Serials = Callable[..., Mapping[str, "int | None"]]  # dnsquery.serials: (endpoint, zones, timeout=) -> serial
+# dnsquery.serials: (endpoint, zones, timeout=) -> serial
+Serials = Callable[..., Mapping[str, "int | None"]]
 
 
 def unanswered(endpoint: Endpoint, zones: tuple[str, ...], *, wait: float, deadline: Deadline,
@@ -83,18 +84,21 @@ def open_gates(api: KubeApi, gates: list[Gate], servers: Mapping[str, Endpoint],
         why = gate.why
         if not why and gate.server in servers:
             known = answered.get(gate.server, set()) if answered is not None else set()
-            missing = unanswered(servers[gate.server], tuple(z for z in gate.zones if z not in known), wait=wait,
+            missing = unanswered(servers[gate.server],
+                                 tuple(z for z in gate.zones if z not in known), wait=wait,
                                  deadline=deadline, serials=serials)
             if missing:
                 names_ = ", ".join(z.rstrip(".") for z in missing[:SHOWN])
                 more = f" and {len(missing) - SHOWN} more" if len(missing) > SHOWN else ""
-                why = f"{names_}{more}: not answered by the pod yet (a secondary transfers them from its primaries)"
+                why = (f"{names_}{more}: not answered by the pod yet (a secondary transfers them "
+                       f"from its primaries)")
         patch = condition_patch(loaded=not why, why=why, now=events.now())
         try:
             deadline.check(f"setting the zones-loaded condition of pod {where}")
             api.patch_status("Pod", gate.namespace, gate.pod, patch)
         except AgentError as exc:
-            log.warning("pod %s: its zones-loaded condition could not be set (%s): it stays not Ready", where, exc)
+            log.warning("pod %s: its zones-loaded condition could not be set (%s): it stays not "
+                        "Ready", where, exc)
             out.errors.append(f"pod {where}: zones-loaded condition not set: {exc}")
             continue
         if why:

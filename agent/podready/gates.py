@@ -51,7 +51,8 @@ def placed(desired: Desired) -> dict[str, list[str]]:
 
 def waiting(endpoints: Mapping[str, Endpoint]) -> dict[str, str]:
     """Server id -> pod name of every pod that waits for its zones."""
-    return {f"{instance}{SERVER_SEPARATOR}{s.name}": s.waiting for instance, endpoint in endpoints.items()
+    return {f"{instance}{SERVER_SEPARATOR}{s.name}": s.waiting
+            for instance, endpoint in endpoints.items()
             for s in endpoint.servers if s.waiting}
 
 
@@ -75,8 +76,10 @@ def gates(desired: Desired, endpoints: Mapping[str, Endpoint], dns: DnsResult | 
     for server, pod in sorted(waiting(endpoints).items()):
         instance = instance_of(server)
         zones = tuple(sorted(on.get(instance, ())))
-        missing = [(z, why) for z in zones if (why := _why_not(server, results.get(z)) if dns is not None
-                                               else "the DNS step did not run")]
+        if dns is None:
+            missing = [(z, "the DNS step did not run") for z in zones]
+        else:
+            missing = [(z, why) for z in zones if (why := _why_not(server, results.get(z)))]
         why = "; ".join(f"{z.rstrip('.')}: {w}" for z, w in missing[:SHOWN])
         if len(missing) > SHOWN:
             why += f" (and {len(missing) - SHOWN} more zones)"

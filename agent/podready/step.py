@@ -25,12 +25,14 @@ from agent.reconcile.dnsresult import DnsResult
 def after_dns(api: KubeApi | None, desired: Desired, endpoints: Mapping[str, Endpoint] | None,
               dns: DnsResult | None, *, wait: float, deadline: Deadline, steps: Steps | None = None,
               serials: podcondition.Serials = dnsquery.serials) -> podcondition.GateResult:
-    """Opens the gate of every waiting pod the run gave all its zones (timed as part of `verify`)."""
+    """Opens the gate of every waiting pod the run gave all its zones (timed as part of
+    `verify`)."""
     if api is None or endpoints is None:
         return podcondition.GateResult()
     gates = podgates.gates(desired, endpoints, dns)
     if not gates:
         return podcondition.GateResult()
     with timed(steps if steps is not None else {}, "verify"):
-        return podcondition.open_gates(api, gates, by_server(endpoints), wait=wait, deadline=deadline, serials=serials,
+        return podcondition.open_gates(api, gates, by_server(endpoints), wait=wait,
+                                       deadline=deadline, serials=serials,
                                        answered=dns.answered if dns is not None else None)

@@ -1,5 +1,5 @@
-"""Runs the agent as soon as a BIND9 pod waits for its zones, or an instance's pods become ready, not
-ready or gone - not at the next interval.
+"""Runs the agent as soon as a BIND9 pod waits for its zones, or an instance's pods become ready,
+not ready or gone - not at the next interval.
 
 A new pod of an instance (a rollout, a drain, a scale-up) is Ready only once the agent gave it every
 zone (agent/model/podreadiness.py, agent/podready/step.py); until then a rollout keeps the old pod
@@ -12,9 +12,10 @@ handed to the memory by the sync worker): a run does not stop at an unchanged he
 
 Statuses follow pods: the generated Deployments are listed too, and when one's readiness moves (a
 pod became Ready once the agent gave it its zones, a pod was deleted or crashed, a scale to 0) its
-instance is posted (`moved`, the same way) and a run is asked for, which writes that instance's status and
-its zones' within seconds, with no push and no resync. Only the leader polls (a standby's run would
-not write); a new leader's first look only takes note (its first run computes every status).
+instance is posted (`moved`, the same way) and a run is asked for, which writes that instance's
+status and its zones' within seconds, with no push and no resync. Only the leader polls (a standby's
+run would not write); a new leader's first look only takes note (its first run computes every
+status).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from agent.clients.kubeapi import KubeApi
 from agent.errors import KubeError
@@ -37,26 +39,34 @@ SELECTOR = f"app.kubernetes.io/name=bind9,{names.MANAGED_BY_KEY}={names.MANAGED_
 
 
 def readiness(deployment: dict[str, object]) -> tuple[object, ...]:
-    """What an instance's status is made of, of its Deployment: wanted, ready, updated, available and
-    unavailable replicas, and whether the controller has seen the current generation."""
+    """What an instance's status is made of, of its Deployment: wanted, ready, updated, available
+    and unavailable replicas, and whether the controller has seen the current generation."""
     spec, status, meta = (deployment.get(k) or {} for k in ("spec", "status", "metadata"))
     assert isinstance(spec, dict) and isinstance(status, dict) and isinstance(meta, dict)
-    return (spec.get("replicas"), *(status.get(f) or 0 for f in ("readyReplicas", "updatedReplicas",
-                                                                  "availableReplicas", "unavailableReplicas")),
-            (status.get("observedGeneration") or 0) >= (meta.get("generation") or 0))
+    counts = ("readyReplicas", "updatedReplicas", "availableReplicas", "unavailableReplicas")
+    seen = (status.get("observedGeneration") or 0) >= (meta.get("generation") or 0)
+    return (spec.get("replicas"), *(status.get(f) or 0 for f in counts), seen)
+
+
+def _instance_of(deployment: dict[str, Any]) -> ObjectKey:
+    """The Bind9Instance a generated Deployment runs (same namespace and name)."""
+    meta = deployment["metadata"]
+    return ObjectKey("Bind9Instance", meta.get("namespace"), meta["name"])
 
 
 class PodWatch:
     """`look()` once per POLL on a thread of its own (`start`/`stop`)."""
 
-    def __init__(self, api: KubeApi, *, trigger: Callable[[str], None], waiting: Callable[[bool], None],
-                 leading: Callable[[], bool], longest: float = 60.0,
-                 clock: Callable[[], float] = time.monotonic,
+    def __init__(self, api: KubeApi, *, trigger: Callable[[str], None],
+                 waiting: Callable[[bool], None], leading: Callable[[], bool],
+                 longest: float = 60.0, clock: Callable[[], float] = time.monotonic,
                  moved: Callable[[set[ObjectKey]], None] = lambda keys: None) -> None:
         self.api, self.trigger, self.waiting, self.leading = api, trigger, waiting, leading
         self.longest, self.clock, self.moved = longest, clock, moved
-        self.ready: dict[ObjectKey, tuple[object, ...]] | None = None  # Bind9Instance -> its Deployment's readiness
-        self.due: dict[str, tuple[float, float]] = {}  # pod uid -> (when it is asked for next, the wait after)
+        # Bind9Instance -> its Deployment's readiness
+        self.ready: dict[ObjectKey, tuple[object, ...]] | None = None
+        # pod uid -> (when it is asked for next, the wait after)
+        self.due: dict[str, tuple[float, float]] = {}
         self.stopping = threading.Event()
         self.warned = False  # a failed list was logged as a warning
         self.thread = threading.Thread(target=self._loop, name="podwatch", daemon=True)
@@ -72,8 +82,9 @@ class PodWatch:
             pods = self.api.list("Pod", label_selector=SELECTOR)
         except KubeError as exc:  # said once
             (log.debug if self.warned else log.warning)(
-                "cannot list the BIND9 pods (%s): a new pod gets its zones, and is Ready, only at the next resync "
-                "(allow `list pods` in the target namespaces: deploy/target/role.yaml)", exc)
+                "cannot list the BIND9 pods (%s): a new pod gets its zones, and is Ready, only at "
+                "the next resync (allow `list pods` in the target namespaces: "
+                "deploy/target/role.yaml)", exc)
             self.warned = True
             return False
         now = self.clock()
@@ -88,22 +99,22 @@ class PodWatch:
                 asked = True
                 self.due[uid] = (now + after, min(self.longest, after * 2))
                 meta = pod["metadata"]
-                log.info("pod %s/%s runs and waits for its zones: a run is asked for", meta.get("namespace"),
-                         meta.get("name"))
+                log.info("pod %s/%s runs and waits for its zones: a run is asked for",
+                         meta.get("namespace"), meta.get("name"))
         if asked or moved:
             self.trigger(TRIGGER)
         return asked or moved
 
     def _readiness(self) -> bool:
-        """Whether an instance's Deployment readiness moved since the last look (its instance is then on
-        `moved`). The first look (this replica just started leading) only takes note."""
+        """Whether an instance's Deployment readiness moved since the last look (its instance is
+        then on `moved`). The first look (this replica just started leading) only takes note."""
         try:
             found = self.api.list("Deployment", label_selector=SELECTOR)
         except KubeError as exc:
-            log.debug("cannot list the BIND9 Deployments (%s): statuses follow pods at the next run", exc)
+            log.debug("cannot list the BIND9 Deployments (%s): statuses follow pods at the next "
+                      "run", exc)
             return False
-        now = {ObjectKey("Bind9Instance", d["metadata"].get("namespace"), d["metadata"]["name"]): readiness(d)
-               for d in found}
+        now = {_instance_of(d): readiness(d) for d in found}
         before, self.ready = self.ready, now
         if before is None:
             return False

@@ -1,15 +1,17 @@
 """The long-running agent: scheduled syncs, the push webhook, health, readiness and metrics.
 
     APScheduler interval (jitter) ----> due at once ---------\\
-    start, new leadership ------------> due at once -----------> one worker thread: orchestrator.run,
-    POST /hooks/git (signed) ---------> at once, then at most    one run at a time; requests made before
-                                        one run per min interval a run starts are all served by it
+    start, new leadership ------------> due at once -----------> one worker thread:
+    POST /hooks/git (signed) ---------> at once, then at most    orchestrator.run, one run at a
+                                        one run per min interval time; requests made before a run
+                                                                 starts are all served by it
 
-HTTP (agent/run/httpserver.py, agent/run/webhook.py): GET /healthz (the worker is alive), GET /readyz
-(the newest good revision serves: one was applied and the newest commit is not rejected), GET /metrics
-(Prometheus text), POST /hooks/git (GitHub X-Hub-Signature-256, GitLab X-Gitlab-Token, Gitea X-Gitea-Signature, or a
-generic X-Signature-256: sha256=<HMAC of the body>; pushes of refs other than the followed branch start nothing:
-agent/clients/forges/). SIGTERM finishes the current run, then stops.
+HTTP (agent/run/httpserver.py, agent/run/webhook.py): GET /healthz (the worker is alive), GET
+/readyz (the newest good revision serves: one was applied and the newest commit is not rejected),
+GET /metrics (Prometheus text), POST /hooks/git (GitHub X-Hub-Signature-256, GitLab X-Gitlab-Token,
+Gitea X-Gitea-Signature, or a generic X-Signature-256: sha256=<HMAC of the body>; pushes of refs
+other than the followed branch start nothing: agent/clients/forges/). SIGTERM finishes the current
+run, then stops.
 """
 
 from __future__ import annotations
@@ -50,20 +52,26 @@ RETRY_FIRST = 5.0  # seconds before the first retry of a run that may succeed la
 class Agent:
     def __init__(self, settings: config.Settings) -> None:
         self.settings = settings
-        self.secret = webhook.read_secret(settings.webhook_secret_file) if settings.webhook_secret_file else None
+        self.secret = (webhook.read_secret(settings.webhook_secret_file)
+                       if settings.webhook_secret_file else None)
         self.metrics = metrics.Metrics()
-        # source, cluster, state store, DNS endpoints, announcements and options: built as `sync` builds them
+        # source, cluster, state store, DNS endpoints, announcements and options: built as `sync`
+        # builds them
         self.built = compose.build(compose.from_settings(settings))
         self.api, self.store = self.built.targets.kube_api, self.built.targets.store
         # the Lease gets a connection object of its own: its renewals are not counted as a run's API
         # calls, and a run's deadline does not cut them
-        self.elector = (lease.LeaderElector(KubeApi(self.api.client, namespaces=self.api.namespaces),
-                                            settings.agent_namespace, name=settings.lease_name,
-                                            duration=settings.lease_duration, patience=self._patience)
-                        if self.api is not None and settings.leader_election else None)
+        self.elector: lease.LeaderElector | None = None
+        if self.api is not None and settings.leader_election:
+            api = self.api
+            self.elector = lease.LeaderElector(KubeApi(api.client, namespaces=api.namespaces),
+                                               settings.agent_namespace, name=settings.lease_name,
+                                               duration=settings.lease_duration,
+                                               patience=self._patience)
         pod = os.environ.get("POD_NAME")  # set by deploy/deployment.yaml
+        # the webhook Service selects the leader
         self.label = (leaderlabel.LeaderLabel(self.elector.api, settings.agent_namespace, pod)
-                      if self.elector is not None and pod else None)  # the webhook Service selects the leader
+                      if self.elector is not None and pod else None)
         self.triggers = throttle.Triggers(settings.webhook_min_interval)
         self.stopping = threading.Event()
         self.backoff = 0  # retries in a row (see _retry)
@@ -72,17 +80,22 @@ class Agent:
         except statestore.StateUnreadable:
             state = ownership.RunState()
         self.ready = runner.serving(state)  # serving the newest good revision
-        self.trace = runtrace.RunTrace(self.metrics, api=self.api, agent_namespace=settings.agent_namespace,
-                                       applied=state.applied, seen=state.seen)  # start/end lines, metrics, Events
-        self.metrics.watch(ready=self.is_ready, leader=lambda: self.elector is None or self.elector.leader)
+        # start/end lines, metrics, Events
+        self.trace = runtrace.RunTrace(self.metrics, api=self.api,
+                                       agent_namespace=settings.agent_namespace,
+                                       applied=state.applied, seen=state.seen)
+        self.metrics.watch(ready=self.is_ready,
+                           leader=lambda: self.elector is None or self.elector.leader)
         self.runs = 0
         self.warm_since: float | None = None  # when this replica first followed (or ran) a revision
-        self.led = True  # the worker's last turn was a run as the leader (False: a follow as a standby)
+        # the worker's last turn was a run as the leader (False: a follow as a standby)
+        self.led = True
         self.terms = self.taken = 0  # times the Lease was taken; of them, taken over by the worker
         self.memory = memory.Memory()  # so that a run costs what changed (agent/run/memory.py)
-        # a new BIND9 pod gets its zones at once; what the watch sees goes with its trigger, to the worker
-        self.pods = (podwatch.PodWatch(KubeApi(self.api.client, namespaces=self.api.namespaces), trigger=self.trigger,
-                                       waiting=self.triggers.pods_waiting,
+        # a new BIND9 pod gets its zones at once; what the watch sees goes with its trigger, to the
+        # worker
+        self.pods = (podwatch.PodWatch(KubeApi(self.api.client, namespaces=self.api.namespaces),
+                                       trigger=self.trigger, waiting=self.triggers.pods_waiting,
                                        leading=lambda: self.elector is None or self.elector.leader,
                                        longest=settings.interval, moved=self.triggers.pods_moved)
                      if self.api is not None else None)
@@ -90,19 +103,24 @@ class Agent:
         self.worker = threading.Thread(target=self._loop, name="sync", daemon=True)
         self.httpd = self._http_server()
         self.http_stop = threading.Event()
-        self.http_thread = threading.Thread(target=self.httpd.serve, args=(self.http_stop,), name="http", daemon=True)
+        self.http_thread = threading.Thread(target=self.httpd.serve, args=(self.http_stop,),
+                                            name="http", daemon=True)
 
     def _http_server(self) -> httpserver.Server:
         s = self.settings
-        endpoints = webhook.App(alive=self.alive, ready=self.is_ready, exposition=self.metrics.exposition,
-                                      secret=self.secret, deliveries=self.metrics.deliveries,
-                                      on_delivery=lambda: self.trigger(throttle.WEBHOOK),
-                                      leading=lambda: self.elector is None or self.elector.leader,
-                                      followed=webhook.followed(s.branch, s.ref))
+        endpoints = webhook.App(alive=self.alive, ready=self.is_ready,
+                                exposition=self.metrics.exposition,
+                                secret=self.secret, deliveries=self.metrics.deliveries,
+                                on_delivery=lambda: self.trigger(throttle.WEBHOOK),
+                                leading=lambda: self.elector is None or self.elector.leader,
+                                followed=webhook.followed(s.branch, s.ref))
         host, _, port = s.listen.rpartition(":")
-        limits = httpserver.HttpLimits(max_body=s.webhook_max_body, header_timeout=s.http_header_timeout,
-                                   body_timeout=s.http_body_timeout, connection_limit=s.http_connection_limit)
-        return httpserver.Server(endpoints, host=host.strip("[]") or "0.0.0.0", port=int(port), limits=limits)
+        limits = httpserver.HttpLimits(max_body=s.webhook_max_body,
+                                       header_timeout=s.http_header_timeout,
+                                       body_timeout=s.http_body_timeout,
+                                       connection_limit=s.http_connection_limit)
+        return httpserver.Server(endpoints, host=host.strip("[]") or "0.0.0.0", port=int(port),
+                                 limits=limits)
 
     def alive(self) -> bool:
         return self.worker.is_alive() and not self.stopping.is_set()
@@ -125,10 +143,14 @@ class Agent:
         run_id, trigger = self.trace.start(why)
         b = self.built
         run = runner.run(b.source, b.targets, b.options, run_id=run_id, memory=self.memory,
-                         yield_to=self.triggers.push_due,  # pushes first: a reconcile yields to a webhook
-                         pushed=why in (throttle.WEBHOOK, "push"))  # the branch moved: fetch at once
-        follow_up = memorize.run_ended(self.memory, why, run.outcome)  # cut for a push: the push's run, then
-        if follow_up is not None:  # the reconcile it cut (agent/run/decide.py `next_phase`)
+                         # pushes first: a reconcile yields to a webhook
+                         yield_to=self.triggers.push_due,
+                         # the branch moved: fetch at once
+                         pushed=why in (throttle.WEBHOOK, "push"))
+        # cut for a push: the push's run, then the reconcile it cut (agent/run/decide.py
+        # `next_phase`)
+        follow_up = memorize.run_ended(self.memory, why, run.outcome)
+        if follow_up is not None:
             self.trigger(follow_up.value)
         if run.rejected_head:
             self.ready = False  # until a good commit applies
@@ -140,8 +162,9 @@ class Agent:
         return run
 
     def _patience(self) -> float:
-        """How long past its expiry this replica leaves another's Lease to a warm standby: none once it
-        has followed the revisions for a lease duration, else a lease duration (agent/run/lease.py)."""
+        """How long past its expiry this replica leaves another's Lease to a warm standby: none once
+        it has followed the revisions for a lease duration, else a lease duration
+        (agent/run/lease.py)."""
         duration = float(self.settings.lease_duration)
         warm = self.warm_since is not None and time.monotonic() - self.warm_since >= duration
         return 0.0 if warm else duration
@@ -157,20 +180,23 @@ class Agent:
             was = self.elector.leader
             if self._tick() and not was:
                 self.terms += 1
-                self.trigger("leadership")  # the worker takes over before its first run as the leader
+                # the worker takes over before its first run as the leader
+                self.trigger("leadership")
 
     def _take_over(self) -> None:
-        """What this replica followed as a standby is checked, not thrown away (agent/run/follow.py); the
-        zones' ownership records are read back, since the old leader wrote them."""
+        """What this replica followed as a standby is checked, not thrown away
+        (agent/run/follow.py); the zones' ownership records are read back, since the old leader
+        wrote them."""
         try:
             quarantined = self.store.quarantined
             memorize.take_over(self.memory, applied_at=self.store.load_run().wrote_at)
             self.store.load_zones(refresh=True)
-            if self.store.quarantined != quarantined:  # a record was unreadable: read the world again
+            # a record was unreadable: read the world again
+            if self.store.quarantined != quarantined:
                 memorize.forget_world(self.memory)
         except AgentError as exc:
-            log.warning("taking over: could not read the zones' ownership records (%s): nothing remembered is "
-                        "trusted", exc)
+            log.warning("taking over: could not read the zones' ownership records (%s): nothing "
+                        "remembered is trusted", exc)
             memorize.take_over_failed(self.memory)
 
     def _tick(self) -> bool:
@@ -187,12 +213,15 @@ class Agent:
             if why is None or self.stopping.is_set():
                 continue
             log.debug("sync run started by %s", why)
-            memorize.pods_seen(self.memory, *self.triggers.pods_seen())  # before deciding: a run, or a follow
+            # before deciding: a run, or a follow
+            memorize.pods_seen(self.memory, *self.triggers.pods_seen())
             if self.elector is not None and not self.elector.leader:
                 self.led = False
-                self._follow()  # a standby does not sync; it follows, so that taking over costs a push
+                # a standby does not sync; it follows, so that taking over costs a push
+                self._follow()
                 continue
-            if not self.led or self.taken != self.terms:  # on this thread: a follow in flight cannot undo it
+            # on this thread: a follow in flight cannot undo it
+            if not self.led or self.taken != self.terms:
                 self.taken, self.led = self.terms, True
                 self._take_over()
             try:
@@ -214,45 +243,52 @@ class Agent:
         if not done.problem:
             self._warm()
         if done.problem:
-            log.info("standby: could not follow %s: %s", (done.revision or "the source")[:12], done.problem)
+            log.info("standby: could not follow %s: %s", (done.revision or "the source")[:12],
+                     done.problem)
         else:
-            log.info("standby: followed %s (%d zones observed, nothing written)", (done.revision or "")[:12],
-                     done.zones)
+            log.info("standby: followed %s (%d zones observed, nothing written)",
+                     (done.revision or "")[:12], done.zones)
 
     def _retry(self, run: runner.RunOutcome | None) -> None:
-        """A run that may succeed later (`retryable`: a pod not ready yet, a server not reachable) is
-        run again soon: after RETRY_FIRST seconds, doubling on each retry up to the interval; a run
-        that needs none resets the back-off."""
+        """A run that may succeed later (`retryable`: a pod not ready yet, a server not reachable)
+        is run again soon: after RETRY_FIRST seconds, doubling on each retry up to the interval; a
+        run that needs none resets the back-off."""
         if run is None or not getattr(run, "retryable", False):
             self.backoff = 0
             return
         delay = min(self.settings.interval, RETRY_FIRST * 2 ** self.backoff)
-        self.backoff += delay < self.settings.interval  # at the interval it stays: 2 ** n would overflow a float
-        log.info("run %s was %s and may succeed later: running again in %.0f s", run.run_id, run.outcome, delay)
+        # at the interval it stays: 2 ** n would overflow a float
+        self.backoff += delay < self.settings.interval
+        log.info("run %s was %s and may succeed later: running again in %.0f s", run.run_id,
+                 run.outcome, delay)
         timer = threading.Timer(delay, self.trigger, ["retry"])
         timer.daemon = True
         timer.start()
 
     def start(self) -> None:
         every = IntervalTrigger(seconds=self.settings.interval, jitter=self.settings.jitter)
-        self.scheduler.add_job(self.trigger, every, args=["schedule"], coalesce=True, max_instances=1, id="sync")
+        self.scheduler.add_job(self.trigger, every, args=["schedule"], coalesce=True,
+                               max_instances=1, id="sync")
         self.worker.start()
         self.http_thread.start()
-        if self.elector is not None:  # after the server: the leader label sends webhooks to this pod
+        # after the server: the leader label sends webhooks to this pod
+        if self.elector is not None:
             self._tick()
             threading.Thread(target=self._elect, name="lease", daemon=True).start()
         self.scheduler.start()
         if self.pods is not None:
             self.pods.start()
         self.trigger("start")
-        log.info("bindy-agent running: %s (%s), every %.0f s, listening on %s%s%s", self.settings.repo,
-                 self.settings.ref or self.settings.branch, self.settings.interval, self.httpd.address,
+        log.info("bindy-agent running: %s (%s), every %.0f s, listening on %s%s%s",
+                 self.settings.repo, self.settings.ref or self.settings.branch,
+                 self.settings.interval, self.httpd.address,
                  "" if self.secret else " (webhook off: no --webhook-secret-file)",
                  f", as {self.elector.identity}" if self.elector else "")
         if self.settings.report_key_file is None:
-            log.warning("commit reports are not signed: no --report-key-file (BINDY_AGENT_REPORT_KEY_FILE); "
-                        "`bindy-agent report` shows every report as unverified, since anyone who can push to "
-                        "refs/notes/bindy-agent can write one")
+            log.warning("commit reports are not signed: no --report-key-file "
+                        "(BINDY_AGENT_REPORT_KEY_FILE); `bindy-agent report` shows every report as "
+                        "unverified, since anyone who can push to refs/notes/bindy-agent can write "
+                        "one")
 
     def stop(self) -> None:
         """Finishes the run in progress (a run is never cut in half), then stops everything."""

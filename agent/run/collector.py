@@ -1,4 +1,5 @@
-"""How the process's garbage collector runs: rarely, because a revision is millions of long-lived objects.
+"""How the process's garbage collector runs: rarely, because a revision is millions of long-lived
+objects.
 
 Loading 100,000 records allocates millions of objects that all live until the run ends (or, in a
 long-running agent, until the next revision replaces them). With CPython's default thresholds
@@ -20,7 +21,8 @@ import gc
 import threading
 from collections.abc import Iterator
 
-THRESHOLDS = (50_000, 20, 100)  # allocations before a young collection; young, then middle collections per older
+# allocations before a young collection; young, then middle collections per older
+THRESHOLDS = (50_000, 20, 100)
 
 _lock = threading.Lock()
 _depth = 0  # nested or concurrent long_lived() blocks; the collector resumes when the last one ends

@@ -39,7 +39,8 @@ from agent.run.gitsource import Git as Git  # a Git source as every verb names i
 class Request:
     """What a run is built from, whichever verb asks. Exactly one of `git` and `directory`."""
 
-    options: run_options.Options  # its repo_policy also scopes the cluster client and the zone-API token
+    # its repo_policy also scopes the cluster client and the zone-API token
+    options: run_options.Options
     git: Git | None = None
     directory: pathlib.Path | None = None
     limits: Limits = Limits()
@@ -51,7 +52,8 @@ class Request:
     zone_api_token_file: pathlib.Path = endpoint_map.ZONE_API_TOKEN
     zone_api_audience: str = endpoint_map.ZONE_API_AUDIENCE
     state: pathlib.Path | None = None  # a state directory the user named: it wins over the cluster
-    local_state: pathlib.Path = names.CACHE_DIR / "state"  # the state without a cluster or a named directory
+    # the state without a cluster or a named directory
+    local_state: pathlib.Path = names.CACHE_DIR / "state"
     forge: forge.ForgeSettings | None = None  # commit statuses
     alerts: notify.NotifySettings | None = None
 
@@ -71,11 +73,12 @@ def build(request: Request) -> Built:
     if (request.git is None) == (request.directory is None):
         raise ConfigError("a run needs either a Git repository or a directory")
     if request.forge is not None and request.git is None:
-        raise ConfigError("commit statuses go on commits: they need a Git repository (--repo), not a directory")
+        raise ConfigError("commit statuses go on commits: they need a Git repository (--repo), not "
+                          "a directory")
     api = kube_api(request) if request.cluster else None
     try:
-        targets = run_options.Targets(store(request, api), api, zone_endpoints(request, api), request.forge,
-                                       request.alerts)
+        targets = run_options.Targets(store(request, api), api, zone_endpoints(request, api),
+                                      request.forge, request.alerts)
         return Built(source(request), targets, request.options)
     except BaseException:
         if api is not None:
@@ -85,15 +88,17 @@ def build(request: Request) -> Built:
 
 def kube_api(request: Request) -> kubeapi.KubeApi:
     if request.kubeconfig is None and "KUBERNETES_SERVICE_HOST" not in os.environ:
-        raise KubeError("no kubeconfig: give --kubeconfig FILE, set $KUBECONFIG, or create ~/.kube/config "
-                        "(inside a pod, its ServiceAccount is used)", reason="config")
+        raise KubeError("no kubeconfig: give --kubeconfig FILE, set $KUBECONFIG, or create "
+                        "~/.kube/config (inside a pod, its ServiceAccount is used)",
+                        reason="config")
     return kubeapi.KubeApi.from_kubeconfig(request.kubeconfig, context=request.context,
                                            namespaces=request.options.repo_policy.kube_scope())
 
 
 def store(request: Request, api: kubeapi.KubeApi | None) -> statestore.Store:
     """A named directory, else the cluster's ConfigMaps, else the local directory."""
-    moves = not request.options.dry_run  # a dry run (and a plan) leaves an unreadable record where it is
+    # a dry run (and a plan) leaves an unreadable record where it is
+    moves = not request.options.dry_run
     if request.state is not None:
         return statestore.FileStore(request.state, moves=moves)
     if api is not None:
@@ -107,13 +112,14 @@ def zone_endpoints(request: Request, api: kubeapi.KubeApi | None) -> run_options
     if request.endpoints is not None:
         if request.in_cluster_dns:
             raise ConfigError("--endpoints and --in-cluster-dns exclude each other")
-        endpoint_map.load_endpoints(request.endpoints)  # a map that cannot be read stops the start, not every run
+        # a map that cannot be read stops the start, not every run
+        endpoint_map.load_endpoints(request.endpoints)
         return run_options.EndpointMap(request.endpoints)
     if not request.in_cluster_dns:
         return None
     if api is None:
-        raise ConfigError("--in-cluster-dns finds the DNS servers through the cluster: it needs one "
-                          "(--kubeconfig, --context or --in-cluster)")
+        raise ConfigError("--in-cluster-dns finds the DNS servers through the cluster: it needs "
+                          "one (--kubeconfig, --context or --in-cluster)")
     return run_options.InCluster(request.zone_api_token_file, request.zone_api_audience)
 
 
@@ -127,13 +133,16 @@ def source(request: Request) -> revisions.RevisionSource:
 
 
 def from_settings(settings: config.Settings) -> Request:
-    """What `bindy-agent run` was given. Its cluster is --kubeconfig or --in-cluster (the pod's account)."""
+    """What `bindy-agent run` was given. Its cluster is --kubeconfig or --in-cluster (the pod's
+    account)."""
     values = dict(settings)
     git = Git.of(values)
-    return Request(run_options.of(values, settings.policy_settings()), git, limits=settings.limits(),
+    return Request(run_options.of(values, settings.policy_settings()), git,
+                   limits=settings.limits(),
                    cluster=settings.kubeconfig is not None or settings.in_cluster,
                    kubeconfig=str(settings.kubeconfig) if settings.kubeconfig else None,
                    endpoints=settings.endpoints, in_cluster_dns=settings.in_cluster_dns,
-                   zone_api_token_file=settings.zone_api_token_file, zone_api_audience=settings.zone_api_audience,
-                   state=settings.state, local_state=settings.cache / "state",
-                   forge=settings.forge_settings(), alerts=settings.notify_settings())
+                   zone_api_token_file=settings.zone_api_token_file,
+                   zone_api_audience=settings.zone_api_audience, state=settings.state,
+                   local_state=settings.cache / "state", forge=settings.forge_settings(),
+                   alerts=settings.notify_settings())

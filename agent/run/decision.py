@@ -53,12 +53,14 @@ class Why(StrEnum):
 
 
 KIND_OF: dict[Why, RunKind] = {
-    Why.SUSPENDED_SETTING: RunKind.SKIP, Why.SUSPENDED_MARK: RunKind.SKIP, Why.UNCHANGED: RunKind.SKIP,
-    Why.STANDBY: RunKind.FOLLOW, Why.REPAIR_AFTER_CUT: RunKind.REPAIR, Why.REPAIR_FOR_PODS: RunKind.REPAIR,
-    Why.REPAIR_DUE: RunKind.REPAIR, Why.DRY_RUN: RunKind.DRY_RUN, Why.DETECT: RunKind.DETECT,
-    Why.PUSH_FIRST: RunKind.PUSH_FIRST, Why.PUSH_FIRST_AFTER_RESTART: RunKind.PUSH_FIRST, Why.RESUME: RunKind.RESUME,
-    Why.START_UP: RunKind.RECONCILE, Why.NEW_LEADER: RunKind.RECONCILE, Why.PODS_WAITING: RunKind.RECONCILE,
-    Why.PODS_MOVED: RunKind.RECONCILE, Why.RESYNC: RunKind.RECONCILE, Why.RETRY: RunKind.RECONCILE,
+    Why.SUSPENDED_SETTING: RunKind.SKIP, Why.SUSPENDED_MARK: RunKind.SKIP,
+    Why.UNCHANGED: RunKind.SKIP, Why.STANDBY: RunKind.FOLLOW, Why.REPAIR_AFTER_CUT: RunKind.REPAIR,
+    Why.REPAIR_FOR_PODS: RunKind.REPAIR, Why.REPAIR_DUE: RunKind.REPAIR,
+    Why.DRY_RUN: RunKind.DRY_RUN, Why.DETECT: RunKind.DETECT, Why.PUSH_FIRST: RunKind.PUSH_FIRST,
+    Why.PUSH_FIRST_AFTER_RESTART: RunKind.PUSH_FIRST, Why.RESUME: RunKind.RESUME,
+    Why.START_UP: RunKind.RECONCILE, Why.NEW_LEADER: RunKind.RECONCILE,
+    Why.PODS_WAITING: RunKind.RECONCILE, Why.PODS_MOVED: RunKind.RECONCILE,
+    Why.RESYNC: RunKind.RECONCILE, Why.RETRY: RunKind.RECONCILE,
     Why.REFUSED_AGAIN: RunKind.RECONCILE, Why.NEW_HEAD: RunKind.RECONCILE}
 """The one kind each behaviour is a run of."""
 
@@ -83,7 +85,8 @@ class Standing(StrEnum):
 
 @dataclass(frozen=True)
 class Head:
-    """The revision a run is decided on: the remote's head (read False), or the revision read (True)."""
+    """The revision a run is decided on: the remote's head (read False), or the revision read
+    (True)."""
 
     revision: str | None
     read: bool = False
@@ -98,12 +101,13 @@ class Now:
 
 @dataclass(frozen=True)
 class Phase:
-    """What a long-running agent remembers between runs that decides the next one. Owed is apart from
-    the standing: a replica can be owed a reconcile and newly leading at once."""
+    """What a long-running agent remembers between runs that decides the next one. Owed is apart
+    from the standing: a replica can be owed a reconcile and newly leading at once."""
 
     standing: Standing
     keeps: bool  # False: a one-shot run (the CLI), which remembers nothing
-    yields: bool = False  # a push may wait for this agent's runs (its reconciles yield to it: pushes first)
+    # a push may wait for this agent's runs (its reconciles yield to it: pushes first)
+    yields: bool = False
     owed: bool = False  # a reconcile was cut for a push (reconcile_pending)
     statuses_owed: bool = False  # every CR's status is written at the next run (statuses_all)
     pods_waiting: bool = False
@@ -135,7 +139,8 @@ class Decision:
     may_yield: bool
     statuses: StatusScope
     keep_rejection: bool  # a repair keeps the rejected head's marks on the CRs
-    baseline: bool  # read the applied revision as each zone's baseline first (push-first after a restart)
+    # read the applied revision as each zone's baseline first (push-first after a restart)
+    baseline: bool
     writes: bool  # statuses, notes, commit statuses (False: dry-run, detect, follow)
     names_superseded: bool
     alerts: bool
@@ -144,5 +149,6 @@ class Decision:
 
     @property
     def told(self) -> str:
-        """The kind and why as an Event says them: "reconcile: resync", "push-first" (when they are one)."""
+        """The kind and why as an Event says them: "reconcile: resync", "push-first" (when they are
+        one)."""
         return self.kind.value if self.kind.value == self.why.value else f"{self.kind}: {self.why}"

@@ -25,8 +25,8 @@ log = logging.getLogger("agent.run.orchestrator")  # the lines operators already
 
 
 def serving(state: RunState) -> bool:
-    """Whether the world serves the newest good revision: one was applied, and the newest commit a run
-    looked at was not rejected (while it is, every change after it is blocked)."""
+    """Whether the world serves the newest good revision: one was applied, and the newest commit a
+    run looked at was not rejected (while it is, every change after it is blocked)."""
     return state.applied is not None and state.outcome not in ("rejected", "refused")
 
 
@@ -34,8 +34,8 @@ class Finishing(Executing):
     """The steps that end a run (after `Executing`'s writes, or instead of them)."""
 
     def _nothing_to_do(self, head: str) -> RunOutcome:
-        """The head was handled: no fetch, no parse, no writes - but a report an earlier run could not
-        push is pushed now (the remote may be back)."""
+        """The head was handled: no fetch, no parse, no writes - but a report an earlier run could
+        not push is pushed now (the remote may be back)."""
         result = RunOutcome(self.run_id, head, "unchanged",
                             message=f"{head[:12]} was already {self.state.outcome}; nothing to do",
                             rejected_head=not serving(self.state))
@@ -48,33 +48,35 @@ class Finishing(Executing):
         return result
 
     def _detect(self, result: RunOutcome) -> RunOutcome:
-        """Detection only: what a sync would change is the drift; it is reported, nothing written but
-        the agent's own status record."""
+        """Detection only: what a sync would change is the drift; it is reported, nothing written
+        but the agent's own status record."""
         plan = result.plan
         assert plan is not None
         s = plan.summary
         drift = s["create"] + s["update"] + s["delete"] + len(plan.conflicts)
         result.outcome = "drift" if drift else "in-sync"
-        result.message = (f"drift: {s['create']} to create, {s['update']} to update, {s['delete']} to delete, "
-                          f"{len(plan.conflicts)} conflicts (detect mode: nothing written)" if drift
+        result.message = (f"drift: {s['create']} to create, {s['update']} to update, {s['delete']} "
+                          f"to delete, {len(plan.conflicts)} conflicts (detect mode: nothing "
+                          f"written)" if drift
                           else "in sync: the world matches the revision")
         old = self.state
-        self._save(RunState(old.applied, old.seen, result.outcome, old.reconciled_at, old.notes_pending,
-                            result.message, writing_at=old.writing_at), result)
+        self._save(RunState(old.applied, old.seen, result.outcome, old.reconciled_at,
+                            old.notes_pending, result.message, writing_at=old.writing_at), result)
         return result
 
-    def _reject(self, snap: Snapshot, result: RunOutcome, message: str, *, reason: str = "RevisionRejected",
-                ) -> RunOutcome:
+    def _reject(self, snap: Snapshot, result: RunOutcome, message: str, *,
+                reason: str = "RevisionRejected", ) -> RunOutcome:
         result.outcome, result.message, result.rejected_head = "rejected", message, True
         if self.options.dry_run:
             return result
         api = self.targets.kube_api
         if api is not None:
             serving = f"; still serving {self.state.applied[:12]}" if self.state.applied else ""
-            first = (problems.sorted_problems(problems.errors(result.problems))[:1] or result.refusals[:1] or [""])[0]
+            first = (problems.sorted_problems(problems.errors(result.problems))[:1]
+                     or result.refusals[:1] or [""])[0]
             why = f"revision {snap.revision[:12]} rejected: {message} (first: {first}){serving}"
-            marks = statusdiff.rejection_marks(kubeobserve.served_crs(api, self.options.agent_namespace),
-                                               reason=reason, message=why, now=events.now())
+            served = kubeobserve.served_crs(api, self.options.agent_namespace)
+            marks = statusdiff.rejection_marks(served, reason=reason, message=why, now=events.now())
             try:
                 if marks:
                     self._writing()
@@ -87,21 +89,26 @@ class Finishing(Executing):
 
     def _next_state(self, snap: Snapshot, result: RunOutcome) -> RunState:
         old = self.state
-        if self.repairing:  # the rejected head stays what the state says; the revision that serves was reconciled
+        # the rejected head stays what the state says; the revision that serves was reconciled
+        if self.repairing:
             result.rejected_head = True
-            return RunState(old.applied, old.seen, old.outcome, time.time(), old.notes_pending, old.message)
+            return RunState(old.applied, old.seen, old.outcome, time.time(), old.notes_pending,
+                            old.message)
         message = (result.message or f"{result.outcome} {snap.revision[:12]}")[:300]
         new = RunState(old.applied, snap.revision, result.outcome, time.time(), message=message)
         if result.outcome in ("applied", "partial"):
             new.applied = snap.revision
         elif result.refusals:
-            new.outcome = "refused"  # looked at again on every run: --force or a new commit may allow it
+            # looked at again on every run: --force or a new commit may allow it
+            new.outcome = "refused"
         same = (new.applied, new.seen, new.outcome, new.message, old.notes_pending) == (
             old.applied, old.seen, old.outcome, old.message, False)
         # a run that wrote Kubernetes objects always records when: a standby trusts its list of the
         # cluster only if made after the leader's last write (agent/run/memory.py `take_over`)
-        wrote = bool(old.writing_at) or (result.kube is not None and bool(result.kube.applied or result.kube.deleted))
-        if same and not wrote and new.reconciled_at - old.reconciled_at < self.options.resync_after / 2:
+        wrote = bool(old.writing_at) or (result.kube is not None
+                                         and bool(result.kube.applied or result.kube.deleted))
+        if (same and not wrote
+            and new.reconciled_at - old.reconciled_at < self.options.resync_after / 2):
             new.reconciled_at = old.reconciled_at  # nothing new to remember: no write
         return new
 
@@ -119,22 +126,28 @@ class Finishing(Executing):
             return False
 
     def _finish(self, snap: Snapshot, result: RunOutcome) -> RunOutcome:
-        """The reports built and published, then the state the run leaves saved once (the write-ahead
-        mark, saved before the first write, is cleared by it), then the commit status and the alerts."""
+        """The reports built and published, then the state the run leaves saved once (the
+        write-ahead mark, saved before the first write, is cleared by it), then the commit status
+        and the alerts."""
         state = self._next_state(snap, result)
         with timed(self.steps, "report"):
-            reports = [runreport.of_run(self.run_id, snap, result, started_at=self.started_at, seconds=time.monotonic()
-                                        - self.started, repeat=self.state.applied == snap.revision)]
+            took = time.monotonic() - self.started
+            reports = [runreport.of_run(self.run_id, snap, result, started_at=self.started_at,
+                                        seconds=took, repeat=self.state.applied == snap.revision)]
             for sha in result.superseded:
-                reports.append(report.Report(self.run_id, sha, "superseded", self.source.commit(sha), self.started_at,
-                                             0.0, superseded_by=snap.revision))
+                reports.append(report.Report(self.run_id, sha, "superseded",
+                                             self.source.commit(sha), self.started_at, 0.0,
+                                             superseded_by=snap.revision))
         with timed(self.steps, "push"):
             result.notes_pushed = self._publish(reports)
-        if result.notes_pushed is False:  # kept in the local clone: pushed by the next run, whatever it finds
+        # kept in the local clone: pushed by the next run, whatever it finds
+        if result.notes_pushed is False:
             state.notes_pending = True
         self._save(state, result)
         doc = reports[0].as_dict()
         forge.finished(self.targets.forge, doc)
-        if not self.repairing:  # what serves was reconciled again: the head's rejection was alerted, and stays
-            notify.after_run(self.targets.alerts, doc, self.state.outcome, previous_revision=self.state.seen)
+        # what serves was reconciled again: the head's rejection was alerted, and stays
+        if not self.repairing:
+            notify.after_run(self.targets.alerts, doc, self.state.outcome,
+                             previous_revision=self.state.seen)
         return result

@@ -4,10 +4,11 @@
                   a socket, never a thread; THREADS worker threads only ever run complete requests
     timeouts      a request's headers must arrive within `header_timeout` of its first byte (an idle
                   connection is closed after as long), its body within `body_timeout` after them
-    bodies        over `max_body` bytes: 413 as soon as the Content-Length is read (chunked: once the
-                  limit is passed); at most INBUF_IN_MEMORY bytes of a body are held in memory
-    framing       a request whose length could be read two ways (Content-Length with Transfer-Encoding,
-                  either twice, a folded header, a chunk over the body limit): 400 (agent/run/httpframing.py)
+    bodies        over `max_body` bytes: 413 as soon as the Content-Length is read (chunked: once
+                  the limit is passed); at most INBUF_IN_MEMORY bytes of a body are held in memory
+    framing       a request whose length could be read two ways (Content-Length with
+                  Transfer-Encoding, either twice, a folded header, a chunk over the body limit):
+                  400 (agent/run/httpframing.py)
     bad requests  waitress's 400 (431, 501) and one log line, never a traceback; the connection
                   then closes lingering: writes shut, what the client still sends read and dropped
                   for up to LINGER seconds (LINGER_BYTES), so the close does not reset the
@@ -63,20 +64,22 @@ class _NoTraceback(logging.Filter):
 
 
 def _detail(text: str) -> str:
-    """waitress's reason, without the request text some reasons quote (a header may hold a token)."""
+    """waitress's reason, without the request text some reasons quote (a header may hold a
+    token)."""
     return text.split('"')[0].strip()[:120]
 
 
 class _RefusedTask(ErrorTask):  # type: ignore[misc]
-    """waitress's error response to a request it refused while parsing, and one log line about it."""
+    """waitress's error response to a request it refused while parsing, and one log line about
+    it."""
 
     def execute(self) -> None:
         error = self.request.error
         if isinstance(error, RequestEntityTooLarge):
             limit = self.channel.server.limits.max_body
             error = self.request.error = RequestEntityTooLarge(f"the limit is {limit} bytes")
-        log.warning("refused a request from %s: %s %s (%s)", self.channel.addr[0], error.code, error.reason,
-                    _detail(error.body))
+        log.warning("refused a request from %s: %s %s (%s)", self.channel.addr[0], error.code,
+                    error.reason, _detail(error.body))
         self.channel.refused = True
         super().execute()
 
@@ -85,7 +88,8 @@ class _Channel(HTTPChannel):  # type: ignore[misc]
     """One connection; notes when the request being received started and when its headers ended."""
 
     error_task_class = _RefusedTask
-    parser_class = httpframing.Parser  # RFC 9112 framing: an ambiguous length is a 400 (agent/run/httpframing.py)
+    # RFC 9112 framing: an ambiguous length is a 400 (agent/run/httpframing.py)
+    parser_class = httpframing.Parser
     refused = False  # a request was refused: the close lingers
     lingering_until: float | None = None
     dropped = 0
@@ -103,9 +107,10 @@ class _Channel(HTTPChannel):  # type: ignore[misc]
 
     def handle_close(self) -> None:
         """After a refusal, writes are shut and the client's bytes drained before the socket closes:
-        closed with unread data, the kernel resets the connection, and the reset may reach the client
-        before it read the reply (its body was still on the way)."""
-        if self.refused and self.lingering_until is None and self.connected and not self.total_outbufs_len:
+        closed with unread data, the kernel resets the connection, and the reset may reach the
+        client before it read the reply (its body was still on the way)."""
+        if (self.refused and self.lingering_until is None and self.connected
+            and not self.total_outbufs_len):
             try:
                 self.socket.shutdown(socket.SHUT_WR)
                 self.lingering_until = time.monotonic() + LINGER
@@ -163,7 +168,8 @@ class Server(TcpWSGIServer):  # type: ignore[misc]
         return f"{self.effective_host}:{self.effective_port}"
 
     def maintenance(self, now: float) -> None:
-        """Closes connections that are idle, or slow to send their headers or body (runs every second)."""
+        """Closes connections that are idle, or slow to send their headers or body (runs every
+        second)."""
         for channel in list(self.active_channels.values()):
             if channel.lingered:
                 channel.handle_close()
@@ -181,12 +187,14 @@ class Server(TcpWSGIServer):  # type: ignore[misc]
             return "" if now - channel.last_activity > limits.header_timeout else None
         if not request.headers_finished:
             late = clock - request.started_at > limits.header_timeout
-            return f"request headers not complete within {limits.header_timeout:g} s" if late else None
+            return (f"request headers not complete within {limits.header_timeout:g} "
+                    f"s") if late else None
         late = clock - request.body_since > limits.body_timeout
         return f"request body not complete within {limits.body_timeout:g} s" if late else None
 
     def serve(self, stop: threading.Event) -> None:
-        """Serves until `stop` is set (`wake` makes it notice at once), then closes every connection."""
+        """Serves until `stop` is set (`wake` makes it notice at once), then closes every
+        connection."""
         try:
             while not stop.is_set():
                 wasyncore.loop(timeout=1, map=self._map, use_poll=True, count=1)
@@ -195,6 +203,7 @@ class Server(TcpWSGIServer):  # type: ignore[misc]
             wasyncore.close_all(self._map)
 
     def wake(self) -> None:
-        """Makes `serve` notice `stop` at once; nothing to do once it has ended (its trigger is closed)."""
+        """Makes `serve` notice `stop` at once; nothing to do once it has ended (its trigger is
+        closed)."""
         with contextlib.suppress(OSError):
             self.pull_trigger()

@@ -39,7 +39,8 @@ def _fmt(t: datetime.datetime) -> str:
 def _parse(value: str | None) -> datetime.datetime | None:
     if not value:
         return None
-    return datetime.datetime.strptime(value.replace("Z", ""), "%Y-%m-%dT%H:%M:%S.%f").replace(tzinfo=datetime.UTC)
+    return datetime.datetime.strptime(value.replace("Z", ""),
+                                      "%Y-%m-%dT%H:%M:%S.%f").replace(tzinfo=datetime.UTC)
 
 
 def default_identity() -> str:
@@ -47,20 +48,24 @@ def default_identity() -> str:
 
 
 class LeaderElector:
-    def __init__(self, api: KubeApi, namespace: str, *, name: str = names.LEASE_NAME, identity: str | None = None,
-                 duration: int = names.DEFAULT_LEASE_DURATION, patience: Callable[[], float] = lambda: 0.0) -> None:
+    def __init__(self, api: KubeApi, namespace: str, *, name: str = names.LEASE_NAME,
+                 identity: str | None = None, duration: int = names.DEFAULT_LEASE_DURATION,
+                 patience: Callable[[], float] = lambda: 0.0) -> None:
         self.api, self.namespace, self.name = api, namespace, name
         self.identity = identity or default_identity()
         self.duration = duration
-        self.patience = patience  # seconds past its expiry before this replica takes another's Lease
+        # seconds past its expiry before this replica takes another's Lease
+        self.patience = patience
         self.leader = False
 
-    def _body(self, spec: dict[str, object], resource_version: str | None = None) -> dict[str, object]:
+    def _body(self, spec: dict[str, object],
+              resource_version: str | None = None) -> dict[str, object]:
         meta: dict[str, object] = {"name": self.name, "namespace": self.namespace,
                                    "labels": dict(names.AGENT_APP_LABELS)}
         if resource_version:
             meta["resourceVersion"] = resource_version
-        return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta, "spec": spec}
+        return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta,
+                "spec": spec}
 
     def tick(self) -> bool:
         """Acquires or renews the Lease if it can; returns whether this replica leads now."""
@@ -68,16 +73,20 @@ class LeaderElector:
         try:
             lease = self.api.get("Lease", self.namespace, self.name)
             if lease is None:
-                self.api.create(self._body({"holderIdentity": self.identity, "leaseDurationSeconds": self.duration,
-                                            "acquireTime": _fmt(now), "renewTime": _fmt(now), "leaseTransitions": 0}))
+                self.api.create(self._body({"holderIdentity": self.identity,
+                                            "leaseDurationSeconds": self.duration,
+                                            "acquireTime": _fmt(now), "renewTime": _fmt(now),
+                                            "leaseTransitions": 0}))
                 return self._set(True)
             spec = lease.get("spec") or {}
             holder = spec.get("holderIdentity") or ""
             renewed = _parse(spec.get("renewTime"))
             duration = int(spec.get("leaseDurationSeconds") or self.duration)
-            if holder != self.identity and not self._may_take(renewed, duration, now, held=bool(holder)):
+            mine = holder == self.identity
+            if not mine and not self._may_take(renewed, duration, now, held=bool(holder)):
                 return self._set(False)
-            new = dict(spec, holderIdentity=self.identity, leaseDurationSeconds=self.duration, renewTime=_fmt(now))
+            new = dict(spec, holderIdentity=self.identity, leaseDurationSeconds=self.duration,
+                       renewTime=_fmt(now))
             if holder != self.identity:
                 new["acquireTime"] = _fmt(now)
                 new["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
@@ -90,22 +99,23 @@ class LeaderElector:
 
     def _may_take(self, renewed: datetime.datetime | None, duration: int, now: datetime.datetime, *,
                   held: bool) -> bool:
-        """Another replica's Lease (or a released one) may be taken: expired, and for longer than this
-        replica's patience."""
+        """Another replica's Lease (or a released one) may be taken: expired, and for longer than
+        this replica's patience."""
         if renewed is None:
             return True
         wait = datetime.timedelta(seconds=duration + self.patience())
         if renewed + wait < now:
             return True
         if held and renewed + datetime.timedelta(seconds=duration) < now:
-            log.debug("leader election: the lease expired; this replica is not warm yet and leaves it to a warm "
-                      "standby for %.0f s more", (renewed + wait - now).total_seconds())
+            log.debug("leader election: the lease expired; this replica is not warm yet and leaves "
+                      "it to a warm standby for %.0f s more",
+                      (renewed + wait - now).total_seconds())
         return False
 
     def _set(self, leader: bool) -> bool:
         if leader != self.leader:
-            log.info("leader election: %s %s the lease %s/%s", self.identity, "holds" if leader else "lost",
-                     self.namespace, self.name)
+            log.info("leader election: %s %s the lease %s/%s", self.identity,
+                     "holds" if leader else "lost", self.namespace, self.name)
         self.leader = leader
         return leader
 

@@ -71,7 +71,8 @@ def held(path: pathlib.Path, *, wait: float = names.DEFAULT_LOCK_WAIT) -> Iterat
                 if holder is None:
                     locked = True
                     break
-                raise Busy(f"another sync is running ({holder}); waited {wait:.0f} s for it (lock {path})")
+                raise Busy(f"another sync is running ({holder}); waited {wait:.0f} s for it (lock "
+                           f"{path})")
             time.sleep(0.1)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)

@@ -21,10 +21,15 @@ run_id: contextvars.ContextVar[str] = contextvars.ContextVar("run_id", default="
 revision: contextvars.ContextVar[str] = contextvars.ContextVar("revision", default="")
 
 
+def _timestamp(created: float) -> str:
+    """A record's time as JSON lines give it: UTC, to the millisecond."""
+    return datetime.datetime.fromtimestamp(created, datetime.UTC).isoformat(timespec="milliseconds")
+
+
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         doc = {
-            "ts": datetime.datetime.fromtimestamp(record.created, datetime.UTC).isoformat(timespec="milliseconds"),
+            "ts": _timestamp(record.created),
             "level": record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),
@@ -40,10 +45,14 @@ class JsonFormatter(logging.Formatter):
 
 class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        ctx = " ".join(f"{k}={v}" for k, v in (("run", run_id.get()), ("rev", revision.get()[:12])) if v)
-        text = f"{record.levelname.lower()} {record.name}: {record.getMessage()}" + (f" [{ctx}]" if ctx else "")
+        context = (("run", run_id.get()), ("rev", revision.get()[:12]))
+        ctx = " ".join(f"{k}={v}" for k, v in context if v)
+        text = f"{record.levelname.lower()} {record.name}: {record.getMessage()}"
+        if ctx:
+            text += f" [{ctx}]"
         extra = " ".join(f"{k}={_text(v)}" for k, v in fields(record).items())
-        return printable.line(text + (f" {extra}" if extra else ""))  # one line, whatever a name or message holds
+        # one line, whatever a name or message holds
+        return printable.line(text + (f" {extra}" if extra else ""))
 
 
 def fields(record: logging.LogRecord) -> dict[str, Any]:
@@ -58,7 +67,8 @@ def _text(value: Any) -> str:
 
 
 def level(name: str) -> int:
-    """A level by its name (debug, info, warning, error), as --log-level and BINDY_AGENT_LOG_LEVEL give it."""
+    """A level by its name (debug, info, warning, error), as --log-level and BINDY_AGENT_LOG_LEVEL
+    give it."""
     return int(getattr(logging, name.upper()))
 
 

@@ -1,6 +1,7 @@
 """The one function that runs a revision; the CLI, the scheduler and the webhook only decide when.
 
-    lock -> decide (agent/run/decide.py: skip, repair, push-first, resume, reconcile, dry-run, detect)
+    lock -> decide (agent/run/decide.py: skip, repair, push-first, resume, reconcile, dry-run,
+                    detect)
          -> snapshot -> load -> desired --(invalid: mark live CRs, report "rejected")-->
          -> observe (Kubernetes, DNS) -> plan -> gate --(refused: same)-->
          -> apply (Kubernetes, zones and RRsets) -> outcome (statuses, state, reports)
@@ -47,7 +48,7 @@ from agent.model.steps import Steps, timed
 from agent.run import decide, lock, logs, memorize, planner
 from agent.run.decision import Decision, Head, Now, RunKind
 from agent.run.finish import Finishing
-from agent.run.finish import serving as serving  # whether the newest good revision serves (re-exported)
+from agent.run.finish import serving as serving  # the newest good revision serves? (re-exported)
 from agent.run.memory import ONE_SHOT, Memory
 from agent.run.planner import Options, Planned, Targets, validate
 from agent.run.revisions import RevisionSource, Snapshot
@@ -65,13 +66,14 @@ def _now() -> str:
 
 
 def run(source: RevisionSource, targets: Targets, options: Options, *, run_id: str | None = None,
-        memory: Memory = ONE_SHOT, progress: Progress = quiet, yield_to: Callable[[], bool] | None = None,
-        pushed: bool = False) -> RunOutcome:
+        memory: Memory = ONE_SHOT, progress: Progress = quiet,
+        yield_to: Callable[[], bool] | None = None, pushed: bool = False) -> RunOutcome:
     """Runs the newest revision of `source` against `targets`, at most one run per source at a time.
-    A long-running agent passes its `memory`, so that a run costs what changed (agent/run/memory.py),
-    and `yield_to`, which says when a push waits (pushes first, above); `progress` hears the counts of
-    the long steps (files loaded, zones observed and applied). `pushed`: a webhook said the branch
-    moved: the run fetches at once instead of asking the remote's head first (one git process less)."""
+    A long-running agent passes its `memory`, so that a run costs what changed
+    (agent/run/memory.py), and `yield_to`, which says when a push waits (pushes first, above);
+    `progress` hears the counts of the long steps (files loaded, zones observed and applied).
+    `pushed`: a webhook said the branch moved: the run fetches at once instead of asking the
+    remote's head first (one git process less)."""
     run_id = run_id or uuid.uuid4().hex[:12]
     logs.run_id.set(run_id)  # every log line of this run carries it (and the revision, once known)
     logs.revision.set("")
@@ -88,11 +90,12 @@ def run(source: RevisionSource, targets: Targets, options: Options, *, run_id: s
 
 class _Run(Finishing):
     def __init__(self, source: RevisionSource, targets: Targets, options: Options, run_id: str,
-                 memory: Memory, progress: Progress = quiet, yield_to: Callable[[], bool] | None = None,
-                 pushed: bool = False) -> None:
+                 memory: Memory, progress: Progress = quiet,
+                 yield_to: Callable[[], bool] | None = None, pushed: bool = False) -> None:
         self.source, self.targets, self.options, self.run_id = source, targets, options, run_id
         self.memory, self.progress, self.yield_to, self.pushed = memory, progress, yield_to, pushed
-        self.kube_fast = self.dns_fast = False  # the world is remembered, not read in full (see Memory)
+        # the world is remembered, not read in full (see Memory)
+        self.kube_fast = self.dns_fast = False
         self.repairing = False  # a repair that could read the revision that serves: `_snapshot`
         self.endpoints: Mapping[str, Endpoint] | None = None
         self.started, self.started_at = time.monotonic(), _now()
@@ -131,25 +134,32 @@ class _Run(Finishing):
             with timed(self.steps, "fetch"):
                 snap = self._snapshot(head)
         except AgentError as exc:
-            return RunOutcome(self.run_id, None, "unreachable", message=str(exc), retryable=exc.retryable)
+            return RunOutcome(self.run_id, None, "unreachable", message=str(exc),
+                              retryable=exc.retryable)
         logs.revision.set(snap.revision)
-        if not self.repairing:  # the revision read decides what it is (a directory has no head to ask)
+        # the revision read decides what it is (a directory has no head to ask)
+        if not self.repairing:
             self._decide(Head(snap.revision, read=True))
-        skipped = self.source.superseded(self.state.seen, snap.revision) if self.decision.names_superseded else []
+        skipped = self.source.superseded(self.state.seen,
+                                         snap.revision) if self.decision.names_superseded else []
         planned = self._plan(snap)
         if planned.cut:
             return self._cut(snap, planned)
         return self._gated(snap, planned, skipped)
 
     def _gated(self, snap: Snapshot, planned: Planned, skipped: list[str]) -> RunOutcome:
-        self.observed, self.endpoints, self.validated = planned.observed, planned.endpoints, planned.validated
+        self.observed, self.endpoints = planned.observed, planned.endpoints
+        self.validated = planned.validated
         self.kube_fast, self.dns_fast = planned.kube_fast, planned.dns_fast
         found, desired = planned.validated.problems, planned.validated.desired
-        result = RunOutcome(self.run_id, snap.revision, "rejected", found, superseded=skipped, parsed=True)
+        result = RunOutcome(self.run_id, snap.revision, "rejected", found, superseded=skipped,
+                            parsed=True)
         if desired is None or not planned.validated.ok:
-            return self._reject(snap, result, f"{len(problems.errors(found))} validation errors; nothing applied")
+            return self._reject(snap, result,
+                                f"{len(problems.errors(found))} validation errors; nothing applied")
         if planned.plan is None:
-            result.outcome, result.message = "unreachable", f"could not observe the world: {planned.error}"
+            result.outcome = "unreachable"
+            result.message = f"could not observe the world: {planned.error}"
             return result
         result.plan = planned.plan
         if self.decision.kind is RunKind.DRY_RUN:
@@ -158,10 +168,12 @@ class _Run(Finishing):
         if self.decision.kind is RunKind.DETECT:
             return self._detect(result)
         if result.plan.refused:  # the gate's (agent/gate/verdict.py)
-            return self._reject(snap, result, f"the safety gate refused the plan ({len(result.plan.refused)} "
+            return self._reject(snap, result,
+                                f"the safety gate refused the plan ({len(result.plan.refused)} "
                                 "reasons); nothing applied", reason="PlanRefused")
         self._writes_begin(snap.revision)  # the gate passed: the first write to the world is next
-        if self.decision.scope.kubernetes:  # the whole revision passed the gate: the reconcile a push cut is this one
+        # the whole revision passed the gate: the reconcile a push cut is this one
+        if self.decision.scope.kubernetes:
             memorize.owed(self.memory, False)
         self._apply(desired, result)
         return self._finish(snap, result)
@@ -181,16 +193,18 @@ class _Run(Finishing):
     def _plan(self, snap: Snapshot) -> Planned:
         """Pushes first: a reconcile of what was applied cleanly may yield to a push; a push waiting
         behind one (or that came before a restarted agent's first run) has its zones planned alone,
-        unless they cannot go alone: then the run is the whole revision's (decide.widen). The one planner
-        plans what the decision covers, read as it says."""
+        unless they cannot go alone: then the run is the whole revision's (decide.widen). The one
+        planner plans what the decision covers, read as it says."""
         if self.decision.baseline and not self._baseline():
             self._widen(snap)
         decision = self.decision
-        # a push's zones are read as the decision says (planner.PUSH_FIRST); when the planner finds they
-        # cannot go alone (Planned.first False), the whole revision is read as its widened run reads it
+        # a push's zones are read as the decision says (planner.PUSH_FIRST); when the planner finds
+        # they cannot go alone (Planned.first False), the whole revision is read as its widened run
+        # reads it
         whole = self._widened(snap) if decision.kind is RunKind.PUSH_FIRST else decision
-        planned = planner.plan(snap, decision.scope, whole.reading, targets=self.targets, options=self.options,
-                               memory=self.memory, deadline=self.deadline, progress=self.progress,
+        planning = planner.Planning(self.targets, self.options, memory=self.memory,
+                                    deadline=self.deadline, progress=self.progress)
+        planned = planner.plan(snap, decision.scope, whole.reading, planning,
                                stop=self.yield_to if decision.may_yield else None)
         for name, seconds in planned.steps.items():
             self.steps[name] = self.steps.get(name, 0.0) + seconds
@@ -201,25 +215,26 @@ class _Run(Finishing):
     def _widened(self, snap: Snapshot) -> Decision:
         """The run of the whole revision a push-first is when its zones cannot go alone."""
         now = Now(time.time(), time.monotonic())
-        return decide.widen(self.state, self.memory.phase(yields=self.yield_to is not None), snap.revision,
-                            self.options, now)
+        return decide.widen(self.state, self.memory.phase(yields=self.yield_to is not None),
+                            snap.revision, self.options, now)
 
     def _widen(self, snap: Snapshot) -> None:
         self.decision = self._widened(snap)
 
     def _baseline(self) -> bool:
-        """The revision applied last, read from the clone (fetched by its id if need be) and validated, as
-        what each zone serves (`memorize.baseline`); False when it is gone or no longer valid."""
+        """The revision applied last, read from the clone (fetched by its id if need be) and
+        validated, as what each zone serves (`memorize.baseline`); False when it is gone or no
+        longer valid."""
         applied = self.state.applied
         try:
             base = self.source.at(applied) if applied else None
             if base is None:
                 return False
-            validated = validate(base.files, self.options, limits=base.limits, kube_api=self.targets.kube_api,
-                                 memory=self.memory)
+            validated = validate(base.files, self.options, limits=base.limits,
+                                 kube_api=self.targets.kube_api, memory=self.memory)
         except AgentError as exc:  # the push is then planned whole, as without a baseline
-            baseline_log.warning("the applied revision %s could not be read as the baseline (%s): the push waits for "
-                                 "the reconcile", (applied or "")[:12], exc)
+            baseline_log.warning("the applied revision %s could not be read as the baseline (%s): "
+                                 "the push waits for the reconcile", (applied or "")[:12], exc)
             return False
         for name, seconds in validated.steps.items():
             self.steps[name] = self.steps.get(name, 0.0) + seconds
@@ -234,5 +249,6 @@ class _Run(Finishing):
         memorize.after_cut(self.memory, planned.validated.desired, planned.observed.dns)
         read = len(planned.observed.dns.zones)
         return RunOutcome(self.run_id, snap.revision, "preempted", parsed=True,
-                          message=f"a push arrived: its zones go first; the reconcile of {snap.revision[:12]} "
-                                  f"follows it ({read} zones read so far are kept)")
+                          message=f"a push arrived: its zones go first; the reconcile of "
+                                  f"{snap.revision[:12]} follows it ({read} zones read so far are "
+                                  f"kept)")

@@ -42,7 +42,8 @@ from agent.run.options import Targets as Targets
 from agent.run.revisions import Snapshot
 from agent.run.validation import Progress, Validated, quiet
 
-WHOLE = reading_in.IN_FULL  # a one-shot run: the cluster listed, every zone transferred, nothing remembered
+# a one-shot run: the cluster listed, every zone transferred, nothing remembered
+WHOLE = reading_in.IN_FULL
 # How a push's zones are read once known (scope CHANGED_ZONES): agent/model/reading.py
 PUSH_FIRST = reading_in.PUSHED_ZONES
 # The second DNS round (scope STALE): the zones as they are now, in full, their ownership read back.
@@ -52,9 +53,9 @@ AGAIN = dataclasses.replace(reading_in.IN_FULL, kube=KubeRead.NONE)
 def validate(files: Sequence[SourceFile], options: Options, *, limits: Limits,
              kube_api: KubeApi | None = None, memory: Memory = ONE_SHOT,
              progress: Progress = quiet) -> Validated:
-    """load -> desired -> policy (agent/run/validation.py) with a run's options; with a cluster, the live
-    labels of the Secrets the revision references are read between (metadata only): what the policy
-    checks them against. Without one, such references are only warned about."""
+    """load -> desired -> policy (agent/run/validation.py) with a run's options; with a cluster, the
+    live labels of the Secrets the revision references are read between (metadata only): what the
+    policy checks them against. Without one, such references are only warned about."""
     validated = validation.load(files, default_namespace=options.default_namespace, limits=limits,
                                 files_cache=memory.files, memo=memory.desired, progress=progress)
     if validated.desired is None:
@@ -63,8 +64,8 @@ def validate(files: Sequence[SourceFile], options: Options, *, limits: Limits,
     if kube_api is not None:
         with timed(validated.steps, "validate"):
             labels = kubeobserve.secret_labels(kube_api, validation.secrets_to_observe(validated))
-    validation.check(validated, repo_policy=options.repo_policy, delete_threshold=options.policy.delete_threshold,
-                     secret_labels=labels)
+    validation.check(validated, repo_policy=options.repo_policy,
+                     delete_threshold=options.policy.delete_threshold, secret_labels=labels)
     return validated
 
 
@@ -91,52 +92,65 @@ class Planned:
         return self.scope.rule is ScopeRule.CHANGED_ZONES
 
 
-def plan(snapshot: Snapshot, scope: Scope, reading: Reading, *, targets: Targets, options: Options,
-         memory: Memory = ONE_SHOT, deadline: Deadline = UNBOUNDED, progress: Progress = quiet,
+@dataclasses.dataclass(frozen=True)
+class Planning:
+    """What a run plans with, whatever it plans: where it reads and writes (`targets`), its options,
+    what a long-running agent remembers, the run's deadline and who hears its progress."""
+
+    targets: Targets
+    options: Options
+    # the one-shot memory itself (it keeps nothing), not a copy
+    memory: Memory = dataclasses.field(default_factory=lambda: ONE_SHOT)
+    deadline: Deadline = UNBOUNDED
+    progress: Progress = quiet
+
+
+def plan(snapshot: Snapshot, scope: Scope, reading: Reading, planning: Planning, *,
          stop: Callable[[], bool] | None = None) -> Planned:
     """The one way a revision is planned: validate, then `plan_validated`. Writes nothing.
 
     `scope` ALL plans everything the revision touches; CHANGED_ZONES (a push while the reconcile it
     cut waits) the zones the push changed (`Memory.base_zones`, `Memory.dns.changed`), read as
-    PUSH_FIRST, Kubernetes not at all - or, when they cannot be told apart (a zone or object removed,
-    none changed, a changed zone on an instance without an endpoint yet), everything, read as `reading`
-    says (`Planned.scope` is then ALL). `stop` is asked as each zone's transfers finish when
-    `reading.zones_first`: when it says a push waits, the observe stops (`Planned.cut`, what was read
-    in `observed.dns`)."""
-    validated = validate(snapshot.files, options, limits=snapshot.limits, kube_api=targets.kube_api, memory=memory,
-                         progress=progress)
+    PUSH_FIRST, Kubernetes not at all - or, when they cannot be told apart (a zone or object
+    removed, none changed, a changed zone on an instance without an endpoint yet), everything, read
+    as `reading` says (`Planned.scope` is then ALL). `stop` is asked as each zone's transfers finish
+    when `reading.zones_first`: when it says a push waits, the observe stops (`Planned.cut`, what
+    was read in `observed.dns`)."""
+    validated = validate(snapshot.files, planning.options, limits=snapshot.limits,
+                         kube_api=planning.targets.kube_api, memory=planning.memory,
+                         progress=planning.progress)
     planned = Planned(validated, steps=dict(validated.steps))
     if validated.ok:
-        _plan(planned, scope, reading, revision=snapshot.revision, targets=targets, options=options, memory=memory,
-              deadline=deadline, progress=progress, stop=stop)
+        _plan(planned, scope, reading, planning, revision=snapshot.revision, stop=stop)
     return planned
 
 
-def plan_validated(validated: Validated, scope: Scope, reading: Reading, *, revision: str | None, targets: Targets,
-                   options: Options, memory: Memory = ONE_SHOT, deadline: Deadline = UNBOUNDED,
-                   progress: Progress = quiet, endpoints: Mapping[str, Endpoint] | None = None) -> Planned:
+def plan_validated(validated: Validated, scope: Scope, reading: Reading, planning: Planning, *,
+                   revision: str | None,
+                   endpoints: Mapping[str, Endpoint] | None = None) -> Planned:
     """A valid revision observed, planned and gated for `scope` (its steps are this call's alone).
     `endpoints`: as read earlier in the run (the second DNS round), else read now."""
     planned = Planned(validated, endpoints=endpoints)
-    _plan(planned, scope, reading, revision=revision, targets=targets, options=options, memory=memory,
-          deadline=deadline, progress=progress, stop=None)
+    _plan(planned, scope, reading, planning, revision=revision, stop=None)
     return planned
 
 
-def _plan(planned: Planned, scope: Scope, reading: Reading, *, revision: str | None, targets: Targets,
-          options: Options, memory: Memory, deadline: Deadline, progress: Progress,
-          stop: Callable[[], bool] | None) -> None:
+def _plan(planned: Planned, scope: Scope, reading: Reading, planning: Planning, *,
+          revision: str | None, stop: Callable[[], bool] | None) -> None:
+    targets, options, memory = planning.targets, planning.options, planning.memory
     desired = planned.validated.desired
     assert desired is not None
     try:
         with timed(planned.steps, "observe"):
-            if planned.endpoints is None and targets.endpoints is not None:  # read once, however observed
-                planned.endpoints = run_options.endpoints(targets.endpoints, desired, targets.kube_api, options)
+            # read once, however observed
+            if planned.endpoints is None and targets.endpoints is not None:
+                read = run_options.endpoints(targets.endpoints, desired, targets.kube_api, options)
+                planned.endpoints = read
             scope, reading = _resolved(scope, reading, desired, planned.endpoints, memory)
             planned.scope, planned.reading = scope, reading
             planned.kube_fast, planned.dns_fast = reading.kube is KubeRead.RECALL, reading.plan_memo
-            _observe(planned, desired, scope, reading, targets, options, memory=memory, deadline=deadline,
-                     progress=progress, stop=stop if reading.zones_first else None)
+            _observe(planned, desired, scope, reading, planning,
+                     stop=stop if reading.zones_first else None)
     except dnsobserve.Cut as cut:
         planned.cut, planned.observed.dns = True, cut.observed
         return
@@ -155,8 +169,8 @@ def _plan(planned: Planned, scope: Scope, reading: Reading, *, revision: str | N
         planned.plan = verdict.approve(plan, options.policy, scope)
 
 
-def _resolved(scope: Scope, reading: Reading, desired: Desired, endpoints: Mapping[str, Endpoint] | None,
-              memory: Memory) -> tuple[Scope, Reading]:
+def _resolved(scope: Scope, reading: Reading, desired: Desired,
+              endpoints: Mapping[str, Endpoint] | None, memory: Memory) -> tuple[Scope, Reading]:
     """A push's zones, once the revision is known (`_first_zones`), read as PUSH_FIRST; the whole
     revision, read as `reading` says, when they cannot be told apart (or no DNS server is known)."""
     if scope.rule is not ScopeRule.CHANGED_ZONES or scope.zones is not None:
@@ -178,15 +192,17 @@ def offline(validated: Validated) -> Planned:
     return planned
 
 
-def _first_zones(memory: Memory, desired: Desired, endpoints: Mapping[str, Endpoint]) -> set[str] | None:
-    """The zones a push's run plans while a cut reconcile waits: those that are not as taken as applied
-    (their spec, placement or RRsets differ; or not confirmed since). None - plan the whole revision,
-    gate it whole - when no zone changed; when the push removes a zone or a Kubernetes object (the
-    gate's refusals of removals, a whole zone or a prune, are decided on the whole plan, which the
-    push's zones alone would not show); or when a changed zone is on an instance with no endpoint yet
-    (its Kubernetes objects come first)."""
+def _first_zones(memory: Memory, desired: Desired,
+                 endpoints: Mapping[str, Endpoint]) -> set[str] | None:
+    """The zones a push's run plans while a cut reconcile waits: those that are not as taken as
+    applied (their spec, placement or RRsets differ; or not confirmed since). None - plan the whole
+    revision, gate it whole - when no zone changed; when the push removes a zone or a Kubernetes
+    object (the gate's refusals of removals, a whole zone or a prune, are decided on the whole plan,
+    which the push's zones alone would not show); or when a changed zone is on an instance with no
+    endpoint yet (its Kubernetes objects come first)."""
     base = memory.base_zones
-    if set(base) - {z.name for z in desired.zones} or memory.base_objects - {o.key for o in desired.objects}:
+    if (set(base) - {z.name for z in desired.zones}
+        or memory.base_objects - {o.key for o in desired.objects}):
         return None
     changed = [z for z in desired.zones if base.get(z.name) != z]
     names = {z.name for z in changed} | memory.dns.changed(desired)
@@ -196,19 +212,18 @@ def _first_zones(memory: Memory, desired: Desired, endpoints: Mapping[str, Endpo
     return names
 
 
-def _observe(planned: Planned, desired: Desired, scope: Scope, reading: Reading, targets: Targets,
-             options: Options, *, memory: Memory, deadline: Deadline, progress: Progress,
-             stop: Callable[[], bool] | None = None) -> None:
-    """What `scope` of the revision touches in the cluster and on the DNS servers, as `reading` says;
-    a reconcile that may yield (`stop`) reads the zones first: they take long."""
-    observed, api = planned.observed, targets.kube_api
+def _observe(planned: Planned, desired: Desired, scope: Scope, reading: Reading,
+             planning: Planning, *, stop: Callable[[], bool] | None = None) -> None:
+    """What `scope` of the revision touches in the cluster and on the DNS servers, as `reading`
+    says; a reconcile that may yield (`stop`) reads the zones first: they take long."""
+    observed, api = planned.observed, planning.targets.kube_api
+    options, memory = planning.options, planning.memory
     kube = api is not None and reading.kube is not KubeRead.NONE and scope.kubernetes
     if kube and stop is None:
         assert api is not None
         observed.kube = _kube(api, desired, options, memory, reading)
     if planned.endpoints is not None:
-        observed.dns = _dns(desired, targets, planned.endpoints, scope, reading, options, memory=memory,
-                            deadline=deadline, progress=progress, stop=stop)
+        observed.dns = _dns(desired, planned.endpoints, scope, reading, planning, stop=stop)
     if kube and stop is not None:
         assert api is not None
         if observed.dns is not None and stop():
@@ -216,18 +231,26 @@ def _observe(planned: Planned, desired: Desired, scope: Scope, reading: Reading,
         observed.kube = _kube(api, desired, options, memory, reading)
 
 
-def _dns(desired: Desired, targets: Targets, endpoints: Mapping[str, Endpoint], scope: Scope, reading: Reading,
-         options: Options, *, memory: Memory, deadline: Deadline, progress: Progress,
-         stop: Callable[[], bool] | None) -> DnsObserved:
+def _dns(desired: Desired, endpoints: Mapping[str, Endpoint], scope: Scope, reading: Reading,
+         planning: Planning, *, stop: Callable[[], bool] | None) -> DnsObserved:
     """The zones of `scope`, as `reading` says (agent/observe/dnsobserve.py)."""
-    return dnsobserve.observe(desired, targets.store, endpoints, reading, deadline=deadline, memory=memory.dns,
-                              progress=lambda done, total: progress("observed", "zones", done, total), stop=stop,
-                              scope=scope, limits=options.transfer)
+    progress = planning.progress
+
+    def observed(done: int, total: int) -> None:
+        progress("observed", "zones", done, total)
+
+    pace = dnsobserve.Pace(planning.deadline, progress=observed, stop=stop)
+    return dnsobserve.observe(desired, planning.targets.store, endpoints, reading, pace=pace,
+                              memory=planning.memory.dns, scope=scope,
+                              limits=planning.options.transfer)
 
 
-def _kube(api: KubeApi, desired: Desired, options: Options, memory: Memory, reading: Reading) -> KubeObserved:
+def _kube(api: KubeApi, desired: Desired, options: Options, memory: Memory,
+          reading: Reading) -> KubeObserved:
     """The cluster as the revision needs it: listed in full, or what was left there recalled."""
     if memory.kube is not None and reading.kube is KubeRead.RECALL:
-        return kubeobserve.recall(api, desired, memory.kube, agent_namespace=options.agent_namespace,
+        return kubeobserve.recall(api, desired, memory.kube,
+                                  agent_namespace=options.agent_namespace,
                                   recheck=memory.kube_recheck)
-    return kubeobserve.observe(api, desired, agent_namespace=options.agent_namespace, with_crds=options.install_crds)
+    return kubeobserve.observe(api, desired, agent_namespace=options.agent_namespace,
+                               with_crds=options.install_crds)

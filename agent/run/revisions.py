@@ -53,7 +53,8 @@ def _lock_for(key: str) -> pathlib.Path:
 
 
 class DirectoryRevisions:
-    def __init__(self, root: pathlib.Path, *, revision: str | None = None, limits: Limits | None = None) -> None:
+    def __init__(self, root: pathlib.Path, *, revision: str | None = None,
+                 limits: Limits | None = None) -> None:
         self.root = root
         self.label = str(root)
         self.lock_path = _lock_for(str(root.resolve()))
@@ -86,10 +87,12 @@ class DirectoryRevisions:
 class GitRevisions:
     def __init__(self, source: GitSource, *, report_key: bytes | None = None) -> None:
         self.source = source
-        self.report_key = report_key  # signs every note (agent/outcome/notesignature.py); None: unsigned
+        # signs every note (agent/outcome/notesignature.py); None: unsigned
+        self.report_key = report_key
         self.label = source.url
         self.lock_path = source.workdir.with_name(source.workdir.name + ".lock")
-        self._fetched: FetchedCommit | None = None  # fetched by `head(fetch=True)`, read by the next snapshot
+        # fetched by `head(fetch=True)`, read by the next snapshot
+        self._fetched: FetchedCommit | None = None
 
     def head(self, *, fetch: bool = False) -> str | None:
         """The remote's head (`git ls-remote`); with `fetch` (a webhook said the branch moved), the
@@ -102,8 +105,8 @@ class GitRevisions:
 
     def bound(self, time_left: Callable[[], float] | None) -> None:
         """Every git command (ls-remote, fetch, notes fetch and push) ends within `time_left()`
-        seconds, or its own timeout if sooner; None: its own timeout only. A run's start and end: what
-        `head(fetch=True)` fetched is read by that run's snapshot only."""
+        seconds, or its own timeout if sooner; None: its own timeout only. A run's start and end:
+        what `head(fetch=True)` fetched is read by that run's snapshot only."""
         self.source.time_left = time_left or git.unbounded
         self._fetched = None
 
@@ -117,9 +120,11 @@ class GitRevisions:
         return self.source.fetch()  # the files are read from the commit's tree, never a work tree
 
     def at(self, sha: str) -> Snapshot | None:
-        """An earlier commit (from the clone, else fetched by its id), or None when it cannot be had."""
+        """An earlier commit (from the clone, else fetched by its id), or None when it cannot be
+        had."""
         snap = self.source.earlier(sha)
-        return Snapshot(snap.revision, snap.files(), dataclasses.asdict(snap.commit), snap.limits) if snap else None
+        return Snapshot(snap.revision, snap.files(), dataclasses.asdict(snap.commit),
+                        snap.limits) if snap else None
 
     def superseded(self, old: str | None, new: str) -> list[str]:
         return self.source.commits_between(old, new)
@@ -128,22 +133,27 @@ class GitRevisions:
         return dataclasses.asdict(self.source.commit(self.source.repo(), sha))
 
     def _noted(self, sha: str) -> dict[str, Any] | None:
-        """The agent's note already on `sha`, which a later run adds to (agent/outcome/notesignature.py
-        `extendable`); None: there is none, or it is not one to build on (it is replaced)."""
+        """The agent's note already on `sha`, which a later run adds to
+        (agent/outcome/notesignature.py `extendable`); None: there is none, or it is not one to
+        build on (it is replaced)."""
         stored = self.source.note(sha, limit=notesignature.MAX_NOTE_BYTES)
         if stored is None:
             return None
-        doc = notesignature.extendable(stored.data, sha=sha, key=self.report_key) if stored.unread is None else None
+        doc = None
+        if stored.unread is None:
+            doc = notesignature.extendable(stored.data, sha=sha, key=self.report_key)
         if doc is None:
-            log.warning("the note on %s is not one the agent can add to (%s): replaced by this run's report",
-                        sha[:12], stored.unread or ("it does not verify with the report key" if self.report_key
-                                                    else "it is not a well-formed report"))
+            unfit = ("it does not verify with the report key" if self.report_key
+                     else "it is not a well-formed report")
+            log.warning("the note on %s is not one the agent can add to (%s): replaced by this "
+                        "run's report", sha[:12], stored.unread or unfit)
         return doc
 
     def publish(self, reports: list[report.Report], *, push: bool) -> bool | None:
-        """Writes each report as notes, signed with the report key if there is one; pushes them if asked.
-        A commit that already has the agent's note keeps it: this run is added as a dated entry, when
-        it is worth one (agent/outcome/report.py). Failing to push is logged, not fatal."""
+        """Writes each report as notes, signed with the report key if there is one; pushes them if
+        asked. A commit that already has the agent's note keeps it: this run is added as a dated
+        entry, when it is worth one (agent/outcome/report.py). Failing to push is logged, not
+        fatal."""
         try:
             self.source.fetch_notes()
         except SourceError as exc:
@@ -153,10 +163,12 @@ class GitRevisions:
             earlier = self._noted(sha)
             if earlier is not None and earlier.get("outcome") in report.NOTHING_DONE \
                     and item.outcome not in report.NOTHING_DONE:
-                earlier = None  # the commit had done nothing yet (rejected, superseded): this run is what it did
+                # the commit had done nothing yet (rejected, superseded): this run is what it did
+                earlier = None
             if earlier is None:
-                self.source.add_note(sha, notesignature.sign(key, "summary", sha, report.to_note(item)),
-                                     notesignature.sign(key, "full", sha, report.to_full(item)))
+                summary = notesignature.sign(key, "summary", sha, report.to_note(item))
+                full = notesignature.sign(key, "full", sha, report.to_full(item))
+                self.source.add_note(sha, summary, full)
             elif report.noteworthy(earlier, item):  # the complete report stays the first run's
                 note = report.note_text(report.with_entry(earlier, report.entry(item)))
                 self.source.add_note(sha, notesignature.sign(key, "summary", sha, note))

@@ -14,7 +14,8 @@ from agent.run.revisions import RevisionSource
 
 
 @contextlib.contextmanager
-def bounded(source: RevisionSource, targets: Targets, deadline: Deadline, *, lock_wait: float) -> Iterator[None]:
+def bounded(source: RevisionSource, targets: Targets, deadline: Deadline, *,
+            lock_wait: float) -> Iterator[None]:
     """Holds the source's lock with every API call and git command cut to `deadline`."""
     if targets.kube_api is not None:
         targets.kube_api.deadline = deadline

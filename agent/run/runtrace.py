@@ -2,7 +2,8 @@
 metrics (agent/run/metrics.py) and the Kubernetes Events (agent/outcome/runevents.py).
 
     run started by webhook (last seen 1a2b3c4d5e6f)                    info, runId, trigger
-    sync applied: ... (fields: trigger, kind, why, outcome, seconds, steps, calls) info, runId, revision
+    sync applied: ... (fields: trigger, kind, why, outcome, seconds,   info, runId, revision
+      steps, calls)
 
 The trigger is what asked for the run: start-up (the agent started, or became the leader),
 schedule, webhook; a scheduled run that reconciled again the revision it had already seen (the
@@ -26,10 +27,11 @@ from agent.run import logs, metrics
 from agent.run import orchestrator as runner
 
 log = logging.getLogger("agent.run.scheduler")  # the lines operators already filter on
-TRIGGERS = {"start": "start-up", "leadership": "start-up", "schedule": "schedule", "webhook": "webhook",
-            "retry": "retry", "resume": "resync", "push": "webhook",
+TRIGGERS = {"start": "start-up", "leadership": "start-up", "schedule": "schedule",
+            "webhook": "webhook", "retry": "retry", "resume": "resync", "push": "webhook",
             "pods": "pods"}  # agent/podready/watch.py: a new BIND9 pod waits for its zones
-RECONCILED = ("applied", "partial", "rejected", "unreachable", "error")  # looked at the revision again
+# looked at the revision again
+RECONCILED = ("applied", "partial", "rejected", "unreachable", "error")
 
 
 class RunTrace:
@@ -37,7 +39,8 @@ class RunTrace:
                  applied: str | None = None, seen: str | None = None,
                  events_every: float = runevents.DEFAULT_EVERY) -> None:
         self.metrics, self.api, self.agent_namespace = registry, api, agent_namespace
-        self.applied, self.seen = applied, seen  # as the state store said at start, then as runs leave them
+        # as the state store said at start, then as runs leave them
+        self.applied, self.seen = applied, seen
         self.limiter = runevents.Limiter(events_every)
         self._started = 0.0
         self._calls: dict[tuple[str, str, str], int] = {}
@@ -70,7 +73,8 @@ class RunTrace:
         steps: dict[str, float] = dict(getattr(run, "steps", None) or {})
         why = "; ".join(run.failures[:3] + run.refusals[:3])
         changes = len(run.plan.changes) if run.plan is not None and not run.plan.refusals else 0
-        kind, because = (run.decision.kind.value, run.decision.why.value) if run.decision else (metrics.NONE,) * 2
+        kind, because = (run.decision.kind.value,
+                         run.decision.why.value) if run.decision else (metrics.NONE,) * 2
         fields = {"trigger": trigger, "kind": kind, "why": because, "outcome": run.outcome,
                   "seconds": round(seconds, 3), "steps": {k: round(v, 3) for k, v in steps.items()},
                   "calls": self._calls_since(), "changes": changes}
@@ -82,19 +86,22 @@ class RunTrace:
             self.applied = run.revision
         if run.revision and run.outcome not in ("busy", "suspended"):
             self.seen = run.revision
-        event = runevents.decide(outcome=run.outcome, revision=run.revision, message=run.message, changes=changes,
-                                 failures=run.failures, refusals=run.refusals,
+        event = runevents.decide(outcome=run.outcome, revision=run.revision, message=run.message,
+                                 changes=changes, failures=run.failures, refusals=run.refusals,
                                  repeat=run.revision is not None and run.revision == applied_before,
                                  ran=run.decision.told if run.decision else "")
         self._emit(event)
 
     def failed(self, trigger: str, exc: BaseException) -> None:
-        """A run that raised (a bug, caught at the loop boundary): counted, and told on the clusters."""
+        """A run that raised (a bug, caught at the loop boundary): counted, and told on the
+        clusters."""
         self.metrics.failed(trigger)
         log.info("sync error: %s", type(exc).__name__, extra={"fields": {
-            "trigger": trigger, "outcome": "error", "seconds": round(time.monotonic() - self._started, 3)}})
+            "trigger": trigger, "outcome": "error",
+            "seconds": round(time.monotonic() - self._started, 3)}})
         self._emit(runevents.decide(outcome="error", revision=self.seen, message=f"the run failed: "
-                                    f"{type(exc).__name__} (a bug; the agent's log has the traceback)", changes=0))
+                                    f"{type(exc).__name__} (a bug; the agent's log has the "
+                                    f"traceback)", changes=0))
 
     def _calls_since(self) -> dict[str, int]:
         """This run's external calls by target (the agent runs one run at a time)."""
@@ -107,7 +114,8 @@ class RunTrace:
         if event is None or self.api is None:
             return
         try:
-            emitted = runevents.emit(self.api, event, agent_namespace=self.agent_namespace, limiter=self.limiter)
+            emitted = runevents.emit(self.api, event, agent_namespace=self.agent_namespace,
+                                     limiter=self.limiter)
         except AgentError as exc:  # an Event is worth a warning, never the sync loop
             log.warning("%s Event not emitted: %s", event.reason, exc)
             return

@@ -1,18 +1,19 @@
-"""What every setting of `bindy-agent run` is checked for at start (agent/run/settings.py), and how a
-refusal is told: which setting, what is wrong, and where the value came from (the flag, the
+"""What every setting of `bindy-agent run` is checked for at start (agent/run/settings.py), and how
+a refusal is told: which setting, what is wrong, and where the value came from (the flag, the
 environment variable, or the settings file and its key).
 
-    text, paths, lists  no control character (NUL, newline, CR, ESC, C1, bidi overrides): a value that
-                        holds one would reach git, a log line or a file name as something else
+    text, paths, lists  no control character (NUL, newline, CR, ESC, C1, bidi overrides): a value
+                        that holds one would reach git, a log line or a file name as something else
     ports               1-65535 (`listen`: never taken modulo 65536)
-    durations           finite (no inf, no nan) and within a sane maximum (a day for a run's deadline
-                        or the interval, an hour for HTTP timeouts and the lease, 30 days for resync)
+    durations           finite (no inf, no nan) and within a sane maximum (a day for a run's
+                        deadline or the interval, an hour for HTTP timeouts and the lease, 30 days
+                        for resync)
     limits              within a range that can work (connections, body sizes, read limits)
     names               Kubernetes names where they name Kubernetes objects (namespaces, the Lease)
     path                a directory inside the repository: no absolute path, no `..` (written `a/b`;
                         `./a/` is read as `a`)
-    cache, state        directories: one that exists but is not a directory (a file, a FIFO) is refused
-                        at start, not at the first run
+    cache, state        directories: one that exists but is not a directory (a file, a FIFO) is
+                        refused at start, not at the first run
 """
 
 from __future__ import annotations
@@ -42,8 +43,9 @@ def printable(value: object) -> None:
         text = str(item) if isinstance(item, str | pathlib.PurePath) else None
         if text is not None and syntax.printable(text) != text:
             at = next(i for i, c in enumerate(text) if syntax.printable(c) != c)
-            raise ValueError(f"holds a control character (U+{ord(text[at]):04X} at character {at + 1}); give "
-                             "printable text")  # the value itself is not shown: it may hold a credential
+            # the value itself is not shown: it may hold a credential
+            raise ValueError(f"holds a control character (U+{ord(text[at]):04X} at character "
+                             f"{at + 1}); give printable text")
 
 
 def port(text: str) -> None:
@@ -52,13 +54,14 @@ def port(text: str) -> None:
 
 
 def repository_path(text: str) -> str:
-    """The `path` setting, normalized (`./a/` -> `a`, `.` -> ``); ValueError when it leaves the repository."""
+    """The `path` setting, normalized (`./a/` -> `a`, `.` -> ``); ValueError when it leaves the
+    repository."""
     if text.startswith("/"):
-        raise ValueError(f"{syntax.brief(text)} is an absolute path: give the directory's path inside the "
-                         "repository (e.g. clusters/prod)")
+        raise ValueError(f"{syntax.brief(text)} is an absolute path: give the directory's path "
+                         "inside the repository (e.g. clusters/prod)")
     if ".." in text.split("/"):
-        raise ValueError(f"{syntax.brief(text)} climbs out with '..': give the directory's path inside the "
-                         "repository, from its top (e.g. clusters/prod)")
+        raise ValueError(f"{syntax.brief(text)} climbs out with '..': give the directory's path "
+                         "inside the repository, from its top (e.g. clusters/prod)")
     normal = posixpath.normpath(text) if text else ""
     return "" if normal == "." else normal
 
@@ -85,8 +88,8 @@ def namespaces(values: list[str]) -> None:
             try:
                 _NAMESPACE.validate_python(value)
             except pydantic.ValidationError:
-                raise ValueError(f"{syntax.brief(value)} is not a namespace name (lowercase letters, digits and "
-                                 "'-', at most 63) or *") from None
+                raise ValueError(f"{syntax.brief(value)} is not a namespace name (lowercase "
+                                 "letters, digits and '-', at most 63) or *") from None
 
 
 def key(text: str) -> str:
@@ -108,7 +111,8 @@ def required(prefix: str, name: str) -> str:
 
 
 def described(exc: pydantic.ValidationError, sources: Mapping[str, str], prefix: str) -> str:
-    """Each problem of the settings on a line: the setting, what is wrong, where its value came from."""
+    """Each problem of the settings on a line: the setting, what is wrong, where its value came
+    from."""
     lines = []
     for error in exc.errors(include_url=False, include_input=False):
         name = str(error["loc"][0]) if error["loc"] else "settings"
@@ -117,6 +121,7 @@ def described(exc: pydantic.ValidationError, sources: Mapping[str, str], prefix:
             continue
         shown = name if name.isidentifier() else syntax.brief(syntax.printable(name), 60)
         where = sources.get(name, "the default")
-        what = "not a setting" if error["type"] == "extra_forbidden" else error["msg"].removeprefix("Value error, ")
+        what = ("not a setting" if error["type"] == "extra_forbidden"
+                else error["msg"].removeprefix("Value error, "))
         lines.append(f"setting {shown}: {what} (given by {where})")
     return "\n".join(lines)

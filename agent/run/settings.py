@@ -8,18 +8,17 @@ import pathlib
 from typing import Annotated
 
 import pydantic
-import yaml
 
 from agent.clients import axfr
 from agent.clients import endpoints as zone_endpoints
 from agent.desired import policy
 from agent.errors import ConfigError
 from agent.gate import safety
-from agent.load import scalars
 from agent.model import limits as read_limits
 from agent.model import names
 from agent.outcome import delivery, forge, notify
 from agent.run import settingchecks as checks
+from agent.run import settingsources
 from agent.sources import git as git_source
 from agent.sources import operatorfile
 
@@ -36,7 +35,8 @@ class Settings(pydantic.BaseModel):
     values here: only paths of files that hold them (mounted Secrets). The docstring under each
     field is the help text of its flag."""
 
-    model_config = pydantic.ConfigDict(extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
+    model_config = pydantic.ConfigDict(extra="forbid", use_attribute_docstrings=True,
+                                       allow_inf_nan=False)
 
     # The Git source.
     repo: str
@@ -60,8 +60,9 @@ class Settings(pydantic.BaseModel):
     push_notes: bool = True
     """push the commit reports (refs/notes/bindy-agent) to the remote"""
     report_key_file: pathlib.Path | None = None
-    """file holding the key that signs each commit report (HMAC-SHA256), at least 32 characters; give the
-    same file to `bindy-agent report --report-key-file` (without it reports are unsigned: unverified)"""
+    """file holding the key that signs each commit report (HMAC-SHA256), at least 32 characters;
+    give the same file to `bindy-agent report --report-key-file` (without it reports are unsigned:
+    unverified)"""
     resync_after: float = pydantic.Field(names.DEFAULT_RESYNC_AFTER, ge=0, le=30 * DAY)
     """seconds after which an unchanged revision is reconciled again (repairs drift)"""
 
@@ -70,37 +71,47 @@ class Settings(pydantic.BaseModel):
     """kubeconfig of the cluster that gets the CRs and the BIND9 workloads"""
     in_cluster: bool = False
     """reach the cluster with the pod's ServiceAccount (instead of --kubeconfig)"""
-    agent_namespace: str = pydantic.Field(names.DEFAULT_AGENT_NAMESPACE, pattern=checks.LABEL, max_length=63)
+    agent_namespace: str = pydantic.Field(names.DEFAULT_AGENT_NAMESPACE, pattern=checks.LABEL,
+                                          max_length=63)
     """namespace of the agent's state, inventory and Lease"""
-    install_crds: bool = pydantic.Field(True, description="apply the 12 CRDs before each sync (off when an admin "
-                                        "installs them and the agent may only read them)")
+    install_crds: bool = pydantic.Field(True, description="apply the 12 CRDs before each sync (off "
+                                        "when an admin installs them and the agent may only read "
+                                        "them)")
     endpoints: pathlib.Path | None = None
     """instance -> DNS/zone API/key map (see README); enables the DNS steps"""
     in_cluster_dns: bool = False
-    """reach the instances through their Services and RNDC Secrets (needs a cluster); instead of --endpoints"""
+    """reach the instances through their Services and RNDC Secrets (needs a cluster); instead of
+    --endpoints"""
     zone_api_token_file: pathlib.Path = pydantic.Field(
-        zone_endpoints.ZONE_API_TOKEN, description="projected ServiceAccount token for the zone HTTP APIs "
+        zone_endpoints.ZONE_API_TOKEN,
+        description="projected ServiceAccount token for the zone HTTP APIs "
         "(never the Kubernetes API token)")
-    zone_api_audience: str = pydantic.Field(zone_endpoints.ZONE_API_AUDIENCE, min_length=1, max_length=253,
-                                            description="the audience the zone API token must be bound to")
+    zone_api_audience: str = pydantic.Field(
+        zone_endpoints.ZONE_API_AUDIENCE, min_length=1, max_length=253,
+        description="the audience the zone API token must be bound to")
     state: pathlib.Path | None = None
-    """directory of the agent's state; given, it is used even with a cluster (default: with a cluster, the
-    ConfigMap bindy-agent-state in --agent-namespace, which replicas share; without one, state in --cache)"""
+    """directory of the agent's state; given, it is used even with a cluster (default: with a
+    cluster, the ConfigMap bindy-agent-state in --agent-namespace, which replicas share; without
+    one, state in --cache)"""
     namespace: Annotated[str, pydantic.Field(pattern=checks.LABEL, max_length=63)] | None = None
     """namespace for namespaced objects that name none (default: the first of allowed_namespaces)"""
     force: bool = False
-    """apply plans the safety gate refuses (mass deletes, whole-zone deletes, apex NS changes, large prunes)"""
+    """apply plans the safety gate refuses (mass deletes, whole-zone deletes, apex NS changes, large
+    prunes)"""
     allow_prune: bool = False
     """allow deleting more than 30% of the Kubernetes objects the agent manages"""
-    delete_threshold_percent: int = pydantic.Field(round(safety.DELETE_THRESHOLD * 100), ge=0, le=100)
-    """the largest share (percent) of a zone's managed RRsets a plan may delete; 100 also allows deleting whole
-    zones. The repository's DNSZone annotation may only lower it"""
+    delete_threshold_percent: int = pydantic.Field(round(safety.DELETE_THRESHOLD * 100), ge=0,
+                                                   le=100)
+    """the largest share (percent) of a zone's managed RRsets a plan may delete; 100 also allows
+    deleting whole zones. The repository's DNSZone annotation may only lower it"""
     create_namespaces: bool = False
     """create missing namespaces (the agent's account then needs to write namespaces)"""
     mode: str = pydantic.Field("apply", pattern="^(apply|detect)$")
-    """apply: make the world match Git; detect: plan every run and report drift (metric, status), write nothing"""
+    """apply: make the world match Git; detect: plan every run and report drift (metric, status),
+    write nothing"""
     suspend: bool = False
-    """run nothing (as does the annotation bindy.firestoned.io/suspend: "true" on the state ConfigMap)"""
+    """run nothing (as does the annotation bindy.firestoned.io/suspend: "true" on the state
+    ConfigMap)"""
     deadline: float = pydantic.Field(names.DEFAULT_DEADLINE, ge=0, le=DAY)
     """the most one run may take in seconds; a stalled server ends it as partial (0: no limit)"""
     batch: int = pydantic.Field(1000, ge=1, le=100_000)
@@ -112,18 +123,20 @@ class Settings(pydantic.BaseModel):
     jitter: float = pydantic.Field(5, ge=0, le=HOUR)
     """up to this many seconds added at random to each scheduled sync"""
     webhook_min_interval: float = pydantic.Field(10, ge=0, le=HOUR)
-    """seconds between two runs started by webhooks: the first delivery starts a run at once, later ones
-    collapse into one more run when this interval ends"""
+    """seconds between two runs started by webhooks: the first delivery starts a run at once, later
+    ones collapse into one more run when this interval ends"""
 
     # HTTP: health, readiness, metrics and the webhook.
     listen: str = pydantic.Field("0.0.0.0:8080", pattern=r"^\S*:[0-9]{1,5}$", max_length=300)
     """HOST:PORT of /healthz, /readyz, /metrics and POST /hooks/git"""
     webhook_secret_file: pathlib.Path | None = None
-    """file holding the webhook's shared secret, at least 32 characters (without it the webhook is off)"""
+    """file holding the webhook's shared secret, at least 32 characters (without it the webhook is
+    off)"""
     webhook_max_body: int = pydantic.Field(MIB, ge=1024, le=256 * MIB)
     """largest request body in bytes; a larger one gets 413 before it is read"""
     http_header_timeout: float = pydantic.Field(10, gt=0, le=HOUR)
-    """seconds a client has to send a request's headers; idle connections are closed after as long"""
+    """seconds a client has to send a request's headers; idle connections are closed after as
+    long"""
     http_body_timeout: float = pydantic.Field(30, gt=0, le=HOUR)
     """seconds a client has to send a request's body once its headers are in"""
     http_connection_limit: int = pydantic.Field(500, ge=16, le=10_000)
@@ -144,13 +157,14 @@ class Settings(pydantic.BaseModel):
     # Where results are announced: commit statuses and alerts.
     commit_status: str = pydantic.Field(
         OFF, pattern=f"^({'|'.join((OFF, *forge.FORGES))})$",
-        description=f"post a commit status on each commit a run handles: {OFF}, {', '.join(forge.FORGES[:-1])} or "
-                    f"{forge.FORGES[-1]}")
+        description=f"post a commit status on each commit a run handles: {OFF}, "
+                    f"{', '.join(forge.FORGES[:-1])} or {forge.FORGES[-1]}")
     commit_status_token_file: pathlib.Path | None = None
     """file holding the forge API token (GitHub/Gitea: statuses write; GitLab: api scope)"""
     commit_status_api_url: str | None = pydantic.Field(None, pattern=checks.URL)
-    """forge API base URL (default: derived from --repo, e.g. https://api.github.com, https://HOST/api/v3 for
-    GitHub Enterprise, https://HOST/api/v4 for GitLab, https://HOST/api/v1 for Gitea)"""
+    """forge API base URL (default: derived from --repo, e.g. https://api.github.com,
+    https://HOST/api/v3 for GitHub Enterprise, https://HOST/api/v4 for GitLab, https://HOST/api/v1
+    for Gitea)"""
     commit_status_project: str | None = None
     """owner/repo (GitHub, Gitea) or GitLab project path or id (default: derived from --repo)"""
     commit_status_context: str = pydantic.Field(forge.DEFAULT_CONTEXT, min_length=1, max_length=255)
@@ -168,33 +182,39 @@ class Settings(pydantic.BaseModel):
     notify_retries: int = pydantic.Field(3, ge=0, le=10)
     """retries of a commit status or alert after a connection error, 429 or 5xx"""
 
-    # The policy a repository is held to (agent/desired/policy.py); lists also take "a,b" in flags and env.
+    # The policy a repository is held to (agent/desired/policy.py); lists also take "a,b" in flags
+    # and env.
     pod_security: str = pydantic.Field(
         _POLICY.pod_security, pattern="^(restricted|baseline)$",
-        description="Pod Security level the generated pods must meet with what the repository adds: restricted "
-        "or baseline")
+        description="Pod Security level the generated pods must meet with what the repository "
+        "adds: restricted or baseline")
     allowed_registries: list[str] = pydantic.Field(
         list(_POLICY.allowed_registries),
-        description="image prefixes the repository may use for bind9 and bindcar: a registry (quay.io) or a "
-        "registry and path (ghcr.io/org); * for any")
+        description="image prefixes the repository may use for bind9 and bindcar: a registry "
+        "(quay.io) or a registry and path (ghcr.io/org); * for any")
     allowed_service_types: list[str] = pydantic.Field(
-        list(_POLICY.allowed_service_types), description="Service types the repository may ask for (ClusterIP, "
+        list(_POLICY.allowed_service_types),
+        description="Service types the repository may ask for (ClusterIP, "
         "NodePort, LoadBalancer)")
     allowed_external_ips: list[str] = pydantic.Field(
-        list(_POLICY.allowed_external_ips), description="CIDRs a Service's externalIPs may come from")
+        list(_POLICY.allowed_external_ips),
+        description="CIDRs a Service's externalIPs may come from")
     allowed_namespaces: list[str] = pydantic.Field(
-        list(_POLICY.allowed_namespaces), description="namespaces the repository's CRs and generated objects may "
+        list(_POLICY.allowed_namespaces),
+        description="namespaces the repository's CRs and generated objects may "
         "be in; * for any")
     allow_cross_namespace_refs: bool = pydantic.Field(
-        _POLICY.allow_cross_namespace_refs, description="let records join a DNSZone of another namespace and "
+        _POLICY.allow_cross_namespace_refs,
+        description="let records join a DNSZone of another namespace and "
         "references name a Secret of another namespace")
 
     @pydantic.field_validator("repo", "branch", "ref")
     @classmethod
     def _not_an_option(cls, value: str | None, info: pydantic.ValidationInfo) -> str | None:
         """A value git would read as one of its options (`--upload-pack=CMD`) is refused."""
-        problem = git_source.option_like(value, {"repo": "the repository"}.get(str(info.field_name),
-                                                                            f"the {info.field_name}"))
+        field = str(info.field_name)
+        what = "the repository" if field == "repo" else f"the {info.field_name}"
+        problem = git_source.option_like(value, what)
         if problem is not None:
             raise ValueError(problem)
         return value
@@ -202,7 +222,8 @@ class Settings(pydantic.BaseModel):
     @pydantic.field_validator("*")
     @classmethod
     def _printable(cls, value: object) -> object:
-        """No control character (NUL, ESC, CR, newline, C1, bidi overrides) in any text, path or list item."""
+        """No control character (NUL, ESC, CR, newline, C1, bidi overrides) in any text, path or
+        list item."""
         checks.printable(value)
         return value
 
@@ -227,7 +248,8 @@ class Settings(pydantic.BaseModel):
                               "allowed_namespaces", mode="before")
     @classmethod
     def _split(cls, value: object) -> object:
-        return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+        return [v.strip() for v in value.split(",")
+                if v.strip()] if isinstance(value, str) else value
 
     @pydantic.field_validator("allowed_service_types", "allowed_external_ips")
     @classmethod
@@ -244,33 +266,39 @@ class Settings(pydantic.BaseModel):
         return policy.PolicySettings.of(**{f.name: getattr(self, f.name) for f in fields})
 
     # What a revision may make the agent read (agent/model/limits.py).
-    max_file_bytes: int = pydantic.Field(read_limits.Limits.max_file_bytes, ge=1, le=checks.MAX_BYTES,
+    max_file_bytes: int = pydantic.Field(read_limits.Limits.max_file_bytes, ge=1,
+                                         le=checks.MAX_BYTES,
                                          description=read_limits.help_of("max_file_bytes"))
-    max_revision_bytes: int = pydantic.Field(read_limits.Limits.max_revision_bytes, ge=1, le=checks.MAX_BYTES,
+    max_revision_bytes: int = pydantic.Field(read_limits.Limits.max_revision_bytes, ge=1,
+                                             le=checks.MAX_BYTES,
                                              description=read_limits.help_of("max_revision_bytes"))
     max_documents: int = pydantic.Field(read_limits.Limits.max_documents, ge=1, le=checks.MAX_COUNT,
                                         description=read_limits.help_of("max_documents"))
     max_nodes: int = pydantic.Field(read_limits.Limits.max_nodes, ge=1, le=checks.MAX_COUNT,
                                     description=read_limits.help_of("max_nodes"))
-    max_alias_nodes: int = pydantic.Field(read_limits.Limits.max_alias_nodes, ge=1, le=checks.MAX_COUNT,
+    max_alias_nodes: int = pydantic.Field(read_limits.Limits.max_alias_nodes, ge=1,
+                                          le=checks.MAX_COUNT,
                                           description=read_limits.help_of("max_alias_nodes"))
 
     # What a DNS server's zone transfer may bring in (agent/clients/axfr.py).
-    max_transfer_bytes: int = pydantic.Field(axfr.TransferLimits.max_bytes, ge=1, le=checks.MAX_BYTES,
-                                             description=axfr.BYTES_HELP)
-    max_transfer_records: int = pydantic.Field(axfr.TransferLimits.max_records, ge=1, le=checks.MAX_COUNT,
-                                               description=axfr.RECORDS_HELP)
+    max_transfer_bytes: int = pydantic.Field(axfr.TransferLimits.max_bytes, ge=1,
+                                             le=checks.MAX_BYTES, description=axfr.BYTES_HELP)
+    max_transfer_records: int = pydantic.Field(axfr.TransferLimits.max_records, ge=1,
+                                               le=checks.MAX_COUNT, description=axfr.RECORDS_HELP)
 
     def transfer_limits(self) -> axfr.TransferLimits:
         return axfr.TransferLimits(self.max_transfer_bytes, self.max_transfer_records)
 
     def limits(self) -> read_limits.Limits:
         """What a revision may make the agent read (agent/model/limits.py)."""
-        return read_limits.Limits(**{f.name: getattr(self, f.name) for f in dataclasses.fields(read_limits.Limits)})
+        fields = dataclasses.fields(read_limits.Limits)
+        return read_limits.Limits(**{f.name: getattr(self, f.name) for f in fields})
 
     def masked(self) -> dict[str, object]:
-        """The effective settings for --print-config (file paths only; no secret values exist here)."""
-        return {k: (str(v) if isinstance(v, pathlib.Path) else v) for k, v in self.model_dump().items()}
+        """The effective settings for --print-config (file paths only; no secret values exist
+        here)."""
+        return {k: (str(v) if isinstance(v, pathlib.Path) else v)
+                for k, v in self.model_dump().items()}
 
     def _budget(self) -> delivery.Budget:
         return delivery.Budget(timeout=self.notify_timeout, retries=self.notify_retries)
@@ -279,8 +307,10 @@ class Settings(pydantic.BaseModel):
         """Where commit statuses go (None: off); ConfigError if the forge project cannot be told."""
         if self.commit_status == OFF:
             return None
-        return forge.configure(self.commit_status, repo=self.repo, token_file=self.commit_status_token_file,
-                               api_url=self.commit_status_api_url, project=self.commit_status_project,
+        return forge.configure(self.commit_status, repo=self.repo,
+                               token_file=self.commit_status_token_file,
+                               api_url=self.commit_status_api_url,
+                               project=self.commit_status_project,
                                context=self.commit_status_context, report_url=self.report_url,
                                budget=self._budget())
 
@@ -293,68 +323,38 @@ class Settings(pydantic.BaseModel):
 
 
 # the files a run reads (or hands to ssh): each must be a regular file when it starts
-FILES = ("endpoints", "ssh_key", "known_hosts", "token_file", "webhook_secret_file", "report_key_file",
-         "commit_status_token_file", "alert_webhook_secret_file", "alert_slack_url_file")
+FILES = ("endpoints", "ssh_key", "known_hosts", "token_file", "webhook_secret_file",
+         "report_key_file", "commit_status_token_file", "alert_webhook_secret_file",
+         "alert_slack_url_file")
 
 
 def check_runnable(settings: Settings) -> None:
-    """Refuses settings under which `run` would sync nothing while looking healthy, or a file setting that
-    is not a regular file (a FIFO would hang the first read, a directory fail every run)."""
+    """Refuses settings under which `run` would sync nothing while looking healthy, or a file
+    setting that is not a regular file (a FIFO would hang the first read, a directory fail every
+    run)."""
     for name in FILES:
         path = getattr(settings, name)
         if path is not None:
             operatorfile.check(path, setting="--" + name.replace("_", "-"))
-    for problem in (checks.directory(settings.cache, "--cache"), checks.directory(settings.state, "--state")):
+    for problem in (checks.directory(settings.cache, "--cache"),
+                    checks.directory(settings.state, "--state")):
         if problem is not None:
             raise ConfigError(problem)
     cluster = settings.kubeconfig is not None or settings.in_cluster
     if settings.in_cluster_dns and not cluster:
-        raise ConfigError("--in-cluster-dns finds the DNS servers through the cluster: it needs --kubeconfig "
-                          "or --in-cluster")
+        raise ConfigError("--in-cluster-dns finds the DNS servers through the cluster: it needs "
+                          "--kubeconfig or --in-cluster")
     if not (cluster or settings.endpoints):
-        raise ConfigError("nothing to sync to: give a cluster (--kubeconfig or --in-cluster) and/or DNS servers "
-                          "(--endpoints, or --in-cluster-dns with a cluster); to only check commits, use "
-                          "`bindy-agent validate` or `bindy-agent plan`")
-
-
-def _coerce(name: str, value: str) -> object:
-    field = Settings.model_fields[name]
-    if field.annotation is bool:
-        if value.lower() in ("1", "true", "yes", "on"):
-            return True
-        if value.lower() in ("0", "false", "no", "off"):
-            return False
-        raise ConfigError(f"{ENV_PREFIX}{name.upper()}: expected true or false, got {value!r}")
-    return value
+        raise ConfigError("nothing to sync to: give a cluster (--kubeconfig or --in-cluster) "
+                          "and/or DNS servers (--endpoints, or --in-cluster-dns with a cluster); "
+                          "to only check commits, use `bindy-agent validate` or `bindy-agent plan`")
 
 
 def _merged(flags: dict[str, object], config_file: pathlib.Path | None,
             environ: dict[str, str] | None) -> tuple[dict[str, object], dict[str, str]]:
-    """The settings given, by precedence, and where each came from (for a refusal to say)."""
-    environ = dict(os.environ) if environ is None else environ
-    merged: dict[str, object] = {}
-    sources: dict[str, str] = {}
-    if config_file is not None:
-        text = operatorfile.read_text(config_file, setting="--config", limit=operatorfile.SETTINGS_BYTES)
-        try:
-            doc = scalars.load(text) or {}  # Kubernetes' schema, as for a ConfigMap
-        except yaml.YAMLError as exc:
-            raise operatorfile.Unreadable("--config", config_file, operatorfile.yaml_problem(exc)) from exc
-        if not isinstance(doc, dict):
-            raise operatorfile.Unreadable("--config", config_file, "unreadable: expected a mapping of settings "
-                                          "(setting: value, one a line)")
-        for key, value in doc.items():
-            name = str(key).replace("-", "_")
-            merged[name] = value
-            sources[name] = f"{config_file}, key {checks.key(str(key))}"
-    for name in Settings.model_fields:
-        if checks.variable(ENV_PREFIX, name) in environ:
-            merged[name] = _coerce(name, environ[checks.variable(ENV_PREFIX, name)])
-            sources[name] = f"the environment variable {checks.variable(ENV_PREFIX, name)}"
-    for name, value in flags.items():
-        if value is not None:
-            merged[name], sources[name] = value, f"the flag {checks.flag(name)}"
-    return merged, sources
+    """The settings given, by precedence, and where each came from (agent/run/settingsources.py)."""
+    return settingsources.merged(Settings.model_fields, ENV_PREFIX, flags, config_file,
+                                 dict(os.environ) if environ is None else environ)
 
 
 def _validate(merged: dict[str, object], sources: dict[str, str]) -> Settings:
@@ -367,7 +367,8 @@ def _validate(merged: dict[str, object], sources: dict[str, str]) -> Settings:
 def load_settings(flags: dict[str, object], *, config_file: pathlib.Path | None = None,
                   environ: dict[str, str] | None = None) -> Settings:
     settings = _validate(*_merged(flags, config_file, environ))
-    settings.forge_settings()  # a forge project that cannot be told is a bad setting, not a failed run
+    # a forge project that cannot be told is a bad setting, not a failed run
+    settings.forge_settings()
     return settings
 
 

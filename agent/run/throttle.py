@@ -1,4 +1,5 @@
-"""When the sync worker runs next: the schedule, the start and a new leadership at once; webhooks throttled.
+"""When the sync worker runs next: the schedule, the start and a new leadership at once; webhooks
+throttled.
 
     schedule / start / leadership --> due now (the next free moment of the worker)
     webhook delivery --------------> due now if no webhook started a run within `min_interval`,
@@ -7,9 +8,9 @@
 Every request made before a run starts is served by that run (it syncs the branch head), so a
 burst of deliveries starts one run at once and at most one more per `min_interval`.
 
-What the pod watch sees travels with its requests (`pods_waiting`, `pods_moved`): the worker takes it
-(`pods_seen`) before the run it starts and hands it to the memory's one writer (agent/run/memorize.py),
-so no other thread writes the memory.
+What the pod watch sees travels with its requests (`pods_waiting`, `pods_moved`): the worker takes
+it (`pods_seen`) before the run it starts and hands it to the memory's one writer
+(agent/run/memorize.py), so no other thread writes the memory.
 """
 
 from __future__ import annotations
@@ -34,8 +35,10 @@ class Triggers:
         self._due: str | None = None  # a reason that runs as soon as the worker is free
         self._hook = False  # a webhook delivery waits for a run
         self._hook_started = -math.inf  # when the last webhook-started run began
-        self._waiting: bool | None = None  # whether a pod waits for its zones, as last seen (None: not since)
-        self._moved: set[ObjectKey] = set()  # instances whose pods moved since the worker last took them
+        # whether a pod waits for its zones, as last seen (None: not since)
+        self._waiting: bool | None = None
+        # instances whose pods moved since the worker last took them
+        self._moved: set[ObjectKey] = set()
 
     def request(self, why: str) -> None:
         with self._cond:
@@ -46,8 +49,9 @@ class Triggers:
             self._cond.notify_all()
 
     def push_due(self) -> bool:
-        """Whether a webhook delivery waits and may start a run now (not held back by the throttle): a
-        start-up or resync reconcile then yields to it (agent/run/orchestrator.py, "pushes first")."""
+        """Whether a webhook delivery waits and may start a run now (not held back by the throttle):
+        a start-up or resync reconcile then yields to it (agent/run/orchestrator.py, "pushes
+        first")."""
         with self._cond:
             return self._hook and self._clock() >= self._hook_started + self.min_interval
 

@@ -1,7 +1,7 @@
 """What asks the sync worker for a run, and the word operators see for it (the run's start line, the
 `trigger` label of the metrics, the Events): the agent started or became the leader is "start-up", a
-push and the push-first run it asks again for a cut reconcile are "webhook", the resumed reconcile is
-"resync"."""
+push and the push-first run it asks again for a cut reconcile are "webhook", the resumed reconcile
+is "resync"."""
 
 from __future__ import annotations
 
@@ -24,5 +24,5 @@ class Trigger(StrEnum):
 
 
 LABELS = {Trigger.SCHEDULE: "schedule", Trigger.START: "start-up", Trigger.LEADERSHIP: "start-up",
-          Trigger.WEBHOOK: "webhook", Trigger.PUSH: "webhook", Trigger.RESUME: "resync", Trigger.RETRY: "retry",
-          Trigger.PODS: "pods"}
+          Trigger.WEBHOOK: "webhook", Trigger.PUSH: "webhook", Trigger.RESUME: "resync",
+          Trigger.RETRY: "retry", Trigger.PODS: "pods"}

@@ -1,7 +1,8 @@
-"""The first step of every run, and all of `bindy-agent validate`: load -> desired -> policy, without
-a write and without reading the world (a run reads the labels of the Secrets the revision references
-between `load` and `check`: agent/run/planner.py). A module of its own so that `validate` imports only
-what it needs (no clients, no writers): a pre-commit hook starts it cheaply (bench/cli_startup_bench.py)."""
+"""The first step of every run, and all of `bindy-agent validate`: load -> desired -> policy,
+without a write and without reading the world (a run reads the labels of the Secrets the revision
+references between `load` and `check`: agent/run/planner.py). A module of its own so that `validate`
+imports only what it needs (no clients, no writers): a pre-commit hook starts it cheaply
+(bench/cli_startup_bench.py)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ def quiet(verb: str, unit: str, done: int, total: int | None) -> None:
 
 @dataclasses.dataclass
 class Validated:
-    """A revision loaded, expanded and checked against the policy, as a whole and without a write."""
+    """A revision loaded, expanded and checked against the policy, as a whole and without a
+    write."""
 
     manifest: Manifest
     desired: Desired | None  # None: the files did not load
@@ -40,37 +42,44 @@ class Validated:
 
     @property
     def problems(self) -> list[problems.Problem]:
-        return list(self.manifest.problems) + (self.desired.problems if self.desired is not None else [])
+        return list(self.manifest.problems) + (self.desired.problems if self.desired is not None
+                                               else [])
 
     @property
     def ok(self) -> bool:
         return self.desired is not None and not problems.errors(self.problems)
 
 
-def validate(files: Sequence[SourceFile], *, default_namespace: str, repo_policy: repo_rules.PolicySettings,
-             delete_threshold: float, limits: Limits, secret_labels: repo_rules.SecretLabels | None = None,
-             files_cache: FileCache = NO_FILES, memo: Memo = NO_MEMO, progress: Progress = quiet) -> Validated:
-    """load -> desired -> policy; with a long-running agent's caches (agent/run/memory.py), what did not
-    change since the last revision is reused. `secret_labels`: the live labels of the Secrets the
-    revision references (a run reads them from its cluster between the two: agent/run/planner.py);
-    without them, such references are only warned about."""
-    validated = load(files, default_namespace=default_namespace, limits=limits, files_cache=files_cache, memo=memo,
+def validate(files: Sequence[SourceFile], *, default_namespace: str,
+             repo_policy: repo_rules.PolicySettings, delete_threshold: float, limits: Limits,
+             progress: Progress = quiet) -> Validated:
+    """load -> desired -> policy, as a command without a cluster checks a revision (`validate`,
+    `plan DIR`, `export`): nothing remembered from an earlier revision, and references to Secrets
+    the agent does not generate only warned about. A run composes `load` and `check` itself
+    (agent/run/planner.py), with a long-running agent's caches and the live labels of the Secrets
+    read from its cluster between the two."""
+    validated = load(files, default_namespace=default_namespace, limits=limits,
                      progress=progress)
     if validated.desired is not None:
-        check(validated, repo_policy=repo_policy, delete_threshold=delete_threshold, secret_labels=secret_labels)
+        check(validated, repo_policy=repo_policy, delete_threshold=delete_threshold)
     return validated
 
 
-def load(files: Sequence[SourceFile], *, default_namespace: str, limits: Limits, files_cache: FileCache = NO_FILES,
-         memo: Memo = NO_MEMO, progress: Progress = quiet) -> Validated:
-    """load -> desired: the revision's files parsed and expanded (`desired` None: they did not load)."""
+def load(files: Sequence[SourceFile], *, default_namespace: str, limits: Limits,
+         files_cache: FileCache = NO_FILES, memo: Memo = NO_MEMO,
+         progress: Progress = quiet) -> Validated:
+    """load -> desired: the revision's files parsed and expanded (`desired` None: they did not
+    load)."""
     steps: Steps = {}
     with collector.long_lived():
         with timed(steps, "load"):
-            files = kustomize.render(files, max_bytes=limits.max_revision_bytes)  # as Flux: overlays built first
+            # as Flux: overlays built first
+            files = kustomize.render(files, max_bytes=limits.max_revision_bytes)
+            def loaded(done: int, total: int) -> None:
+                progress("loaded", "files", done, total)
+
             manifest = loader.load_files(files, default_namespace=default_namespace, limits=limits,
-                                         cache=files_cache,
-                                         progress=lambda done, total: progress("loaded", "files", done, total))
+                                         cache=files_cache, progress=loaded)
         if not manifest.ok:
             return Validated(manifest, None, steps)
         with timed(steps, "desired"):
@@ -86,7 +95,8 @@ def check(validated: Validated, *, repo_policy: repo_rules.PolicySettings, delet
     desired = validated.desired
     assert desired is not None
     with timed(validated.steps, "validate"):
-        desired.problems += repo_rules.check(validated.manifest, desired, repo_policy, secret_labels=secret_labels)
+        desired.problems += repo_rules.check(validated.manifest, desired, repo_policy,
+                                             secret_labels=secret_labels)
         desired.problems += overrides.check(validated.manifest, delete_threshold)
 
 

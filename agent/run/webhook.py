@@ -1,11 +1,11 @@
 """The agent's HTTP endpoints: GET /healthz, /readyz, /metrics and the signed POST /hooks/git.
 
 A delivery is checked for its signature first; then its body is read for the ref it pushed (each
-forge's headers, events and signature: agent/clients/forges/): a push of the followed branch starts a
-run (202 "sync requested"); a push of another branch, a tag or a notes ref - the agent's own reports
-included - is answered 202 "ignored: ref X is not followed" and starts nothing (counted as deliveries
-with result "ignored"); a forge's ping is answered 200 and starts nothing. A generic delivery without
-a ref (any body that is not a JSON object with a string "ref") asks for a sync."""
+forge's headers, events and signature: agent/clients/forges/): a push of the followed branch starts
+a run (202 "sync requested"); a push of another branch, a tag or a notes ref - the agent's own
+reports included - is answered 202 "ignored: ref X is not followed" and starts nothing (counted as
+deliveries with result "ignored"); a forge's ping is answered 200 and starts nothing. A generic
+delivery without a ref (any body that is not a JSON object with a string "ref") asks for a sync."""
 
 from __future__ import annotations
 
@@ -32,14 +32,15 @@ COMMIT = re.compile(r"[0-9a-fA-F]{7,64}")
 
 
 def read_secret(path: pathlib.Path) -> bytes:
-    """The shared secret from its file; an empty or short one is refused. The value never appears in a
-    message."""
+    """The shared secret from its file; an empty or short one is refused. The value never appears in
+    a message."""
     return delivery.read_key(path, what="webhook secret", minimum=MIN_SECRET_LENGTH,
                              use="give the same value to the Git server's webhook")
 
 
 def verify_webhook(secret: bytes, body: bytes, headers: Mapping[str, str | None]) -> bool:
-    """GitHub, Gitea, GitLab or generic signature (clients/forges/); constant-time comparisons of bytes only."""
+    """GitHub, Gitea, GitLab or generic signature (clients/forges/); constant-time comparisons of
+    bytes only."""
     return forges.verify(secret, body, headers)
 
 
@@ -88,29 +89,42 @@ class App:
     def _route(self, environ: WSGIEnvironment) -> Reply:
         path, method = environ.get("PATH_INFO", ""), environ.get("REQUEST_METHOD", "")
         if path == "/hooks/git":
-            return self._hook(environ) if method == "POST" else Reply("405 Method Not Allowed", b"POST only\n",
-                                                                      allow="POST")
+            if method != "POST":
+                return Reply("405 Method Not Allowed", b"POST only\n", allow="POST")
+            return self._hook(environ)
         if path not in ("/healthz", "/readyz", "/metrics"):
             return Reply("404 Not Found", b"not found\n")
         if method not in ("GET", "HEAD"):
             return Reply("405 Method Not Allowed", b"GET only\n", allow="GET, HEAD")
+        return self._probe(path)
+
+    def _probe(self, path: str) -> Reply:
+        """/healthz, /readyz or /metrics."""
         if path == "/healthz":
-            return Reply("200 OK", b"ok\n") if self.alive() else Reply("503 Service Unavailable", b"stopping\n")
+            if not self.alive():
+                return Reply("503 Service Unavailable", b"stopping\n")
+            return Reply("200 OK", b"ok\n")
         if path == "/readyz":
-            return (Reply("200 OK", b"ready\n") if self.ready()
-                    else Reply("503 Service Unavailable", b"not serving the newest good revision: none applied "
-                                                     b"yet, or the newest commit was rejected\n"))
+            if not self.ready():
+                return Reply("503 Service Unavailable",
+                             b"not serving the newest good revision: none applied yet, or the "
+                             b"newest commit was rejected\n")
+            return Reply("200 OK", b"ready\n")
         return Reply("200 OK", self.exposition(), prometheus_client.CONTENT_TYPE_LATEST)
 
     def _hook(self, environ: WSGIEnvironment) -> Reply:
         """Checks the signature before anything else touches the body; then reads the ref pushed."""
         if self.secret is None:
             return Reply("404 Not Found", b"webhook disabled: no webhook secret configured\n")
-        headers = {name: environ.get("HTTP_" + name.upper().replace("-", "_")) for name in forges.HEADERS}
-        body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0)) if forges.signed(headers) else b""
+        headers = {name: environ.get("HTTP_" + name.upper().replace("-", "_"))
+                   for name in forges.HEADERS}
+        body = b""
+        if forges.signed(headers):
+            body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
         if not verify_webhook(self.secret, body, headers):
             self.deliveries.labels("refused").inc()
-            log.warning("webhook call from %s with a missing or bad signature refused", environ.get("REMOTE_ADDR"))
+            log.warning("webhook call from %s with a missing or bad signature refused",
+                        environ.get("REMOTE_ADDR"))
             return Reply("401 Unauthorized", b"bad or missing signature\n")
         push = forges.read(headers, body)
         ignored = self._ignored(push)
@@ -118,21 +132,25 @@ class App:
             return ignored
         if not self.leading():  # reached directly: the Service selects the leader's pod only
             self.deliveries.labels("standby").inc()
-            return Reply("503 Service Unavailable", b"this replica is a standby and does not sync: send webhooks "
+            return Reply("503 Service Unavailable",
+                         b"this replica is a standby and does not sync: send webhooks "
                          b"to the Service bindy-agent, which selects the leader's pod\n")
         self.deliveries.labels("accepted").inc()
         self.on_delivery()
         return Reply("202 Accepted", b"sync requested\n")
 
     def _ignored(self, push: forges.Delivery) -> Reply | None:
-        """The answer to a delivery that starts no run (a ping, another event, a ref not followed); None
-        for a push of a followed ref (or a generic delivery naming none)."""
+        """The answer to a delivery that starts no run (a ping, another event, a ref not followed);
+        None for a push of a followed ref (or a generic delivery naming none)."""
         refs = ", ".join(sorted(self.followed)) or "none"
         if push.ping:
             self.deliveries.labels("ignored").inc()
-            return Reply("200 OK", f"pong: {push.forge} ping received; pushes of {refs} start a run\n".encode())
+            return Reply("200 OK",
+                         f"pong: {push.forge} ping received; pushes of {refs} start a "
+                         f"run\n".encode())
         why = (f"event {push.event!r} is not a push" if not push.push
-               else f"ref {push.ref} is not followed" if push.ref is not None and push.ref not in self.followed
+               else f"ref {push.ref} is not followed" if push.ref is not None
+               and push.ref not in self.followed
                else "")
         if not why:
             return None

@@ -85,7 +85,7 @@ def test_apply_never_changes_the_plan_it_executes(started: dict[str, Any], monke
     targets = planner.Targets(store, None, started["endpoints"])
     options = agentrun.options()
     snap = revisions.DirectoryRevisions(repo).snapshot()
-    planned = planner.plan(snap, ALL, planner.WHOLE, targets=targets, options=options)
+    planned = planner.plan(snap, ALL, planner.WHOLE, planner.Planning(targets, options))
     assert planned.plan is not None and planned.plan.zones is not None and not planned.plan.refusals
     before = copy.deepcopy(planned.plan.zones)
     world.update(zone, lambda u: u.replace("h0", 300, "A", "203.0.113.9"))  # and someone changes h0 meanwhile

@@ -81,7 +81,8 @@ def test_observe_holds_the_desired_rrsets_a_zone_transfer_read_back_unchanged(tm
                         lambda endpoint, name, **kw: _read_back(next(z for z in desired.zones if z.name == name),
                                                                 {key: off} if name == zone.name else {}))
     eps = {PRIMARY: Endpoint(PRIMARY, "127.0.0.1", 53, "http://127.0.0.1:1")}
-    observed = dnsobserve.observe(desired, FileStore(tmp_path / "state"), eps, IN_FULL, deadline=Deadline(30))
+    observed = dnsobserve.observe(desired, FileStore(tmp_path / "state"), eps, IN_FULL,
+                                  pace=dnsobserve.Pace(Deadline(30)))
     seen = observed.zones[zone.name][PRIMARY].rrsets
     assert seen is not None and seen[key] is off
     held = [k for k in seen if k != key and k in zone.rrsets]

@@ -73,7 +73,7 @@ class World:
 
     def observe(self, reading: Reading, scope: Scope = ALL) -> Any:
         return dnsobserve.observe(self.desired, self.store, self.endpoints, reading,  # type: ignore[arg-type]
-                                  deadline=Deadline(30), memory=self.memory, scope=scope)
+                                  pace=dnsobserve.Pace(Deadline(30)), memory=self.memory, scope=scope)
 
     def primaries(self, zones: set[str] | None = None) -> list[tuple[str, str]]:
         return sorted((z.name, instance_id(k)) for z in self.desired.zones for k in z.primaries
