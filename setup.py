@@ -23,8 +23,9 @@ UNKNOWN = {"gitCommit": "unknown", "gitTreeState": "unknown"}
 
 
 def _git(*args: str) -> str:
-    return subprocess.run(["git", "-C", str(HERE), *args], capture_output=True, text=True, check=True,
-                          timeout=30).stdout.strip()
+    done = subprocess.run(["git", "-C", str(HERE), *args], capture_output=True, text=True,
+                          check=True, timeout=30)
+    return done.stdout.strip()
 
 
 def _from_git() -> dict[str, str]:
@@ -41,7 +42,8 @@ def _from_git() -> dict[str, str]:
 def build_info() -> dict[str, str]:
     given = os.environ.get("BINDY_AGENT_BUILD_COMMIT", "").strip()
     if given:
-        return {"gitCommit": given, "gitTreeState": os.environ.get("BINDY_AGENT_BUILD_TREE_STATE", "clean")}
+        state = os.environ.get("BINDY_AGENT_BUILD_TREE_STATE", "clean")
+        return {"gitCommit": given, "gitTreeState": state}
     carried = HERE / BUILD_INFO
     if carried.is_file():
         return dict(json.loads(carried.read_text()))
@@ -69,8 +71,8 @@ class Sdist(sdist):
     def make_release_tree(self, base_dir: str, files: list[str]) -> None:
         super().make_release_tree(base_dir, files)
         target = pathlib.Path(base_dir) / BUILD_INFO
-        if target.exists():  # a hard link to the source tree's file: write a new file, not into the link
-            target.unlink()
+        if target.exists():
+            target.unlink()  # a hard link to the source tree's file: write a new file, not into it
         _write(target)
 
 

@@ -1,4 +1,5 @@
-"""MkDocs hook: the CLI reference page, generated from bindy-agent's own argument parser at build time.
+"""MkDocs hook: the CLI reference page, generated from bindy-agent's own argument parser at build
+time.
 
 docs/reference/cli.md holds two markers; this hook replaces them, and the note between them, with
 every verb's usage, description, flags (with their defaults expanded, as `--help` prints them) and
@@ -24,11 +25,13 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     if page.file.src_uri != PAGE:
         return markdown
     if MARKER not in markdown or END not in markdown.split(MARKER, 1)[1]:
-        raise ValueError(f"{PAGE} lost its markers {MARKER!r} ... {END!r}: the generated reference has nowhere to go")
+        raise ValueError(f"{PAGE} lost its markers {MARKER!r} ... {END!r}: the generated reference "
+                         "has nowhere to go")
     before, rest = markdown.split(MARKER, 1)
     after = rest.split(END, 1)[1]
     held = os.environ.get("COLUMNS")
-    os.environ["COLUMNS"] = "100"  # argparse wraps usage to the terminal: the page wraps alike on every machine
+    # argparse wraps usage to the terminal: the page wraps alike on every machine
+    os.environ["COLUMNS"] = "100"
     try:
         return before + reference() + after
     finally:
@@ -39,8 +42,8 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
 
 
 def _builder() -> Callable[[list[str]], argparse.ArgumentParser]:
-    """The function that builds bindy-agent's parser for a command line (every verb listed, the named
-    verb with all its flags)."""
+    """The function that builds bindy-agent's parser for a command line (every verb listed, the
+    named verb with all its flags)."""
     from agent import cli
 
     build = getattr(cli, "build_parser", None) or getattr(cli, "_parser", None)
@@ -77,7 +80,8 @@ def _text(value: str) -> str:
 def _code(value: str) -> str:
     """A code span that holds any text (the table's pipes escaped)."""
     fence = "``" if "`" in value else "`"
-    return f"{fence} {value} {fence}".replace("|", "\\|") if fence == "``" else f"`{value}`".replace("|", "\\|")
+    span = f"{fence} {value} {fence}" if fence == "``" else f"`{value}`"
+    return span.replace("|", "\\|")
 
 
 def _block(value: str) -> list[str]:
@@ -85,12 +89,12 @@ def _block(value: str) -> list[str]:
 
 
 def _flags(parser: argparse.ArgumentParser) -> Iterator[str]:
-    """One table per group of flags (positional arguments, options, named groups); the verbs themselves are
-    listed on their own."""
+    """One table per group of flags (positional arguments, options, named groups); the verbs
+    themselves are listed on their own."""
     formatter = parser._get_formatter()
     for group in parser._action_groups:
-        actions = [a for a in group._group_actions
-                   if a.help is not argparse.SUPPRESS and not isinstance(a, argparse._SubParsersAction)]
+        actions = [a for a in group._group_actions if a.help is not argparse.SUPPRESS
+                   and not isinstance(a, argparse._SubParsersAction)]
         if not actions:
             continue
         yield f"**{_text(group.title or 'options')}**"
@@ -125,7 +129,8 @@ def reference() -> str:
     listed = verbs()
     lines = ["| verb | what it does |", "| --- | --- |"]
     lines += [f"| [{verb}](#{verb}) | {_text(summary)} |" for verb, summary in listed]
-    lines += ["", "## Global flags {#global}", "", *_block(top.format_usage().removeprefix("usage: "))]
+    usage = top.format_usage().removeprefix("usage: ")
+    lines += ["", "## Global flags {#global}", "", *_block(usage)]
     lines += list(_flags(top))
     for verb, summary in listed:
         lines += list(_verb_section(verb, summary))

@@ -4,7 +4,7 @@ It serves tests/support/zone_api.py - the server the integration tests already u
 bindcar - unchanged, with bindcar's environment contract (the env agent/desired/workloads.py
 `_bindcar` gives the sidecar):
 
-    BIND_ZONE_DIR   named's directory, shared with the bind9 container (zone files are written there)
+    BIND_ZONE_DIR   named's directory, shared with the bind9 container (zone files go there)
     RNDC_SERVER     host:port of named's control channel (127.0.0.1:8953)
     RNDC_ALGORITHM  the RNDC key's algorithm (hmac-sha256)
     RNDC_SECRET     the RNDC key's secret (from the instance's Secret)
@@ -64,7 +64,8 @@ ALGORITHM = _env("RNDC_ALGORITHM", "hmac-sha256")
 SECRET = _env("RNDC_SECRET")
 PORT = int(_env("API_PORT", "8080"))
 TOKEN = os.environ.get("BIND_API_TOKEN", "")
-ALLOWED = {a.strip() for a in os.environ.get("BIND_ALLOWED_SERVICE_ACCOUNTS", "").split(",") if a.strip()}
+ALLOWED = {a.strip() for a in os.environ.get("BIND_ALLOWED_SERVICE_ACCOUNTS", "").split(",")
+           if a.strip()}
 AUDIENCES = [a.strip() for a in os.environ.get("BIND_TOKEN_AUDIENCES", "").split(",") if a.strip()]
 SA_DIR = pathlib.Path("/var/run/secrets/kubernetes.io/serviceaccount")
 VERDICT_SECONDS = 30
@@ -83,7 +84,8 @@ _procs.ComponentError = ComponentError  # type: ignore[attr-defined]
 _procs.free_port = lambda host="127.0.0.1": PORT  # type: ignore[attr-defined]
 _bind = types.ModuleType("tests.support.bind")
 _bind.BindServer = object  # type: ignore[attr-defined]
-for _name, _module in {"tests": types.ModuleType("tests"), "tests.support": types.ModuleType("tests.support"),
+for _name, _module in {"tests": types.ModuleType("tests"),
+                       "tests.support": types.ModuleType("tests.support"),
                        "tests.support.procs": _procs, "tests.support.bind": _bind}.items():
     sys.modules.setdefault(_name, _module)
 
@@ -104,7 +106,8 @@ class Rndc:
 
     def rndc(self, *args: str) -> str:
         try:
-            done = subprocess.run(["rndc", "-c", self.conf, *args], capture_output=True, text=True, timeout=30)
+            done = subprocess.run(["rndc", "-c", self.conf, *args], capture_output=True, text=True,
+                                  timeout=30)
         except subprocess.TimeoutExpired as exc:
             raise ComponentError(f"rndc {' '.join(args[:1])}: no answer within 30 s") from exc
         if done.returncode != 0:
@@ -117,7 +120,8 @@ class TokenReviewer:
     """bindcar's authentication: the API server says who a bearer token belongs to."""
 
     def __init__(self) -> None:
-        host, port = os.environ.get("KUBERNETES_SERVICE_HOST", ""), os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+        host = os.environ.get("KUBERNETES_SERVICE_HOST", "")
+        port = os.environ.get("KUBERNETES_SERVICE_PORT", "443")
         self.url = f"https://{'[' + host + ']' if ':' in host else host}:{port}" \
             "/apis/authentication.k8s.io/v1/tokenreviews"
         self.verdicts: dict[str, tuple[float, tuple[int, str] | None]] = {}
@@ -140,8 +144,9 @@ class TokenReviewer:
         return verdict
 
     def _review(self, token: str) -> tuple[int, str] | None:
+        spec = {"token": token, **({"audiences": AUDIENCES} if AUDIENCES else {})}
         body = json.dumps({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
-                           "spec": {"token": token, **({"audiences": AUDIENCES} if AUDIENCES else {})}}).encode()
+                           "spec": spec}).encode()
         try:
             own = (SA_DIR / "token").read_text().strip()
             ctx = ssl.create_default_context(cafile=str(SA_DIR / "ca.crt"))
@@ -150,11 +155,14 @@ class TokenReviewer:
             with urllib.request.urlopen(req, timeout=10, context=ctx) as resp:
                 status = json.loads(resp.read()).get("status") or {}
         except (OSError, ValueError) as exc:  # urllib.error.URLError is an OSError
-            detail = exc.read().decode(errors="replace")[:300] if isinstance(exc, urllib.error.HTTPError) else ""
+            detail = ""
+            if isinstance(exc, urllib.error.HTTPError):
+                detail = exc.read().decode(errors="replace")[:300]
             print(f"zone-api: TokenReview failed: {exc} {detail}".rstrip(), file=sys.stderr)
             return 500, f"cannot review the token with the API server: {exc}"
         if not status.get("authenticated"):
-            return 401, f"token not authenticated: {status.get('error') or 'rejected by the API server'}"
+            why = status.get("error") or "rejected by the API server"
+            return 401, f"token not authenticated: {why}"
         user = (status.get("user") or {}).get("username", "")
         if user not in ALLOWED:
             return 403, f"{user} is not an allowed service account"
@@ -165,13 +173,14 @@ def main() -> None:
     api = zone_api.ZoneApi(Rndc(), TOKEN or secrets.token_hex(32))
     if not TOKEN:
         if not ALLOWED:
-            print("zone-api: neither BIND_API_TOKEN nor BIND_ALLOWED_SERVICE_ACCOUNTS set: every endpoint but "
-                  "health/ready answers 401", file=sys.stderr)
+            print("zone-api: neither BIND_API_TOKEN nor BIND_ALLOWED_SERVICE_ACCOUNTS set: every "
+                  "endpoint but health/ready answers 401", file=sys.stderr)
         api.denied = TokenReviewer().denied
     # the test server keeps every request for its logs; a long-running sidecar the last 200
     api.requests = collections.deque(maxlen=200)
     handler = api.httpd.RequestHandlerClass
-    api.httpd.server_close()  # the test server listens on loopback only; a sidecar on the pod's addresses
+    # the test server listens on loopback only; a sidecar on the pod's addresses
+    api.httpd.server_close()
     api.httpd = http.server.ThreadingHTTPServer(("", PORT), handler)
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=api.httpd.shutdown).start())
     print(f"zone-api: serving on :{PORT}, rndc {RNDC_SERVER}, zones in {ZONE_DIR}", file=sys.stderr)

@@ -19,7 +19,13 @@ from agent.run import crds, orchestrator
 from agent.run.lease import LeaderElector
 from tests.conftest import ROOT, SAMPLE
 from tests.support import agentrun
-from tests.support.kube import KUBECTL, KubeCluster, service_account_token, token_client, token_kubeconfig
+from tests.support.kube import (
+    KUBECTL,
+    KubeCluster,
+    service_account_token,
+    token_client,
+    token_kubeconfig,
+)
 
 SA = ("bindy-agent", "bindy-agent")
 BINDY = "bindy.firestoned.io"

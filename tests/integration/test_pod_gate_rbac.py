@@ -18,7 +18,13 @@ from agent.clients.kubeapi import KubeApi
 from agent.model import names
 from agent.podready import condition as podcondition
 from tests.conftest import ROOT
-from tests.support.kube import KUBECTL, KubeCluster, service_account_token, token_client, token_kubeconfig
+from tests.support.kube import (
+    KUBECTL,
+    KubeCluster,
+    service_account_token,
+    token_client,
+    token_kubeconfig,
+)
 
 pytestmark = pytest.mark.integration
 

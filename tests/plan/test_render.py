@@ -26,7 +26,17 @@ from agent.model import printable
 from agent.model.findings import Refusal
 from agent.model.problems import Origin, Problem, Severity
 from agent.plan import build, delta, render, render_markdown, render_text
-from agent.plan.changes import FORMAT_VERSION, LAYERS, SYMBOL, Action, Change, KubeTarget, Plan, RRsetTarget, ZoneTarget
+from agent.plan.changes import (
+    FORMAT_VERSION,
+    LAYERS,
+    SYMBOL,
+    Action,
+    Change,
+    KubeTarget,
+    Plan,
+    RRsetTarget,
+    ZoneTarget,
+)
 from agent.plan.locate import NOWHERE
 from tests.conftest import ROOT, SAMPLE, load_dir
 

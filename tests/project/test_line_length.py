@@ -1,39 +1,35 @@
-"""Lines of agent/ stay within 100 characters (issue 37), folder by folder as each is reflowed: the
-folders listed here are checked; the global ruff line length (pyproject.toml) goes to 100 once every
-folder of agent/ is in the list."""
+"""Lines of agent/ stay within 100 characters: the project's ruff line length is 100 (bench/ keeps
+120, tests/ quote expected messages whole), every module of agent/ passes E501 at that length, and
+none of them silences it."""
 
 from __future__ import annotations
 
 import pathlib
 import subprocess
 import sys
-
-import pytest
+import tomllib
 
 from tests.conftest import ROOT
 
 BIN = pathlib.Path(sys.executable).parent
 LIMIT = 100
-REFLOWED = ["agent/*.py", "agent/cli", "agent/clients", "agent/desired", "agent/gate",
-            "agent/load", "agent/model", "agent/outcome", "agent/plan", "agent/sources",
-            "agent/reconcile",
-            "agent/observe", "agent/podready", "agent/run"]
-# modules of a reflowed folder left as they were: another change was moving them, or they wait for
-# their split by concept
-NOT_YET: set[str] = set()
 
 
-def _paths(entry: str) -> list[str]:
-    found = ROOT.glob(entry) if "*" in entry else (ROOT / entry).rglob("*.py")
-    return sorted(path for path in (str(p.relative_to(ROOT)) for p in found)
-                  if path not in NOT_YET)
+def test_the_project_line_length_is_100() -> None:
+    with (ROOT / "pyproject.toml").open("rb") as file:
+        assert tomllib.load(file)["tool"]["ruff"]["line-length"] == LIMIT
 
 
-@pytest.mark.parametrize("entry", REFLOWED)
-def test_a_reflowed_folder_stays_within_100_characters(entry: str) -> None:
-    paths = _paths(entry)
-    assert paths, f"{entry} matches nothing"
+def test_agent_stays_within_100_characters() -> None:
     result = subprocess.run([str(BIN / "ruff"), "check", "--line-length", str(LIMIT),
-                             "--select", "E501", "--output-format", "concise", *paths],
+                             "--select", "E501", "--output-format", "concise", "agent"],
                             cwd=ROOT, capture_output=True, text=True, check=False)
     assert result.returncode == 0, "lines over 100 characters:\n" + result.stdout
+
+
+def test_no_module_of_agent_silences_the_line_length() -> None:
+    silenced = [f"{path.relative_to(ROOT)}:{number}"
+                for path in sorted((ROOT / "agent").rglob("*.py"))
+                for number, line in enumerate(path.read_text().splitlines(), 1)
+                if "noqa" in line and "E501" in line]
+    assert silenced == []

@@ -18,7 +18,18 @@ from agent.model.ownership import RunState
 from agent.model.reading import DnsRead, KubeRead
 from agent.model.scope import ScopeRule
 from agent.run import decide as d
-from agent.run.decision import KIND_OF, Decision, Head, Now, Phase, Revision, RunKind, Standing, StatusScope, Why
+from agent.run.decision import (
+    KIND_OF,
+    Decision,
+    Head,
+    Now,
+    Phase,
+    Revision,
+    RunKind,
+    Standing,
+    StatusScope,
+    Why,
+)
 from agent.run.planner import Options
 from agent.run.triggers import Trigger
 

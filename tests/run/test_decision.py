@@ -12,7 +12,16 @@ import pytest
 from agent.model import scope as scopes
 from agent.model.key import ObjectKey
 from agent.model.reading import DnsRead, KubeRead, Reading
-from agent.run.decision import KIND_OF, Decision, Phase, Revision, RunKind, Standing, StatusScope, Why
+from agent.run.decision import (
+    KIND_OF,
+    Decision,
+    Phase,
+    Revision,
+    RunKind,
+    Standing,
+    StatusScope,
+    Why,
+)
 
 
 def test_every_behaviour_is_a_run_of_one_kind_and_every_kind_has_one() -> None:

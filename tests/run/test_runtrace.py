@@ -28,7 +28,14 @@ from agent.run import decide, logs, metrics, orchestrator, runtrace, settings
 from agent.run.decision import Head, Now, Phase, Standing
 from agent.run.planner import Options
 from tests.conftest import ROOT
-from tests.support.monitoring import MONITORING, _value, promtool, queried_names, rules, served_names
+from tests.support.monitoring import (
+    MONITORING,
+    _value,
+    promtool,
+    queried_names,
+    rules,
+    served_names,
+)
 
 
 # -- the tally of external calls --------------------------------------------------------------
