@@ -99,6 +99,8 @@ KINDS: dict[str, Kind] = {
             ("Instances", "integer", ".status.bind9InstancesCount"),
             ("TTL", "integer", ".spec.ttl"),
             READY_COLUMN,
+            ("InSync", "string", ".status.conditions[?(@.type=='InSync')].status"),
+            ("Hash", "string", ".status.zoneHash"),
             REVISION_COLUMN,
         )),
     )

@@ -153,7 +153,7 @@ class Executing:
                 desired, moved)
         pods = kubeobserve.pods(api, conditions.unready(kube.live, desired.instances))  # why they do not start
         wanted = status.wanted(desired, kube, revision=result.revision, dns=result.dns, only=only,
-                               changed=status.changed_zones(plan), pods=pods, endpoints=self.endpoints)
+                               pods=pods, endpoints=self.endpoints, plan=plan)
         if self.repairing:  # what serves is reconciled; the head's rejection still shows until a good head
             wanted = statusdiff.keep_rejection(wanted, kube.live)
         todo = statusdiff.to_write(wanted, kube.live, kube.conflicts, events.now())
