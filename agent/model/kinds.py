@@ -98,9 +98,9 @@ KINDS: dict[str, Kind] = {
             ("Records", "integer", ".status.recordsCount"),
             ("Instances", "integer", ".status.bind9InstancesCount"),
             ("TTL", "integer", ".spec.ttl"),
-            READY_COLUMN,
-            ("InSync", "string", ".status.conditions[?(@.type=='InSync')].status"),
             ("Hash", "string", ".status.zoneHash"),
+            ("InSync", "string", ".status.conditions[?(@.type=='InSync')].status"),
+            READY_COLUMN,
             REVISION_COLUMN,
         )),
     )
