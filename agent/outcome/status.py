@@ -122,7 +122,7 @@ def _served_conditions(key: ObjectKey, outcome: Outcome, index: _Index) -> list[
     if zone is not None and not zone.instances:
         if key.kind == "DNSZone":
             return [*zoneconditions.zone(None), zoneconditions.in_sync(
-                zonehash.of(zone), None, index.zone_results.get(key))]
+                zonehash.of(zone), None, ZoneResult(key, zone.name))]
         return zoneconditions.record(None, "", "")
     if key.kind == "DNSZone":
         zr = index.zone_results.get(key)

@@ -163,10 +163,10 @@ def _differ(keys: set[tuple[str, str]]) -> str:
 def in_sync(digest: str, zp: ZonePlan | None, zr: ZoneResult | None) -> dict[str, str]:
     """Whether every server of the zone serves exactly the RRsets Git wants (`digest`: their hash),
     from what the run read and wrote: a primary does when the zone's plan left no RRset change
-    there (each written, no foreign RRset in the way), a secondary when it reached its primary's
-    serial after the writes (asked when the run wrote the zone). Drifted names each server that
-    does not and how many RRsets differ; a server that failed, or whose pods have not started, is
-    not known."""
+    there (each written, no foreign RRset in the way), a secondary when it is at its primary's
+    serial (the verify step asks it: reconcile/dnsconfirm.py). Drifted names each server that does
+    not and how many RRsets differ; a server that failed, or whose pods have not started, is not
+    known."""
     if zr is None:
         return condition(IN_SYNC, "Unknown", "NotRead",
                          f"Git wants {digest}; the zone's servers were not read")

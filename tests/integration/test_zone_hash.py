@@ -97,3 +97,26 @@ def test_zones_say_whether_their_servers_serve_what_git_wants(
     back = _in_sync(_zones(world)["example-com"])
     assert (back["status"], back["reason"]) == ("True", "Served"), back
     assert wc.status_vs_cold(world) == {}
+
+
+def test_a_secondary_behind_its_primary_is_named_until_it_catches_up(
+        tmp_path: Any, git_remote: GitRemote, bind: bind_support.BindPair, zone_api: Any,
+        kube: KubeCluster, namespace: str) -> None:
+    world = wc.world_of(tmp_path, git_remote, bind, zone_api, kube, namespace)
+    assert wc.run(world).outcome == "applied"
+    secondary = f"{namespace}/dns-secondary-0"
+    bind.secondary.pause()  # stopped: it does not transfer the push
+    try:
+        wc.commit(world, {wc.WEB: world["files"][wc.WEB].replace("192.0.2.12", "192.0.2.49")})
+        assert wc.run(world, verify_wait=1).outcome == "partial"
+    finally:
+        bind.secondary.resume()
+    zones = _zones(world)
+    behind = _in_sync(zones["example-com"])
+    assert (behind["status"], behind["reason"]) == ("False", "Drifted"), behind
+    assert behind["message"].startswith(f"1/2 servers serve {zones['example-com']['zoneHash']}")
+    assert f"drifted: {secondary} (" in behind["message"], behind
+    caught_up = wc.run(world)  # the retry: the secondary is asked again and serves the push
+    assert caught_up.outcome == "applied", (caught_up.failures, caught_up.message)
+    back = _in_sync(_zones(world)["example-com"])
+    assert (back["status"], back["reason"]) == ("True", "Served"), back
