@@ -58,6 +58,9 @@ class Zone:
     records: dict[ObjectKey, tuple[str, str]] = dataclasses.field(default_factory=dict)
     # its records from other namespaces (whether that is allowed is the gate's to say)
     from_other_namespaces: list[ObjectKey] = dataclasses.field(default_factory=list)
+    # its RRsets' digest and the RRsets it is of (desired/zonehash.py): kept while they are the same
+    digest_kept: tuple[object, str] | None = dataclasses.field(default=None, compare=False,
+                                                                repr=False)
 
     @property
     def instances(self) -> list[ObjectKey]:

@@ -98,6 +98,8 @@ KINDS: dict[str, Kind] = {
             ("Records", "integer", ".status.recordsCount"),
             ("Instances", "integer", ".status.bind9InstancesCount"),
             ("TTL", "integer", ".spec.ttl"),
+            ("Hash", "string", ".status.zoneHash"),
+            ("InSync", "string", ".status.conditions[?(@.type=='InSync')].status"),
             READY_COLUMN,
             REVISION_COLUMN,
         )),

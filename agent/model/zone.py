@@ -108,6 +108,10 @@ class DNSZoneStatus(Status):
     selected_by_instance: str | None = Field(
         None, description="The instance whose zonesFrom selected this zone"
     )
+    zone_hash: str | None = Field(
+        None, description="Digest of the RRsets Git wants for the zone (sha256, 16 hex digits); "
+        "the InSync condition says whether every server serves exactly them"
+    )
 
 
 class DNSZone(Resource):

@@ -114,8 +114,10 @@ def is_ready(conds: list[dict[str, str]]) -> bool:
 
 def settled(status: Mapping[str, Any]) -> bool:
     """A status that shows nothing to come back to: Ready True, not Degraded, no revision's
-    rejection mark (Progressing False). A long-running agent computes an unsettled status again on
-    its next run, whatever that run changes (agent/run/memorize.py `statuses_computed`)."""
+    rejection mark (Progressing False), a zone whose servers serve what Git wants (InSync True). A
+    long-running agent computes an unsettled status again on its next run, whatever that run
+    changes (agent/run/memorize.py `statuses_computed`)."""
     conds = status.get("conditions") or []
-    trouble = (("Degraded", "True"), ("Progressing", "False"))
+    trouble = (("Degraded", "True"), ("Progressing", "False"), ("InSync", "False"),
+               ("InSync", "Unknown"))
     return is_ready(conds) and not any((c.get("type"), c.get("status")) in trouble for c in conds)

@@ -9,7 +9,7 @@ import dataclasses
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from agent.desired import rrsets, workloads
+from agent.desired import rrsets, workloads, zonehash
 from agent.desired.hierarchy import Desired
 from agent.desired.placement import Zone
 from agent.model import kinds
@@ -18,6 +18,7 @@ from agent.outcome import dnssecstatus, zoneconditions
 from agent.outcome.conditions import Outcome, conditions, is_ready, readiness
 from agent.plan import rotation
 from agent.plan.changes import Plan
+from agent.plan.zoneplan import ZonePlan
 from agent.reconcile.dnsresult import DnsResult, ZoneResult
 from agent.reconcile.kubeapply import KubeResult
 
@@ -80,6 +81,8 @@ class _Index:
     pods: Mapping[ObjectKey, list[dict[str, Any]]]
     # instances written pod by pod
     served_by_pods: set[ObjectKey] = dataclasses.field(default_factory=set)
+    # zone name -> its plan in this run (what was left to write on each primary)
+    zone_plans: Mapping[str, ZonePlan] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def of(cls, desired: Desired, outcomes: dict[ObjectKey, Outcome], dns: DnsResult | None,
@@ -118,13 +121,18 @@ def _served_conditions(key: ObjectKey, outcome: Outcome, index: _Index) -> list[
     # its selector matches no instance (any more): on no server
     if zone is not None and not zone.instances:
         if key.kind == "DNSZone":
-            return zoneconditions.zone(None)
+            return [*zoneconditions.zone(None), zoneconditions.in_sync(
+                zonehash.of(zone), None, ZoneResult(key, zone.name))]
         return zoneconditions.record(None, "", "")
     if key.kind == "DNSZone":
-        conds = zoneconditions.signed_alike(zone, index.zone_results.get(key),
-                                            zoneconditions.zone(index.zone_results.get(key)))
-        return zoneconditions.served_now(zone, {k: d for k, d in index.deployments.items()
-                                                if k in index.served_by_pods}, conds)
+        zr = index.zone_results.get(key)
+        conds = zoneconditions.signed_alike(zone, zr, zoneconditions.zone(zr))
+        conds = zoneconditions.served_now(zone, {k: d for k, d in index.deployments.items()
+                                                 if k in index.served_by_pods}, conds)
+        if zone is None:
+            return conds
+        return [*conds, zoneconditions.in_sync(zonehash.of(zone),
+                                               index.zone_plans.get(zone.name), zr)]
     if zone is None:
         return conditions(outcome)
     owner, rtype = zone.records[key]
@@ -180,7 +188,8 @@ def _zone_fields(key: ObjectKey, index: _Index) -> dict[str, Any]:
         "bind9InstancesCount": len(placed.instances),
         "records": [_ref(rk, recordName=owner) for rk, (owner, _)
                     in sorted(placed.records.items(), key=lambda kv: str(kv[0]))],
-        "recordsCount": len(placed.records)}
+        "recordsCount": len(placed.records),
+        "zoneHash": zonehash.of(placed)}
     if placed.selection_method:
         out["selectionMethod"] = placed.selection_method
     if placed.selected_by_instance:
@@ -236,12 +245,14 @@ NO_INSTANCES = LiveInstances()
 def statuses(desired: Desired, outcomes: dict[ObjectKey, Outcome], *,
              revisions: dict[ObjectKey, str], generations: dict[ObjectKey, int],
              dns: DnsResult | None = None, only: set[ObjectKey] | None = None,
-             live: LiveInstances = NO_INSTANCES) -> dict[ObjectKey, dict[str, Any]]:
+             live: LiveInstances = NO_INSTANCES,
+             plan: Plan | None = None) -> dict[ObjectKey, dict[str, Any]]:
     """The status of every CR in `desired` (or of those in `only`), keyed by the CR; `revisions` is
     the lastAppliedRevision of the CRs that carry one; `live`: what the cluster shows of the
-    instances."""
+    instances; `plan`: the run's (what each zone had left to write on each primary)."""
     index = _Index.of(desired, outcomes, dns, live.deployments, live.pods, only)
     index.served_by_pods = live.served_by_pods or set()
+    index.zone_plans = {zp.name: zp for zp in plan.zones or []} if plan is not None else {}
     out: dict[ObjectKey, dict[str, Any]] = {}
     for obj in desired.objects:
         key = obj.key
@@ -298,15 +309,16 @@ def _revisions(desired: Desired, live: dict[ObjectKey, dict[str, Any]], revision
 
 def wanted(desired: Desired, result: KubeResult, *, revision: str | None,
            dns: DnsResult | None = None, only: set[ObjectKey] | None = None,
-           changed: set[ObjectKey] | None = None,
            pods: Mapping[ObjectKey, list[dict[str, Any]]] | None = None,
-           endpoints: Mapping[str, Any] | None = None, ) -> dict[ObjectKey, dict[str, Any]]:
+           endpoints: Mapping[str, Any] | None = None,
+           plan: Plan | None = None) -> dict[ObjectKey, dict[str, Any]]:
     """Every CR's status after a sync (or that of the CRs in `only`), from what the Kubernetes and
-    DNS steps did; `changed` are the zones this revision changed (None: all); `pods`: the pods of
-    the Deployments that are not ready, by Deployment (`unready` says which to read); `endpoints`:
-    how the run reached each instance - a zone follows the pods of the instances reached through
-    their pods (in the cluster), not of those reached through an endpoint map."""
-    live = result.live
+    DNS steps did (`plan`: the run's: the zones this revision changed, `changed_zones`, and what
+    each primary had left to write; None: every zone changed); `pods`: the pods of the Deployments
+    that are not ready, by Deployment (`unready` says which to read); `endpoints`: how the run
+    reached each instance - a zone follows the pods of the instances reached through their pods (in
+    the cluster), not of those reached through an endpoint map."""
+    live, changed = result.live, changed_zones(plan) if plan is not None else None
     # read for the CRs whose status is made (`only`: a few), not for every live object (100,000)
     crs = live.keys() if only is None else [k for k in only if k in live]
     generations = {k: live[k]["metadata"].get("generation", 0) for k in crs
@@ -326,7 +338,7 @@ def wanted(desired: Desired, result: KubeResult, *, revision: str | None,
     instances = LiveInstances(service_ips, deployments, by_instance, served_by_pods)
     out = statuses(desired, _outcomes(desired, result),
                    revisions=_revisions(desired, live, revision, changed, dns, only=only),
-                   generations=generations, dns=dns, only=only, live=instances)
+                   generations=generations, dns=dns, only=only, live=instances, plan=plan)
     # rndcKeyRotation, from the key Secret's annotations as Bindy shows it
     for key, status in out.items():
         instance = desired.instances.get(key) if key.kind == "Bind9Instance" else None

@@ -1,6 +1,7 @@
 """The conditions of a DNSZone and of its records after a sync (pure): from the zone's result on its
 servers (configured, failed, refused, not answering the new data), whether its servers serve the
-same DNSSEC keys, and whether every instance it is placed on has its pods ready."""
+same DNSSEC keys, whether every instance it is placed on has its pods ready, and whether every
+server serves exactly the RRsets Git wants (`in_sync`, with the zone's hash)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ from agent.desired.placement import Zone
 from agent.model.key import ObjectKey
 from agent.outcome import dnssecstatus
 from agent.outcome.conditions import Outcome, condition, conditions, is_ready, readiness
+from agent.plan.zoneplan import ZonePlan
 from agent.reconcile.dnsresult import ZoneResult
+
+IN_SYNC = "InSync"
 
 
 def zone(zr: ZoneResult | None) -> list[dict[str, str]]:
@@ -123,3 +127,64 @@ def record(zr: ZoneResult | None, owner: str, rtype: str) -> list[dict[str, str]
         return conditions(Outcome(False, f"Record configured, but not served yet by: {missing}",
                                   "RecordFailed"))
     return conditions(Outcome(True, f"Record configured on {served} endpoint(s)"))
+
+
+def _left(zp: ZonePlan | None, zr: ZoneResult) -> dict[str, set[tuple[str, str]]]:
+    """Each server and the RRsets it serves otherwise than Git after the run: a primary's planned
+    changes it did not take and the foreign RRsets in the way (conflicts, never overwritten), and
+    what a server did not answer as written when verified (a secondary behind its primary: SOA)."""
+    out: dict[str, set[tuple[str, str]]] = {}
+    written = set(zr.written)
+    records = zp.records if zp is not None else {s: None for s in zr.applied_on}
+    for server, rp in records.items():
+        conflicts = rp.conflicts if rp is not None else zr.conflicts
+        left = {_conflict_key(c) for c in conflicts}
+        if rp is not None and server not in zr.applied_on:
+            left |= {c.key for c in rp.changes if c not in written}
+        if left:
+            out[server] = left
+    for check in zr.checks:
+        if not check.ok:
+            out.setdefault(check.server, set()).add((check.name, check.rtype))
+    return out
+
+
+def _conflict_key(conflict: str) -> tuple[str, str]:
+    owner, _, rtype = conflict.split(":", 1)[0].partition(" ")
+    return owner, rtype
+
+
+def _differ(keys: set[tuple[str, str]]) -> str:
+    if all(rtype == "SOA" for _, rtype in keys):
+        return "behind its primary's serial"
+    return "1 RRset differs" if len(keys) == 1 else f"{len(keys)} RRsets differ"
+
+
+def in_sync(digest: str, zp: ZonePlan | None, zr: ZoneResult | None) -> dict[str, str]:
+    """Whether every server of the zone serves exactly the RRsets Git wants (`digest`: their hash),
+    from what the run read and wrote: a primary does when the zone's plan left no RRset change
+    there (each written, no foreign RRset in the way), a secondary when it is at its primary's
+    serial (the verify step asks it: reconcile/dnsconfirm.py). Drifted names each server that does
+    not and how many RRsets differ; a server that failed, or whose pods have not started, is not
+    known."""
+    if zr is None:
+        return condition(IN_SYNC, "Unknown", "NotRead",
+                         f"Git wants {digest}; the zone's servers were not read")
+    servers = sorted(zr.servers)
+    if not servers:
+        return condition(IN_SYNC, "False", "NoInstances", f"Git wants {digest}; no server has it")
+    drifted = _left(zp, zr)
+    unknown = sorted(s for s, (state, _) in zr.servers.items()
+                     if state != "Configured" and s not in drifted)
+    serving = [s for s in servers if s not in drifted and s not in unknown]
+    message = f"{len(serving)}/{len(servers)} servers serve {digest}"
+    if drifted:
+        shown = sorted(drifted.items())
+        return condition(IN_SYNC, "False", "Drifted", message + "; drifted: " + ", ".join(
+            f"{server} ({_differ(keys)})" for server, keys in shown[:10])
+            + (f" and {len(shown) - 10} more" if len(shown) > 10 else "")
+            + (f"; not known: {', '.join(unknown[:10])}" if unknown else ""))
+    if unknown:
+        return condition(IN_SYNC, "Unknown", "NotKnown",
+                         f"{message}; not known: {', '.join(unknown[:10])}")
+    return condition(IN_SYNC, "True", "Served", message)

@@ -170,14 +170,12 @@ class Executing:
         only, moved = None, self.memory.pods_moved  # every CR's, unless the cluster was remembered:
         # what this run changed, unsettled, pods moved
         if self.decision.statuses is StatusScope.AFFECTED:
-            only = status.affected(desired, plan, kube,
-                                   result.dns) | self.memory.unsettled | status.served_by(
-                desired, moved)
+            affected = status.affected(desired, plan, kube, result.dns)
+            only = affected | self.memory.unsettled | status.served_by(desired, moved)
         # why they do not start
         pods = kubeobserve.pods(api, conditions.unready(kube.live, desired.instances))
         wanted = status.wanted(desired, kube, revision=result.revision, dns=result.dns, only=only,
-                               changed=status.changed_zones(plan), pods=pods,
-                               endpoints=self.endpoints)
+                               pods=pods, endpoints=self.endpoints, plan=plan)
         # what serves is reconciled; the head's rejection still shows until a good head
         if self.repairing:
             wanted = statusdiff.keep_rejection(wanted, kube.live)

@@ -87,7 +87,10 @@ def test_seed_documented_extension_fields_are_in_the_schemas() -> None:
     assert "spec.clusterProviderRef" in ours["DNSZone"]
     zone_status = schema.crd(kinds.KINDS["DNSZone"])["spec"]["versions"][0]["schema"][
         "openAPIV3Schema"]["properties"]["status"]["properties"]
-    assert {"selectionMethod", "selectedByInstance"} <= set(zone_status)
+    assert {"selectionMethod", "selectedByInstance", "zoneHash"} <= set(zone_status)
+    zone_columns = schema.crd(kinds.KINDS["DNSZone"])["spec"]["versions"][0][
+        "additionalPrinterColumns"]
+    assert [c["name"] for c in zone_columns][-4:] == ["Hash", "InSync", "Ready", "Revision"]
     inst_status = schema.crd(kinds.KINDS["Bind9Instance"])["spec"]["versions"][0]["schema"][
         "openAPIV3Schema"]["properties"]["status"]["properties"]
     assert "selectedZones" in inst_status
