@@ -67,16 +67,16 @@ def _values(i: int) -> tuple[str, str, str]:
 
 def write_repo(root: pathlib.Path, prefix: str, records: int, zones: int) -> None:
     """One file: the cluster, the zones, and `records` records spread over the zones."""
-    docs = [HEAD + "kind: Bind9Cluster\nmetadata: {name: dns, namespace: dns}\n"
+    docs = [HEAD + "kind: Bind9Cluster\nmetadata: {name: dns, namespace: dns-system}\n"
             "spec: {primary: {replicas: 1}, secondary: {replicas: 0}}\n"]
-    docs += [HEAD + f"kind: DNSZone\nmetadata: {{name: z{z}, namespace: dns}}\nspec:\n"
+    docs += [HEAD + f"kind: DNSZone\nmetadata: {{name: z{z}, namespace: dns-system}}\nspec:\n"
              f"  zoneName: {_zone(prefix, z)[:-1]}\n  clusterRef: dns\n" + SOA for z in range(zones)]
     for i in range(records):
         name, rtype, value = _values(i)
         fqdn = f"{name}.{_zone(prefix, i % zones)}"
         spec = {"A": f"ipv4Addresses: [{value}]", "AAAA": f"ipv6Addresses: ['{value}']",
                 "TXT": f"text: ['{value}']", "MX": "priority: 10\n  mailServer: mx.provider.test."}[rtype]
-        docs.append(HEAD + f"kind: {rtype}Record\nmetadata: {{name: r{i}, namespace: dns}}\n"
+        docs.append(HEAD + f"kind: {rtype}Record\nmetadata: {{name: r{i}, namespace: dns-system}}\n"
                     f"spec:\n  name: {fqdn}\n  ttl: 300\n  {spec}\n")
     (root / "all.yaml").write_text("---\n".join(docs))
 
@@ -147,7 +147,7 @@ def main() -> None:
                                            f'secret "{keys.tsig}"; }};\n')
             (work / "token").write_text(token)
             (work / "endpoints.yaml").write_text(
-                f"instances:\n  dns/dns-primary-0:\n    dns: {server.address}:{server.port}\n"
+                f"instances:\n  dns-system/dns-primary-0:\n    dns: {server.address}:{server.port}\n"
                 f"    api: {api.url}\n    tokenFile: token\n    tsigKeyFile: tsig.key\n")
             endpoints = config.load_endpoints(work / "endpoints.yaml")
             (work / "zones").mkdir()
