@@ -9,12 +9,13 @@ real kube-apiserver (for the Lease only: the agents' Kubernetes objects are a ha
 
   setup     the revision applied once by the agent's own code, then by one `bindy-agent run` that
             is stopped (its Kubernetes objects exist; the state is shared by every agent below)
-  cold      `bindy-agent run` restarted: a one-record push is committed as soon as it listens, its
-            webhook POSTed; seconds until primary AND secondary answer the new value (the start-up
-            run loads that push's revision whole, so it transfers every zone first)
-  warming   restarted again; the push comes once its start-up run reconciles (its first zone
-            transfer): pushes first, the reconcile yields, the push's zones are applied, then the
-            reconcile goes on (target: < 2 s at 100,000 records)
+  cold      `bindy-agent run` restarted, its Lease deleted before (no standby around: it leads at
+            once); a one-record push is committed as soon as it listens and leads, its webhook
+            POSTed; seconds until primary AND secondary answer the new value (the start-up run loads
+            that push's revision whole, so it transfers every zone first)
+  warming   restarted again (its Lease deleted before too); the push comes once its start-up run
+            reconciles (its first zone transfer): pushes first, the reconcile yields, the push's
+            zones are applied, then the reconcile goes on (target: < 2 s at 100,000 records)
   standby   two replicas, A then B (B follows A's revision read-only); A is killed (SIGKILL); once B
             holds the Lease, a one-record push and its webhook to B: seconds until both servers serve
             it (median of --rounds pushes, each after a fresh failover is not repeated: the first push
@@ -50,6 +51,18 @@ def _agent(world: sb.World, pod: str, *extra: str) -> sb.Agent:
         return sb.Agent(world, "--lease-duration", "3", "--cache", str(world.work / f"cache-{pod}"), *extra)
     finally:
         os.environ.pop("POD_NAME", None)
+
+
+def _cold_start(api: Any) -> None:
+    """No Lease: the next agent takes it at its first look, as a replica started with no standby
+    around (a released or expired Lease is left to a warm standby for one more lease duration,
+    agent/run/lease.py: meanwhile the new replica follows as a standby and is not cold any more)."""
+    api.delete("Lease", sb.NAMESPACE, "bindy-agent")
+
+
+def _leading(agent: sb.Agent) -> float:
+    """Seconds until the agent holds the Lease (webhooks to a standby are refused)."""
+    return _wait("the agent leads", lambda: agent.metric("bindy_agent_leader") == 1)
 
 
 def _listening(agent: sb.Agent, timeout: float = 600) -> float:
@@ -120,17 +133,21 @@ def measure(n: int, work: pathlib.Path, rounds: int) -> dict[str, Any]:
         setup.stop()
 
         print(f"[{n:,}] cold agent ...", file=sys.stderr, flush=True)
+        _cold_start(api)
         cold = _agent(world, "cold")
         agents.append(cold)
         out["cold_listens"] = _listening(cold)
+        out["cold_leads"] = out["cold_listens"] + _leading(cold)
         out["cold_first_push"] = sb.push_rounds(world, cold, 1, commits)[0]
         out["cold_runs"] = _runs(cold)
         cold.stop()
 
         print(f"[{n:,}] cold agent, a push during its start-up reconcile ...", file=sys.stderr, flush=True)
+        _cold_start(api)
         warming = _agent(world, "warming")
         agents.append(warming)
         _listening(warming)
+        _leading(warming)
         # its start-up run has loaded the revision and reads the zones: the push arrives now
         _wait("the start-up run transfers", lambda: warming.metric("bindy_agent_external_calls_total",
                                                                     target="axfr") >= 1)
@@ -140,6 +157,7 @@ def measure(n: int, work: pathlib.Path, rounds: int) -> dict[str, Any]:
         warming.stop()
 
         print(f"[{n:,}] leader and standby ...", file=sys.stderr, flush=True)
+        _cold_start(api)
         a = _agent(world, "a")
         agents.append(a)
         _listening(a)
@@ -190,7 +208,8 @@ def main() -> int:
     print(f"machine: {sb.machine()}")
     print(f"{r['records']:,} records in {r['zones']:,} zones (first sync {r['first_sync']:.1f} s)")
     print(f"  raw TSIG UPDATE of one record, served on both      {floor * 1000:8.1f} ms  (the floor)")
-    print(f"  cold agent: listens after                          {r['cold_listens']:8.2f} s")
+    print(f"  cold agent: listens after                          {r['cold_listens']:8.2f} s  (leads after "
+          f"{r['cold_leads']:.2f} s)")
     print(f"  cold agent: first push served after its webhook    {cold:8.2f} s  (baseline)")
     print(f"    its runs: {'; '.join(r['cold_runs'])}")
     during = r["during_start_push"]
